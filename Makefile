@@ -1,0 +1,88 @@
+# scry: one GNU Makefile.
+#   make                 build build/scry (installs missing build packages first)
+#   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.13
+#   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
+#   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
+#   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
+#   make format          clang-format every C file
+
+CC      ?= cc
+BUILD   ?= build
+PYTHON  ?= python3
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+               -Wstrict-prototypes -Wmissing-prototypes -fno-strict-aliasing -fPIC -Isrc -MMD -MP
+ifeq ($(DEBUG),1)
+  OPT := -O0 -g3
+else
+  OPT := -O2 -g
+endif
+ifneq ($(SANITIZE),)
+  OPT += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+  LDSAN := -fsanitize=$(SANITIZE)
+endif
+CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
+LDLIBS  := -lelf $(LDSAN)
+
+CORE_DIRS := src/common src/reader src/cpython src/render
+CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
+CLI_SRC   := $(wildcard src/cli/*.c)
+CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CORE_LIB  := $(BUILD)/libscry-core.a
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_LIB  := $(BUILD)/obj/tests/unit/testlib.o
+
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_SECONDS ?= 30
+
+.PHONY: all deps test unit e2e check fuzz clean format
+all: deps $(BUILD)/scry
+
+deps:
+	@scripts/install-deps.sh build
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/scry: $(CLI_OBJ) $(CORE_LIB)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+unit: deps $(UNIT_BIN)
+	@scripts/run-unit-tests.sh $(UNIT_BIN)
+
+e2e: all
+	@scripts/install-deps.sh test
+	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
+
+test: all $(UNIT_BIN)
+	@scripts/install-deps.sh test
+	@scripts/run-unit-tests.sh $(UNIT_BIN)
+	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
+
+check: test
+	$(MAKE) BUILD=build-asan SANITIZE=address,undefined unit
+	$(MAKE) fuzz
+
+fuzz: deps
+	@scripts/install-deps.sh fuzz
+	@scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_SRC)
+
+format:
+	clang-format -i $(shell find src tests -name '*.[ch]')
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

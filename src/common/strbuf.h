@@ -1,0 +1,30 @@
+/* A growable NUL-terminated byte string: the buffer every renderer and message builder writes to. */
+#ifndef SCRY_COMMON_STRBUF_H
+#define SCRY_COMMON_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct strbuf {
+    char *buf; /* always NUL-terminated once anything was added; NULL while empty */
+    size_t len;
+    size_t alloc;
+};
+
+#define STRBUF_INIT {NULL, 0, 0}
+
+void sb_add(struct strbuf *sb, const void *data, size_t len);
+void sb_adds(struct strbuf *sb, const char *s);
+void sb_addch(struct strbuf *sb, char c);
+void sb_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+/* Appends s as a JSON string literal, quotes included; invalid UTF-8 bytes become U+FFFD. */
+void sb_add_json_str(struct strbuf *sb, const char *s, size_t len);
+void sb_reset(struct strbuf *sb);
+/* Returns the buffer (owned by the caller) and leaves sb empty; never NULL. */
+char *sb_detach(struct strbuf *sb);
+void sb_release(struct strbuf *sb);
+/* Pointer to the contents, "" while empty. */
+const char *sb_str(const struct strbuf *sb);
+
+#endif

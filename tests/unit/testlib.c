@@ -1,0 +1,69 @@
+/* The unit-test harness: runs every test (or those named on the command line). */
+#include "testlib.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int tl_failures;
+static char tmpdir[256];
+static int any_failed;
+
+void tl_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "  %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    tl_failures++;
+}
+
+const char *tl_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/scry-unit-XXXXXX");
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+    }
+    return tmpdir;
+}
+
+static void cleanup(void)
+{
+    if (tmpdir[0] && !any_failed) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+}
+
+int tl_run(const struct tl_test *tests, size_t n, int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    atexit(cleanup);
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1) {
+            int wanted = 0;
+            for (int a = 1; a < argc; a++)
+                wanted |= strcmp(argv[a], tests[i].name) == 0;
+            if (!wanted)
+                continue;
+        }
+        tl_failures = 0;
+        tests[i].fn();
+        if (tl_failures) {
+            fprintf(stderr, "FAIL %s\n", tests[i].name);
+            failed++;
+        } else {
+            passed++;
+        }
+    }
+    any_failed = failed > 0;
+    printf("results: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
