@@ -17,7 +17,8 @@ struct arena_block {
 void *arena_alloc(struct arena *a, size_t size)
 {
     size_t bs = a->block_size ? a->block_size : 64 * 1024;
-    if (size > SIZE_MAX - 32)
+    /* Leaves room for the rounding below and the block header, so calloc's size cannot wrap. */
+    if (size > SIZE_MAX - sizeof(struct arena_block) - 16)
         return NULL;
     size = (size + 15) & ~(size_t)15;
     if (size == 0)

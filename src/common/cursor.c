@@ -76,9 +76,12 @@ uint32_t cur_u32(struct cursor *c)
 
 uint64_t cur_u64(struct cursor *c)
 {
+    /* One bound check for all 8 bytes, so a short read fails at the u64's own offset. */
+    if (!need(c, 8))
+        return 0;
     uint64_t lo = cur_u32(c);
     uint64_t hi = cur_u32(c);
-    return c->failed ? 0 : lo | (hi << 32);
+    return lo | (hi << 32);
 }
 
 int64_t cur_i64(struct cursor *c) { return (int64_t)cur_u64(c); }
@@ -129,6 +132,10 @@ const char *cur_cstr(struct cursor *c)
 {
     if (c->failed)
         return NULL;
+    if (c->off == c->len) { /* also keeps memchr and pointer arithmetic off a NULL base */
+        cur_fail(c);
+        return NULL;
+    }
     const uint8_t *p = c->base + c->off;
     const uint8_t *nul = memchr(p, 0, c->len - c->off);
     if (!nul) {
@@ -147,15 +154,17 @@ uint32_t cur_varint6(struct cursor *c)
         uint8_t b = cur_u8(c);
         if (c->failed)
             return 0;
-        if (shift < 32)
-            v |= (uint32_t)(b & 63) << shift;
-        if (!(b & 64))
-            return v;
-        shift += 6;
-        if (shift > 36) { /* more than six groups cannot encode a 32-bit value */
+        /* The sixth group (shift 30) may carry only 2 bits, and there is no seventh: anything
+         * else does not fit 32 bits, and silently dropping bits would give a wrong line. */
+        if (shift == 30 && ((b & 63) > 3 || (b & 64))) {
+            c->off--;
             cur_fail(c);
             return 0;
         }
+        v |= (uint32_t)(b & 63) << shift;
+        if (!(b & 64))
+            return v;
+        shift += 6;
     }
 }
 

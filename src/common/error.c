@@ -84,7 +84,7 @@ enum scry_err err_from_ret(int ret)
 {
     if (ret >= 0)
         return SCRY_E_OK;
-    if (-ret >= SCRY_E__COUNT)
+    if (ret <= -SCRY_E__COUNT) /* compared this way round: -INT_MIN overflows */
         return SCRY_E_INTERNAL;
     return (enum scry_err)(-ret);
 }

@@ -1,5 +1,6 @@
 /* An open-addressing hash map from 64-bit keys (remote addresses, ids) to 64-bit values.
- * Key 0 is reserved as "empty"; callers with a real 0 key must offset it. */
+ * Keys 0 ("empty") and UINT64_MAX ("deleted") are reserved: hm_put refuses them and lookups of
+ * them find nothing; callers with such a real key must offset it. */
 #ifndef SCRY_COMMON_HASHMAP_H
 #define SCRY_COMMON_HASHMAP_H
 
