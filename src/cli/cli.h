@@ -1,0 +1,32 @@
+/* What every subcommand shares: the command table, error reporting in text or JSON with the
+ * stable codes, and writing output to stdout with errors checked. */
+#ifndef SCRY_CLI_CLI_H
+#define SCRY_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/strbuf.h"
+
+#define SCRY_VERSION "0.1.0"
+
+/* Exit statuses: 0 success, 1 any error with a code, 2 usage errors. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
+
+int cmd_stacks(int argc, char **argv);
+
+/* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
+ * stdout when json is set, and returns the exit status for it. */
+int cli_report_error(bool json);
+/* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
+int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes buf to stdout and flushes; returns 0 or records an io_error. */
+int cli_write_stdout(const struct strbuf *buf);
+/* Whether stdout should get colours (a terminal, NO_COLOR unset). */
+bool cli_color_stdout(void);
+/* Parses a positive pid; false if s is not one. */
+bool cli_parse_pid(const char *s, int *pid);
+/* True if argv contains --json (so that usage errors found while parsing can be JSON too). */
+bool cli_wants_json(int argc, char **argv);
+
+#endif

@@ -1,0 +1,92 @@
+/* Shared CLI helpers: error documents, stdout writing, small parsers. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/error.h"
+#include "render/json_writer.h"
+
+int cli_report_error(bool json)
+{
+    enum scry_err code = err_last_code();
+    if (code == SCRY_E_OK)
+        code = SCRY_E_INTERNAL;
+    const char *msg = err_last_message();
+    const char *hint = err_last_hint();
+    if (json) {
+        struct strbuf sb = STRBUF_INIT;
+        struct json_writer w;
+        jw_init(&w, &sb, false);
+        jw_obj_begin(&w);
+        jw_key(&w, "error");
+        jw_obj_begin(&w);
+        jw_key(&w, "code");
+        jw_str(&w, err_code_name(code));
+        jw_key(&w, "message");
+        jw_str(&w, msg);
+        jw_key(&w, "hint");
+        jw_str(&w, hint);
+        jw_obj_end(&w);
+        jw_obj_end(&w);
+        sb_addch(&sb, '\n');
+        fwrite(sb.buf, 1, sb.len, stdout);
+        fflush(stdout);
+        sb_release(&sb);
+    } else {
+        fprintf(stderr, "scry: error: %s [%s]\n", msg, err_code_name(code));
+        if (hint && *hint)
+            fprintf(stderr, "hint: %s\n", hint);
+    }
+    return code == SCRY_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+}
+
+int cli_usage_error(bool json, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    err_failv(SCRY_E_USAGE, NULL, fmt, ap);
+    va_end(ap);
+    return cli_report_error(json);
+}
+
+int cli_write_stdout(const struct strbuf *buf)
+{
+    if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len)
+        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+    if (fflush(stdout) != 0)
+        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+    return 0;
+}
+
+bool cli_color_stdout(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return isatty(1) && !(nc && *nc);
+}
+
+bool cli_parse_pid(const char *s, int *pid)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+        return false;
+    *pid = (int)v;
+    return true;
+}
+
+bool cli_wants_json(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--json") == 0)
+            return true;
+    }
+    return false;
+}

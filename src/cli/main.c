@@ -1,0 +1,60 @@
+/* scry's entry point: the command table and top-level help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: scry <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s %s\n", "help", "show this help, or a command's: scry help stacks");
+    fprintf(f, "  %-10s %s\n", "version", "print scry's version");
+    fprintf(f, "\nRun 'scry <command> --help' for a command's options.\n");
+}
+
+static const struct command *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        const struct command *c = argc > 2 ? find(argv[2]) : NULL;
+        if (c) {
+            char *args[] = {argv[2], "--help", NULL};
+            return c->run(2, args);
+        }
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        printf("scry %s\n", SCRY_VERSION);
+        return CLI_EXIT_OK;
+    }
+    const struct command *c = find(name);
+    if (!c)
+        return cli_usage_error(cli_wants_json(argc, argv),
+                               "unknown command '%s' (commands: stacks, help, version)", name);
+    return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,49 @@
+/* Python stacks: walking a thread's _PyInterpreterFrame chain (skipping shim and incomplete
+ * frames) and resolving code objects to file, qualified name and line. */
+#ifndef SCRY_CPYTHON_FRAMES_H
+#define SCRY_CPYTHON_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/hashmap.h"
+#include "cpython/runtime.h"
+
+#define PY_MAX_STACK_DEPTH 4096
+
+struct py_code_info {
+    uint64_t addr;
+    const char *filename;
+    const char *qualname;
+    int firstlineno;
+    const uint8_t *linetable;
+    size_t linetable_len;
+    uint64_t nunits; /* code units of bytecode */
+};
+
+/* Code objects already resolved, by address; strings live in the arena. */
+struct py_code_cache {
+    struct hashmap by_addr; /* address -> struct py_code_info * */
+    struct arena arena;
+};
+
+void py_code_cache_init(struct py_code_cache *cc);
+void py_code_cache_free(struct py_code_cache *cc);
+int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t code,
+                    const struct py_code_info **out);
+
+struct py_frame {
+    uint64_t addr; /* the _PyInterpreterFrame */
+    const struct py_code_info *code;
+    int64_t lasti; /* code-unit index of the instruction being executed */
+    int line;      /* -1 when unknown */
+};
+
+/* The Python frames of a thread, innermost first. *truncated is set when the stack was deeper
+ * than max or a loop was found in the chain. */
+int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
+                    struct py_frame *frames, size_t max, size_t *count, bool *truncated);
+
+#endif

@@ -1,0 +1,328 @@
+/* Layout tables for 3.11 and 3.12 (offsetof() on the 3.11.7 and 3.12.1 headers with
+ * Py_BUILD_CORE), and the reader of _Py_DebugOffsets for 3.13 and 3.14. Facts and sources:
+ * shared/reference/cpython-internals.md sections 3.2-3.9. */
+#include "layout.h"
+
+#include <string.h>
+
+#include "common/error.h"
+
+static const struct py_layout layout_311 = {
+    .minor = 11,
+    .rt_size = 166688,
+    .rt_interpreters_head = 40,
+    .rt_gil_locked = 376,
+    .rt_gil_last_holder = 368,
+    .is_size = 100000,
+    .is_next = 0,
+    .is_id = 48,
+    .is_threads_head = 16,
+    .is_gc = 648,
+    .is_modules = 888,
+    .is_sysdict = 904,
+    .is_builtins = 912,
+    .ts_size = 360,
+    .ts_next = 8,
+    .ts_interp = 16,
+    .ts_thread_id = 152,
+    .ts_native_thread_id = 160,
+    .ts_cframe = 56,
+    .cframe_current_frame = 8,
+    .fr_size = 80,
+    .fr_previous = 48,
+    .fr_code = 32,
+    .fr_instr = 56,
+    .fr_owner = 69,
+    .fr_localsplus = 72,
+    .owner_generator = 1,
+    .owner_cstack = -1,
+    .owner_interpreter = -1,
+    .co_size = 192,
+    .co_nunits = 16,
+    .co_filename = 112,
+    .co_name = 120,
+    .co_qualname = 128,
+    .co_linetable = 136,
+    .co_firstlineno = 72,
+    .co_firsttraceable = 168,
+    .co_code_adaptive = 184,
+    .ob_type = 8,
+    .tp_name = 24,
+    .tp_basicsize = 32,
+    .tp_flags = 168,
+    .tp_dictoffset = 288,
+    .ht_cached_keys = 872,
+    .str_length = 16,
+    .str_state = 32,
+    .str_ascii_size = 48,
+    .str_compact_size = 72,
+    .long_has_lv_tag = false,
+    .long_digits = 24,
+    .bytes_size = 16,
+    .bytes_sval = 32,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .values_kind = PY_VALUES_311,
+    .mod_dict = 16,
+};
+
+static const struct py_layout layout_312 = {
+    .minor = 12,
+    .rt_size = 459944,
+    .rt_interpreters_head = 40,
+    .is_size = 300000,
+    .is_next = 0,
+    .is_id = 8,
+    .is_threads_head = 72,
+    .is_gc = 112,
+    .is_modules = 944,
+    .is_sysdict = 352,
+    .is_builtins = 360,
+    .is_ceval_gil = 384,
+    .gil_locked = 16,
+    .gil_last_holder = 8,
+    .ts_size = 288,
+    .ts_next = 8,
+    .ts_interp = 16,
+    .ts_thread_id = 136,
+    .ts_native_thread_id = 144,
+    .ts_cframe = 56,
+    .cframe_current_frame = 0,
+    .fr_size = 80,
+    .fr_previous = 8,
+    .fr_code = 0,
+    .fr_instr = 56,
+    .fr_owner = 70,
+    .fr_localsplus = 72,
+    .owner_generator = 1,
+    .owner_cstack = 3,
+    .owner_interpreter = -1,
+    .co_size = 200,
+    .co_nunits = 16,
+    .co_filename = 112,
+    .co_name = 120,
+    .co_qualname = 128,
+    .co_linetable = 136,
+    .co_firstlineno = 68,
+    .co_firsttraceable = 176,
+    .co_code_adaptive = 192,
+    .ob_type = 8,
+    .tp_name = 24,
+    .tp_basicsize = 32,
+    .tp_flags = 168,
+    .tp_dictoffset = 288,
+    .ht_cached_keys = 880,
+    .str_length = 16,
+    .str_state = 32,
+    .str_ascii_size = 40,
+    .str_compact_size = 56,
+    .long_has_lv_tag = true,
+    .long_digits = 24,
+    .bytes_size = 16,
+    .bytes_sval = 32,
+    .dict_keys = 32,
+    .dict_values = 40,
+    .values_kind = PY_VALUES_312,
+    .mod_dict = 16,
+};
+
+const struct py_layout *py_layout_table(int minor)
+{
+    switch (minor) {
+    case 11:
+        return &layout_311;
+    case 12:
+        return &layout_312;
+    default:
+        return NULL;
+    }
+}
+
+/* One field of struct py_layout taken from _Py_DebugOffsets: the u64 at index `idx` of the block,
+ * which must lie inside the struct whose size is at index `size_idx`. */
+struct dbg_field {
+    const char *name;
+    size_t layout_off;
+    int idx;
+    int size_idx;
+};
+
+#define F(field, i, s) {#field, offsetof(struct py_layout, field), i, s}
+
+/* Indices of the 3.13 block (584 bytes, 73 u64). */
+static const struct dbg_field fields_313[] = {
+    F(rt_size, 3, 3),
+    F(rt_interpreters_head, 5, 3),
+    F(is_size, 6, 6),
+    F(is_id, 7, 6),
+    F(is_next, 8, 6),
+    F(is_threads_head, 9, 6),
+    F(is_gc, 10, 6),
+    F(is_modules, 11, 6),
+    F(is_sysdict, 12, 6),
+    F(is_builtins, 13, 6),
+    F(is_ceval_gil, 14, 6),
+    F(ts_size, 19, 19),
+    F(ts_next, 21, 19),
+    F(ts_interp, 22, 19),
+    F(ts_current_frame, 23, 19),
+    F(ts_thread_id, 24, 19),
+    F(ts_native_thread_id, 25, 19),
+    F(fr_size, 28, 28),
+    F(fr_previous, 29, 28),
+    F(fr_code, 30, 28),
+    F(fr_instr, 31, 28),
+    F(fr_localsplus, 32, 28),
+    F(fr_owner, 33, 28),
+    F(co_size, 34, 34),
+    F(co_filename, 35, 34),
+    F(co_name, 36, 34),
+    F(co_qualname, 37, 34),
+    F(co_linetable, 38, 34),
+    F(co_firstlineno, 39, 34),
+    F(co_code_adaptive, 43, 34),
+    F(ob_type, 45, 44),
+    F(tp_name, 47, 46),
+    F(tp_flags, 49, 46),
+    F(dict_keys, 57, 56),
+    F(dict_values, 58, 56),
+    F(long_digits, 63, 61),
+    F(bytes_size, 65, 64),
+    F(bytes_sval, 66, 64),
+    F(str_state, 68, 67),
+    F(str_length, 69, 67),
+    F(str_ascii_size, 70, 67),
+};
+/* The _gil_runtime_state fields are given relative to the interpreter; these indices give the
+ * embedded GIL's start, its `locked` and its `last_holder`. */
+static const int gil_313[3] = {15, 17, 18};
+
+/* Indices of the 3.14 block (760 bytes, 95 u64). */
+static const struct dbg_field fields_314[] = {
+    F(rt_size, 3, 3),
+    F(rt_interpreters_head, 5, 3),
+    F(is_size, 6, 6),
+    F(is_id, 7, 6),
+    F(is_next, 8, 6),
+    F(is_threads_head, 9, 6),
+    F(is_gc, 11, 6),
+    F(is_modules, 12, 6),
+    F(is_sysdict, 13, 6),
+    F(is_builtins, 14, 6),
+    F(is_ceval_gil, 15, 6),
+    F(ts_size, 22, 22),
+    F(ts_next, 24, 22),
+    F(ts_interp, 25, 22),
+    F(ts_current_frame, 26, 22),
+    F(ts_thread_id, 27, 22),
+    F(ts_native_thread_id, 28, 22),
+    F(fr_size, 31, 31),
+    F(fr_previous, 32, 31),
+    F(fr_code, 33, 31),
+    F(fr_instr, 34, 31),
+    F(fr_localsplus, 35, 31),
+    F(fr_owner, 36, 31),
+    F(co_size, 39, 39),
+    F(co_filename, 40, 39),
+    F(co_name, 41, 39),
+    F(co_qualname, 42, 39),
+    F(co_linetable, 43, 39),
+    F(co_firstlineno, 44, 39),
+    F(co_code_adaptive, 48, 39),
+    F(ob_type, 51, 50),
+    F(tp_name, 53, 52),
+    F(tp_flags, 55, 52),
+    F(dict_keys, 67, 66),
+    F(dict_values, 68, 66),
+    F(long_digits, 73, 71),
+    F(bytes_size, 75, 74),
+    F(bytes_sval, 76, 74),
+    F(str_state, 78, 77),
+    F(str_length, 79, 77),
+    F(str_ascii_size, 80, 77),
+};
+static const int gil_314[3] = {16, 18, 19};
+
+#undef F
+
+size_t py_debug_offsets_size(int minor)
+{
+    switch (minor) {
+    case 13:
+        return 584;
+    case 14:
+        return 760;
+    default:
+        return 0;
+    }
+}
+
+static uint64_t block_u64(const uint8_t *block, int idx)
+{
+    uint64_t v;
+    memcpy(&v, block + (size_t)idx * 8, 8);
+    return v;
+}
+
+int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
+                                 struct py_layout *out)
+{
+    const struct dbg_field *fields;
+    size_t nfields;
+    const int *gil;
+    if (minor == 13) {
+        fields = fields_313;
+        nfields = sizeof(fields_313) / sizeof(fields_313[0]);
+        gil = gil_313;
+    } else if (minor == 14) {
+        fields = fields_314;
+        nfields = sizeof(fields_314) / sizeof(fields_314[0]);
+        gil = gil_314;
+    } else {
+        return err_fail(SCRY_E_INTERNAL, "no _Py_DebugOffsets layout for 3.%d", minor);
+    }
+    if (len < py_debug_offsets_size(minor) || memcmp(block, "xdebugpy", 8) != 0)
+        return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "_Py_DebugOffsets block is missing or short");
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < nfields; i++) {
+        uint64_t v = block_u64(block, fields[i].idx);
+        uint64_t size = block_u64(block, fields[i].size_idx);
+        /* A struct over 1 MiB or a field past its struct's end means the block is not what this
+         * version's header says: refuse rather than read garbage. */
+        if (size == 0 || size > (1u << 20) || (fields[i].idx != fields[i].size_idx && v >= size))
+            return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                            "_Py_DebugOffsets of this Python 3.%d do not have the expected shape "
+                            "(field %s = %llu, struct size %llu)",
+                            minor, fields[i].name, (unsigned long long)v,
+                            (unsigned long long)size);
+        memcpy((uint8_t *)out + fields[i].layout_off, &v, sizeof(v));
+    }
+    uint64_t gil_start = block_u64(block, gil[0]);
+    uint64_t gil_locked = block_u64(block, gil[1]);
+    uint64_t gil_holder = block_u64(block, gil[2]);
+    if (gil_locked < gil_start || gil_holder < gil_start || gil_locked - gil_start > 4096 ||
+        gil_holder - gil_start > 4096)
+        return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                        "_Py_DebugOffsets GIL fields of this Python 3.%d are inconsistent", minor);
+
+    out->minor = minor;
+    out->from_debug_offsets = true;
+    out->gil_locked = gil_locked - gil_start;
+    out->gil_last_holder = gil_holder - gil_start;
+    out->owner_generator = 1;
+    out->fr_code_tagged = minor >= 14;
+    out->owner_cstack = minor >= 14 ? 4 : 3;
+    out->owner_interpreter = minor >= 14 ? 3 : -1;
+    out->co_nunits = 16;
+    /* Not in the block: from the headers of 3.13.0 and py-spy's 3.14.0 bindings. */
+    out->co_firsttraceable = minor >= 14 ? 192 : 184;
+    out->tp_basicsize = 32;
+    out->tp_dictoffset = 288;
+    out->ht_cached_keys = 880;
+    out->str_compact_size = out->str_ascii_size + 16;
+    out->long_has_lv_tag = true;
+    out->values_kind = PY_VALUES_313;
+    out->mod_dict = 16;
+    return 0;
+}

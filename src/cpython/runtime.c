@@ -1,0 +1,321 @@
+/* Finding CPython in a target: the image that holds _PyRuntime (libpython, or the executable of
+ * a static interpreter), the version, the refusal of builds scry cannot read, and the layout. */
+#include "runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "reader/elf_image.h"
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* What a file name says about the Python in it: "libpython3.12.so.1.0", "python3.13t",
+ * "libpython3.12d.so". Returns false when the name is not a Python's. */
+struct name_info {
+    int major, minor;
+    bool threaded, debug, is_lib;
+};
+
+static bool parse_python_name(const char *path, struct name_info *ni)
+{
+    const char *b = base_name(path);
+    memset(ni, 0, sizeof(*ni));
+    if (strncmp(b, "libpython", 9) == 0) {
+        ni->is_lib = true;
+        b += 9;
+    } else if (strncmp(b, "python", 6) == 0) {
+        b += 6;
+    } else {
+        return false;
+    }
+    if (b[0] < '2' || b[0] > '3')
+        return false;
+    ni->major = b[0] - '0';
+    if (b[1] != '.') /* "python3" alone says nothing about the minor version */
+        return ni->is_lib ? false : (ni->minor = -1, true);
+    char *end;
+    long minor = strtol(b + 2, &end, 10);
+    if (end == b + 2 || minor < 0 || minor > 99)
+        return false;
+    ni->minor = (int)minor;
+    for (; *end && *end != '.'; end++) {
+        if (*end == 't')
+            ni->threaded = true;
+        else if (*end == 'd')
+            ni->debug = true;
+    }
+    return true;
+}
+
+/* The image that should hold _PyRuntime: a mapped libpython, else the executable. */
+static const char *pick_image(struct rd_reader *rd)
+{
+    size_t n;
+    const struct rd_mapping *m = rd_mappings(rd, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct name_info ni;
+        if (m[i].path[0] == '/' && parse_python_name(m[i].path, &ni) && ni.is_lib)
+            return m[i].path;
+    }
+    const char *exe = rd_exe_path(rd);
+    if (exe)
+        return exe;
+    for (size_t i = 0; i < n; i++)
+        if (m[i].path[0] == '/')
+            return m[i].path;
+    return NULL;
+}
+
+/* Load base of a mapped file: the start of its mapping at file offset 0. */
+static bool image_base(struct rd_reader *rd, const char *path, uint64_t *base)
+{
+    size_t n;
+    const struct rd_mapping *m = rd_mappings(rd, &n);
+    bool found = false;
+    uint64_t best_off = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(m[i].path, path) != 0 || m[i].offset >= best_off)
+            continue;
+        best_off = m[i].offset;
+        *base = m[i].start - m[i].offset;
+        found = true;
+    }
+    return found;
+}
+
+static void version_string(struct py_runtime *rt)
+{
+    uint32_t v = rt->version_hex;
+    int level = (v >> 4) & 0xf, serial = v & 0xf;
+    const char *tag = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : "";
+    if (*tag)
+        snprintf(rt->version_str, sizeof(rt->version_str), "%d.%d.%d%s%d", rt->major, rt->minor,
+                 rt->micro, tag, serial);
+    else
+        snprintf(rt->version_str, sizeof(rt->version_str), "%d.%d.%d", rt->major, rt->minor,
+                 rt->micro);
+}
+
+static uint64_t sym_addr(struct py_runtime *rt, struct elf_image *img, uint64_t first_vaddr,
+                         const char *name)
+{
+    uint64_t value, size;
+    if (!elf_symbol(img, name, &value, &size) || value < first_vaddr)
+        return 0;
+    return rt->load_base + (value - first_vaddr);
+}
+
+/* Reads PY_VERSION_HEX from the Py_Version symbol: in the target's memory if it is there (a core
+ * usually lacks .rodata), else from the file. */
+static bool read_py_version(struct py_runtime *rt, struct elf_image *img, uint64_t first_vaddr,
+                            uint32_t *out)
+{
+    uint64_t value, size;
+    if (!elf_symbol(img, "Py_Version", &value, &size) || value < first_vaddr)
+        return false;
+    uint64_t addr = rt->load_base + (value - first_vaddr);
+    if (rd_read_u32(rt->rd, addr, out) == 0 && (*out >> 24) == 3)
+        return true;
+    uint8_t b[4];
+    if (elf_read_vaddr(img, value, b, 4) != 0)
+        return false;
+    *out = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return (*out >> 24) == 3;
+}
+
+static int describe_target(struct rd_reader *rd, char *buf, size_t size)
+{
+    const char *exe = rd_exe_path(rd);
+    if (rd_kind(rd) == RD_CORE)
+        return snprintf(buf, size, "the core (of %s)", exe ? exe : "an unknown program");
+    return snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
+}
+
+static int unsupported_version(struct rd_reader *rd, int major, int minor, const char *what)
+{
+    char who[512];
+    describe_target(rd, who, sizeof(who));
+    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                    "%s runs Python %d.%d%s, which scry does not support", who, major, minor,
+                    what);
+}
+
+int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
+{
+    struct elf_image *img = NULL;
+    char who[512], host[4096];
+    int err;
+    memset(rt, 0, sizeof(*rt));
+    rt->rd = rd;
+    describe_target(rd, who, sizeof(who));
+
+    const char *image = pick_image(rd);
+    if (!image)
+        return err_fail(SCRY_E_NOT_PYTHON, "%s is not a Python process: it maps no files", who);
+    snprintf(rt->image_path, sizeof(rt->image_path), "%s", image);
+    struct name_info ni;
+    bool named = parse_python_name(image, &ni);
+    if (named && ni.major == 2)
+        return unsupported_version(rd, 2, ni.minor, "");
+    if (named && ni.minor >= 0 && ni.minor < 11)
+        return unsupported_version(rd, ni.major, ni.minor, " (scry reads 3.11 and newer)");
+    if (named && ni.threaded)
+        return unsupported_version(rd, ni.major, ni.minor, " in a free-threaded build");
+    if (named && ni.debug)
+        return unsupported_version(rd, ni.major, ni.minor, " in a debug build");
+
+    if (!image_base(rd, image, &rt->load_base))
+        return err_fail(SCRY_E_NOT_PYTHON, "%s: cannot find where %s is loaded", who, image);
+    rd_host_path(rd, image, host, sizeof(host));
+    err = elf_open(host, &img);
+    if (err) {
+        return err_fail_hint(SCRY_E_NOT_PYTHON,
+                             rd_kind(rd) == RD_CORE
+                                 ? "pass the Python executable that made the core with --exe PATH"
+                                 : NULL,
+                             "%s: cannot read %s to find the Python runtime: %s", who, host,
+                             err_last_message());
+    }
+    uint64_t first_vaddr = elf_first_load_vaddr(img);
+    uint64_t value, size;
+    if (!elf_symbol(img, "_PyRuntime", &value, &size) &&
+        !elf_section(img, ".PyRuntime", &value, &size)) {
+        err = err_fail(SCRY_E_NOT_PYTHON,
+                       "%s is not a Python process: no libpython is mapped and %s has no "
+                       "_PyRuntime",
+                       who, image);
+        goto out;
+    }
+    if (value < first_vaddr) {
+        err = err_fail(SCRY_E_NOT_PYTHON, "%s: _PyRuntime lies outside %s", who, image);
+        goto out;
+    }
+    rt->runtime_addr = rt->load_base + (value - first_vaddr);
+    rt->static_interpreter = !(named && ni.is_lib);
+
+    uint8_t head[24];
+    err = rd_read(rd, rt->runtime_addr, head, sizeof(head));
+    if (err) {
+        err = err_fail(SCRY_E_NOT_PYTHON, "%s: cannot read _PyRuntime at 0x%llx: %s", who,
+                       (unsigned long long)rt->runtime_addr, err_last_message());
+        goto out;
+    }
+    bool has_debug_offsets = memcmp(head, "xdebugpy", 8) == 0;
+    if (has_debug_offsets) {
+        memcpy(&rt->version_hex, head + 8, 4);
+        uint64_t free_threaded;
+        memcpy(&free_threaded, head + 16, 8);
+        if (free_threaded) {
+            err = unsupported_version(rd, (int)(rt->version_hex >> 24),
+                                      (int)((rt->version_hex >> 16) & 0xff),
+                                      " in a free-threaded build");
+            goto out;
+        }
+    } else if (!read_py_version(rt, img, first_vaddr, &rt->version_hex)) {
+        if (!named || ni.minor < 0) {
+            err = err_fail(SCRY_E_NOT_PYTHON, "%s: cannot tell which Python version %s is", who,
+                           image);
+            goto out;
+        }
+        rt->version_hex = (uint32_t)ni.major << 24 | (uint32_t)ni.minor << 16 | 0xf0;
+    }
+    rt->major = (int)(rt->version_hex >> 24);
+    rt->minor = (int)((rt->version_hex >> 16) & 0xff);
+    rt->micro = (int)((rt->version_hex >> 8) & 0xff);
+    version_string(rt);
+
+    if (rt->major != 3 || rt->minor < 11 || rt->minor > 14) {
+        err = unsupported_version(rd, rt->major, rt->minor,
+                                  rt->minor < 11 ? " (scry reads 3.11 and newer)" : "");
+        goto out;
+    }
+    if (elf_symbol(img, "_Py_NegativeRefcount", &value, &size) ||
+        elf_symbol(img, "_Py_RefTotal", &value, &size)) {
+        err = unsupported_version(rd, rt->major, rt->minor, " in a debug build (--with-pydebug)");
+        goto out;
+    }
+    if (((rt->version_hex >> 4) & 0xf) != 0xf)
+        log_warn("Python %s is a pre-release: its layouts may differ from the release",
+                 rt->version_str);
+    if (rt->minor == 14)
+        log_warn("Python 3.14 support is untested");
+
+    if (has_debug_offsets) {
+        uint8_t block[1024];
+        size_t n = py_debug_offsets_size(rt->minor);
+        if (n == 0) { /* 3.11/3.12 never carry the cookie: something is off */
+            err = unsupported_version(rd, rt->major, rt->minor, " with an unknown layout");
+            goto out;
+        }
+        err = rd_read(rd, rt->runtime_addr, block, n);
+        if (!err)
+            err = py_layout_from_debug_offsets(rt->minor, block, n, &rt->layout);
+        if (err)
+            goto out;
+    } else {
+        const struct py_layout *t = py_layout_table(rt->minor);
+        if (!t) {
+            err = unsupported_version(rd, rt->major, rt->minor,
+                                      ": its runtime carries no _Py_DebugOffsets");
+            goto out;
+        }
+        rt->layout = *t;
+    }
+
+    rt->types.code = sym_addr(rt, img, first_vaddr, "PyCode_Type");
+    rt->types.type = sym_addr(rt, img, first_vaddr, "PyType_Type");
+    rt->types.str = sym_addr(rt, img, first_vaddr, "PyUnicode_Type");
+    rt->types.bytes = sym_addr(rt, img, first_vaddr, "PyBytes_Type");
+    rt->types.long_ = sym_addr(rt, img, first_vaddr, "PyLong_Type");
+    rt->types.dict = sym_addr(rt, img, first_vaddr, "PyDict_Type");
+    rt->types.list = sym_addr(rt, img, first_vaddr, "PyList_Type");
+    rt->types.tuple = sym_addr(rt, img, first_vaddr, "PyTuple_Type");
+    rt->types.module = sym_addr(rt, img, first_vaddr, "PyModule_Type");
+    rt->types.none_struct = sym_addr(rt, img, first_vaddr, "_Py_NoneStruct");
+    if (!rt->types.code) {
+        err = err_fail(SCRY_E_NOT_PYTHON, "%s: %s does not export PyCode_Type", who, image);
+        goto out;
+    }
+    log_debug("Python %s, _PyRuntime at 0x%llx in %s (base 0x%llx)", rt->version_str,
+              (unsigned long long)rt->runtime_addr, image, (unsigned long long)rt->load_base);
+    err = 0;
+out:
+    elf_close(img);
+    return err;
+}
+
+int py_interp_head(struct py_runtime *rt, uint64_t *interp)
+{
+    return rd_read_u64(rt->rd, rt->runtime_addr + rt->layout.rt_interpreters_head, interp);
+}
+
+int py_gil_holder(struct py_runtime *rt, uint64_t interp, uint64_t *tstate)
+{
+    const struct py_layout *L = &rt->layout;
+    uint64_t gil;
+    uint32_t locked = 0;
+    int err;
+    *tstate = 0;
+    if (L->is_ceval_gil) {
+        err = rd_read_u64(rt->rd, interp + L->is_ceval_gil, &gil);
+        if (err)
+            return err;
+        if (!gil)
+            return 0;
+        err = rd_read_u32(rt->rd, gil + L->gil_locked, &locked);
+        if (!err && locked)
+            err = rd_read_u64(rt->rd, gil + L->gil_last_holder, tstate);
+        return err;
+    }
+    err = rd_read_u32(rt->rd, rt->runtime_addr + L->rt_gil_locked, &locked);
+    if (!err && locked)
+        err = rd_read_u64(rt->rd, rt->runtime_addr + L->rt_gil_last_holder, tstate);
+    return err;
+}
