@@ -1,0 +1,140 @@
+/* Layout tables and the _Py_DebugOffsets reader: synthetic blocks (shape checks, refusals) and,
+ * where pyenv's 3.13 is installed, the real block read from libpython3.13's file compared with
+ * offsetof() values taken from its headers. */
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "cpython/layout.h"
+#include "reader/elf_image.h"
+#include "testlib.h"
+
+static void put(uint8_t *block, int idx, uint64_t v) { memcpy(block + idx * 8, &v, 8); }
+
+/* A plausible 3.13 block: every struct 4096 bytes, field i at offset 8*i within it. */
+static void fake_313(uint8_t *block)
+{
+    memset(block, 0, 584);
+    memcpy(block, "xdebugpy", 8);
+    put(block, 1, 0x030d00f0);
+    int sizes[] = {3, 6, 19, 28, 34, 44, 46, 50, 53, 56, 59, 61, 64, 67, 71};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        int start = sizes[s];
+        int end = s + 1 < sizeof(sizes) / sizeof(sizes[0]) ? sizes[s + 1] : 73;
+        put(block, start, 4096);
+        for (int i = start + 1; i < end; i++)
+            put(block, i, (uint64_t)(i - start) * 8);
+    }
+}
+
+static void test_tables_exist(void)
+{
+    CHECK(py_layout_table(11) != NULL);
+    CHECK(py_layout_table(12) != NULL);
+    CHECK(py_layout_table(13) == NULL);
+    CHECK(py_layout_table(10) == NULL);
+    CHECK_EQ(py_layout_table(11)->fr_previous, 48);
+    CHECK_EQ(py_layout_table(12)->co_code_adaptive, 192);
+    CHECK_EQ(py_debug_offsets_size(13), 584);
+    CHECK_EQ(py_debug_offsets_size(14), 760);
+    CHECK_EQ(py_debug_offsets_size(12), 0);
+}
+
+static void test_synthetic_313(void)
+{
+    uint8_t block[584];
+    struct py_layout L;
+    fake_313(block);
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
+    CHECK_EQ(L.minor, 13);
+    CHECK(L.from_debug_offsets);
+    CHECK_EQ(L.rt_interpreters_head, 16);    /* idx 5 - 3 */
+    CHECK_EQ(L.is_threads_head, 24);         /* idx 9 - 6 */
+    CHECK_EQ(L.ts_current_frame, 32);        /* idx 23 - 19 */
+    CHECK_EQ(L.fr_owner, 40);                /* idx 33 - 28 */
+    CHECK_EQ(L.co_code_adaptive, 72);        /* idx 43 - 34 */
+    CHECK_EQ(L.str_ascii_size, 24);          /* idx 70 - 67 */
+    CHECK_EQ(L.gil_locked, 16);              /* (17 - 6) - (15 - 6) words */
+    CHECK_EQ(L.gil_last_holder, 24);
+    CHECK_EQ(L.owner_cstack, 3);
+    CHECK(!L.fr_code_tagged);
+}
+
+static void test_refusals(void)
+{
+    uint8_t block[584];
+    struct py_layout L;
+    fake_313(block);
+    memcpy(block, "xdebugpz", 8);
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+             -SCRY_E_UNSUPPORTED_PYTHON);
+    fake_313(block);
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, 100, &L), -SCRY_E_UNSUPPORTED_PYTHON);
+    fake_313(block);
+    put(block, 23, 5000); /* current_frame past the end of a 4096-byte thread state */
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+             -SCRY_E_UNSUPPORTED_PYTHON);
+    CHECK(strstr(err_last_message(), "ts_current_frame") != NULL);
+    fake_313(block);
+    put(block, 19, (uint64_t)1 << 30); /* absurd struct size */
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+             -SCRY_E_UNSUPPORTED_PYTHON);
+    fake_313(block);
+    put(block, 17, 2); /* GIL `locked` before the GIL's start */
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+             -SCRY_E_UNSUPPORTED_PYTHON);
+    CHECK_EQ(py_layout_from_debug_offsets(12, block, sizeof(block), &L), -SCRY_E_INTERNAL);
+}
+
+/* The block as the 3.13.0 build initialises it, compared with its headers' offsetof(). */
+static void test_real_313(void)
+{
+    glob_t g;
+    const char *root = getenv("PYENV_ROOT");
+    char pattern[512];
+    snprintf(pattern, sizeof(pattern), "%s/versions/3.13.*/lib/libpython3.13.so.1.0",
+             root ? root : "/root/.pyenv");
+    if (glob(pattern, 0, NULL, &g) != 0) {
+        printf("skip test_real_313: no pyenv 3.13 libpython (%s)\n", pattern);
+        return;
+    }
+    struct elf_image *img = NULL;
+    uint64_t rt, size;
+    uint8_t block[584];
+    struct py_layout L;
+    CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
+    CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
+    CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
+    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
+    if (strstr(g.gl_pathv[0], "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
+        CHECK_EQ(L.rt_interpreters_head, 632);
+        CHECK_EQ(L.is_next, 7264);
+        CHECK_EQ(L.is_id, 7272);
+        CHECK_EQ(L.is_threads_head, 7344);
+        CHECK_EQ(L.is_modules, 7656);
+        CHECK_EQ(L.is_ceval_gil, 16);
+        CHECK_EQ(L.ts_current_frame, 72);
+        CHECK_EQ(L.ts_thread_id, 152);
+        CHECK_EQ(L.ts_native_thread_id, 160);
+        CHECK_EQ(L.fr_previous, 8);
+        CHECK_EQ(L.fr_instr, 56);
+        CHECK_EQ(L.fr_owner, 70);
+        CHECK_EQ(L.co_qualname, 128);
+        CHECK_EQ(L.co_firstlineno, 68);
+        CHECK_EQ(L.co_code_adaptive, 200);
+        CHECK_EQ(L.gil_last_holder, 8);
+        CHECK_EQ(L.gil_locked, 16);
+        CHECK_EQ(L.str_ascii_size, 40);
+    }
+    elf_close(img);
+    globfree(&g);
+}
+
+static const struct tl_test tests[] = {
+    TL(test_tables_exist),
+    TL(test_synthetic_313),
+    TL(test_refusals),
+    TL(test_real_313),
+};
+TL_MAIN(tests)
