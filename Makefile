@@ -59,14 +59,19 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
+$(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
+
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 
-e2e: all
+e2e: all $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
-test: all $(UNIT_BIN)
+test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
