@@ -173,7 +173,7 @@ static int read_from_file(struct rd_reader *rd, struct core_file *f, uint64_t at
         uint64_t rounded = (cf->size + 4095) & ~(uint64_t)4095;
         f->checked = need >= f->file_off && rounded >= need && cf->size > f->file_off ? 1 : -1;
         if (f->checked < 0)
-            log_warn("'%s' (%llu bytes) is shorter than its mapping at 0x%llx in the core "
+            log_info("'%s' (%llu bytes) is shorter than its mapping at 0x%llx in the core "
                      "(needs %llu bytes): not the file the process had mapped?",
                      host, (unsigned long long)cf->size, (unsigned long long)f->start,
                      (unsigned long long)need);
@@ -450,7 +450,8 @@ static int build_mappings(struct rd_reader *rd)
         b[k++] = st->files[i].start;
         b[k++] = st->files[i].end;
     }
-    qsort(b, nb, sizeof(*b), cmp_u64);
+    if (nb)
+        qsort(b, nb, sizeof(*b), cmp_u64);
     maps = calloc(nb ? nb : 1, sizeof(*maps));
     mload = calloc(nb ? nb : 1, sizeof(*mload));
     mfile = calloc(nb ? nb : 1, sizeof(*mfile));
@@ -667,8 +668,10 @@ int rd_open_core(const char *core_path, const char *exe_override, struct rd_read
         ld->prot = ((ph.p_flags & PF_R) ? RD_PROT_R : 0) | ((ph.p_flags & PF_W) ? RD_PROT_W : 0) |
                    ((ph.p_flags & PF_X) ? RD_PROT_X : 0);
     }
-    qsort(st->loads, st->nloads, sizeof(*st->loads), cmp_load);
-    qsort(st->files, st->nfiles, sizeof(*st->files), cmp_file);
+    if (st->nloads)
+        qsort(st->loads, st->nloads, sizeof(*st->loads), cmp_load);
+    if (st->nfiles)
+        qsort(st->files, st->nfiles, sizeof(*st->files), cmp_file);
 
     rd->pid = st->psinfo_pid ? st->psinfo_pid : st->nthreads ? st->threads[0].tid : 0;
     rd->exe_target = pick_exe(rd);
