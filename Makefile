@@ -1,5 +1,6 @@
 # scry: one GNU Makefile.
 #   make                 build build/scry (installs missing build packages first)
+#   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.13
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
@@ -38,8 +39,11 @@ UNIT_LIB  := $(BUILD)/obj/tests/unit/testlib.o
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps test unit e2e check fuzz clean format
+.PHONY: all deps demo test unit e2e check fuzz clean format
 all: deps $(BUILD)/scry
+
+demo: all
+	@scripts/demo.sh
 
 deps:
 	@scripts/install-deps.sh build
