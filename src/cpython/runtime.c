@@ -134,7 +134,7 @@ static int describe_target(struct rd_reader *rd, char *buf, size_t size)
 {
     const char *exe = rd_exe_path(rd);
     if (rd_kind(rd) == RD_CORE)
-        return snprintf(buf, size, "the core (of %s)", exe ? exe : "an unknown program");
+        return snprintf(buf, size, "the core of %s", exe ? exe : "an unknown program");
     return snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
 }
 
