@@ -438,6 +438,13 @@ static void test_pid_reader(void)
         CHECK_EQ(rd_read(rd, 8, buf, 8), -SCRY_E_READ_FAILED);
         const struct rd_thread *th;
         size_t nth;
+        /* The child wrote its byte just before blocking in read(2): wait for it to block. */
+        for (int tries = 0; tries < 400; tries++) {
+            if (rd_threads(rd, &th, &nth) < 0 || (nth == 1 && th[0].state == 'S'))
+                break;
+            struct timespec ts = {0, 5 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         CHECK_EQ(rd_threads(rd, &th, &nth), 0);
         CHECK_EQ(nth, 1);
         if (nth == 1) {
