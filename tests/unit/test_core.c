@@ -485,6 +485,84 @@ static void test_pid_reader(void)
     close(from_child[0]);
 }
 
+static char proc_state(pid_t pid)
+{
+    char path[64], stat[512] = {0};
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    if (!fgets(stat, sizeof(stat), fp))
+        stat[0] = 0;
+    fclose(fp);
+    char *paren = strrchr(stat, ')');
+    return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+static volatile sig_atomic_t got_usr1;
+static void on_usr1(int sig) { got_usr1 = sig; }
+
+/* A signal that reaches scry while a target is stopped detaches the target first; a handler the
+ * program had installed still runs afterwards (here the "scry" process survives the signal, so
+ * only our handler, not the kernel's detach-on-exit, can have let the target go). */
+static void test_pid_signal_detaches(void)
+{
+    pid_t target = fork();
+    if (target == 0) {
+        for (;;) {
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int sync[2];
+    CHECK_EQ(pipe(sync), 0);
+    pid_t tracer = fork();
+    if (tracer == 0) {
+        close(sync[0]);
+        struct sigaction sa = {0};
+        sa.sa_handler = on_usr1;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR1, &sa, NULL);
+        struct rd_reader *rd = NULL;
+        char c = 'p';
+        if (rd_open_pid(target, &rd) < 0 || rd_pause(rd) < 0)
+            c = 'e';
+        if (write(sync[1], &c, 1) != 1)
+            _exit(1);
+        while (!got_usr1) {
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        c = 'd';
+        if (write(sync[1], &c, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause(); /* still alive, still the tracer of nothing */
+    }
+    close(sync[1]);
+    char c = 0;
+    CHECK_EQ(read(sync[0], &c, 1), 1);
+    CHECK_EQ(c, 'p');
+    CHECK_EQ(proc_state(target), 't');
+    kill(tracer, SIGUSR1);
+    CHECK_EQ(read(sync[0], &c, 1), 1);
+    CHECK_EQ(c, 'd');
+    char st = 0;
+    for (int tries = 0; tries < 200; tries++) {
+        st = proc_state(target);
+        if (st != 't')
+            break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(st == 'S' || st == 'R');
+    kill(tracer, SIGKILL);
+    kill(target, SIGKILL);
+    waitpid(tracer, NULL, 0);
+    waitpid(target, NULL, 0);
+    close(sync[0]);
+}
+
 static void test_pid_gone(void)
 {
     struct rd_reader *rd = NULL;
@@ -512,6 +590,7 @@ static const struct tl_test tests[] = {
     TL(test_core_mutations),
     TL(test_self_reader),
     TL(test_pid_reader),
+    TL(test_pid_signal_detaches),
     TL(test_pid_gone),
 };
 
