@@ -41,7 +41,9 @@ int rd_open_pid(int pid, struct rd_reader **out);
 
 /* Opens an ELF core file (as written by gcore or the kernel). exe_override, if not NULL, is the
  * path of the program's executable to use instead of the one named in the core (for a core
- * moved to another machine, or an executable that moved). Fails with bad_core or io_error. */
+ * moved to another machine, or an executable that moved). Fails with bad_core or io_error.
+ * With exe_override, rd_exe_path returns it and the executable's mappings carry it as their path,
+ * so that matching mappings against rd_exe_path keeps working. */
 int rd_open_core(const char *core_path, const char *exe_override, struct rd_reader **out);
 
 void rd_close(struct rd_reader *rd);
