@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from conftest import SUPPORTED, find_old_python, run_scry, wait_for_sleeping
+from conftest import (SANITIZER_MARKS, SUPPORTED, find_old_python, run_scry,
+                      wait_for_sleeping)
 
 
 def check_error(args, code, status=1, message_has=None):
@@ -147,10 +148,12 @@ def test_permission_denied(scry, spawn, pythons, tmp_path):
         argv = drop + [str(scry), "stacks", "--pid", str(proc.pid)] + extra
         cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         assert cp.returncode == 1, f"{argv}: rc {cp.returncode}\n{cp.stdout}\n{cp.stderr}"
+        assert not any(m in cp.stderr for m in SANITIZER_MARKS), cp.stderr
         if check == "json":
             assert json.loads(cp.stdout)["error"]["code"] == "permission_denied", cp.stdout
         else:
             assert cp.stderr.startswith("scry: error: ") and "\nhint: " in cp.stderr, cp.stderr
+            assert "permission_denied" in cp.stderr.splitlines()[0], cp.stderr
 
 
 # ---- core files -------------------------------------------------------------------------------
