@@ -39,6 +39,7 @@ UNIT_LIB  := $(BUILD)/obj/tests/unit/testlib.o
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
+.SECONDARY:
 .PHONY: all deps demo test unit e2e check fuzz clean format
 all: deps $(BUILD)/scry
 
