@@ -332,6 +332,23 @@ fail:
 
 int elf_type(struct elf_image *img) { return img->ehdr.e_type; }
 
+/* Copies the GNU build id from a block of notes; returns its length, or 0 if there is none. */
+static size_t build_id_in_notes(const uint8_t *notes, size_t len, uint64_t align, uint8_t *buf,
+                                size_t size)
+{
+    struct cursor c;
+    struct rd_note n;
+    cur_init(&c, notes, len);
+    while (rd_note_next(&c, align == 8 ? 8 : 4, &n)) {
+        if (!rd_note_is(&n, "GNU", NT_GNU_BUILD_ID))
+            continue;
+        size_t copied = n.descsz < size ? n.descsz : size;
+        memcpy(buf, n.desc, copied);
+        return copied;
+    }
+    return 0;
+}
+
 size_t elf_build_id(struct elf_image *img, uint8_t *buf, size_t size)
 {
     for (size_t i = 0; i < img->phnum; i++) {
@@ -339,16 +356,9 @@ size_t elf_build_id(struct elf_image *img, uint8_t *buf, size_t size)
         if (!get_phdr(img, i, &ph) || ph.p_type != PT_NOTE ||
             !range_ok(ph.p_offset, ph.p_filesz, img->raw_size))
             continue;
-        struct cursor c;
-        cur_init(&c, img->raw + ph.p_offset, ph.p_filesz);
-        struct rd_note n;
-        while (rd_note_next(&c, ph.p_align == 8 ? 8 : 4, &n)) {
-            if (!rd_note_is(&n, "GNU", NT_GNU_BUILD_ID))
-                continue;
-            size_t len = n.descsz < size ? n.descsz : size;
-            memcpy(buf, n.desc, len);
+        size_t len = build_id_in_notes(img->raw + ph.p_offset, ph.p_filesz, ph.p_align, buf, size);
+        if (len)
             return len;
-        }
     }
     /* No program headers (a relocatable or stripped-down file): look at the note sections. */
     Elf_Scn *scn = NULL;
@@ -356,16 +366,10 @@ size_t elf_build_id(struct elf_image *img, uint8_t *buf, size_t size)
         GElf_Shdr sh;
         if (!section_header(img, scn, &sh) || sh.sh_type != SHT_NOTE)
             continue;
-        struct cursor c;
-        cur_init(&c, img->raw + sh.sh_offset, sh.sh_size);
-        struct rd_note n;
-        while (rd_note_next(&c, sh.sh_addralign == 8 ? 8 : 4, &n)) {
-            if (!rd_note_is(&n, "GNU", NT_GNU_BUILD_ID))
-                continue;
-            size_t len = n.descsz < size ? n.descsz : size;
-            memcpy(buf, n.desc, len);
+        size_t len = build_id_in_notes(img->raw + sh.sh_offset, sh.sh_size, sh.sh_addralign, buf,
+                                       size);
+        if (len)
             return len;
-        }
     }
     return 0;
 }

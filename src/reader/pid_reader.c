@@ -409,11 +409,9 @@ int rd_open_pid(int pid, struct rd_reader **out)
     ret = probe_read(rd);
     if (ret < 0)
         goto out;
-    char link[64], exe[PATH_MAX];
+    char link[64];
     snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
-    if (n > 0)
-        rd->exe_path = arena_strndup(&rd->arena, exe, (size_t)n);
+    rd_set_exe_from_link(rd, link);
     *out = rd;
     rd = NULL;
 out:

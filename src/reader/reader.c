@@ -2,9 +2,11 @@
  * per-kind operations, the mapping table and its lookups, paths, and the ELF note iterator. */
 #include "reader/reader_impl.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/error.h"
 
@@ -16,6 +18,14 @@ struct rd_reader *rd_alloc(enum rd_kind kind, const struct rd_ops *ops)
     rd->kind = kind;
     rd->ops = ops;
     return rd;
+}
+
+void rd_set_exe_from_link(struct rd_reader *rd, const char *link)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+    if (n > 0)
+        rd->exe_path = arena_strndup(&rd->arena, exe, (size_t)n);
 }
 
 void rd_close(struct rd_reader *rd)

@@ -32,6 +32,8 @@ struct rd_reader {
 
 /* Allocates a zeroed reader of the given kind (NULL when out of memory). */
 struct rd_reader *rd_alloc(enum rd_kind kind, const struct rd_ops *ops);
+/* Sets rd->exe_path from a /proc/.../exe link (left NULL if it cannot be read). */
+void rd_set_exe_from_link(struct rd_reader *rd, const char *link);
 
 /* Parses the text of a /proc/PID/maps file into a sorted array (malloc'd; paths in a). Lines
  * that do not parse are skipped. Returns 0 or -SCRY_E_NO_MEMORY. */

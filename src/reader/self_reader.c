@@ -87,10 +87,7 @@ int rd_open_self(struct rd_reader **out)
     ret = rd_maps_read(0, &rd->arena, &rd->maps, &rd->nmaps);
     if (ret < 0)
         goto out;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0)
-        rd->exe_path = arena_strndup(&rd->arena, exe, (size_t)n);
+    rd_set_exe_from_link(rd, "/proc/self/exe");
     *out = rd;
     rd = NULL;
 out:

@@ -24,23 +24,16 @@ import sys
 import threading
 import time
 
+from groundtruth import marker_lines, stack_of
+
 STOP = False  # checked by the busy loop on every iteration
 COUNT = 0  # the busy loop's iterations
 MAIN_IDENT = threading.get_ident()
 
 
-def _marker_lines():
-    """Maps each `# @name` marker to the line numbers that carry it."""
-    lines = {}
-    with open(__file__, encoding="utf-8") as f:
-        for number, text in enumerate(f, 1):
-            code, sep, comment = text.partition("# @")
-            if sep and code.strip():
-                lines.setdefault(comment.strip(), []).append(number)
-    return lines
 
 
-MARKERS = _marker_lines()
+MARKERS = marker_lines(__file__)
 
 
 class Stop(Exception):
@@ -51,15 +44,6 @@ def on_sigterm(signum, frame):
     raise Stop()
 
 
-def stack_of(frame):
-    """The frames from `frame` outwards, as Python reports them."""
-    frames = []
-    while frame is not None:
-        code = frame.f_code
-        frames.append({"function": code.co_qualname, "file": code.co_filename,
-                       "line": frame.f_lineno})
-        frame = frame.f_back
-    return frames
 
 
 def proc_state(native_id):

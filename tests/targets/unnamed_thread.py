@@ -17,31 +17,17 @@ import sys
 import threading  # registers the main thread as "MainThread"; the other stays unnamed
 import time
 
+from groundtruth import marker_lines, stack_of
+
 MAIN_IDENT = _thread.get_ident()
 MAIN_NATIVE_ID = _thread.get_native_id()
 
 
-def _marker_lines():
-    lines = {}
-    with open(__file__, encoding="utf-8") as f:
-        for number, text in enumerate(f, 1):
-            code, sep, comment = text.partition("# @")
-            if sep and code.strip():
-                lines.setdefault(comment.strip(), []).append(number)
-    return lines
 
 
-MARKERS = _marker_lines()
+MARKERS = marker_lines(__file__)
 
 
-def stack_of(frame):
-    frames = []
-    while frame is not None:
-        code = frame.f_code
-        frames.append({"function": code.co_qualname, "file": code.co_filename,
-                       "line": frame.f_lineno})
-        frame = frame.f_back
-    return frames
 
 
 class Parker:
