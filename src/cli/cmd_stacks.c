@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/arena.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "cpython/frames.h"
 #include "cpython/runtime.h"
 #include "cpython/threads.h"
@@ -111,6 +113,13 @@ static const char *live_cmdline(struct arena *a, int pid)
     return arena_strndup(a, buf, (size_t)n);
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static char os_state(const struct rd_thread *os, size_t nos, int64_t tid)
 {
     for (size_t i = 0; i < nos; i++)
@@ -138,6 +147,7 @@ static int collect(struct rd_reader *rd, struct py_runtime *rt, struct arena *a,
     struct rd_thread *states = arena_memdup(a, os, nos * sizeof(*os));
     if (nos && !states)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    double t0 = now_ms();
     err = rd_pause(rd);
     if (err)
         return err;
@@ -188,6 +198,7 @@ static int collect(struct rd_reader *rd, struct py_runtime *rt, struct arena *a,
     rep->nthreads = nthreads;
 out:
     rd_resume(rd);
+    log_info("the target was stopped for %.2f ms", now_ms() - t0);
     free(frames);
     py_code_cache_free(&cc);
     return err;
