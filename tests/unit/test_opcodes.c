@@ -1,0 +1,99 @@
+/* CALL-family tables (src/cpython/opcodes.c): opcode numbers measured on real interpreters in
+ * shared/reference/agent-sampling.md section 4, the exclusions (CALL_INTRINSIC_*, BINARY_OP,
+ * INSTRUMENTED_LINE) and unknown versions. tests/e2e/test_opcodes.py checks the whole tables. */
+#include <stdbool.h>
+
+#include "cpython/opcodes.h"
+#include "testlib.h"
+
+static int count(int minor)
+{
+    int n = 0;
+    for (int op = 0; op < 256; op++)
+        n += py_opcode_is_call(minor, (uint8_t)op);
+    return n;
+}
+
+static void test_311(void)
+{
+    CHECK(py_opcode_is_call(11, 166)); /* PRECALL */
+    CHECK(py_opcode_is_call(11, 171)); /* CALL */
+    CHECK(py_opcode_is_call(11, 142)); /* CALL_FUNCTION_EX */
+    CHECK(py_opcode_is_call(11, 22));  /* CALL_ADAPTIVE */
+    CHECK(py_opcode_is_call(11, 67));  /* PRECALL_BUILTIN_FAST_WITH_KEYWORDS */
+    CHECK(py_opcode_is_call(11, 143)); /* PRECALL_PYFUNC */
+    CHECK(!py_opcode_is_call(11, 122)); /* BINARY_OP */
+    CHECK(!py_opcode_is_call(11, 151)); /* RESUME */
+    CHECK_EQ(count(11), 23);
+}
+
+static void test_312(void)
+{
+    CHECK(py_opcode_is_call(12, 171)); /* CALL */
+    CHECK(py_opcode_is_call(12, 241)); /* INSTRUMENTED_CALL */
+    CHECK(py_opcode_is_call(12, 244)); /* INSTRUMENTED_CALL_FUNCTION_EX */
+    CHECK(py_opcode_is_call(12, 56));  /* CALL_NO_KW_TYPE_1 */
+    for (int op = 39; op <= 48; op++)  /* CALL_NO_KW_* */
+        CHECK(py_opcode_is_call(12, (uint8_t)op));
+    CHECK(!py_opcode_is_call(12, 173)); /* CALL_INTRINSIC_1 */
+    CHECK(!py_opcode_is_call(12, 174)); /* CALL_INTRINSIC_2 */
+    CHECK(!py_opcode_is_call(12, 122)); /* BINARY_OP */
+    CHECK(!py_opcode_is_call(12, 254)); /* INSTRUMENTED_LINE */
+    CHECK(!py_opcode_is_call(12, 253)); /* INSTRUMENTED_INSTRUCTION */
+    CHECK(!py_opcode_is_call(12, 166)); /* PRECALL on 3.11; something else now */
+    CHECK_EQ(count(12), 21);
+}
+
+static void test_313(void)
+{
+    CHECK(py_opcode_is_call(13, 53)); /* CALL */
+    CHECK(py_opcode_is_call(13, 54)); /* CALL_FUNCTION_EX */
+    CHECK(py_opcode_is_call(13, 57)); /* CALL_KW */
+    for (int op = 162; op <= 181; op++) /* CALL_ALLOC_AND_ENTER_INIT ... CALL_TYPE_1 */
+        CHECK(py_opcode_is_call(13, (uint8_t)op));
+    CHECK(!py_opcode_is_call(13, 161)); /* BINARY_SUBSCR_TUPLE_INT: just below the run */
+    CHECK(!py_opcode_is_call(13, 182)); /* COMPARE_OP_FLOAT: just above it */
+    CHECK(py_opcode_is_call(13, 244)); /* INSTRUMENTED_CALL */
+    CHECK(py_opcode_is_call(13, 245)); /* INSTRUMENTED_CALL_KW */
+    CHECK(py_opcode_is_call(13, 246)); /* INSTRUMENTED_CALL_FUNCTION_EX */
+    CHECK(!py_opcode_is_call(13, 55)); /* CALL_INTRINSIC_1 */
+    CHECK(!py_opcode_is_call(13, 56)); /* CALL_INTRINSIC_2 */
+    CHECK(!py_opcode_is_call(13, 45)); /* BINARY_OP */
+    CHECK(!py_opcode_is_call(13, 70)); /* ENTER_EXECUTOR */
+    CHECK(!py_opcode_is_call(13, 71)); /* EXTENDED_ARG */
+    CHECK(!py_opcode_is_call(13, 247)); /* INSTRUMENTED_INSTRUCTION */
+    CHECK(!py_opcode_is_call(13, 254)); /* INSTRUMENTED_LINE */
+    CHECK_EQ(count(13), 26);
+}
+
+static void test_314(void)
+{
+    CHECK(py_opcode_is_call(14, 52));  /* CALL */
+    CHECK(py_opcode_is_call(14, 4));   /* CALL_FUNCTION_EX */
+    CHECK(py_opcode_is_call(14, 55));  /* CALL_KW */
+    CHECK(py_opcode_is_call(14, 151)); /* CALL_KW_BOUND_METHOD */
+    CHECK(py_opcode_is_call(14, 250)); /* INSTRUMENTED_CALL */
+    CHECK(!py_opcode_is_call(14, 53)); /* CALL_INTRINSIC_1 */
+    CHECK(!py_opcode_is_call(14, 54)); /* CALL_INTRINSIC_2 */
+    CHECK(!py_opcode_is_call(14, 44)); /* BINARY_OP */
+    CHECK_EQ(count(14), 29);
+}
+
+static void test_unknown_versions(void)
+{
+    for (int minor = -1; minor <= 20; minor++) {
+        if (minor >= 11 && minor <= 14) {
+            CHECK(py_opcodes_known(minor));
+            continue;
+        }
+        CHECK(!py_opcodes_known(minor));
+        CHECK_EQ(count(minor), 0);
+    }
+    CHECK(!py_opcode_is_call(10, 131)); /* CALL_FUNCTION on 3.10: no table, so no */
+    CHECK(!py_opcode_is_call(15, 52));
+}
+
+static const struct tl_test tests[] = {
+    TL(test_311), TL(test_312), TL(test_313), TL(test_314), TL(test_unknown_versions),
+};
+TL_MAIN(tests)
