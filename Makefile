@@ -32,6 +32,13 @@ CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libscry-core.a
 
+# The agent is preloaded into profiled programs: only what it needs, compiled apart with hidden
+# visibility so that none of its symbols can clash with the program's.
+AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/common/*.c) $(wildcard src/reader/*.c) \
+             $(wildcard src/cpython/*.c) src/render/json_writer.c
+AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)
+AGENT     := $(BUILD)/libscry-agent.so
+
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_LIB  := $(BUILD)/obj/tests/unit/testlib.o
@@ -41,7 +48,7 @@ FUZZ_SECONDS ?= 30
 
 .SECONDARY:
 .PHONY: all deps demo test unit e2e check fuzz clean format
-all: deps $(BUILD)/scry
+all: deps $(BUILD)/scry $(AGENT)
 
 demo: all
 	@scripts/demo.sh
@@ -52,6 +59,13 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/agent-obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
+
+$(AGENT): $(AGENT_OBJ)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -o $@ $(AGENT_OBJ) -lelf -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -95,4 +109,4 @@ format:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/agent-obj -name '*.d' 2>/dev/null)

@@ -74,7 +74,9 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
     ci->addr = code;
     ci->firstlineno = rd32(hdr + L->co_firstlineno);
     ci->nunits = rd64(hdr + L->co_nunits);
-    ci->filename = read_name(rt, &cc->arena, rd64(hdr + L->co_filename));
+    ci->filename_obj = rd64(hdr + L->co_filename);
+    ci->qualname_obj = rd64(hdr + L->co_qualname);
+    ci->filename = read_name(rt, &cc->arena, ci->filename_obj);
     ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_qualname));
     if (!ci->qualname)
         ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_name));
@@ -98,6 +100,11 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
         return err_fail(SCRY_E_NO_MEMORY, "out of memory resolving code objects");
     *out = ci;
     return 0;
+}
+
+void py_code_forget(struct py_code_cache *cc, uint64_t code)
+{
+    hm_del(&cc->by_addr, code);
 }
 
 /* The frame a thread is executing, or 0. */

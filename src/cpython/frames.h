@@ -21,6 +21,9 @@ struct py_code_info {
     const uint8_t *linetable;
     size_t linetable_len;
     uint64_t nunits; /* code units of bytecode */
+    /* Identity: a code object's memory can be freed and reused by another code object, so a
+     * cached entry is trusted only while these still match what the object holds. */
+    uint64_t filename_obj, qualname_obj;
 };
 
 /* Code objects already resolved, by address; strings live in the arena. */
@@ -33,6 +36,9 @@ void py_code_cache_init(struct py_code_cache *cc);
 void py_code_cache_free(struct py_code_cache *cc);
 int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t code,
                     const struct py_code_info **out);
+/* Drops the cached entry for a code address (its memory was reused); the next resolve reads it
+ * afresh. */
+void py_code_forget(struct py_code_cache *cc, uint64_t code);
 
 struct py_frame {
     uint64_t addr; /* the _PyInterpreterFrame */

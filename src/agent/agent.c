@@ -1,0 +1,147 @@
+/* libscry-agent.so's life cycle: the constructor decides whether this process is a Python that
+ * `scry run` profiles (SCRY_PART_DIR set, a CPython runtime present) and starts sampling; the
+ * part file is written however the process ends: exit (destructor), os._exit (the _exit
+ * interposer), SIGTERM/SIGHUP (a handler that flushes, then lets the signal do what it would
+ * have done). A forked child starts over with empty statistics. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "reader/reader.h"
+
+struct ag_config ag_cfg;
+struct py_runtime ag_rt;
+int ag_pid;
+int ag_signal = -1;
+_Atomic bool ag_running;
+uint64_t ag_main_thread_id;
+
+static bool active;
+static struct rd_reader *self_reader;
+static const int flush_signals[] = {SIGTERM, SIGHUP};
+
+static bool env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
+
+static void env_str(const char *name, char *out, size_t size)
+{
+    const char *v = getenv(name);
+    snprintf(out, size, "%s", v ? v : "");
+}
+
+static void read_config(void)
+{
+    env_str("SCRY_PART_DIR", ag_cfg.part_dir, sizeof(ag_cfg.part_dir));
+    ag_cfg.rate_sec = 0.01;
+    const char *rate = getenv("SCRY_CPU_SAMPLING_RATE");
+    if (rate && *rate) {
+        char *end;
+        double r = strtod(rate, &end);
+        if (*end || !(r > 0 && r < 3600))
+            log_warn("agent: ignoring SCRY_CPU_SAMPLING_RATE=%s (not a positive number of "
+                     "seconds)",
+                     rate);
+        else
+            ag_cfg.rate_sec = r;
+    }
+    ag_cfg.virtual_time = env_flag("SCRY_VIRTUAL_TIME");
+    ag_cfg.profile_all = env_flag("SCRY_PROFILE_ALL");
+    ag_cfg.system_libraries = env_flag("SCRY_PROFILE_SYSTEM_LIBRARIES");
+    env_str("SCRY_PROGRAM_PATH", ag_cfg.program_path, sizeof(ag_cfg.program_path));
+    env_str("SCRY_PROFILE_ONLY", ag_cfg.profile_only, sizeof(ag_cfg.profile_only));
+    env_str("SCRY_PROFILE_EXCLUDE", ag_cfg.profile_exclude, sizeof(ag_cfg.profile_exclude));
+}
+
+static bool is_ours(void)
+{
+    /* A vfork child shares our memory but is another process: it must not touch anything. */
+    return active && (int)syscall(SYS_getpid) == ag_pid;
+}
+
+static void on_flush_signal(int sig)
+{
+    int saved = errno;
+    if (is_ours())
+        ag_collector_finish();
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns: the program ends as it would have */
+    errno = saved;
+}
+
+static void before_fork(void) { ag_collector_before_fork(); }
+static void after_fork_parent(void) { ag_collector_after_fork_parent(); }
+
+static void after_fork_child(void)
+{
+    ag_pid = (int)syscall(SYS_getpid);
+    ag_main_thread_id = (uint64_t)pthread_self();
+    ag_collector_after_fork_child();
+}
+
+__attribute__((constructor)) static void ag_init(void)
+{
+    const char *dir = getenv("SCRY_PART_DIR");
+    if (!dir || !*dir)
+        return;
+    if (!dlsym(RTLD_DEFAULT, "Py_Version") && !dlsym(RTLD_DEFAULT, "_PyRuntime"))
+        return; /* not a Python: a shell, a compiler, ... */
+    read_config();
+    ag_pid = (int)syscall(SYS_getpid);
+    ag_main_thread_id = (uint64_t)pthread_self();
+    if (rd_open_self(&self_reader) != 0 || py_runtime_open(self_reader, &ag_rt) != 0) {
+        log_warn("agent: not profiling pid %d: %s", ag_pid, err_last_message());
+        return;
+    }
+    if (ag_sampler_init() != 0)
+        log_warn("agent: CPU sampling is off in pid %d", ag_pid);
+    if (ag_collector_start() != 0) {
+        log_warn("agent: cannot start the collector in pid %d: %s", ag_pid, strerror(errno));
+        return;
+    }
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    for (size_t i = 0; i < sizeof(flush_signals) / sizeof(flush_signals[0]); i++) {
+        struct sigaction old;
+        if (sigaction(flush_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_flush_signal;
+            sigemptyset(&sa.sa_mask);
+            sa.sa_flags = SA_RESTART;
+            sigaction(flush_signals[i], &sa, NULL);
+        }
+    }
+    active = true;
+}
+
+__attribute__((destructor)) static void ag_fini(void)
+{
+    if (is_ours())
+        ag_collector_finish();
+}
+
+/* os._exit() and C code calling _exit() skip the destructors: flush first. */
+AG_EXPORT void _exit(int status)
+{
+    if (is_ours())
+        ag_collector_finish();
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+AG_EXPORT void _Exit(int status)
+{
+    _exit(status);
+}

@@ -1,0 +1,125 @@
+/* Private to the agent (libscry-agent.so, preloaded into profiled programs): the per-thread
+ * sampling state shared by the signal handler and the collector thread, the sample records that
+ * pass between them, and the entry points of each part. Rules for everything here: nothing on a
+ * signal path allocates, locks, or calls Python; errno is preserved; target memory is read only
+ * through ag_safe_read, which never faults. */
+#ifndef SCRY_AGENT_AGENT_H
+#define SCRY_AGENT_AGENT_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cpython/runtime.h"
+
+#define AG_EXPORT __attribute__((visibility("default")))
+
+#define AG_MAX_DEPTH 126   /* frames kept per sample (the rest is marked truncated) */
+#define AG_RING_SLOTS 16   /* samples a thread can hold until the collector drains them */
+#define AG_SLOT_SIZE 4096
+#define AG_MAX_THREADS 4096
+
+/* Options from the SCRY_* environment (docs/agent-protocol.md), parsed once at start. */
+struct ag_config {
+    char part_dir[4096];
+    double rate_sec;
+    bool virtual_time;
+    bool profile_all;
+    bool system_libraries;
+    char program_path[4096];
+    char profile_only[4096];   /* comma-separated, may be empty */
+    char profile_exclude[4096];
+};
+
+/* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
+ * object's identity at that moment (checked again when the sample is resolved). */
+struct ag_frame {
+    uint64_t code;
+    uint64_t filename;
+    uint64_t qualname;
+    int32_t lasti;
+    int32_t firstlineno;
+};
+
+enum ag_sample_flags {
+    AG_S_NATIVE = 1,    /* inside a call into C, or the PC was outside the interpreter */
+    AG_S_TRUNCATED = 2, /* deeper than AG_MAX_DEPTH, or the chain could not be read */
+};
+
+struct ag_sample {
+    uint64_t weight_ns; /* CPU (or off-CPU) time this sample stands for */
+    uint32_t flags;
+    uint32_t depth; /* frames[0] is the innermost */
+    struct ag_frame frames[AG_MAX_DEPTH];
+};
+
+_Static_assert(sizeof(struct ag_sample) <= AG_SLOT_SIZE, "a sample must fit a ring slot");
+
+/* Single-producer (the thread's signal handler) single-consumer (the collector) ring. */
+struct ag_ring {
+    _Atomic uint32_t head; /* written by the producer */
+    _Atomic uint32_t tail; /* written by the consumer */
+    _Atomic uint32_t dropped;
+    unsigned char slots[AG_RING_SLOTS][AG_SLOT_SIZE];
+};
+
+/* A sampled Python thread. Allocated by the collector, 64-byte aligned, never freed: a retired
+ * entry is reused only after a grace period, and the generation in the low bits of the timer's
+ * sigval tells a late signal of the old thread from the new one's. */
+struct ag_thread {
+    _Atomic int state; /* AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED */
+    uint32_t gen;      /* 0..63 */
+    int tid;
+    uint64_t tstate;   /* PyThreadState in this process */
+    timer_t timer;
+    bool has_timer;
+    clockid_t cpu_clock;
+    struct ag_ring *ring;
+    /* Handler-owned. */
+    uint64_t last_cpu_ns;
+    uint64_t rng;
+    /* Collector-owned. */
+    uint64_t wall_last_ns, wall_last_cpu_ns, retired_at_ns, seen_scan;
+} __attribute__((aligned(64)));
+
+enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED };
+
+/* Global agent state (agent.c). */
+extern struct ag_config ag_cfg;
+extern struct py_runtime ag_rt;
+extern int ag_pid;          /* this process; updated in a forked child */
+extern int ag_signal;       /* the real-time signal of the CPU timers */
+extern _Atomic bool ag_running;
+extern uint64_t ag_main_thread_id; /* pthread_self() of the main thread */
+
+/* sampler.c */
+int ag_sampler_init(void);  /* PC ranges, signal choice and handler */
+/* Reads len bytes of this process at addr; false (never a fault) if unmapped. */
+bool ag_safe_read(uint64_t addr, void *buf, size_t len);
+/* Walks tstate's frames into s (depth, frames, TRUNCATED); returns the innermost frame's opcode
+ * or -1. Usable from a signal handler and from the collector (for another thread). */
+int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s);
+/* Arms (or re-arms) t's CPU timer with an exponential interval. */
+int ag_timer_create(struct ag_thread *t);
+void ag_timer_delete(struct ag_thread *t);
+uint64_t ag_exp_interval_ns(uint64_t *rng);
+uint64_t ag_now_ns(clockid_t clock);
+
+/* collector.c */
+int ag_collector_start(void);
+/* Stops sampling, drains, and writes the part; safe to call twice and from any thread except a
+ * signal handler that interrupted the collector. */
+void ag_collector_finish(void);
+/* After fork, in the child: forget the parent's threads and statistics, restart. */
+void ag_collector_after_fork_child(void);
+void ag_collector_before_fork(void);
+void ag_collector_after_fork_parent(void);
+
+/* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */
+struct ag_stats;
+int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec);
+
+#endif

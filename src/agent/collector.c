@@ -1,0 +1,548 @@
+/* The collector thread: finds the Python threads (the interpreters' thread-state lists) and gives
+ * each a CPU-time timer, takes the off-CPU samples (wall time a thread did not spend on a CPU),
+ * drains the threads' rings, resolves code objects to file/function/line and charges each sample
+ * to the first profiled frame. At the end it writes the part file. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/stats.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "cpython/frames.h"
+#include "cpython/linetable.h"
+#include "cpython/objects.h"
+
+#define SCAN_INTERVAL_NS 20000000ULL  /* look for new or ended threads every 20 ms */
+#define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
+#define FINISH_WAIT_MS 5000
+
+/* What the collector knows of a code object, by address. */
+struct ag_code {
+    uint64_t addr, filename_obj, qualname_obj;
+    int32_t firstlineno;
+    uint32_t file, func;
+    const struct py_code_info *ci;
+};
+
+static struct ag_thread *threads; /* AG_MAX_THREADS entries, mmap'd */
+static size_t nthreads_used;      /* high-water mark */
+static struct ag_stats stats;
+static struct py_code_cache code_cache;
+static struct hashmap code_by_addr; /* address -> index + 1 into codes */
+static struct ag_code *codes;
+static size_t ncodes, codes_cap;
+static struct ag_sample wall_sample; /* collector-only scratch */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t collector;
+static bool collector_started;
+static int wake_fd = -1;
+static _Atomic bool stop_requested;
+static _Atomic bool finished;
+static _Atomic int finish_started;
+static uint64_t last_scan_ns, start_mono_ns;
+static double start_real_sec;
+static char prefixes[3][4096];
+static bool prefixes_known;
+static char cwd[4096];
+
+static void take_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void drop_lock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- the filter (docs/agent-protocol.md) ---- */
+
+static bool contains_any(const char *path, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n > 0 && n < 4096) {
+            char needle[4096];
+            memcpy(needle, p, n);
+            needle[n] = 0;
+            if (strstr(path, needle))
+                return true;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return n > 0 && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+static bool is_system_library(const char *path)
+{
+    if (strstr(path, "/site-packages/") || strstr(path, "/dist-packages/") ||
+        strstr(path, "/lib/python3."))
+        return true;
+    for (int i = 0; prefixes_known && i < 3; i++)
+        if (prefixes[i][0] && under(path, prefixes[i]))
+            return true;
+    return false;
+}
+
+static enum ag_rule filter_file(const char *path)
+{
+    if (path[0] != '/')
+        return AG_RULE_NOT_A_FILE;
+    if (ag_cfg.profile_exclude[0] && contains_any(path, ag_cfg.profile_exclude))
+        return AG_RULE_EXCLUDED;
+    if (ag_cfg.profile_only[0] && !contains_any(path, ag_cfg.profile_only))
+        return AG_RULE_NOT_IN_PROFILE_ONLY;
+    if (ag_cfg.profile_all)
+        return AG_RULE_PROFILED;
+    if (!ag_cfg.system_libraries && is_system_library(path))
+        return AG_RULE_SYSTEM_LIBRARY;
+    if (ag_cfg.profile_only[0])
+        return AG_RULE_PROFILED;
+    return under(path, ag_cfg.program_path) ? AG_RULE_PROFILED : AG_RULE_OUTSIDE_PROGRAM;
+}
+
+/* sys.prefix, sys.base_prefix and sys.exec_prefix, once the interpreter has set them. */
+static void read_prefixes(uint64_t interp)
+{
+    static const char *const names[3] = {"prefix", "base_prefix", "exec_prefix"};
+    uint64_t sysdict;
+    if (prefixes_known || rd_read_u64(ag_rt.rd, interp + ag_rt.layout.is_sysdict, &sysdict) ||
+        !sysdict)
+        return;
+    int found = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t obj;
+        struct strbuf sb = STRBUF_INIT;
+        if (py_dict_get_str(&ag_rt, sysdict, names[i], &obj) == 0 && obj &&
+            py_read_str(&ag_rt, obj, sizeof(prefixes[i]) - 1, &sb) == 0) {
+            snprintf(prefixes[i], sizeof(prefixes[i]), "%s", sb_str(&sb));
+            found++;
+        }
+        sb_release(&sb);
+    }
+    prefixes_known = found > 0;
+}
+
+/* ---- code objects ---- */
+
+/* co_filename made absolute against the directory the program started in (relative names come
+ * from relative sys.path entries). Returns false if it does not fit. */
+static bool absolute_name(const char *name, char *out, size_t size)
+{
+    int n;
+    if (name[0] == '/' || name[0] == '<' || !cwd[0])
+        n = snprintf(out, size, "%s", name);
+    else
+        n = snprintf(out, size, "%s/%s", cwd, name);
+    return n >= 0 && (size_t)n < size;
+}
+
+/* The collector's entry for the code object of frame f, or NULL if it is gone or changed. */
+static const struct ag_code *resolve(const struct ag_frame *f)
+{
+    uint64_t v;
+    if (hm_get(&code_by_addr, f->code, &v)) {
+        const struct ag_code *c = &codes[v - 1];
+        if (c->filename_obj == f->filename && c->qualname_obj == f->qualname &&
+            c->firstlineno == f->firstlineno)
+            return c;
+        /* Memory reused by another code object since we saw it: read it afresh. */
+        py_code_forget(&code_cache, f->code);
+        hm_del(&code_by_addr, f->code);
+    }
+    const struct py_code_info *ci;
+    if (py_code_resolve(&ag_rt, &code_cache, f->code, &ci) != 0)
+        return NULL;
+    if (ci->filename_obj != f->filename || ci->qualname_obj != f->qualname ||
+        ci->firstlineno != f->firstlineno) {
+        py_code_forget(&code_cache, f->code);
+        return NULL;
+    }
+    if (ncodes == codes_cap) {
+        size_t ncap = codes_cap ? codes_cap * 2 : 256;
+        struct ag_code *n = realloc(codes, ncap * sizeof(*codes));
+        if (!n)
+            return NULL;
+        codes = n;
+        codes_cap = ncap;
+    }
+    char path[8192];
+    if (!absolute_name(ci->filename, path, sizeof(path)))
+        return NULL;
+    struct ag_code *c = &codes[ncodes];
+    *c = (struct ag_code){.addr = f->code,
+                          .filename_obj = ci->filename_obj,
+                          .qualname_obj = ci->qualname_obj,
+                          .firstlineno = ci->firstlineno,
+                          .ci = ci};
+    if (ag_stats_file(&stats, path, filter_file, &c->file) ||
+        ag_stats_func(&stats, ci->qualname, c->file, ci->firstlineno, &c->func) ||
+        hm_put(&code_by_addr, f->code, ncodes + 1))
+        return NULL;
+    ncodes++;
+    return c;
+}
+
+/* Charges a sample to the first frame whose file is profiled. */
+static void process(const struct ag_sample *s, enum ag_cat cat)
+{
+    double sec = (double)s->weight_ns / 1e9;
+    if (s->depth == 0 || sec <= 0) {
+        if (s->depth == 0)
+            stats.unattributed++;
+        return;
+    }
+    stats.total_sec[cat] += sec;
+    stats.samples++;
+    const struct ag_code *innermost = NULL;
+    for (uint32_t i = 0; i < s->depth; i++) {
+        const struct ag_code *c = resolve(&s->frames[i]);
+        if (!c)
+            continue;
+        if (!innermost)
+            innermost = c;
+        if (stats.files[c->file].rule != AG_RULE_PROFILED)
+            continue;
+        const struct py_code_info *ci = c->ci;
+        int line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
+                                                     ci->firstlineno, s->frames[i].lasti)
+                                 : -1;
+        if (line < 0)
+            line = ci->firstlineno;
+        if (ag_stats_add(&stats, c->file, c->func, line, cat, sec))
+            stats.dropped++;
+        return;
+    }
+    if (innermost)
+        stats.files[innermost->file].excluded_sec += sec;
+}
+
+/* ---- threads ---- */
+
+static clockid_t thread_cpu_clock(int tid)
+{
+    /* The kernel's encoding of a per-thread CPU clock (MAKE_THREAD_CPUCLOCK(tid, SCHED)). */
+    return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+
+static struct ag_thread *find_thread(int tid)
+{
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE && threads[i].tid == tid)
+            return &threads[i];
+    return NULL;
+}
+
+static void drain(struct ag_thread *t)
+{
+    struct ag_ring *r = t->ring;
+    if (!r)
+        return;
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+    for (; tail != head; tail++) {
+        const struct ag_sample *s = (const struct ag_sample *)r->slots[tail % AG_RING_SLOTS];
+        process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    stats.dropped += atomic_exchange(&r->dropped, 0);
+}
+
+static void retire(struct ag_thread *t, uint64_t now)
+{
+    ag_timer_delete(t);
+    drain(t);
+    t->retired_at_ns = now;
+    atomic_store_explicit(&t->state, AG_T_RETIRED, memory_order_release);
+}
+
+static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64_t scan)
+{
+    struct ag_thread *t = NULL;
+    for (size_t i = 0; i < nthreads_used && !t; i++) {
+        int st = atomic_load(&threads[i].state);
+        if (st == AG_T_FREE || (st == AG_T_RETIRED && now - threads[i].retired_at_ns > RETIRE_GRACE_NS))
+            t = &threads[i];
+    }
+    if (!t) {
+        if (nthreads_used >= AG_MAX_THREADS)
+            return;
+        t = &threads[nthreads_used++];
+    }
+    if (!t->ring) {
+        void *m = mmap(NULL, sizeof(struct ag_ring), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return;
+        t->ring = m;
+    }
+    atomic_store(&t->ring->head, 0);
+    atomic_store(&t->ring->tail, 0);
+    atomic_store(&t->ring->dropped, 0);
+    t->gen = (t->gen + 1) & 63;
+    t->tid = tid;
+    t->tstate = tstate;
+    t->cpu_clock = thread_cpu_clock(tid);
+    t->last_cpu_ns = ag_now_ns(t->cpu_clock);
+    if (!t->last_cpu_ns)
+        return; /* the thread is already gone */
+    t->rng = hm_hash64(((uint64_t)tid << 32) ^ now);
+    t->wall_last_ns = now;
+    t->wall_last_cpu_ns = t->last_cpu_ns;
+    t->seen_scan = scan;
+    atomic_store_explicit(&t->state, AG_T_ACTIVE, memory_order_release);
+    if (ag_signal > 0 && ag_timer_create(t) != 0)
+        log_debug("agent: no CPU timer for thread %d: %s", tid, strerror(errno));
+}
+
+/* Walks every interpreter's thread list, starts sampling new threads and retires ended ones. */
+static void scan_threads(uint64_t now)
+{
+    static uint64_t scan;
+    const struct py_layout *L = &ag_rt.layout;
+    uint64_t interp = 0;
+    scan++;
+    if (!ag_safe_read(ag_rt.runtime_addr + L->rt_interpreters_head, &interp, 8))
+        return;
+    bool complete = true;
+    for (int ni = 0; interp && ni < 64; ni++) {
+        uint64_t tstate = 0, next = 0;
+        if (!ag_safe_read(interp + L->is_threads_head, &tstate, 8) ||
+            !ag_safe_read(interp + L->is_next, &next, 8)) {
+            complete = false;
+            break;
+        }
+        read_prefixes(interp);
+        for (int nt = 0; tstate && nt < AG_MAX_THREADS; nt++) {
+            uint64_t owner = 0, native = 0, tnext = 0;
+            if (!ag_safe_read(tstate + L->ts_interp, &owner, 8) || owner != interp ||
+                !ag_safe_read(tstate + L->ts_native_thread_id, &native, 8) ||
+                !ag_safe_read(tstate + L->ts_next, &tnext, 8)) {
+                complete = false;
+                break;
+            }
+            int tid = (int)native;
+            if (tid > 0) {
+                struct ag_thread *t = find_thread(tid);
+                if (t) {
+                    t->tstate = tstate;
+                    t->seen_scan = scan;
+                } else {
+                    start_thread_sampling(tstate, tid, now, scan);
+                }
+            }
+            tstate = tnext;
+        }
+        interp = next;
+    }
+    if (!complete)
+        return; /* a torn list says nothing about which threads ended */
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE && threads[i].seen_scan != scan)
+            retire(&threads[i], now);
+}
+
+/* Off-CPU samples: the part of the wall time since the last look that a thread was not on a CPU,
+ * charged to where it is now. */
+static void wall_samples(uint64_t now)
+{
+    for (size_t i = 0; i < nthreads_used; i++) {
+        struct ag_thread *t = &threads[i];
+        if (atomic_load(&t->state) != AG_T_ACTIVE)
+            continue;
+        uint64_t cpu = ag_now_ns(t->cpu_clock);
+        if (!cpu)
+            continue;
+        int64_t off = (int64_t)(now - t->wall_last_ns) - (int64_t)(cpu - t->wall_last_cpu_ns);
+        t->wall_last_ns = now;
+        t->wall_last_cpu_ns = cpu;
+        if (off <= 0)
+            continue;
+        wall_sample.weight_ns = (uint64_t)off;
+        wall_sample.flags = 0;
+        ag_walk_stack(t->tstate, t->tid, &wall_sample);
+        process(&wall_sample, AG_SYS);
+    }
+}
+
+static void tick(void)
+{
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    if (now - last_scan_ns >= SCAN_INTERVAL_NS) {
+        scan_threads(now);
+        last_scan_ns = now;
+    }
+    if (!ag_cfg.virtual_time)
+        wall_samples(now);
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
+            drain(&threads[i]);
+}
+
+static void finish_locked(void)
+{
+    atomic_store(&ag_running, false);
+    for (size_t i = 0; i < nthreads_used; i++) {
+        if (atomic_load(&threads[i].state) != AG_T_ACTIVE)
+            continue;
+        ag_timer_delete(&threads[i]);
+    }
+    tick(); /* the last off-CPU interval and whatever the rings still hold */
+    double elapsed = (double)(ag_now_ns(CLOCK_MONOTONIC) - start_mono_ns) / 1e9;
+    if (ag_write_part_file(&stats, start_real_sec, elapsed) != 0)
+        log_warn("agent: could not write the profile part: %s", err_last_message());
+    atomic_store(&finished, true);
+}
+
+static void *collector_main(void *arg)
+{
+    (void)arg;
+    uint64_t rng = hm_hash64((uint64_t)ag_pid ^ ag_now_ns(CLOCK_MONOTONIC));
+    while (!atomic_load(&stop_requested)) {
+        uint64_t ns = ag_exp_interval_ns(&rng);
+        struct pollfd pfd = {wake_fd, POLLIN, 0};
+        struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
+            uint64_t v;
+            ssize_t r = read(wake_fd, &v, sizeof(v));
+            (void)r;
+        }
+        if (atomic_load(&stop_requested))
+            break;
+        take_lock();
+        tick();
+        drop_lock();
+    }
+    take_lock();
+    if (!atomic_load(&finished))
+        finish_locked();
+    drop_lock();
+    return NULL;
+}
+
+static int spawn_collector(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the collector takes no signals */
+    int rc = pthread_create(&collector, NULL, collector_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    collector_started = true;
+    return 0;
+}
+
+static void reset_state(void)
+{
+    ag_stats_init(&stats);
+    start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
+    start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
+    last_scan_ns = 0;
+}
+
+int ag_collector_start(void)
+{
+    if (!threads) {
+        void *m = mmap(NULL, AG_MAX_THREADS * sizeof(struct ag_thread), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        threads = m;
+    }
+    if (!getcwd(cwd, sizeof(cwd)))
+        cwd[0] = 0;
+    py_code_cache_init(&code_cache);
+    reset_state();
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd < 0)
+        return -1;
+    atomic_store(&ag_running, true);
+    return spawn_collector();
+}
+
+static void wake(void)
+{
+    uint64_t one = 1;
+    ssize_t r = write(wake_fd, &one, sizeof(one));
+    (void)r;
+}
+
+void ag_collector_finish(void)
+{
+    if (atomic_fetch_add(&finish_started, 1) == 0) {
+        atomic_store(&ag_running, false);
+        if (collector_started && !pthread_equal(pthread_self(), collector)) {
+            atomic_store(&stop_requested, true);
+            wake();
+        } else {
+            take_lock();
+            if (!atomic_load(&finished))
+                finish_locked();
+            drop_lock();
+        }
+    }
+    /* Wait (async-signal-safely) for the collector to write the part. */
+    for (int i = 0; i < FINISH_WAIT_MS && !atomic_load(&finished); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+void ag_collector_before_fork(void)
+{
+    if (collector_started)
+        take_lock();
+}
+
+void ag_collector_after_fork_parent(void)
+{
+    if (collector_started)
+        drop_lock();
+}
+
+void ag_collector_after_fork_child(void)
+{
+    bool had = collector_started;
+    if (had)
+        drop_lock();
+    /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
+     * code-object cache (the child has the same objects). */
+    for (size_t i = 0; i < nthreads_used; i++) {
+        threads[i].has_timer = false;
+        atomic_store(&threads[i].state, AG_T_FREE);
+    }
+    nthreads_used = 0;
+    hm_clear(&code_by_addr); /* its entries point into the parent's statistics */
+    ncodes = 0;
+    reset_state();
+    atomic_store(&stop_requested, false);
+    atomic_store(&finished, false);
+    atomic_store(&finish_started, 0);
+    collector_started = false;
+    if (had && atomic_load(&ag_running))
+        spawn_collector();
+}

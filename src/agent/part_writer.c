@@ -1,0 +1,170 @@
+/* Writes the agent's part file (format in docs/agent-protocol.md): to a temporary name in the
+ * part directory, then renamed, so the command never reads half a file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/stats.h"
+#include "common/error.h"
+#include "common/strbuf.h"
+#include "render/json_writer.h"
+
+#define MAX_EXCLUDED 50
+
+static void write_argv(struct json_writer *w)
+{
+    char buf[65536];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+    if (fd >= 0)
+        close(fd);
+    jw_arr_begin(w);
+    for (ssize_t i = 0; i < n;) {
+        size_t len = strnlen(buf + i, (size_t)(n - i));
+        jw_strn(w, buf + i, len);
+        i += (ssize_t)len + 1;
+    }
+    jw_arr_end(w);
+}
+
+static int cmp_excluded(const void *a, const void *b, void *arg)
+{
+    const struct ag_stats *st = arg;
+    double x = st->files[*(const uint32_t *)a].excluded_sec;
+    double y = st->files[*(const uint32_t *)b].excluded_sec;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void write_body(const struct ag_stats *st, double start_real_sec, double elapsed_sec,
+                       struct json_writer *w)
+{
+    jw_obj_begin(w);
+    jw_key(w, "format");
+    jw_str(w, "scry-part");
+    jw_key(w, "format_version");
+    jw_int(w, 1);
+    jw_key(w, "pid");
+    jw_int(w, ag_pid);
+    jw_key(w, "ppid");
+    jw_int(w, getppid());
+    jw_key(w, "python_version");
+    jw_str(w, ag_rt.version_str);
+    jw_key(w, "argv");
+    write_argv(w);
+    jw_key(w, "start_time_absolute");
+    jw_double(w, start_real_sec);
+    jw_key(w, "elapsed_sec");
+    jw_double(w, elapsed_sec);
+    jw_key(w, "main_thread_id");
+    jw_uint(w, ag_main_thread_id);
+    jw_key(w, "virtual_time");
+    jw_bool(w, ag_cfg.virtual_time);
+    jw_key(w, "sampling_rate_sec");
+    jw_double(w, ag_cfg.rate_sec);
+    jw_key(w, "totals");
+    jw_obj_begin(w);
+    jw_key(w, "python_sec");
+    jw_double(w, st->total_sec[AG_PYTHON]);
+    jw_key(w, "native_sec");
+    jw_double(w, st->total_sec[AG_NATIVE]);
+    jw_key(w, "sys_sec");
+    jw_double(w, st->total_sec[AG_SYS]);
+    jw_key(w, "samples");
+    jw_uint(w, st->samples);
+    jw_key(w, "dropped");
+    jw_uint(w, st->dropped);
+    jw_obj_end(w);
+
+    jw_key(w, "files");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nfiles; i++)
+        jw_str(w, ag_stats_str(st, st->files[i].name));
+    jw_arr_end(w);
+    jw_key(w, "functions");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nfuncs; i++) {
+        jw_arr_begin(w);
+        jw_str(w, ag_stats_str(st, st->funcs[i].name));
+        jw_uint(w, st->funcs[i].file);
+        jw_int(w, st->funcs[i].firstline);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "lines");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nlines; i++) {
+        const struct ag_line *l = &st->lines[i];
+        jw_arr_begin(w);
+        jw_uint(w, l->file);
+        jw_int(w, l->line);
+        jw_uint(w, l->func);
+        jw_double(w, l->sec[AG_PYTHON]);
+        jw_double(w, l->sec[AG_NATIVE]);
+        jw_double(w, l->sec[AG_SYS]);
+        jw_uint(w, l->samples);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+
+    jw_key(w, "excluded");
+    jw_arr_begin(w);
+    uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));
+    size_t n = 0;
+    for (size_t i = 0; order && i < st->nfiles; i++)
+        if (st->files[i].excluded_sec > 0)
+            order[n++] = (uint32_t)i;
+    if (order)
+        qsort_r(order, n, sizeof(*order), cmp_excluded, (void *)st);
+    for (size_t i = 0; i < n && i < MAX_EXCLUDED; i++) {
+        const struct ag_file *f = &st->files[order[i]];
+        jw_arr_begin(w);
+        jw_str(w, ag_stats_str(st, f->name));
+        jw_str(w, ag_rule_name(f->rule));
+        jw_double(w, f->excluded_sec);
+        jw_arr_end(w);
+    }
+    free(order);
+    jw_arr_end(w);
+    jw_obj_end(w);
+}
+
+int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec)
+{
+    struct strbuf sb = STRBUF_INIT;
+    struct json_writer w;
+    char path[4200], tmp[4300];
+    int err = 0;
+    jw_init(&w, &sb, false);
+    write_body(st, start_real_sec, elapsed_sec, &w);
+    sb_addch(&sb, '\n');
+    snprintf(path, sizeof(path), "%s/part-%d.json", ag_cfg.part_dir, ag_pid);
+    snprintf(tmp, sizeof(tmp), "%s/.part-%d.json.tmp", ag_cfg.part_dir, ag_pid);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        err = err_fail(SCRY_E_IO, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    for (size_t done = 0; done < sb.len;) {
+        ssize_t n = write(fd, sb.buf + done, sb.len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            err = err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            goto out;
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
+out:
+    sb_release(&sb);
+    return err;
+}

@@ -1,0 +1,277 @@
+/* The signal side of the agent: each Python thread has a CPU-time timer whose real-time signal
+ * lands on that thread; the handler reads the thread's Python frames with reads that cannot
+ * fault, classifies the sample as Python or native, and appends it to the thread's ring. Nothing
+ * here allocates, locks or calls into Python. */
+#include <errno.h>
+#include <link.h>
+#include <math.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/log.h"
+#include "cpython/opcodes.h"
+
+#define MAX_RANGES 32
+
+/* Executable ranges of the interpreter itself (libpython, the executable, the dynamic loader):
+ * a PC outside them is native code. */
+static struct {
+    uint64_t start, end;
+} ranges[MAX_RANGES];
+static int nranges;
+
+bool ag_safe_read(uint64_t addr, void *buf, size_t len)
+{
+    if (addr < 4096)
+        return false;
+    struct iovec local = {buf, len};
+    struct iovec remote = {(void *)(uintptr_t)addr, len};
+    long n = syscall(SYS_process_vm_readv, ag_pid, &local, 1UL, &remote, 1UL, 0UL);
+    return n == (long)len;
+}
+
+static bool read_u64(uint64_t addr, uint64_t *v) { return ag_safe_read(addr, v, sizeof(*v)); }
+
+uint64_t ag_now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ag_exp_interval_ns(uint64_t *rng)
+{
+    /* xorshift64*, then an exponential draw with mean rate_sec (Poisson sampling avoids
+     * aliasing with periodic code). */
+    uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *rng = x;
+    double u = (double)((x * 0x2545f4914f6cdd1dULL) >> 11) / 9007199254740992.0; /* [0,1) */
+    double s = -ag_cfg.rate_sec * log(1.0 - u);
+    if (s < 0.0005)
+        s = 0.0005;
+    if (s > ag_cfg.rate_sec * 20)
+        s = ag_cfg.rate_sec * 20;
+    return (uint64_t)(s * 1e9);
+}
+
+static int add_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    bool wanted = name[0] == 0 || strstr(name, "libpython") || strstr(name, "/ld-linux") ||
+                  strstr(name, "/ld64") || strstr(name, "ld-linux");
+    if (!wanted)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        ranges[nranges].start = info->dlpi_addr + ph->p_vaddr;
+        ranges[nranges].end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        nranges++;
+    }
+    return 0;
+}
+
+static bool pc_in_interpreter(uint64_t pc)
+{
+    for (int i = 0; i < nranges; i++)
+        if (pc >= ranges[i].start && pc < ranges[i].end)
+            return true;
+    return false;
+}
+
+/* The frame a thread is executing (0 if none or unreadable). */
+static uint64_t current_frame(uint64_t tstate)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    uint64_t frame = 0;
+    if (L->ts_cframe) {
+        uint64_t cframe;
+        if (!read_u64(tstate + L->ts_cframe, &cframe) || !cframe ||
+            !read_u64(cframe + L->cframe_current_frame, &frame))
+            return 0;
+        return frame;
+    }
+    return read_u64(tstate + L->ts_current_frame, &frame) ? frame : 0;
+}
+
+int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    int opcode = -1;
+    s->depth = 0;
+    if (!tstate)
+        return -1;
+    if (expect_tid) {
+        uint64_t native;
+        if (!read_u64(tstate + L->ts_native_thread_id, &native) || (int64_t)native != expect_tid)
+            return -1;
+    }
+    uint64_t frame = current_frame(tstate);
+    uint8_t fr[128], co[256];
+    size_t frsize = L->fr_owner + 1;
+    if (L->fr_instr + 8 > frsize)
+        frsize = L->fr_instr + 8;
+    if (L->fr_previous + 8 > frsize)
+        frsize = L->fr_previous + 8;
+    if (frsize > sizeof(fr) || L->co_size > sizeof(co))
+        return -1;
+    for (int steps = 0; frame; steps++) {
+        if (steps >= 4 * AG_MAX_DEPTH || s->depth >= AG_MAX_DEPTH) {
+            s->flags |= AG_S_TRUNCATED;
+            break;
+        }
+        if (!ag_safe_read(frame, fr, frsize)) {
+            s->flags |= AG_S_TRUNCATED;
+            break;
+        }
+        uint64_t code, instr, prev;
+        memcpy(&code, fr + L->fr_code, 8);
+        memcpy(&instr, fr + L->fr_instr, 8);
+        memcpy(&prev, fr + L->fr_previous, 8);
+        int owner = fr[L->fr_owner];
+        if (prev == frame)
+            prev = 0;
+        frame = prev;
+        if (L->fr_code_tagged)
+            code &= ~(uint64_t)3;
+        if (!code || owner == L->owner_cstack || owner == L->owner_interpreter)
+            continue;
+        if (!ag_safe_read(code, co, L->co_size))
+            continue;
+        uint64_t type, nunits;
+        memcpy(&type, co + L->ob_type, 8);
+        memcpy(&nunits, co + L->co_nunits, 8);
+        if (type != ag_rt.types.code)
+            continue;
+        int64_t lasti = ((int64_t)instr - (int64_t)(code + L->co_code_adaptive)) / 2;
+        int32_t firsttraceable;
+        memcpy(&firsttraceable, co + L->co_firsttraceable, 4);
+        if (owner != L->owner_generator && lasti < firsttraceable)
+            continue; /* not started: CPython hides it too */
+        if (lasti >= (int64_t)nunits)
+            continue;
+        struct ag_frame *f = &s->frames[s->depth];
+        f->code = code;
+        memcpy(&f->filename, co + L->co_filename, 8);
+        memcpy(&f->qualname, co + L->co_qualname, 8);
+        memcpy(&f->firstlineno, co + L->co_firstlineno, 4);
+        f->lasti = (int32_t)lasti;
+        if (s->depth == 0 && lasti >= 0) {
+            uint8_t unit[2];
+            if (ag_safe_read(code + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
+                opcode = unit[0];
+        }
+        s->depth++;
+    }
+    return opcode;
+}
+
+static void arm(struct ag_thread *t)
+{
+    uint64_t ns = ag_exp_interval_ns(&t->rng);
+    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
+    timer_settime(t->timer, 0, &its, NULL);
+}
+
+static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
+{
+    (void)sig;
+    int saved_errno = errno;
+    uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
+    struct ag_thread *t = (struct ag_thread *)(v & ~(uintptr_t)63);
+    if (si->si_code != SI_TIMER || !t || (v & 63) != t->gen ||
+        atomic_load_explicit(&t->state, memory_order_acquire) != AG_T_ACTIVE ||
+        !atomic_load_explicit(&ag_running, memory_order_relaxed))
+        goto out;
+    if (t->tid != (int)syscall(SYS_gettid))
+        goto out;
+
+    uint64_t now = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t weight = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
+    t->last_cpu_ns = now;
+    arm(t);
+
+    struct ag_ring *r = t->ring;
+    uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (head - tail >= AG_RING_SLOTS) {
+        atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+        goto out;
+    }
+    struct ag_sample *s = (struct ag_sample *)r->slots[head % AG_RING_SLOTS];
+    s->weight_ns = weight;
+    s->flags = 0;
+    int opcode = ag_walk_stack(t->tstate, t->tid, s);
+    const ucontext_t *uc = uctx;
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !pc_in_interpreter(pc))
+        s->flags |= AG_S_NATIVE;
+    atomic_store_explicit(&r->head, head + 1, memory_order_release);
+out:
+    errno = saved_errno;
+}
+
+/* A real-time signal nobody uses: the program keeps SIGALRM, SIGPROF and SIGVTALRM to itself. */
+static int pick_signal(void)
+{
+    for (int sig = SIGRTMIN + 3; sig <= SIGRTMAX - 3; sig++) {
+        struct sigaction old;
+        if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            return sig;
+    }
+    return -1;
+}
+
+int ag_sampler_init(void)
+{
+    nranges = 0;
+    dl_iterate_phdr(add_range, NULL);
+    ag_signal = pick_signal();
+    if (ag_signal < 0) {
+        log_warn("agent: no free real-time signal; CPU profiling is off");
+        return -1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_cpu_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, ag_signal);
+    if (sigaction(ag_signal, &sa, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+int ag_timer_create(struct ag_thread *t)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = ag_signal;
+    sev._sigev_un._tid = t->tid;
+    sev.sigev_value.sival_ptr = (void *)((uintptr_t)t | t->gen);
+    if (timer_create(t->cpu_clock, &sev, &t->timer) != 0)
+        return -1;
+    t->has_timer = true;
+    arm(t);
+    return 0;
+}
+
+void ag_timer_delete(struct ag_thread *t)
+{
+    if (t->has_timer)
+        timer_delete(t->timer);
+    t->has_timer = false;
+}

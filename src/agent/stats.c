@@ -1,0 +1,168 @@
+/* Aggregation tables for the agent: interned strings, files, functions and lines. Everything
+ * grows by doubling; failures to grow drop the sample (counted) rather than the program. */
+#include "agent/stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+const char *ag_rule_name(enum ag_rule r)
+{
+    static const char *const names[] = {"profiled",           "not_a_file",     "excluded",
+                                        "not_in_profile_only", "system_library", "outside_program"};
+    return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "unknown";
+}
+
+static uint64_t fnv1a(const void *data, size_t len, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* A non-zero hash key that is not the map's tombstone. */
+static uint64_t key_of(uint64_t h)
+{
+    h = hm_hash64(h);
+    return h == 0 || h == UINT64_MAX ? 1 : h;
+}
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    while (ncap < need)
+        ncap *= 2;
+    void *n = realloc(*arr, ncap * elem);
+    if (!n)
+        return false;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+void ag_stats_init(struct ag_stats *st) { memset(st, 0, sizeof(*st)); }
+
+void ag_stats_free(struct ag_stats *st)
+{
+    for (size_t i = 0; i < st->strings.n; i++)
+        free(st->strings.strs[i]);
+    free(st->strings.strs);
+    hm_free(&st->strings.by_hash);
+    hm_free(&st->file_by_name);
+    hm_free(&st->func_by_key);
+    hm_free(&st->line_by_key);
+    free(st->files);
+    free(st->funcs);
+    free(st->lines);
+    memset(st, 0, sizeof(*st));
+}
+
+static int intern(struct ag_strtab *t, const char *s, uint32_t *out)
+{
+    size_t len = strlen(s);
+    /* Open addressing over salted hashes: a collision moves on to the next salt. */
+    for (uint64_t salt = 0;; salt++) {
+        uint64_t k = key_of(fnv1a(s, len, salt * 0x9e3779b97f4a7c15ULL)), v;
+        if (hm_get(&t->by_hash, k, &v)) {
+            if (strcmp(t->strs[v - 1], s) == 0) {
+                *out = (uint32_t)(v - 1);
+                return 0;
+            }
+            continue;
+        }
+        if (!grow((void **)&t->strs, &t->cap, t->n + 1, sizeof(char *)))
+            return -SCRY_E_NO_MEMORY;
+        char *copy = strdup(s);
+        if (!copy || hm_put(&t->by_hash, k, t->n + 1)) {
+            free(copy);
+            return -SCRY_E_NO_MEMORY;
+        }
+        t->strs[t->n] = copy;
+        *out = (uint32_t)t->n++;
+        return 0;
+    }
+}
+
+const char *ag_stats_str(const struct ag_stats *st, uint32_t id)
+{
+    return id < st->strings.n ? st->strings.strs[id] : "";
+}
+
+int ag_stats_file(struct ag_stats *st, const char *name, enum ag_rule (*filter)(const char *),
+                  uint32_t *out)
+{
+    uint32_t sid;
+    uint64_t v;
+    int err = intern(&st->strings, name, &sid);
+    if (err)
+        return err;
+    if (hm_get(&st->file_by_name, (uint64_t)sid + 1, &v)) {
+        *out = (uint32_t)(v - 1);
+        return 0;
+    }
+    if (!grow((void **)&st->files, &st->files_cap, st->nfiles + 1, sizeof(*st->files)) ||
+        hm_put(&st->file_by_name, (uint64_t)sid + 1, st->nfiles + 1))
+        return -SCRY_E_NO_MEMORY;
+    st->files[st->nfiles] = (struct ag_file){.name = sid, .rule = filter(name)};
+    *out = (uint32_t)st->nfiles++;
+    return 0;
+}
+
+int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int32_t firstline,
+                  uint32_t *out)
+{
+    uint32_t sid;
+    int err = intern(&st->strings, qualname, &sid);
+    if (err)
+        return err;
+    uint64_t base = ((uint64_t)sid << 32) ^ ((uint64_t)file << 8) ^ (uint32_t)firstline;
+    for (uint64_t salt = 0;; salt++) {
+        uint64_t k = key_of(base + salt * 0x9e3779b97f4a7c15ULL), v;
+        if (hm_get(&st->func_by_key, k, &v)) {
+            const struct ag_func *f = &st->funcs[v - 1];
+            if (f->name == sid && f->file == file && f->firstline == firstline) {
+                *out = (uint32_t)(v - 1);
+                return 0;
+            }
+            continue;
+        }
+        if (!grow((void **)&st->funcs, &st->funcs_cap, st->nfuncs + 1, sizeof(*st->funcs)) ||
+            hm_put(&st->func_by_key, k, st->nfuncs + 1))
+            return -SCRY_E_NO_MEMORY;
+        st->funcs[st->nfuncs] = (struct ag_func){sid, file, firstline};
+        *out = (uint32_t)st->nfuncs++;
+        return 0;
+    }
+}
+
+int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
+                 double sec)
+{
+    uint64_t base = ((uint64_t)file << 40) ^ ((uint64_t)func << 20) ^ (uint32_t)line;
+    for (uint64_t salt = 0;; salt++) {
+        uint64_t k = key_of(base + salt * 0x9e3779b97f4a7c15ULL), v;
+        if (hm_get(&st->line_by_key, k, &v)) {
+            struct ag_line *l = &st->lines[v - 1];
+            if (l->file != file || l->func != func || l->line != line)
+                continue;
+            l->sec[cat] += sec;
+            l->samples++;
+            return 0;
+        }
+        if (!grow((void **)&st->lines, &st->lines_cap, st->nlines + 1, sizeof(*st->lines)) ||
+            hm_put(&st->line_by_key, k, st->nlines + 1))
+            return -SCRY_E_NO_MEMORY;
+        st->lines[st->nlines] = (struct ag_line){.file = file, .func = func, .line = line};
+        st->lines[st->nlines].sec[cat] = sec;
+        st->lines[st->nlines].samples = 1;
+        st->nlines++;
+        return 0;
+    }
+}

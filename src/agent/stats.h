@@ -1,0 +1,80 @@
+/* The agent's statistics: time per (file, line, function) split into python, native and system,
+ * the totals, and the time of samples that no profiled file took (with the rule that excluded
+ * it). Owned by the collector thread; written out as a part file at the end. */
+#ifndef SCRY_AGENT_STATS_H
+#define SCRY_AGENT_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/hashmap.h"
+
+enum ag_cat { AG_PYTHON, AG_NATIVE, AG_SYS };
+
+/* Why a file is not profiled; AG_RULE_PROFILED when it is. */
+enum ag_rule {
+    AG_RULE_PROFILED,
+    AG_RULE_NOT_A_FILE,
+    AG_RULE_EXCLUDED,
+    AG_RULE_NOT_IN_PROFILE_ONLY,
+    AG_RULE_SYSTEM_LIBRARY,
+    AG_RULE_OUTSIDE_PROGRAM,
+};
+
+const char *ag_rule_name(enum ag_rule r);
+
+/* Interned strings: id -> string, string -> id. */
+struct ag_strtab {
+    struct hashmap by_hash; /* salted FNV-1a -> id + 1 */
+    char **strs;
+    size_t n, cap;
+};
+
+struct ag_file {
+    uint32_t name;   /* string id */
+    enum ag_rule rule;
+    double excluded_sec;
+};
+
+struct ag_func {
+    uint32_t name; /* string id of the qualname */
+    uint32_t file; /* file index */
+    int32_t firstline;
+};
+
+struct ag_line {
+    uint32_t file, func;
+    int32_t line;
+    double sec[3]; /* by enum ag_cat */
+    uint64_t samples;
+};
+
+struct ag_stats {
+    struct ag_strtab strings;
+    struct hashmap file_by_name; /* string id + 1 -> file index + 1 */
+    struct ag_file *files;
+    size_t nfiles, files_cap;
+    struct hashmap func_by_key; /* hash(name, file, firstline) -> func index + 1 */
+    struct ag_func *funcs;
+    size_t nfuncs, funcs_cap;
+    struct hashmap line_by_key; /* (file, func, line) -> line index + 1 */
+    struct ag_line *lines;
+    size_t nlines, lines_cap;
+    double total_sec[3];
+    uint64_t samples, dropped, unattributed;
+};
+
+void ag_stats_init(struct ag_stats *st);
+void ag_stats_free(struct ag_stats *st);
+/* Index of the file, interning it (rule computed by the caller's filter on first sight). */
+int ag_stats_file(struct ag_stats *st, const char *name, enum ag_rule (*filter)(const char *),
+                  uint32_t *out);
+int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int32_t firstline,
+                  uint32_t *out);
+/* Adds a sample charged to a line. */
+int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
+                 double sec);
+const char *ag_stats_str(const struct ag_stats *st, uint32_t id);
+
+#endif
