@@ -21,6 +21,8 @@
 #define AG_RING_SLOTS 16   /* samples a thread can hold until the collector drains them */
 #define AG_SLOT_SIZE 4096
 #define AG_MAX_THREADS 4096
+#define AG_CHUNK_COPY (64 * 1024) /* used part of a thread's frame stack copied in one read */
+#define AG_SCRATCH_SIZE (AG_CHUNK_COPY + 64 * 1024)
 
 /* Options from the SCRY_* environment (docs/agent-protocol.md), parsed once at start. */
 struct ag_config {
@@ -78,11 +80,13 @@ struct ag_thread {
     bool has_timer;
     clockid_t cpu_clock;
     struct ag_ring *ring;
+    void *scratch; /* AG_SCRATCH_SIZE bytes for the handler's stack walk */
     /* Handler-owned. */
     uint64_t last_cpu_ns;
     uint64_t rng;
     /* Collector-owned. */
     uint64_t wall_last_ns, wall_last_cpu_ns, retired_at_ns, seen_scan;
+    uint64_t pending_off_ns; /* off-CPU time not yet charged (charged once it reaches 1 ms) */
 } __attribute__((aligned(64)));
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED };
@@ -101,7 +105,7 @@ int ag_sampler_init(void);  /* PC ranges, signal choice and handler */
 bool ag_safe_read(uint64_t addr, void *buf, size_t len);
 /* Walks tstate's frames into s (depth, frames, TRUNCATED); returns the innermost frame's opcode
  * or -1. Usable from a signal handler and from the collector (for another thread). */
-int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s);
+int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch);
 /* Arms (or re-arms) t's CPU timer with an exponential interval. */
 int ag_timer_create(struct ag_thread *t);
 void ag_timer_delete(struct ag_thread *t);

@@ -25,6 +25,7 @@
 #define SCAN_INTERVAL_NS 20000000ULL  /* look for new or ended threads every 20 ms */
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
 #define FINISH_WAIT_MS 5000
+#define WALL_MIN_NS 1000000ULL
 
 /* What the collector knows of a code object, by address. */
 struct ag_code {
@@ -42,6 +43,7 @@ static struct hashmap code_by_addr; /* address -> index + 1 into codes */
 static struct ag_code *codes;
 static size_t ncodes, codes_cap;
 static struct ag_sample wall_sample; /* collector-only scratch */
+static void *wall_scratch;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t collector;
@@ -293,12 +295,14 @@ static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64
         t = &threads[nthreads_used++];
     }
     if (!t->ring) {
-        void *m = mmap(NULL, sizeof(struct ag_ring), PROT_READ | PROT_WRITE,
+        void *m = mmap(NULL, sizeof(struct ag_ring) + AG_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return;
         t->ring = m;
+        t->scratch = (unsigned char *)m + sizeof(struct ag_ring);
     }
+    t->pending_off_ns = 0;
     atomic_store(&t->ring->head, 0);
     atomic_store(&t->ring->tail, 0);
     atomic_store(&t->ring->dropped, 0);
@@ -367,7 +371,7 @@ static void scan_threads(uint64_t now)
 
 /* Off-CPU samples: the part of the wall time since the last look that a thread was not on a CPU,
  * charged to where it is now. */
-static void wall_samples(uint64_t now)
+static void wall_samples(uint64_t now, bool flush)
 {
     for (size_t i = 0; i < nthreads_used; i++) {
         struct ag_thread *t = &threads[i];
@@ -379,16 +383,23 @@ static void wall_samples(uint64_t now)
         int64_t off = (int64_t)(now - t->wall_last_ns) - (int64_t)(cpu - t->wall_last_cpu_ns);
         t->wall_last_ns = now;
         t->wall_last_cpu_ns = cpu;
-        if (off <= 0)
+        if (off > 0)
+            t->pending_off_ns += (uint64_t)off;
+        /* Slivers (a preemption, a page fault) are gathered until they make a millisecond, so a
+         * busy thread is not walked at every tick for nothing. */
+        if (t->pending_off_ns < WALL_MIN_NS && !flush)
             continue;
-        wall_sample.weight_ns = (uint64_t)off;
+        if (!t->pending_off_ns)
+            continue;
+        wall_sample.weight_ns = t->pending_off_ns;
         wall_sample.flags = 0;
-        ag_walk_stack(t->tstate, t->tid, &wall_sample);
+        t->pending_off_ns = 0;
+        ag_walk_stack(t->tstate, t->tid, &wall_sample, wall_scratch);
         process(&wall_sample, AG_SYS);
     }
 }
 
-static void tick(void)
+static void tick(bool flush)
 {
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
     if (now - last_scan_ns >= SCAN_INTERVAL_NS) {
@@ -396,7 +407,7 @@ static void tick(void)
         last_scan_ns = now;
     }
     if (!ag_cfg.virtual_time)
-        wall_samples(now);
+        wall_samples(now, flush);
     for (size_t i = 0; i < nthreads_used; i++)
         if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
             drain(&threads[i]);
@@ -410,7 +421,7 @@ static void finish_locked(void)
             continue;
         ag_timer_delete(&threads[i]);
     }
-    tick(); /* the last off-CPU interval and whatever the rings still hold */
+    tick(true); /* the last off-CPU interval and whatever the rings still hold */
     double elapsed = (double)(ag_now_ns(CLOCK_MONOTONIC) - start_mono_ns) / 1e9;
     if (ag_write_part_file(&stats, start_real_sec, elapsed) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
@@ -433,7 +444,7 @@ static void *collector_main(void *arg)
         if (atomic_load(&stop_requested))
             break;
         take_lock();
-        tick();
+        tick(false);
         drop_lock();
     }
     take_lock();
@@ -472,6 +483,13 @@ int ag_collector_start(void)
         if (m == MAP_FAILED)
             return -1;
         threads = m;
+    }
+    if (!wall_scratch) {
+        void *m = mmap(NULL, AG_SCRATCH_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        wall_scratch = m;
     }
     if (!getcwd(cwd, sizeof(cwd)))
         cwd[0] = 0;

@@ -90,48 +90,92 @@ static bool pc_in_interpreter(uint64_t pc)
     return false;
 }
 
-/* The frame a thread is executing (0 if none or unreadable). */
-static uint64_t current_frame(uint64_t tstate)
+/* A thread's frames mostly live in its current data-stack chunk: one read copies the used part
+ * of it, and the code objects' headers are fetched in one batched read, so a sample costs a
+ * handful of system calls whatever the depth. Frames elsewhere (generators, older chunks) are
+ * read one by one. */
+struct walk_scratch {
+    unsigned char chunk[AG_CHUNK_COPY];
+    unsigned char headers[AG_MAX_DEPTH][256];
+    struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
+    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH];
+    uint8_t owner[AG_MAX_DEPTH];
+};
+
+_Static_assert(sizeof(struct walk_scratch) <= AG_SCRATCH_SIZE, "scratch too small");
+
+/* Reads the thread-state fields the walk needs in one read. */
+static bool read_tstate(uint64_t tstate, int expect_tid, uint64_t *frame, uint64_t *chunk,
+                        uint64_t *top)
 {
     const struct py_layout *L = &ag_rt.layout;
-    uint64_t frame = 0;
-    if (L->ts_cframe) {
-        uint64_t cframe;
-        if (!read_u64(tstate + L->ts_cframe, &cframe) || !cframe ||
-            !read_u64(cframe + L->cframe_current_frame, &frame))
-            return 0;
-        return frame;
+    uint64_t cf = L->ts_cframe ? L->ts_cframe : L->ts_current_frame;
+    uint64_t lo = cf, hi = cf + 8;
+    uint64_t offs[3] = {L->ts_native_thread_id, L->ts_datastack_chunk, L->ts_datastack_chunk + 8};
+    for (int i = 0; i < 3; i++) {
+        if (!L->ts_datastack_chunk && i > 0)
+            break;
+        if (offs[i] < lo)
+            lo = offs[i];
+        if (offs[i] + 8 > hi)
+            hi = offs[i] + 8;
     }
-    return read_u64(tstate + L->ts_current_frame, &frame) ? frame : 0;
+    uint8_t buf[512];
+    if (hi - lo > sizeof(buf) || !ag_safe_read(tstate + lo, buf, hi - lo))
+        return false;
+    uint64_t native, first;
+    memcpy(&native, buf + (L->ts_native_thread_id - lo), 8);
+    if (expect_tid && (int64_t)native != expect_tid)
+        return false;
+    memcpy(&first, buf + (cf - lo), 8);
+    *chunk = *top = 0;
+    if (L->ts_datastack_chunk) {
+        memcpy(chunk, buf + (L->ts_datastack_chunk - lo), 8);
+        memcpy(top, buf + (L->ts_datastack_chunk + 8 - lo), 8);
+    }
+    if (!L->ts_cframe) {
+        *frame = first;
+        return true;
+    }
+    *frame = 0;
+    return first && read_u64(first + L->cframe_current_frame, frame);
 }
 
-int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s)
+int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch_mem)
 {
     const struct py_layout *L = &ag_rt.layout;
-    int opcode = -1;
+    struct walk_scratch *w = scratch_mem;
+    uint64_t frame, chunk, top;
     s->depth = 0;
-    if (!tstate)
+    if (!tstate || !read_tstate(tstate, expect_tid, &frame, &chunk, &top))
         return -1;
-    if (expect_tid) {
-        uint64_t native;
-        if (!read_u64(tstate + L->ts_native_thread_id, &native) || (int64_t)native != expect_tid)
-            return -1;
-    }
-    uint64_t frame = current_frame(tstate);
-    uint8_t fr[128], co[256];
     size_t frsize = L->fr_owner + 1;
     if (L->fr_instr + 8 > frsize)
         frsize = L->fr_instr + 8;
     if (L->fr_previous + 8 > frsize)
         frsize = L->fr_previous + 8;
-    if (frsize > sizeof(fr) || L->co_size > sizeof(co))
+    if (frsize > 128 || L->co_size > sizeof(w->headers[0]))
         return -1;
+
+    uint64_t copied = 0;
+    if (chunk && top > chunk && top - chunk <= AG_CHUNK_COPY &&
+        ag_safe_read(chunk, w->chunk, top - chunk))
+        copied = top - chunk;
+
+    /* Pass 1: the chain of frames. */
+    int n = 0;
     for (int steps = 0; frame; steps++) {
-        if (steps >= 4 * AG_MAX_DEPTH || s->depth >= AG_MAX_DEPTH) {
+        if (steps >= 4 * AG_MAX_DEPTH || n >= AG_MAX_DEPTH) {
             s->flags |= AG_S_TRUNCATED;
             break;
         }
-        if (!ag_safe_read(frame, fr, frsize)) {
+        const uint8_t *fr;
+        uint8_t one[128];
+        if (frame >= chunk && frame - chunk + frsize <= copied) {
+            fr = w->chunk + (frame - chunk);
+        } else if (ag_safe_read(frame, one, frsize)) {
+            fr = one;
+        } else {
             s->flags |= AG_S_TRUNCATED;
             break;
         }
@@ -140,36 +184,55 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s)
         memcpy(&instr, fr + L->fr_instr, 8);
         memcpy(&prev, fr + L->fr_previous, 8);
         int owner = fr[L->fr_owner];
-        if (prev == frame)
-            prev = 0;
-        frame = prev;
+        frame = prev == frame ? 0 : prev;
         if (L->fr_code_tagged)
             code &= ~(uint64_t)3;
         if (!code || owner == L->owner_cstack || owner == L->owner_interpreter)
             continue;
-        if (!ag_safe_read(code, co, L->co_size))
+        w->code[n] = code;
+        w->instr[n] = instr;
+        w->owner[n] = (uint8_t)owner;
+        n++;
+    }
+    if (n == 0)
+        return -1;
+
+    /* Pass 2: every code object's header in one batched read. process_vm_readv stops at the
+     * first unreadable range: the ones after it are read one by one. */
+    for (int i = 0; i < n; i++) {
+        w->local[i] = (struct iovec){w->headers[i], L->co_size};
+        w->remote[i] = (struct iovec){(void *)(uintptr_t)w->code[i], L->co_size};
+    }
+    long got = syscall(SYS_process_vm_readv, ag_pid, w->local, (unsigned long)n, w->remote,
+                       (unsigned long)n, 0UL);
+    int complete = got > 0 ? (int)((uint64_t)got / L->co_size) : 0;
+
+    int opcode = -1;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *co = w->headers[i];
+        if (i >= complete && !ag_safe_read(w->code[i], w->headers[i], L->co_size))
             continue;
         uint64_t type, nunits;
         memcpy(&type, co + L->ob_type, 8);
         memcpy(&nunits, co + L->co_nunits, 8);
         if (type != ag_rt.types.code)
             continue;
-        int64_t lasti = ((int64_t)instr - (int64_t)(code + L->co_code_adaptive)) / 2;
+        int64_t lasti = ((int64_t)w->instr[i] - (int64_t)(w->code[i] + L->co_code_adaptive)) / 2;
         int32_t firsttraceable;
         memcpy(&firsttraceable, co + L->co_firsttraceable, 4);
-        if (owner != L->owner_generator && lasti < firsttraceable)
+        if (w->owner[i] != L->owner_generator && lasti < firsttraceable)
             continue; /* not started: CPython hides it too */
         if (lasti >= (int64_t)nunits)
             continue;
         struct ag_frame *f = &s->frames[s->depth];
-        f->code = code;
+        f->code = w->code[i];
         memcpy(&f->filename, co + L->co_filename, 8);
         memcpy(&f->qualname, co + L->co_qualname, 8);
         memcpy(&f->firstlineno, co + L->co_firstlineno, 4);
         f->lasti = (int32_t)lasti;
         if (s->depth == 0 && lasti >= 0) {
             uint8_t unit[2];
-            if (ag_safe_read(code + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
+            if (ag_safe_read(w->code[i] + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
                 opcode = unit[0];
         }
         s->depth++;
@@ -212,7 +275,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     struct ag_sample *s = (struct ag_sample *)r->slots[head % AG_RING_SLOTS];
     s->weight_ns = weight;
     s->flags = 0;
-    int opcode = ag_walk_stack(t->tstate, t->tid, s);
+    int opcode = ag_walk_stack(t->tstate, t->tid, s, t->scratch);
     const ucontext_t *uc = uctx;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !pc_in_interpreter(pc))

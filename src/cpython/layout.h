@@ -40,6 +40,8 @@ struct py_layout {
     uint64_t ts_cframe;          /* 3.11, 3.12: tstate->cframe; 0 when absent */
     uint64_t cframe_current_frame;
     uint64_t ts_current_frame;   /* 3.13+: tstate->current_frame; used when ts_cframe == 0 */
+    uint64_t ts_datastack_chunk; /* _PyStackChunk holding the thread's frames; the top pointer
+                                    (datastack_top) follows it */
 
     /* _PyInterpreterFrame */
     uint64_t fr_size;
