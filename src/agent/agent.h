@@ -100,6 +100,7 @@ extern _Atomic bool ag_running;
 extern uint64_t ag_main_thread_id; /* pthread_self() of the main thread */
 
 /* sampler.c */
+extern _Atomic uint64_t ag_handler_ns, ag_handler_calls; /* the handler's own cost */
 int ag_sampler_init(void);  /* PC ranges, signal choice and handler */
 /* Reads len bytes of this process at addr; false (never a fault) if unmapped. */
 bool ag_safe_read(uint64_t addr, void *buf, size_t len);

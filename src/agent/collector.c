@@ -208,38 +208,72 @@ static const struct ag_code *resolve(const struct ag_frame *f)
     return c;
 }
 
-/* Charges a sample to the first frame whose file is profiled. */
-static void process(const struct ag_sample *s, enum ag_cat cat)
+/* Where a sample is charged: a profiled line, or (time nobody takes) the innermost file. */
+struct ag_attr {
+    enum { ATTR_NONE, ATTR_LINE, ATTR_EXCLUDED } kind;
+    uint32_t file, func;
+    int32_t line;
+};
+
+/* Finds the first frame whose file is profiled. */
+static struct ag_attr attribute(const struct ag_sample *s)
 {
-    double sec = (double)s->weight_ns / 1e9;
-    if (s->depth == 0 || sec <= 0) {
-        if (s->depth == 0)
-            stats.unattributed++;
-        return;
-    }
-    stats.total_sec[cat] += sec;
-    stats.samples++;
-    const struct ag_code *innermost = NULL;
+    struct ag_attr a = {.kind = ATTR_NONE};
     for (uint32_t i = 0; i < s->depth; i++) {
         const struct ag_code *c = resolve(&s->frames[i]);
         if (!c)
             continue;
-        if (!innermost)
-            innermost = c;
+        if (a.kind == ATTR_NONE) {
+            a.kind = ATTR_EXCLUDED;
+            a.file = c->file;
+        }
         if (stats.files[c->file].rule != AG_RULE_PROFILED)
             continue;
         const struct py_code_info *ci = c->ci;
         int line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
                                                      ci->firstlineno, s->frames[i].lasti)
                                  : -1;
-        if (line < 0)
-            line = ci->firstlineno;
-        if (ag_stats_add(&stats, c->file, c->func, line, cat, sec))
-            stats.dropped++;
+        a = (struct ag_attr){ATTR_LINE, c->file, c->func, line < 0 ? ci->firstlineno : line};
+        break;
+    }
+    return a;
+}
+
+/* Per thread slot: where its last off-CPU sample went, and its CPU clock then. */
+static struct {
+    bool valid;
+    uint64_t cpu_ns;
+    struct ag_attr attr;
+} wall_cache[AG_MAX_THREADS];
+
+static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
+{
+    double sec = (double)weight_ns / 1e9;
+    if (a->kind == ATTR_NONE || sec <= 0) {
+        stats.unattributed++;
         return;
     }
-    if (innermost)
-        stats.files[innermost->file].excluded_sec += sec;
+    if (a->kind == ATTR_EXCLUDED && cat == AG_SYS) {
+        /* A thread waiting where no profiled code is on its stack (an idle pool worker, a
+         * library's helper thread) would only dilute the profile: its waiting is not counted. */
+        stats.files[a->file].excluded_idle_sec += sec;
+        return;
+    }
+    stats.total_sec[cat] += sec;
+    stats.samples++;
+    if (a->kind == ATTR_EXCLUDED)
+        stats.files[a->file].excluded_sec += sec;
+    else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
+        stats.dropped++;
+}
+
+static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)
+{
+    struct ag_attr a = {.kind = ATTR_NONE};
+    if (s->depth > 0)
+        a = attribute(s);
+    charge(&a, cat, s->weight_ns);
+    return a;
 }
 
 /* ---- threads ---- */
@@ -303,6 +337,7 @@ static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64
         t->scratch = (unsigned char *)m + sizeof(struct ag_ring);
     }
     t->pending_off_ns = 0;
+    wall_cache[t - threads].valid = false;
     atomic_store(&t->ring->head, 0);
     atomic_store(&t->ring->tail, 0);
     atomic_store(&t->ring->dropped, 0);
@@ -391,11 +426,21 @@ static void wall_samples(uint64_t now, bool flush)
             continue;
         if (!t->pending_off_ns)
             continue;
-        wall_sample.weight_ns = t->pending_off_ns;
-        wall_sample.flags = 0;
+        uint64_t weight = t->pending_off_ns;
         t->pending_off_ns = 0;
+        /* A thread that has not run since its stack was last read is still where it was: a
+         * blocked thread costs one clock read per tick, not a stack walk. */
+        size_t slot = (size_t)(t - threads);
+        if (wall_cache[slot].valid && cpu == wall_cache[slot].cpu_ns && !flush) {
+            charge(&wall_cache[slot].attr, AG_SYS, weight);
+            continue;
+        }
+        wall_sample.weight_ns = weight;
+        wall_sample.flags = 0;
         ag_walk_stack(t->tstate, t->tid, &wall_sample, wall_scratch);
-        process(&wall_sample, AG_SYS);
+        wall_cache[slot].attr = process(&wall_sample, AG_SYS);
+        wall_cache[slot].cpu_ns = cpu;
+        wall_cache[slot].valid = true;
     }
 }
 
@@ -423,6 +468,11 @@ static void finish_locked(void)
     }
     tick(true); /* the last off-CPU interval and whatever the rings still hold */
     double elapsed = (double)(ag_now_ns(CLOCK_MONOTONIC) - start_mono_ns) / 1e9;
+    uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
+    log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "
+             "each), %llu dropped",
+             ag_pid, (unsigned long long)stats.samples, (unsigned long long)calls, hns / 1e6,
+             calls ? hns / 1e3 / calls : 0.0, (unsigned long long)stats.dropped);
     if (ag_write_part_file(&stats, start_real_sec, elapsed) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
     atomic_store(&finished, true);

@@ -34,8 +34,10 @@ static void write_argv(struct json_writer *w)
 static int cmp_excluded(const void *a, const void *b, void *arg)
 {
     const struct ag_stats *st = arg;
-    double x = st->files[*(const uint32_t *)a].excluded_sec;
-    double y = st->files[*(const uint32_t *)b].excluded_sec;
+    const struct ag_file *fa = &st->files[*(const uint32_t *)a];
+    const struct ag_file *fb = &st->files[*(const uint32_t *)b];
+    double x = fa->excluded_sec + fa->excluded_idle_sec;
+    double y = fb->excluded_sec + fb->excluded_idle_sec;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -115,7 +117,7 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));
     size_t n = 0;
     for (size_t i = 0; order && i < st->nfiles; i++)
-        if (st->files[i].excluded_sec > 0)
+        if (st->files[i].excluded_sec + st->files[i].excluded_idle_sec > 0)
             order[n++] = (uint32_t)i;
     if (order)
         qsort_r(order, n, sizeof(*order), cmp_excluded, (void *)st);
@@ -124,7 +126,7 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
         jw_arr_begin(w);
         jw_str(w, ag_stats_str(st, f->name));
         jw_str(w, ag_rule_name(f->rule));
-        jw_double(w, f->excluded_sec);
+        jw_double(w, f->excluded_sec + f->excluded_idle_sec);
         jw_arr_end(w);
     }
     free(order);

@@ -247,10 +247,13 @@ static void arm(struct ag_thread *t)
     timer_settime(t->timer, 0, &its, NULL);
 }
 
+_Atomic uint64_t ag_handler_ns, ag_handler_calls;
+
 static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
 {
     (void)sig;
     int saved_errno = errno;
+    uint64_t t0 = ag_now_ns(CLOCK_MONOTONIC);
     uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
     struct ag_thread *t = (struct ag_thread *)(v & ~(uintptr_t)63);
     if (si->si_code != SI_TIMER || !t || (v & 63) != t->gen ||
@@ -282,6 +285,9 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
         s->flags |= AG_S_NATIVE;
     atomic_store_explicit(&r->head, head + 1, memory_order_release);
 out:
+    atomic_fetch_add_explicit(&ag_handler_ns, ag_now_ns(CLOCK_MONOTONIC) - t0,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&ag_handler_calls, 1, memory_order_relaxed);
     errno = saved_errno;
 }
 

@@ -34,7 +34,8 @@ struct ag_strtab {
 struct ag_file {
     uint32_t name;   /* string id */
     enum ag_rule rule;
-    double excluded_sec;
+    double excluded_sec;      /* on-CPU time of samples no profiled frame took */
+    double excluded_idle_sec; /* off-CPU time of such samples (not in the totals) */
 };
 
 struct ag_func {
