@@ -80,14 +80,27 @@ static void on_flush_signal(int sig)
     errno = saved;
 }
 
-static void before_fork(void) { ag_collector_before_fork(); }
-static void after_fork_parent(void) { ag_collector_after_fork_parent(); }
+static void before_fork(void)
+{
+    if (is_ours())
+        ag_collector_pause();
+}
+
+static void after_fork_parent(void)
+{
+    if (is_ours() && !atomic_load(&ag_python_fork))
+        ag_collector_resume();
+}
 
 static void after_fork_child(void)
 {
+    if (!active)
+        return;
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
-    ag_collector_after_fork_child();
+    ag_collector_reset_child();
+    if (!atomic_load(&ag_python_fork))
+        ag_collector_resume();
 }
 
 __attribute__((constructor)) static void ag_init(void)

@@ -118,10 +118,18 @@ int ag_collector_start(void);
 /* Stops sampling, drains, and writes the part; safe to call twice and from any thread except a
  * signal handler that interrupted the collector. */
 void ag_collector_finish(void);
-/* After fork, in the child: forget the parent's threads and statistics, restart. */
-void ag_collector_after_fork_child(void);
-void ag_collector_before_fork(void);
-void ag_collector_after_fork_parent(void);
+/* fork: the collector thread is stopped (joined) before, so that the process has only the
+ * program's threads when it forks (CPython 3.12+ warns about forking a multi-threaded process),
+ * and started again after. In the child, statistics start from nothing. */
+void ag_collector_pause(void);
+void ag_collector_resume(void);
+void ag_collector_reset_child(void);
+
+/* pyhooks.c: what is done with the GIL, from a pending call the collector schedules once the
+ * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts
+ * only once CPython has counted the threads. */
+void ag_pyhooks_maybe_schedule(void);
+extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart the collector */
 
 /* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */
 struct ag_stats;

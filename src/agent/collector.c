@@ -50,6 +50,7 @@ static pthread_t collector;
 static bool collector_started;
 static int wake_fd = -1;
 static _Atomic bool stop_requested;
+static _Atomic bool pause_requested; /* the thread exits; ag_collector_resume starts another */
 static _Atomic bool finished;
 static _Atomic int finish_started;
 static uint64_t last_scan_ns, start_mono_ns;
@@ -482,7 +483,7 @@ static void *collector_main(void *arg)
 {
     (void)arg;
     uint64_t rng = hm_hash64((uint64_t)ag_pid ^ ag_now_ns(CLOCK_MONOTONIC));
-    while (!atomic_load(&stop_requested)) {
+    while (!atomic_load(&stop_requested) && !atomic_load(&pause_requested)) {
         uint64_t ns = ag_exp_interval_ns(&rng);
         struct pollfd pfd = {wake_fd, POLLIN, 0};
         struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
@@ -491,16 +492,19 @@ static void *collector_main(void *arg)
             ssize_t r = read(wake_fd, &v, sizeof(v));
             (void)r;
         }
-        if (atomic_load(&stop_requested))
+        if (atomic_load(&stop_requested) || atomic_load(&pause_requested))
             break;
         take_lock();
         tick(false);
+        ag_pyhooks_maybe_schedule();
         drop_lock();
     }
-    take_lock();
-    if (!atomic_load(&finished))
-        finish_locked();
-    drop_lock();
+    if (atomic_load(&stop_requested)) {
+        take_lock();
+        if (!atomic_load(&finished))
+            finish_locked();
+        drop_lock();
+    }
     return NULL;
 }
 
@@ -580,23 +584,25 @@ void ag_collector_finish(void)
     }
 }
 
-void ag_collector_before_fork(void)
+void ag_collector_pause(void)
 {
-    if (collector_started)
-        take_lock();
+    if (!collector_started || pthread_equal(pthread_self(), collector))
+        return;
+    atomic_store(&pause_requested, true);
+    wake();
+    pthread_join(collector, NULL);
+    collector_started = false;
+    atomic_store(&pause_requested, false);
 }
 
-void ag_collector_after_fork_parent(void)
+void ag_collector_resume(void)
 {
-    if (collector_started)
-        drop_lock();
+    if (!collector_started && atomic_load(&ag_running) && !atomic_load(&finish_started))
+        spawn_collector();
 }
 
-void ag_collector_after_fork_child(void)
+void ag_collector_reset_child(void)
 {
-    bool had = collector_started;
-    if (had)
-        drop_lock();
     /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
      * code-object cache (the child has the same objects). */
     for (size_t i = 0; i < nthreads_used; i++) {
@@ -607,10 +613,10 @@ void ag_collector_after_fork_child(void)
     hm_clear(&code_by_addr); /* its entries point into the parent's statistics */
     ncodes = 0;
     reset_state();
+    collector_started = false;
     atomic_store(&stop_requested, false);
+    atomic_store(&pause_requested, false);
     atomic_store(&finished, false);
     atomic_store(&finish_started, 0);
-    collector_started = false;
-    if (had && atomic_load(&ag_running))
-        spawn_collector();
+    pthread_mutex_init(&lock, NULL);
 }

@@ -1,0 +1,173 @@
+/* The agent's few calls into CPython's C API, all made from one pending call (run by the main
+ * thread with the GIL held, between two bytecodes): it registers os.register_at_fork hooks so
+ * that the collector thread is not alive when os.fork() counts the process's threads (CPython
+ * 3.12+ warns on stderr about forking a multi-threaded process) and is started again after it.
+ * The API is looked up with dlsym: the agent is not linked against any particular Python. */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "agent/agent.h"
+#include "common/log.h"
+#include "cpython/objects.h"
+
+_Atomic bool ag_python_fork;
+
+typedef void PyObject;
+struct py_method_def { /* PyMethodDef */
+    const char *name;
+    PyObject *(*meth)(PyObject *, PyObject *);
+    int flags;
+    const char *doc;
+};
+#define METH_NOARGS 0x0004
+
+static struct {
+    int (*add_pending_call)(int (*)(void *), void *);
+    PyObject *(*import_module)(const char *);
+    PyObject *(*get_attr)(PyObject *, const char *);
+    PyObject *(*cfunction_new)(struct py_method_def *, PyObject *, PyObject *);
+    PyObject *(*dict_new)(void);
+    int (*dict_set)(PyObject *, const char *, PyObject *);
+    PyObject *(*tuple_new)(ptrdiff_t);
+    PyObject *(*call)(PyObject *, PyObject *, PyObject *);
+    void (*decref)(PyObject *);
+    void (*incref)(PyObject *);
+    void (*err_clear)(void);
+    PyObject *none;
+} api;
+
+static _Atomic bool scheduled;
+static _Atomic int attempts;
+
+static PyObject *none(void)
+{
+    api.incref(api.none);
+    return api.none;
+}
+
+static PyObject *before_fork(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    atomic_store(&ag_python_fork, true);
+    return none();
+}
+
+static int resume_pending(void *arg)
+{
+    (void)arg;
+    ag_collector_resume();
+    return 0;
+}
+
+static PyObject *after_fork_parent(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    atomic_store(&ag_python_fork, false);
+    /* 3.13+ counts the threads after running these hooks: start the collector from a pending
+     * call, which runs once os.fork() has returned. 3.12 counted them before. */
+    if (ag_rt.minor >= 13 && api.add_pending_call(resume_pending, NULL) == 0)
+        return none();
+    ag_collector_resume();
+    return none();
+}
+
+static PyObject *after_fork_child(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    atomic_store(&ag_python_fork, false);
+    ag_collector_resume();
+    return none();
+}
+
+static struct py_method_def before_def = {"_scry_before_fork", before_fork, METH_NOARGS, NULL};
+static struct py_method_def parent_def = {"_scry_after_fork_parent", after_fork_parent,
+                                          METH_NOARGS, NULL};
+static struct py_method_def child_def = {"_scry_after_fork_child", after_fork_child, METH_NOARGS,
+                                         NULL};
+
+static void put_ref(PyObject *o)
+{
+    if (o)
+        api.decref(o);
+}
+
+/* Runs in the main thread with the GIL held. */
+static int install(void *arg)
+{
+    (void)arg;
+    PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
+    PyObject *fns[3] = {NULL, NULL, NULL};
+    static const char *const keys[3] = {"before", "after_in_parent", "after_in_child"};
+    struct py_method_def *defs[3] = {&before_def, &parent_def, &child_def};
+    os = api.import_module("os");
+    if (os)
+        reg = api.get_attr(os, "register_at_fork");
+    kwargs = api.dict_new();
+    args = api.tuple_new(0);
+    bool ok = reg && kwargs && args;
+    for (int i = 0; ok && i < 3; i++) {
+        fns[i] = api.cfunction_new(defs[i], NULL, NULL);
+        ok = fns[i] && api.dict_set(kwargs, keys[i], fns[i]) == 0;
+    }
+    if (ok)
+        res = api.call(reg, args, kwargs);
+    if (!res) {
+        /* Typically os is still being imported: try again at a later tick. */
+        api.err_clear();
+        if (atomic_fetch_add(&attempts, 1) < 100)
+            atomic_store(&scheduled, false);
+        else
+            log_debug("agent: could not register fork hooks");
+    }
+    for (int i = 0; i < 3; i++)
+        put_ref(fns[i]);
+    put_ref(res);
+    put_ref(args);
+    put_ref(kwargs);
+    put_ref(reg);
+    put_ref(os);
+    return 0;
+}
+
+static bool load_api(void)
+{
+#define SYM(field, name) (*(void **)&api.field = dlsym(RTLD_DEFAULT, name))
+    SYM(add_pending_call, "Py_AddPendingCall");
+    SYM(import_module, "PyImport_ImportModule");
+    SYM(get_attr, "PyObject_GetAttrString");
+    SYM(cfunction_new, "PyCFunction_NewEx");
+    SYM(dict_new, "PyDict_New");
+    SYM(dict_set, "PyDict_SetItemString");
+    SYM(tuple_new, "PyTuple_New");
+    SYM(call, "PyObject_Call");
+    SYM(decref, "Py_DecRef");
+    SYM(incref, "Py_IncRef");
+    SYM(err_clear, "PyErr_Clear");
+    SYM(none, "_Py_NoneStruct");
+#undef SYM
+    return api.add_pending_call && api.import_module && api.get_attr && api.cfunction_new &&
+           api.dict_new && api.dict_set && api.tuple_new && api.call && api.decref &&
+           api.incref && api.err_clear && api.none;
+}
+
+void ag_pyhooks_maybe_schedule(void)
+{
+    if (atomic_load(&scheduled))
+        return;
+    /* Only once the main interpreter runs and has imported os (it always does at start-up). */
+    uint64_t interp = 0, osdict = 0;
+    if (py_interp_head(&ag_rt, &interp) || !interp ||
+        py_module_dict(&ag_rt, interp, "os", &osdict) || !osdict)
+        return;
+    atomic_store(&scheduled, true);
+    if (!load_api()) {
+        log_debug("agent: the C API needed for fork hooks is missing");
+        return;
+    }
+    if (api.add_pending_call(install, NULL) != 0)
+        log_debug("agent: Py_AddPendingCall failed");
+}
