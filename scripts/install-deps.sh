@@ -6,7 +6,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev)
+debs=(gcc make pkg-config libelf-dev libjansson-dev)
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;

@@ -38,7 +38,7 @@ echo "run-fuzz: $mode mode ($cc), $secs s per target" >&2
 
 # The library under test: everything a target may reach, compiled once.
 objs=()
-for src in src/common/*.c src/reader/*.c src/cpython/*.c src/render/*.c src/snapshot/*.c; do
+for src in src/common/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c src/render/*.c src/snapshot/*.c; do
   [ -f "$src" ] || continue
   obj="$out/obj/$(echo "${src%.c}" | tr / _).o"
   "$cc" "${cflags[@]}" "${objsan[@]}" -c "$src" -o "$obj"
@@ -56,7 +56,7 @@ for target in "$@"; do
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   work="$out/corpus/$name"
   mkdir -p "$work" "$seeds"
-  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${objs[@]}" -lelf -o "$out/$name"
+  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${objs[@]}" -lelf -ljansson -o "$out/$name"
   echo "run-fuzz: $name for $secs s (seeds: $seeds)" >&2
   rc=0
   if [ "$mode" = libfuzzer ]; then

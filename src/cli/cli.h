@@ -14,6 +14,8 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
 int cmd_stacks(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
@@ -26,6 +28,10 @@ int cli_write_stdout(const struct strbuf *buf);
 bool cli_color_stdout(void);
 /* Parses a positive pid; false if s is not one. */
 bool cli_parse_pid(const char *s, int *pid);
+/* Reads a whole file into a malloc'd buffer (cmd_view.c); records an io_error on failure. */
+int cli_read_file(const char *path, char **data, size_t *len);
+/* Parses a percentage from 0 to 100 (cmd_view.c); false if s is not one. */
+bool cli_parse_percent(const char *s, double *out);
 /* True if argv contains --json (so that usage errors found while parsing can be JSON too). */
 bool cli_wants_json(int argc, char **argv);
 

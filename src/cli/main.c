@@ -11,6 +11,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)"},
+    {"view", cmd_view, "show a profile written by 'scry run' (--cli: in the terminal)"},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
 };
 
@@ -53,8 +55,14 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     const struct command *c = find(name);
-    if (!c)
+    if (!c) {
+        size_t n = strlen(name);
+        if (n > 3 && strcmp(name + n - 3, ".py") == 0)
+            return cli_usage_error(false, "unknown command '%s'; did you mean: scry run %s", name,
+                                   name);
         return cli_usage_error(cli_wants_json(argc, argv),
-                               "unknown command '%s' (commands: stacks, help, version)", name);
+                               "unknown command '%s' (commands: run, view, stacks, help, version)",
+                               name);
+    }
     return c->run(argc - 1, argv + 1);
 }

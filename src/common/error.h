@@ -23,6 +23,9 @@
     X(BAD_CORE, "bad_core",                                                                        \
       "make the core with 'gcore PID' or let the kernel dump it; check that it is complete")      \
     X(BAD_SNAPSHOT, "bad_snapshot", "the snapshot is damaged or truncated; dump the process again") \
+    X(BAD_PROFILE, "bad_profile",                                                                  \
+      "the file is damaged or not a profile that scry or Scalene wrote; profile the program "    \
+      "again")                                                                                     \
     X(IO, "io_error", "check that the path exists and is readable")                                \
     X(NO_MEMORY, "out_of_memory", "free some memory and try again")                                \
     X(READ_FAILED, "read_failed",                                                                  \

@@ -3,6 +3,8 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void jw_init(struct json_writer *w, struct strbuf *out, bool pretty)
@@ -102,7 +104,14 @@ void jw_double(struct json_writer *w, double v)
         return;
     }
     place(w);
-    sb_addf(w->out, "%.17g", v);
+    /* The shortest of %.15g..%.17g that reads back as the same double. */
+    char buf[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, v);
+        if (prec == 17 || strtod(buf, NULL) == v)
+            break;
+    }
+    sb_adds(w->out, buf);
 }
 
 void jw_bool(struct json_writer *w, bool v)

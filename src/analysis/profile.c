@@ -1,0 +1,519 @@
+/* Merge of the agent's part files into one profile (docs/agent-protocol.md, "Part file").
+ * A part is checked completely before anything of it is merged, so a damaged part is skipped
+ * whole and the others still make a profile. */
+#include "analysis/profile.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/strbuf.h"
+
+/* Line numbers beyond this are refused: no Python source is that long, and the writer must
+ * never be led into reporting absurd ranges. */
+#define PROF_MAX_LINE 100000000
+
+void prof_init(struct profile *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->arena = (struct arena)ARENA_INIT;
+}
+
+void prof_free(struct profile *p)
+{
+    free(p->files);
+    free(p->funcs);
+    free(p->lines);
+    free(p->excluded);
+    if (p->index)
+        json_decref(p->index);
+    arena_free(&p->arena);
+    memset(p, 0, sizeof(*p));
+}
+
+static int bad(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad(const char *what, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return err_fail(SCRY_E_BAD_PROFILE, "bad profile part %s: %s", what, msg);
+}
+
+static bool is_count(const json_t *v, int64_t max)
+{
+    return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= max;
+}
+
+static bool is_seconds(const json_t *v)
+{
+    if (!json_is_number(v))
+        return false;
+    double d = json_number_value(v);
+    return isfinite(d) && d >= 0 && d < 1e15;
+}
+
+/* Optional numeric field: absent is fine, anything but a finite non-negative number is not. */
+static int opt_seconds(const json_t *o, const char *key, const char *what, double *out)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    if (!is_seconds(v))
+        return bad(what, "\"%s\" is not a non-negative number of seconds", key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int check_part(const json_t *part, const char *what)
+{
+    if (!json_is_object(part))
+        return bad(what, "not a JSON object");
+    const char *fmt = json_string_value(json_object_get(part, "format"));
+    if (!fmt || strcmp(fmt, "scry-part") != 0)
+        return bad(what, "\"format\" is not \"scry-part\"");
+    const json_t *ver = json_object_get(part, "format_version");
+    if (!json_is_integer(ver))
+        return bad(what, "no integer \"format_version\"");
+    if (json_integer_value(ver) != 1)
+        return bad(what, "format_version %lld is not 1, the version this scry reads",
+                   (long long)json_integer_value(ver));
+    if (!is_count(json_object_get(part, "pid"), INT32_MAX) ||
+        json_integer_value(json_object_get(part, "pid")) == 0)
+        return bad(what, "\"pid\" is not a process id");
+    const json_t *v = json_object_get(part, "python_version");
+    if (v && !json_is_string(v))
+        return bad(what, "\"python_version\" is not a string");
+    v = json_object_get(part, "argv");
+    if (v) {
+        if (!json_is_array(v))
+            return bad(what, "\"argv\" is not an array");
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (!json_is_string(json_array_get(v, i)))
+                return bad(what, "argv[%zu] is not a string", i);
+    }
+    double d;
+    int err;
+    if ((err = opt_seconds(part, "start_time_absolute", what, &d)) ||
+        (err = opt_seconds(part, "elapsed_sec", what, &d)) ||
+        (err = opt_seconds(part, "sampling_rate_sec", what, &d)))
+        return err;
+    v = json_object_get(part, "main_thread_id");
+    if (v && !is_count(v, INT64_MAX))
+        return bad(what, "\"main_thread_id\" is not a thread id");
+    v = json_object_get(part, "virtual_time");
+    if (v && !json_is_boolean(v))
+        return bad(what, "\"virtual_time\" is not true or false");
+
+    const json_t *totals = json_object_get(part, "totals");
+    if (!json_is_object(totals))
+        return bad(what, "no \"totals\" object");
+    static const char *const secs[] = {"python_sec", "native_sec", "sys_sec"};
+    for (size_t i = 0; i < 3; i++)
+        if (!is_seconds(json_object_get(totals, secs[i])))
+            return bad(what, "totals.%s is not a non-negative number of seconds", secs[i]);
+    if (!is_count(json_object_get(totals, "samples"), INT64_MAX))
+        return bad(what, "totals.samples is not a count");
+    v = json_object_get(totals, "dropped");
+    if (v && !is_count(v, INT64_MAX))
+        return bad(what, "totals.dropped is not a count");
+
+    const json_t *files = json_object_get(part, "files");
+    if (!json_is_array(files))
+        return bad(what, "no \"files\" array");
+    size_t nfiles = json_array_size(files);
+    for (size_t i = 0; i < nfiles; i++)
+        if (!json_is_string(json_array_get(files, i)))
+            return bad(what, "files[%zu] is not a string", i);
+
+    const json_t *funcs = json_object_get(part, "functions");
+    if (!json_is_array(funcs))
+        return bad(what, "no \"functions\" array");
+    size_t nfuncs = json_array_size(funcs);
+    for (size_t i = 0; i < nfuncs; i++) {
+        const json_t *f = json_array_get(funcs, i);
+        if (!json_is_array(f) || json_array_size(f) != 3 ||
+            !json_is_string(json_array_get(f, 0)) ||
+            !is_count(json_array_get(f, 1), (int64_t)nfiles - 1) ||
+            !is_count(json_array_get(f, 2), PROF_MAX_LINE))
+            return bad(what,
+                       "functions[%zu] is not [qualname, file index, first line] with a file "
+                       "index below %zu",
+                       i, nfiles);
+    }
+
+    const json_t *lines = json_object_get(part, "lines");
+    if (!json_is_array(lines))
+        return bad(what, "no \"lines\" array");
+    for (size_t i = 0; i < json_array_size(lines); i++) {
+        const json_t *l = json_array_get(lines, i);
+        if (!json_is_array(l) || json_array_size(l) != 7 ||
+            !is_count(json_array_get(l, 0), (int64_t)nfiles - 1) ||
+            !is_count(json_array_get(l, 1), PROF_MAX_LINE) ||
+            !is_count(json_array_get(l, 2), (int64_t)nfuncs - 1) ||
+            !is_seconds(json_array_get(l, 3)) || !is_seconds(json_array_get(l, 4)) ||
+            !is_seconds(json_array_get(l, 5)) || !is_count(json_array_get(l, 6), INT64_MAX))
+            return bad(what,
+                       "lines[%zu] is not [file index, line, function index, python_sec, "
+                       "native_sec, sys_sec, samples] with indexes in range",
+                       i);
+    }
+
+    const json_t *excl = json_object_get(part, "excluded");
+    if (excl) {
+        if (!json_is_array(excl))
+            return bad(what, "\"excluded\" is not an array");
+        for (size_t i = 0; i < json_array_size(excl); i++) {
+            const json_t *e = json_array_get(excl, i);
+            if (!json_is_array(e) || json_array_size(e) != 3 ||
+                !json_is_string(json_array_get(e, 0)) || !json_is_string(json_array_get(e, 1)) ||
+                !is_seconds(json_array_get(e, 2)))
+                return bad(what, "excluded[%zu] is not [file, rule, seconds]", i);
+        }
+    }
+    return 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *na = realloc(*arr, ncap * elem);
+    if (!na)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    *arr = na;
+    *cap = ncap;
+    return 0;
+}
+
+/* Looks key up in the merge index; *found says whether it was there. */
+static int index_get(struct profile *p, const char *key, size_t *pos, bool *found)
+{
+    if (!p->index && !(p->index = json_object()))
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    json_t *v = json_object_get(p->index, key);
+    *found = v != NULL;
+    if (v)
+        *pos = (size_t)json_integer_value(v);
+    return 0;
+}
+
+static int index_put(struct profile *p, const char *key, size_t pos)
+{
+    if (json_object_set_new(p->index, key, json_integer((json_int_t)pos)) != 0)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    return 0;
+}
+
+static int intern_file(struct profile *p, const char *name, uint32_t *out)
+{
+    char *key = arena_printf(&p->arena, "f%s", name);
+    if (!key)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    size_t pos;
+    bool found;
+    int err = index_get(p, key, &pos, &found);
+    if (err)
+        return err;
+    if (!found) {
+        if ((err = grow((void **)&p->files, &p->cap_files, p->nfiles, sizeof(*p->files))))
+            return err;
+        pos = p->nfiles;
+        p->files[pos] = (struct prof_file){.name = arena_strdup(&p->arena, name)};
+        if (!p->files[pos].name || (err = index_put(p, key, pos)))
+            return err ? err : err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+        p->nfiles++;
+    }
+    *out = (uint32_t)pos;
+    return 0;
+}
+
+static int intern_func(struct profile *p, const char *qualname, uint32_t file, uint32_t first,
+                       uint32_t *out)
+{
+    char *key = arena_printf(&p->arena, "u%u:%u:%s", file, first, qualname);
+    if (!key)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    size_t pos;
+    bool found;
+    int err = index_get(p, key, &pos, &found);
+    if (err)
+        return err;
+    if (!found) {
+        if ((err = grow((void **)&p->funcs, &p->cap_funcs, p->nfuncs, sizeof(*p->funcs))))
+            return err;
+        pos = p->nfuncs;
+        p->funcs[pos] = (struct prof_func){
+            .qualname = arena_strdup(&p->arena, qualname), .file = file, .first_line = first};
+        if (!p->funcs[pos].qualname || (err = index_put(p, key, pos)))
+            return err ? err : err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+        p->nfuncs++;
+    }
+    *out = (uint32_t)pos;
+    return 0;
+}
+
+static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t func, double py,
+                    double nat, double sys, uint64_t samples)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "l%u:%u:%u", file, line, func);
+    size_t pos;
+    bool found;
+    int err = index_get(p, key, &pos, &found);
+    if (err)
+        return err;
+    if (!found) {
+        if ((err = grow((void **)&p->lines, &p->cap_lines, p->nlines, sizeof(*p->lines))))
+            return err;
+        pos = p->nlines;
+        p->lines[pos] = (struct prof_line){.file = file, .line = line, .func = func};
+        if ((err = index_put(p, key, pos)))
+            return err;
+        p->nlines++;
+    }
+    struct prof_line *l = &p->lines[pos];
+    l->python_sec += py;
+    l->native_sec += nat;
+    l->sys_sec += sys;
+    l->samples += samples;
+    return 0;
+}
+
+static int add_excluded(struct profile *p, const char *file, const char *rule, double sec)
+{
+    for (size_t i = 0; i < p->nexcluded; i++)
+        if (strcmp(p->excluded[i].file, file) == 0 && strcmp(p->excluded[i].rule, rule) == 0) {
+            p->excluded[i].sec += sec;
+            return 0;
+        }
+    int err = grow((void **)&p->excluded, &p->cap_excluded, p->nexcluded, sizeof(*p->excluded));
+    if (err)
+        return err;
+    struct prof_excluded *e = &p->excluded[p->nexcluded];
+    e->file = arena_strdup(&p->arena, file);
+    e->rule = arena_strdup(&p->arena, rule);
+    e->sec = sec;
+    if (!e->file || !e->rule)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    p->nexcluded++;
+    return 0;
+}
+
+static double num(const json_t *o, const char *key, double dflt)
+{
+    const json_t *v = json_object_get(o, key);
+    return v ? json_number_value(v) : dflt;
+}
+
+static int set_program(struct profile *p, const json_t *part)
+{
+    p->pid = json_integer_value(json_object_get(part, "pid"));
+    const char *ver = json_string_value(json_object_get(part, "python_version"));
+    p->python_version = ver ? arena_strdup(&p->arena, ver) : NULL;
+    const json_t *argv = json_object_get(part, "argv");
+    p->argc = json_array_size(argv);
+    p->argv = arena_alloc(&p->arena, (p->argc + 1) * sizeof(*p->argv));
+    if (!p->argv)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    for (size_t i = 0; i < p->argc; i++)
+        if (!(p->argv[i] = arena_strdup(&p->arena, json_string_value(json_array_get(argv, i)))))
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    p->start_time_absolute = num(part, "start_time_absolute", 0);
+    p->main_thread_id = (uint64_t)json_integer_value(json_object_get(part, "main_thread_id"));
+    return 0;
+}
+
+int prof_add_part(struct profile *p, const json_t *part, const char *what, int64_t primary_pid)
+{
+    int err = check_part(part, what);
+    if (err)
+        return err;
+    int64_t pid = json_integer_value(json_object_get(part, "pid"));
+    bool primary = primary_pid > 0 && pid == primary_pid;
+    bool stand_in = !p->have_primary && p->nparts == 0;
+    if (primary || stand_in) {
+        /* The first part stands in for the program until the program's own part arrives. */
+        if ((err = set_program(p, part)))
+            return err;
+        p->have_primary = primary;
+    }
+    double elapsed = num(part, "elapsed_sec", 0);
+    if (elapsed > p->elapsed_sec)
+        p->elapsed_sec = elapsed;
+    if (primary || stand_in) {
+        p->sampling_rate_sec = num(part, "sampling_rate_sec", p->sampling_rate_sec);
+        p->virtual_time = json_is_true(json_object_get(part, "virtual_time"));
+    }
+    const json_t *totals = json_object_get(part, "totals");
+    p->python_sec += num(totals, "python_sec", 0);
+    p->native_sec += num(totals, "native_sec", 0);
+    p->sys_sec += num(totals, "sys_sec", 0);
+    p->samples += (uint64_t)json_integer_value(json_object_get(totals, "samples"));
+    p->dropped += (uint64_t)json_integer_value(json_object_get(totals, "dropped"));
+
+    /* Part indexes -> merged indexes. */
+    const json_t *files = json_object_get(part, "files");
+    const json_t *funcs = json_object_get(part, "functions");
+    size_t nf = json_array_size(files), nu = json_array_size(funcs);
+    uint32_t *fmap = malloc((nf + nu + 1) * sizeof(*fmap));
+    if (!fmap)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    uint32_t *umap = fmap + nf;
+    for (size_t i = 0; i < nf && !err; i++)
+        err = intern_file(p, json_string_value(json_array_get(files, i)), &fmap[i]);
+    for (size_t i = 0; i < nu && !err; i++) {
+        const json_t *f = json_array_get(funcs, i);
+        err = intern_func(p, json_string_value(json_array_get(f, 0)),
+                          fmap[json_integer_value(json_array_get(f, 1))],
+                          (uint32_t)json_integer_value(json_array_get(f, 2)), &umap[i]);
+    }
+    const json_t *lines = json_object_get(part, "lines");
+    for (size_t i = 0; i < json_array_size(lines) && !err; i++) {
+        const json_t *l = json_array_get(lines, i);
+        err = add_line(p, fmap[json_integer_value(json_array_get(l, 0))],
+                       (uint32_t)json_integer_value(json_array_get(l, 1)),
+                       umap[json_integer_value(json_array_get(l, 2))],
+                       json_number_value(json_array_get(l, 3)),
+                       json_number_value(json_array_get(l, 4)),
+                       json_number_value(json_array_get(l, 5)),
+                       (uint64_t)json_integer_value(json_array_get(l, 6)));
+    }
+    const json_t *excl = json_object_get(part, "excluded");
+    for (size_t i = 0; i < json_array_size(excl) && !err; i++) {
+        const json_t *e = json_array_get(excl, i);
+        err = add_excluded(p, json_string_value(json_array_get(e, 0)),
+                           json_string_value(json_array_get(e, 1)),
+                           json_number_value(json_array_get(e, 2)));
+    }
+    free(fmap);
+    if (!err)
+        p->nparts++;
+    return err;
+}
+
+int prof_add_part_text(struct profile *p, const char *text, size_t len, const char *what,
+                       int64_t primary_pid)
+{
+    json_error_t jerr;
+    json_t *part = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!part)
+        return bad(what, "not JSON (line %d, column %d: %s)", jerr.line, jerr.column, jerr.text);
+    int err = prof_add_part(p, part, what, primary_pid);
+    json_decref(part);
+    return err;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const struct prof_line *x = a, *y = b;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    return 0;
+}
+
+static int cmp_excluded(const void *a, const void *b)
+{
+    const struct prof_excluded *x = a, *y = b;
+    if (x->sec != y->sec)
+        return x->sec > y->sec ? -1 : 1;
+    int c = strcmp(x->file, y->file);
+    return c ? c : strcmp(x->rule, y->rule);
+}
+
+double prof_charged_sec(const struct profile *p)
+{
+    double s = 0;
+    for (size_t i = 0; i < p->nlines; i++)
+        s += p->lines[i].python_sec + p->lines[i].native_sec + p->lines[i].sys_sec;
+    return s;
+}
+
+double prof_total_sec(const struct profile *p)
+{
+    return p->python_sec + p->native_sec + p->sys_sec;
+}
+
+static const char *make_note(struct profile *p)
+{
+    if (p->nparts == 0)
+        return "no process wrote profile data (the program ended before the agent could write it, "
+               "for example killed by SIGKILL, or it never ran a CPython 3.11+ interpreter): "
+               "nothing was recorded";
+    if (p->samples == 0 || (p->nlines == 0 && prof_total_sec(p) <= 0))
+        return arena_printf(&p->arena,
+                            "the program ran for %.3f s, too short to sample at the sampling rate "
+                            "(mean %g s): nothing was recorded",
+                            p->elapsed_sec, p->sampling_rate_sec);
+    if (p->nlines > 0)
+        return NULL;
+    struct strbuf sb = STRBUF_INIT;
+    sb_addf(&sb, "all %llu samples (%.3f s) were filtered out: none landed in a profiled file",
+            (unsigned long long)p->samples, prof_total_sec(p));
+    if (p->nexcluded) {
+        sb_adds(&sb, "; the time went to");
+        for (size_t i = 0; i < p->nexcluded && i < 5; i++)
+            sb_addf(&sb, "%s %s (%s, %.3f s)", i ? "," : "", p->excluded[i].file,
+                    p->excluded[i].rule, p->excluded[i].sec);
+        if (p->nexcluded > 5)
+            sb_addf(&sb, " and %zu more files", p->nexcluded - 5);
+    }
+    sb_adds(&sb, "; use --profile-all to profile every file, or --profile-only a,b to choose "
+                 "files by name");
+    const char *note = arena_strdup(&p->arena, sb_str(&sb));
+    sb_release(&sb);
+    return note;
+}
+
+void prof_finish(struct profile *p)
+{
+    if (p->nlines > 1)
+        qsort(p->lines, p->nlines, sizeof(*p->lines), cmp_line);
+    if (p->nexcluded > 1)
+        qsort(p->excluded, p->nexcluded, sizeof(*p->excluded), cmp_excluded);
+    if (p->nexcluded > PROF_MAX_EXCLUDED)
+        p->nexcluded = PROF_MAX_EXCLUDED;
+    /* Positions in the index are stale once sorted: no merge after finishing. */
+    if (p->index) {
+        json_decref(p->index);
+        p->index = NULL;
+    }
+    p->note = make_note(p);
+}
+
+int prof_set_source(struct profile *p, size_t i, const char *text, size_t len)
+{
+    if (i >= p->nfiles)
+        return err_fail(SCRY_E_INTERNAL, "no file %zu in the profile", i);
+    size_t n = 0;
+    for (size_t k = 0; k < len; k++)
+        if (text[k] == '\n')
+            n++;
+    if (len && text[len - 1] != '\n')
+        n++;
+    const char **lines = arena_alloc(&p->arena, (n + 1) * sizeof(*lines));
+    if (!lines)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", p->files[i].name);
+    size_t start = 0, k = 0;
+    for (size_t j = 0; j < len; j++)
+        if (text[j] == '\n' || j + 1 == len) {
+            if (!(lines[k++] = arena_strndup(&p->arena, text + start, j + 1 - start)))
+                return err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", p->files[i].name);
+            start = j + 1;
+        }
+    p->files[i].src = lines;
+    p->files[i].nsrc = n;
+    p->files[i].src_read = true;
+    return 0;
+}

@@ -1,0 +1,107 @@
+/* The CPU profile of one `scry run`: the agent's part files (docs/agent-protocol.md), one per
+ * process, merged into one model that src/render/profile_json.c writes as scry-profile.json.
+ * Pure: parsed JSON or text in, structs out; the caller reads files and hands their bytes over. */
+#ifndef SCRY_ANALYSIS_PROFILE_H
+#define SCRY_ANALYSIS_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/arena.h"
+
+/* Parts list at most this many excluded files each; the merge keeps as many. */
+#define PROF_MAX_EXCLUDED 50
+
+struct prof_file {
+    const char *name; /* co_filename as the agent saw it */
+    /* Source text split into lines (each keeps its '\n'), set by prof_set_source; src_read is
+     * false when the file could not be read, and then only sampled lines are reported. */
+    const char **src;
+    size_t nsrc;
+    bool src_read;
+};
+
+struct prof_func {
+    const char *qualname;
+    uint32_t file;
+    uint32_t first_line;
+};
+
+/* Time charged to one (file, line, function), summed over every part. */
+struct prof_line {
+    uint32_t file;
+    uint32_t line;
+    uint32_t func;
+    double python_sec;
+    double native_sec;
+    double sys_sec;
+    uint64_t samples;
+};
+
+/* A file none of whose samples was charged to a profiled frame, and the rule that excluded it. */
+struct prof_excluded {
+    const char *file;
+    const char *rule;
+    double sec;
+};
+
+struct profile {
+    struct arena arena; /* every string and source line */
+    /* From the primary part (the one whose pid is the program's, else the first merged). */
+    int64_t pid;
+    const char *python_version; /* NULL if no part said */
+    const char **argv;
+    size_t argc;
+    double start_time_absolute;
+    uint64_t main_thread_id;
+    bool have_primary;
+    /* Over every part. */
+    double elapsed_sec; /* max */
+    double sampling_rate_sec;
+    bool virtual_time;
+    double python_sec, native_sec, sys_sec; /* every sample, charged or not */
+    uint64_t samples, dropped;
+    size_t nparts;
+    /* Merged tables; after prof_finish lines are sorted by (file, line, func) and excluded by
+     * seconds, largest first, at most PROF_MAX_EXCLUDED. */
+    struct prof_file *files;
+    size_t nfiles, cap_files;
+    struct prof_func *funcs;
+    size_t nfuncs, cap_funcs;
+    struct prof_line *lines;
+    size_t nlines, cap_lines;
+    struct prof_excluded *excluded;
+    size_t nexcluded, cap_excluded;
+    /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
+     * the caller may replace it. NULL when the profile has lines. */
+    const char *note;
+    json_t *index; /* string keys -> table positions, for the merge */
+};
+
+void prof_init(struct profile *p);
+void prof_free(struct profile *p);
+
+/* Validates one part completely, then merges it; a bad part changes nothing and returns
+ * -SCRY_E_BAD_PROFILE with a message naming `what` (its file name) and the problem.
+ * primary_pid is the pid of the program's own process (0: none): that part's argv, version
+ * and start time describe the program. */
+int prof_add_part(struct profile *p, const json_t *part, const char *what, int64_t primary_pid);
+/* Same, from the bytes of a part file. */
+int prof_add_part_text(struct profile *p, const char *text, size_t len, const char *what,
+                       int64_t primary_pid);
+
+/* Sorts the tables, keeps the largest excluded files and writes the note. */
+void prof_finish(struct profile *p);
+
+/* The source of file i (its bytes, which need not end with a newline). */
+int prof_set_source(struct profile *p, size_t i, const char *text, size_t len);
+
+/* Seconds charged to profiled lines (python + native + sys over every line). */
+double prof_charged_sec(const struct profile *p);
+/* Every sampled second, charged or not: the denominator of every percentage. */
+double prof_total_sec(const struct profile *p);
+
+#endif

@@ -1,0 +1,357 @@
+/* The Scalene-compatible profile writer. Every percentage is of the total sampled time (python +
+ * native + sys seconds of every sample of every process, charged to a profiled line or not), so
+ * files, lines and functions compare directly; a file whose lines add up to more than 100% (only
+ * through rounding) is scaled back to 100 as Scalene does. */
+#include "render/profile_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/json_writer.h"
+
+/* One reported row: a source line (summed over the functions charged on it) or a function. */
+struct row {
+    uint32_t lineno;
+    double py, nat, sys; /* seconds */
+    uint64_t samples;
+};
+
+void profile_json_scalene_line(struct strbuf *sb, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '&')
+            sb_adds(sb, "\\u0026");
+        else if (*s == '<')
+            sb_adds(sb, "\\u003c");
+        else if (*s == '>')
+            sb_adds(sb, "\\u003e");
+        else
+            sb_addch(sb, *s);
+    }
+}
+
+static void zero_fields(struct json_writer *w)
+{
+    static const char *const zeros[] = {
+        "n_gpu_percent",  "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb", "n_malloc_mb",
+        "n_mallocs",      "n_avg_mb",            "n_peak_mb",            "n_growth_mb",
+        "n_python_fraction", "n_usage_fraction", "n_copy_mb_s",
+    };
+    for (size_t i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++) {
+        jw_key(w, zeros[i]);
+        jw_int(w, 0);
+    }
+    jw_key(w, "memory_samples");
+    jw_arr_begin(w);
+    jw_arr_end(w);
+}
+
+/* pct: seconds -> percent of the total, scaled for the file. */
+static void write_row(struct json_writer *w, const char *text, bool scalene_escape,
+                      const struct row *r, double pct, unsigned ncpus, bool is_line)
+{
+    struct strbuf sb = STRBUF_INIT;
+    jw_obj_begin(w);
+    jw_key(w, "line");
+    if (scalene_escape) {
+        profile_json_scalene_line(&sb, text);
+        jw_strn(w, sb_str(&sb), sb.len);
+    } else {
+        jw_str(w, text);
+    }
+    jw_key(w, "lineno");
+    jw_uint(w, r->lineno);
+    jw_key(w, "n_cpu_percent_python");
+    jw_double(w, r->py * pct);
+    jw_key(w, "n_cpu_percent_c");
+    jw_double(w, r->nat * pct);
+    jw_key(w, "n_sys_percent");
+    jw_double(w, r->sys * pct);
+    double all = r->py + r->nat + r->sys;
+    jw_key(w, "n_core_utilization");
+    jw_double(w, all > 0 ? (r->py + r->nat) / all / (ncpus ? ncpus : 1) : 0);
+    jw_key(w, "n_samples");
+    jw_uint(w, r->samples);
+    jw_key(w, "cpu_samples_list");
+    jw_arr_begin(w);
+    jw_arr_end(w);
+    zero_fields(w);
+    if (is_line) {
+        /* Not computed yet (Scalene derives them from the AST): the line itself, 0 for none. */
+        jw_key(w, "start_region_line");
+        jw_uint(w, r->lineno);
+        jw_key(w, "end_region_line");
+        jw_uint(w, r->lineno);
+        static const char *const none[] = {"start_outermost_loop", "end_outermost_loop",
+                                           "start_function_line", "end_function_line"};
+        for (size_t i = 0; i < 4; i++) {
+            jw_key(w, none[i]);
+            jw_int(w, 0);
+        }
+    }
+    jw_obj_end(w);
+    sb_release(&sb);
+}
+
+static bool keep(const struct row *r, double pct, const struct profile_json_opts *o)
+{
+    if (!o->reduced)
+        return true;
+    double total = (r->py + r->nat + r->sys) * pct;
+    return r->samples > 0 && total > 0 && total >= o->cpu_percent_threshold;
+}
+
+/* Per file: [first, end) of p->lines, its rows by line number and its functions. */
+struct file_view {
+    uint32_t file;
+    size_t first, end;
+    double sec;
+};
+
+static int cmp_fileview(const void *a, const void *b)
+{
+    const struct file_view *x = a, *y = b;
+    if (x->sec != y->sec)
+        return x->sec > y->sec ? -1 : 1;
+    return x->file < y->file ? -1 : x->file > y->file;
+}
+
+struct func_row {
+    uint32_t func;
+    struct row r;
+};
+
+/* Functions by first line, then name. */
+static int cmp_funcrow(const void *a, const void *b, void *prof)
+{
+    const struct func_row *x = a, *y = b;
+    const struct profile *p = prof;
+    const struct prof_func *fx = &p->funcs[x->func], *fy = &p->funcs[y->func];
+    if (fx->first_line != fy->first_line)
+        return fx->first_line < fy->first_line ? -1 : 1;
+    return strcmp(fx->qualname, fy->qualname);
+}
+
+static void write_file(struct json_writer *w, const struct profile *p,
+                       const struct profile_json_opts *o, const struct file_view *fv,
+                       double total)
+{
+    const struct prof_file *f = &p->files[fv->file];
+    /* Rows by line number: lines are sorted by (file, line, func), so equal lines are adjacent. */
+    size_t nrows = 0;
+    struct row *rows = calloc(fv->end - fv->first + 1, sizeof(*rows));
+    struct func_row *frows = calloc(fv->end - fv->first + 1, sizeof(*frows));
+    size_t nfrows = 0;
+    if (!rows || !frows)
+        abort(); /* as the strbuf does: scry cannot go on without memory */
+    double pct_sum = 0;
+    for (size_t i = fv->first; i < fv->end; i++) {
+        const struct prof_line *l = &p->lines[i];
+        if (nrows == 0 || rows[nrows - 1].lineno != l->line)
+            rows[nrows++] = (struct row){.lineno = l->line};
+        struct row *r = &rows[nrows - 1];
+        r->py += l->python_sec;
+        r->nat += l->native_sec;
+        r->sys += l->sys_sec;
+        r->samples += l->samples;
+        pct_sum += l->python_sec + l->native_sec + l->sys_sec;
+        size_t k = 0;
+        while (k < nfrows && frows[k].func != l->func)
+            k++;
+        if (k == nfrows)
+            frows[nfrows++] = (struct func_row){.func = l->func,
+                                                .r.lineno = p->funcs[l->func].first_line};
+        frows[k].r.py += l->python_sec;
+        frows[k].r.nat += l->native_sec;
+        frows[k].r.sys += l->sys_sec;
+        frows[k].r.samples += l->samples;
+    }
+    double pct = total > 0 ? 100.0 / total : 0;
+    if (pct_sum * pct > 100)
+        pct = 100.0 / pct_sum;
+    unsigned ncpus = o->ncpus ? o->ncpus : 1;
+
+    jw_key(w, f->name);
+    jw_obj_begin(w);
+    jw_key(w, "percent_cpu_time");
+    jw_double(w, fv->sec * pct);
+    jw_key(w, "n_samples");
+    uint64_t fsamples = 0;
+    for (size_t i = 0; i < nrows; i++)
+        fsamples += rows[i].samples;
+    jw_uint(w, fsamples);
+    jw_key(w, "lines");
+    jw_arr_begin(w);
+    size_t next = 0; /* next sampled row */
+    if (f->src_read) {
+        for (size_t n = 1; n <= f->nsrc; n++) {
+            struct row zero = {.lineno = (uint32_t)n};
+            const struct row *r = &zero;
+            while (next < nrows && rows[next].lineno < n)
+                next++; /* line 0 (no line) has no source text: reported below */
+            if (next < nrows && rows[next].lineno == n)
+                r = &rows[next++];
+            if (keep(r, pct, o))
+                write_row(w, f->src[n - 1], true, r, pct, ncpus, true);
+        }
+    }
+    /* Sampled lines without source: the file was unreadable, shorter than the line, or line 0. */
+    for (size_t i = 0; i < nrows; i++)
+        if ((!f->src_read || rows[i].lineno == 0 || rows[i].lineno > f->nsrc) &&
+            keep(&rows[i], pct, o))
+            write_row(w, "", false, &rows[i], pct, ncpus, true);
+    jw_arr_end(w);
+
+    jw_key(w, "functions");
+    jw_arr_begin(w);
+    if (nfrows > 1)
+        qsort_r(frows, nfrows, sizeof(*frows), cmp_funcrow, (void *)p);
+    for (size_t i = 0; i < nfrows; i++)
+        if (keep(&frows[i].r, pct, o))
+            write_row(w, p->funcs[frows[i].func].qualname, false, &frows[i].r, pct, ncpus, false);
+    jw_arr_end(w);
+    jw_key(w, "leaks");
+    jw_obj_begin(w);
+    jw_obj_end(w);
+    jw_key(w, "imports");
+    jw_arr_begin(w);
+    jw_arr_end(w);
+    jw_obj_end(w);
+    free(rows);
+    free(frows);
+}
+
+static void write_files(struct json_writer *w, const struct profile *p,
+                        const struct profile_json_opts *o)
+{
+    double total = prof_total_sec(p);
+    struct file_view *fvs = calloc(p->nfiles + 1, sizeof(*fvs));
+    if (!fvs)
+        abort();
+    size_t nfv = 0;
+    for (size_t i = 0; i < p->nlines;) {
+        struct file_view *fv = &fvs[nfv++];
+        fv->file = p->lines[i].file;
+        fv->first = i;
+        while (i < p->nlines && p->lines[i].file == fv->file) {
+            fv->sec += p->lines[i].python_sec + p->lines[i].native_sec + p->lines[i].sys_sec;
+            i++;
+        }
+        fv->end = i;
+    }
+    if (nfv > 1)
+        qsort(fvs, nfv, sizeof(*fvs), cmp_fileview);
+    jw_key(w, "files");
+    jw_obj_begin(w);
+    for (size_t i = 0; i < nfv; i++) {
+        double share = total > 0 ? fvs[i].sec * 100.0 / total : 0;
+        if (o->reduced && (share <= 0 || share < o->cpu_percent_threshold))
+            continue;
+        write_file(w, p, o, &fvs[i], total);
+    }
+    jw_obj_end(w);
+    free(fvs);
+}
+
+static void zero_key(struct json_writer *w, const char *key)
+{
+    jw_key(w, key);
+    jw_int(w, 0);
+}
+
+void profile_json_write(const struct profile *p, const struct profile_json_opts *o,
+                        struct strbuf *out)
+{
+    struct json_writer w;
+    jw_init(&w, out, true);
+    jw_obj_begin(&w);
+    jw_key(&w, "tool");
+    jw_str(&w, "scry");
+    jw_key(&w, "version");
+    jw_str(&w, o->version);
+    jw_key(&w, "program");
+    jw_str(&w, o->program ? o->program : "");
+    jw_key(&w, "entrypoint_dir");
+    jw_str(&w, o->entrypoint_dir ? o->entrypoint_dir : "");
+    jw_key(&w, "args");
+    jw_arr_begin(&w);
+    if (o->args)
+        for (size_t i = 0; i < o->nargs; i++)
+            jw_str(&w, o->args[i]);
+    else
+        for (size_t i = 1; i < p->argc; i++)
+            jw_str(&w, p->argv[i]);
+    jw_arr_end(&w);
+    jw_key(&w, "filename");
+    jw_str(&w, o->filename ? o->filename : "");
+    jw_key(&w, "python_version");
+    jw_str(&w, p->python_version);
+    jw_key(&w, "elapsed_time_sec");
+    jw_double(&w, p->elapsed_sec);
+    jw_key(&w, "start_time_absolute");
+    jw_double(&w, p->start_time_absolute);
+    jw_key(&w, "start_time_perf");
+    jw_double(&w, o->start_time_perf);
+    jw_key(&w, "main_thread_id");
+    jw_uint(&w, p->main_thread_id);
+    jw_key(&w, "cpu_sampling_rate");
+    jw_double(&w, p->sampling_rate_sec);
+    jw_key(&w, "use_virtual_time");
+    jw_bool(&w, p->virtual_time);
+    jw_key(&w, "processes");
+    jw_uint(&w, p->nparts);
+    jw_key(&w, "n_samples");
+    jw_uint(&w, p->samples);
+    jw_key(&w, "n_dropped_samples");
+    jw_uint(&w, p->dropped);
+    jw_key(&w, "sampled_time_sec");
+    jw_double(&w, prof_total_sec(p));
+    jw_key(&w, "profiled_time_sec");
+    jw_double(&w, prof_charged_sec(p));
+    if (p->note) {
+        jw_key(&w, "note");
+        jw_str(&w, p->note);
+    }
+    jw_key(&w, "excluded");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < p->nexcluded; i++) {
+        jw_obj_begin(&w);
+        jw_key(&w, "file");
+        jw_str(&w, p->excluded[i].file);
+        jw_key(&w, "rule");
+        jw_str(&w, p->excluded[i].rule);
+        jw_key(&w, "seconds");
+        jw_double(&w, p->excluded[i].sec);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+
+    /* Memory and GPU: placeholders in Scalene's shape until those issues land. */
+    zero_key(&w, "alloc_samples");
+    zero_key(&w, "growth_rate");
+    zero_key(&w, "max_footprint_mb");
+    zero_key(&w, "max_footprint_python_fraction");
+    jw_key(&w, "max_footprint_fname");
+    jw_null(&w);
+    jw_key(&w, "max_footprint_lineno");
+    jw_null(&w);
+    zero_key(&w, "native_allocations_mb");
+    jw_key(&w, "gpu");
+    jw_bool(&w, false);
+    jw_key(&w, "gpu_device");
+    jw_str(&w, "");
+    jw_key(&w, "memory");
+    jw_bool(&w, false);
+    jw_key(&w, "async_profile");
+    jw_bool(&w, false);
+    jw_key(&w, "samples");
+    jw_arr_begin(&w);
+    jw_arr_end(&w);
+    jw_key(&w, "stacks");
+    jw_arr_begin(&w);
+    jw_arr_end(&w);
+
+    write_files(&w, p, o);
+    jw_obj_end(&w);
+    sb_addch(out, '\n');
+}

@@ -1,0 +1,243 @@
+/* The merge of agent part files (src/analysis/profile.c) on synthetic parts: sums per (file, line,
+ * function), totals, elapsed as the maximum, the program's own part chosen by pid, excluded
+ * files, notes for empty profiles, and damaged parts refused whole with a clear message. */
+#include <math.h>
+#include <string.h>
+
+#include "analysis/profile.h"
+#include "common/error.h"
+#include "testlib.h"
+
+/* The program's process (pid 100): two functions in app.py, one line in util.py. */
+static const char part_a[] =
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":100,\"ppid\":1,"
+    "\"python_version\":\"3.12.1\",\"argv\":[\"python3\",\"app.py\",\"--fast\"],"
+    "\"start_time_absolute\":1000.5,\"elapsed_sec\":2.0,\"main_thread_id\":777,"
+    "\"virtual_time\":false,\"sampling_rate_sec\":0.01,"
+    "\"totals\":{\"python_sec\":1.0,\"native_sec\":0.5,\"sys_sec\":0.5,\"samples\":200,"
+    "\"dropped\":1},"
+    "\"files\":[\"/app/app.py\",\"/app/util.py\"],"
+    "\"functions\":[[\"main\",0,10],[\"helper\",1,3]],"
+    "\"lines\":[[0,12,0,0.5,0.25,0.0,75],[1,4,1,0.25,0.0,0.25,50]],"
+    "\"excluded\":[[\"/usr/lib/python3.12/json/encoder.py\",\"system_library\",0.25]]}";
+
+/* A child (pid 101): the same line of main again, a new line, and the same excluded file. Its
+ * file list is in another order, so the merge must map indexes. */
+static const char part_b[] =
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":101,\"ppid\":100,"
+    "\"python_version\":\"3.12.1\",\"argv\":[\"python3\",\"-c\",\"child\"],"
+    "\"start_time_absolute\":1001.0,\"elapsed_sec\":3.5,\"main_thread_id\":888,"
+    "\"totals\":{\"python_sec\":0.5,\"native_sec\":0.25,\"sys_sec\":0.0,\"samples\":80,"
+    "\"dropped\":0},"
+    "\"files\":[\"/app/util.py\",\"/app/app.py\"],"
+    "\"functions\":[[\"main\",1,10]],"
+    "\"lines\":[[1,12,0,0.25,0.25,0.0,50],[1,13,0,0.25,0.0,0.0,25]],"
+    "\"excluded\":[[\"/usr/lib/python3.12/json/encoder.py\",\"system_library\",0.125],"
+    "[\"<frozen importlib._bootstrap>\",\"not_a_file\",0.5]]}";
+
+static const struct prof_line *find_line(const struct profile *p, const char *file,
+                                         uint32_t line, const char *func)
+{
+    for (size_t i = 0; i < p->nlines; i++) {
+        const struct prof_line *l = &p->lines[i];
+        if (strcmp(p->files[l->file].name, file) == 0 && l->line == line &&
+            strcmp(p->funcs[l->func].qualname, func) == 0)
+            return l;
+    }
+    return NULL;
+}
+
+static void test_merge_two_parts(void)
+{
+    struct profile p;
+    prof_init(&p);
+    /* The child's part comes first: the program's must still win once it arrives. */
+    CHECK_EQ(prof_add_part_text(&p, part_b, strlen(part_b), "part-101.json", 100), 0);
+    CHECK_EQ(p.pid, 101);
+    CHECK_EQ(prof_add_part_text(&p, part_a, strlen(part_a), "part-100.json", 100), 0);
+    prof_finish(&p);
+
+    CHECK_EQ(p.nparts, 2);
+    CHECK_EQ(p.pid, 100);
+    CHECK_STR(p.python_version, "3.12.1");
+    CHECK_EQ(p.argc, 3);
+    CHECK_STR(p.argv[1], "app.py");
+    CHECK(p.start_time_absolute == 1000.5);
+    CHECK_EQ(p.main_thread_id, 777);
+    CHECK(p.elapsed_sec == 3.5);
+    CHECK(p.sampling_rate_sec == 0.01);
+    CHECK(p.python_sec == 1.5 && p.native_sec == 0.75 && p.sys_sec == 0.5);
+    CHECK_EQ(p.samples, 280);
+    CHECK_EQ(p.dropped, 1);
+    CHECK(prof_total_sec(&p) == 2.75);
+    CHECK(prof_charged_sec(&p) == 2.0);
+
+    CHECK_EQ(p.nfiles, 2);
+    CHECK_EQ(p.nfuncs, 2);
+    CHECK_EQ(p.nlines, 3);
+    const struct prof_line *l = find_line(&p, "/app/app.py", 12, "main");
+    CHECK(l != NULL);
+    if (l) {
+        CHECK(l->python_sec == 0.75 && l->native_sec == 0.5 && l->sys_sec == 0);
+        CHECK_EQ(l->samples, 125);
+        CHECK_EQ(p.funcs[l->func].first_line, 10);
+    }
+    l = find_line(&p, "/app/app.py", 13, "main");
+    CHECK(l && l->python_sec == 0.25 && l->samples == 25);
+    l = find_line(&p, "/app/util.py", 4, "helper");
+    CHECK(l && l->sys_sec == 0.25 && l->samples == 50);
+    /* Sorted by (file, line, function). */
+    for (size_t i = 1; i < p.nlines; i++)
+        CHECK(p.lines[i - 1].file < p.lines[i].file ||
+              (p.lines[i - 1].file == p.lines[i].file && p.lines[i - 1].line < p.lines[i].line));
+
+    /* Excluded: summed per (file, rule), largest first. */
+    CHECK_EQ(p.nexcluded, 2);
+    CHECK_STR(p.excluded[0].file, "<frozen importlib._bootstrap>");
+    CHECK(p.excluded[0].sec == 0.5);
+    CHECK_STR(p.excluded[1].rule, "system_library");
+    CHECK(p.excluded[1].sec == 0.375);
+    CHECK(p.note == NULL);
+    prof_free(&p);
+}
+
+static void test_primary_falls_back_to_first(void)
+{
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, part_b, strlen(part_b), "b", 4242), 0);
+    CHECK_EQ(prof_add_part_text(&p, part_a, strlen(part_a), "a", 4242), 0);
+    prof_finish(&p);
+    CHECK_EQ(p.pid, 101); /* no part is the program's: the first merged stands in */
+    CHECK_EQ(p.main_thread_id, 888);
+    prof_free(&p);
+}
+
+static void test_bad_parts_are_skipped(void)
+{
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"format\":\"scry-part\"", "not JSON"},
+        {"[1,2]", "not a JSON object"},
+        {"{\"format\":\"other\",\"format_version\":1}", "\"format\" is not \"scry-part\""},
+        {"{\"format\":\"scry-part\",\"format_version\":2}", "format_version 2"},
+        {"{\"format\":\"scry-part\",\"format_version\":1,\"pid\":-3}", "\"pid\""},
+        {"{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"totals\":{\"python_sec\":-1,"
+         "\"native_sec\":0,\"sys_sec\":0,\"samples\":0}}",
+         "totals.python_sec"},
+        /* A line pointing past the function table. */
+        {"{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"totals\":{\"python_sec\":1,"
+         "\"native_sec\":0,\"sys_sec\":0,\"samples\":1},\"files\":[\"/a.py\"],\"functions\":[],"
+         "\"lines\":[[0,1,0,1.0,0,0,1]]}",
+         "lines[0]"},
+        /* A function pointing past the file table. */
+        {"{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"totals\":{\"python_sec\":1,"
+         "\"native_sec\":0,\"sys_sec\":0,\"samples\":1},\"files\":[],"
+         "\"functions\":[[\"f\",3,1]],\"lines\":[]}",
+         "functions[0]"},
+        {"{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"totals\":{\"python_sec\":1,"
+         "\"native_sec\":0,\"sys_sec\":0,\"samples\":1},\"files\":[],\"functions\":[],"
+         "\"lines\":[],\"excluded\":[[\"/x.py\",3,1.0]]}",
+         "excluded[0]"},
+    };
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, part_a, strlen(part_a), "part-100.json", 100), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int err = prof_add_part_text(&p, cases[i].json, strlen(cases[i].json), "part-5.json", 100);
+        CHECK_EQ(err, -SCRY_E_BAD_PROFILE);
+        CHECK(strstr(err_last_message(), "part-5.json") != NULL);
+        if (!strstr(err_last_message(), cases[i].want))
+            tl_fail(__FILE__, __LINE__, "case %zu: \"%s\" lacks \"%s\"", i, err_last_message(),
+                    cases[i].want);
+    }
+    /* Nothing of the bad parts was merged. */
+    prof_finish(&p);
+    CHECK_EQ(p.nparts, 1);
+    CHECK_EQ(p.samples, 200);
+    CHECK_EQ(p.nlines, 2);
+    CHECK_EQ(p.nfiles, 2);
+    prof_free(&p);
+}
+
+static void test_notes(void)
+{
+    struct profile p;
+    prof_init(&p);
+    prof_finish(&p);
+    CHECK(p.note && strstr(p.note, "no process wrote profile data"));
+    prof_free(&p);
+
+    static const char none[] =
+        "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"elapsed_sec\":0.004,"
+        "\"sampling_rate_sec\":0.01,\"totals\":{\"python_sec\":0,\"native_sec\":0,\"sys_sec\":0,"
+        "\"samples\":0},\"files\":[],\"functions\":[],\"lines\":[]}";
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, none, strlen(none), "n", 5), 0);
+    prof_finish(&p);
+    CHECK_STR(p.note, "the program ran for 0.004 s, too short to sample at the sampling rate "
+                      "(mean 0.01 s): nothing was recorded");
+    prof_free(&p);
+
+    static const char filtered[] =
+        "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,\"elapsed_sec\":1,"
+        "\"totals\":{\"python_sec\":0.5,\"native_sec\":0,\"sys_sec\":0,\"samples\":50},"
+        "\"files\":[],\"functions\":[],\"lines\":[],"
+        "\"excluded\":[[\"/usr/lib/python3.12/json/encoder.py\",\"system_library\",0.5]]}";
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, filtered, strlen(filtered), "f", 5), 0);
+    prof_finish(&p);
+    CHECK_STR(p.note, "all 50 samples (0.500 s) were filtered out: none landed in a profiled "
+                      "file; the time went to /usr/lib/python3.12/json/encoder.py "
+                      "(system_library, 0.500 s); use --profile-all to profile every file, or "
+                      "--profile-only a,b to choose files by name");
+    prof_free(&p);
+}
+
+static void test_excluded_capped(void)
+{
+    struct profile p;
+    prof_init(&p);
+    char part[8192];
+    size_t n = (size_t)snprintf(part, sizeof(part),
+                                "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,"
+                                "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,"
+                                "\"samples\":1},\"files\":[],\"functions\":[],\"lines\":[],"
+                                "\"excluded\":[");
+    for (int i = 0; i < 60; i++)
+        n += (size_t)snprintf(part + n, sizeof(part) - n, "%s[\"/f%d.py\",\"excluded\",%d]",
+                              i ? "," : "", i, i);
+    snprintf(part + n, sizeof(part) - n, "]}");
+    CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", 5), 0);
+    prof_finish(&p);
+    CHECK_EQ(p.nexcluded, PROF_MAX_EXCLUDED);
+    CHECK_STR(p.excluded[0].file, "/f59.py");
+    CHECK(p.excluded[PROF_MAX_EXCLUDED - 1].sec == 10);
+    prof_free(&p);
+}
+
+static void test_set_source(void)
+{
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, part_a, strlen(part_a), "a", 100), 0);
+    prof_finish(&p);
+    const char src[] = "a = 1\n\nb = 2";
+    CHECK_EQ(prof_set_source(&p, 0, src, strlen(src)), 0);
+    CHECK(p.files[0].src_read);
+    CHECK_EQ(p.files[0].nsrc, 3);
+    CHECK_STR(p.files[0].src[0], "a = 1\n");
+    CHECK_STR(p.files[0].src[1], "\n");
+    CHECK_STR(p.files[0].src[2], "b = 2");
+    CHECK_EQ(prof_set_source(&p, 1, "", 0), 0);
+    CHECK_EQ(p.files[1].nsrc, 0);
+    CHECK(prof_set_source(&p, 9, "x", 1) < 0);
+    prof_free(&p);
+}
+
+static const struct tl_test tests[] = {
+    TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
+    TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
+};
+TL_MAIN(tests)
