@@ -113,6 +113,10 @@ void ag_timer_delete(struct ag_thread *t);
 uint64_t ag_exp_interval_ns(uint64_t *rng);
 uint64_t ag_now_ns(clockid_t clock);
 
+/* signals.c: installs the CPU-timer signal's handler and keeps it against later sigaction() or
+ * signal() calls of the program (which see their own settings reported back). */
+int ag_install_signal(int sig, const struct sigaction *sa);
+
 /* collector.c */
 int ag_collector_start(void);
 /* Stops sampling, drains, and writes the part; safe to call twice and from any thread except a

@@ -318,7 +318,7 @@ int ag_sampler_init(void)
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, ag_signal);
-    if (sigaction(ag_signal, &sa, NULL) != 0)
+    if (ag_install_signal(ag_signal, &sa) != 0)
         return -1;
     return 0;
 }
