@@ -415,6 +415,11 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
                 "the profiled files took %.1f%% of the sampled time; the rest went to other "
                 "files (\"excluded\" in the JSON; --profile-all profiles every file)\n",
                 100 * profiled / sampled);
+    if (tp.nfiles > 0 && json_object_get(root, "n_samples") && n_samples < 30)
+        sb_addf(out,
+                "only %.0f samples: the shares are rough; run the program longer or lower "
+                "--cpu-sampling-rate\n",
+                n_samples);
     if (json_is_string(note)) {
         if (o->color)
             sb_adds(out, BOLD);

@@ -116,6 +116,18 @@ static void test_empty_notes(void)
     sb_release(&sb);
 }
 
+static void test_few_samples_warned(void)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const char *few = "{\"n_samples\":4,\"files\":{\"/a.py\":{\"percent_cpu_time\":100,"
+                      "\"lines\":[{\"lineno\":1,\"line\":\"x\",\"n_cpu_percent_python\":100}]}}}";
+    CHECK_EQ(render(few, false, 1, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "only 4 samples: the shares are rough") != NULL);
+    CHECK_EQ(render(doc, false, 1, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "only ") == NULL);
+    sb_release(&sb);
+}
+
 static void test_control_characters_neutralised(void)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -156,7 +168,8 @@ static void test_not_a_profile(void)
 static const struct tl_test tests[] = {
     TL(test_small_profile_exact),  TL(test_threshold_zero_shows_all),
     TL(test_high_threshold),       TL(test_color_only_when_asked),
-    TL(test_empty_notes),          TL(test_control_characters_neutralised),
+    TL(test_empty_notes),          TL(test_few_samples_warned),
+    TL(test_control_characters_neutralised),
     TL(test_not_a_profile),
 };
 TL_MAIN(tests)
