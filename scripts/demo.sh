@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Starts the bundled demo (examples/demo.py) and shows what `scry stacks` sees in it, as text and
-# as JSON, then stops it. Used by `make demo`, the README's first command.
+# The README's first command (`make demo`): profiles the bundled examples/hotspots.py with
+# `scry run` (per-line Python / native / system time), then shows what `scry stacks` sees in the
+# bundled examples/demo.py process, as text and as JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-ready=$(mktemp)
-trap 'kill "$pid" 2>/dev/null || true; rm -f "$ready"' EXIT
+out=$(mktemp -d)
+ready="$out/ready"
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$out"' EXIT
+
+echo "\$ build/scry run -o $out/scry-profile.json examples/hotspots.py"
+build/scry run --python "$(command -v "$py")" -o "$out/scry-profile.json" examples/hotspots.py
+echo
+
 "$py" examples/demo.py >"$ready" &
 pid=$!
 for _ in $(seq 100); do

@@ -27,7 +27,6 @@ uint64_t ag_main_thread_id;
 
 static bool active;
 static struct rd_reader *self_reader;
-static const int flush_signals[] = {SIGTERM, SIGHUP};
 
 static bool env_flag(const char *name)
 {
@@ -70,14 +69,10 @@ static bool is_ours(void)
     return active && (int)syscall(SYS_getpid) == ag_pid;
 }
 
-static void on_flush_signal(int sig)
+void ag_flush_for_exit(void)
 {
-    int saved = errno;
     if (is_ours())
         ag_collector_finish();
-    signal(sig, SIG_DFL);
-    raise(sig); /* delivered when the handler returns: the program ends as it would have */
-    errno = saved;
 }
 
 static void before_fork(void)
@@ -124,18 +119,7 @@ __attribute__((constructor)) static void ag_init(void)
         return;
     }
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    for (size_t i = 0; i < sizeof(flush_signals) / sizeof(flush_signals[0]); i++) {
-        struct sigaction old;
-        if (sigaction(flush_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
-            old.sa_handler == SIG_DFL) {
-            struct sigaction sa;
-            memset(&sa, 0, sizeof(sa));
-            sa.sa_handler = on_flush_signal;
-            sigemptyset(&sa.sa_mask);
-            sa.sa_flags = SA_RESTART;
-            sigaction(flush_signals[i], &sa, NULL);
-        }
-    }
+    ag_install_flush_handlers();
     active = true;
 }
 

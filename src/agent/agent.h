@@ -116,6 +116,10 @@ uint64_t ag_now_ns(clockid_t clock);
 /* signals.c: installs the CPU-timer signal's handler and keeps it against later sigaction() or
  * signal() calls of the program (which see their own settings reported back). */
 int ag_install_signal(int sig, const struct sigaction *sa);
+/* Puts the flush handler wherever SIGINT, SIGTERM or SIGHUP has the default disposition. */
+void ag_install_flush_handlers(void);
+/* agent.c: writes this process's part before it dies (from the flush handler). */
+void ag_flush_for_exit(void);
 
 /* collector.c */
 int ag_collector_start(void);

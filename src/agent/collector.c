@@ -120,8 +120,8 @@ static enum ag_rule filter_file(const char *path)
         return AG_RULE_NOT_IN_PROFILE_ONLY;
     if (ag_cfg.profile_all)
         return AG_RULE_PROFILED;
-    if (!ag_cfg.system_libraries && is_system_library(path))
-        return AG_RULE_SYSTEM_LIBRARY;
+    if (is_system_library(path))
+        return ag_cfg.system_libraries ? AG_RULE_PROFILED : AG_RULE_SYSTEM_LIBRARY;
     if (ag_cfg.profile_only[0])
         return AG_RULE_PROFILED;
     return under(path, ag_cfg.program_path) ? AG_RULE_PROFILED : AG_RULE_OUTSIDE_PROGRAM;
