@@ -273,3 +273,237 @@ def make_core(gcore_path, tmp_path):
     yield make
     for core in made:
         core.unlink(missing_ok=True)
+
+
+# ---- scry run: a program run with and without the profiler ------------------------------------
+
+RUN_TIMEOUT_S = 180
+SCRY_MESSAGE = b"scry: "
+PERCENT_FIELDS = ("n_cpu_percent_python", "n_cpu_percent_c", "n_sys_percent")
+
+
+class Ran:
+    """One run of a program: argv, returncode (negative: killed by that signal), stdout and
+    stderr as bytes; for a run under scry, `scry_lines` (the trailing `scry: ` lines taken off
+    stderr, decoded) and `profile_path`."""
+
+    def __init__(self, argv, returncode, stdout, stderr, profile_path=None):
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.scry_lines = []
+        self.profile_path = profile_path
+        if profile_path is not None:
+            self.stderr, self.scry_lines = split_scry_lines(stderr)
+
+    def describe(self):
+        return (f"{' '.join(self.argv)} (rc {self.returncode})\n--- stdout\n"
+                f"{self.stdout.decode(errors='replace')}\n--- stderr\n"
+                f"{self.stderr.decode(errors='replace')}"
+                + "".join(f"\n{line}" for line in self.scry_lines))
+
+
+def split_scry_lines(stderr):
+    """(the program's stderr, scry's messages): scry adds only `scry: ` lines, after the
+    program's own output, so they are taken off the end."""
+    lines = stderr.splitlines(keepends=True)
+    messages = []
+    while lines and lines[-1].startswith(SCRY_MESSAGE):
+        messages.insert(0, lines.pop().decode(errors="replace").rstrip("\n"))
+    return b"".join(lines), messages
+
+
+def program_env():
+    """The environment both runs get: ours without scry's own settings and without
+    PYTHONUNBUFFERED (so that Python's stdout buffering is the default one)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("SCRY_") and k != "PYTHONUNBUFFERED"}
+
+
+def run_command(argv, *, input=None, cwd=None, timeout=RUN_TIMEOUT_S, signal_on=None):
+    """Runs argv in a session of its own and returns (returncode, stdout, stderr) as bytes.
+    signal_on=(line, signum): when the program prints that line (bytes, without its newline)
+    on stdout, signum goes to the whole process group, as a terminal's Ctrl-C or a `kill` of
+    the job would send it. Whatever is left of the group afterwards is killed."""
+    argv = [str(a) for a in argv]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                            env=program_env(), start_new_session=True)
+    out, err = [], []
+
+    def read_stdout():
+        for line in iter(proc.stdout.readline, b""):
+            out.append(line)
+            if signal_on and line.rstrip(b"\n") == signal_on[0]:
+                try:
+                    os.killpg(proc.pid, signal_on[1])
+                except ProcessLookupError:
+                    pass
+
+    def read_stderr():
+        err.append(proc.stderr.read())
+
+    def write_stdin():
+        try:
+            proc.stdin.write(input)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    helpers = [threading.Thread(target=read_stdout, daemon=True),
+               threading.Thread(target=read_stderr, daemon=True)]
+    if input is not None:
+        helpers.append(threading.Thread(target=write_stdin, daemon=True))
+    for t in helpers:
+        t.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = None
+    for t in helpers:
+        t.join(timeout=10)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if rc is None:
+        proc.wait()
+        pytest.fail(f"{' '.join(argv)} did not finish in {timeout} s\n--- stdout\n"
+                    f"{b''.join(out).decode(errors='replace')}\n--- stderr\n"
+                    f"{b''.join(err).decode(errors='replace')}")
+    return rc, b"".join(out), b"".join(err)
+
+
+def run_plain(python, script, args=(), module=False, **kwargs):
+    """The program without scry: `python script args` (or `python -m script args`)."""
+    argv = [python] + (["-m", script] if module else [TARGETS / script]) + list(args)
+    argv = [str(a) for a in argv]
+    return Ran(argv, *run_command(argv, **kwargs))
+
+
+def run_profiled(python, script, args=(), outfile=None, options=(), module=False,
+                 separator=False, **kwargs):
+    """The program under `scry run --no-view --python PYTHON -o OUTFILE OPTIONS`, checked for
+    sanitizer reports in scry's messages. outfile=None: no -o (scry-profile.json in cwd)."""
+    argv = [SCRY, "run", "--no-view", "--python", python]
+    if outfile is not None:
+        argv += ["-o", outfile]
+    argv += list(options)
+    argv += ["-m", script] if module else [TARGETS / script]
+    argv += (["---"] if separator else []) + list(args)
+    argv = [str(a) for a in argv]
+    if not (SCRY.is_file() and os.access(SCRY, os.X_OK)):
+        pytest.fail(f"scry binary {SCRY} is missing: build it with `make`, or point $SCRY at it")
+    if outfile is None:
+        outfile = Path(kwargs.get("cwd") or os.getcwd()) / "scry-profile.json"
+    ran = Ran(argv, *run_command(argv, **kwargs), profile_path=Path(outfile))
+    _save_run_artifact(ran)
+    text = ran.stderr.decode(errors="replace") + "\n".join(ran.scry_lines)
+    for mark in SANITIZER_MARKS:
+        assert mark not in text, f"sanitizer report:\n{ran.describe()}"
+    return ran
+
+
+def _save_run_artifact(ran):
+    if _artifacts["dir"] is None:
+        return
+    _artifacts["n"] += 1
+    path = _artifacts["dir"] / f"scry-{_artifacts['n']:04d}.txt"
+    path.write_text(f"argv: {ran.argv}\n{ran.describe()}", errors="replace")
+
+
+def assert_same_behaviour(plain, profiled):
+    """The program's stdout, stderr (scry's `scry: ` lines aside) and exit status are exactly
+    what they are without scry."""
+    where = f"without scry:\n{plain.describe()}\n\nwith scry:\n{profiled.describe()}"
+    assert profiled.returncode == plain.returncode, f"exit status changed; {where}"
+    assert profiled.stdout == plain.stdout, f"stdout changed; {where}"
+    assert profiled.stderr == plain.stderr, f"stderr changed; {where}"
+    for line in profiled.scry_lines:
+        assert line.startswith("scry: "), line
+
+
+def load_profile(ran):
+    """The profile that a run under scry wrote, parsed and checked against the schema."""
+    path = Path(ran.profile_path)
+    assert path.is_file(), f"no profile at {path}; {ran.describe()}"
+    try:
+        profile = json.loads(path.read_text())
+    except ValueError as e:
+        pytest.fail(f"{path} is not JSON ({e}); {ran.describe()}")
+    check_profile(profile)
+    return profile
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_profile(profile):
+    """The schema of `scry run`'s profile: top-level fields, and per line and per function the
+    three percentages, each 0-100 and adding up to at most 100, as do all lines together."""
+    assert profile.get("tool") == "scry", profile.get("tool")
+    assert isinstance(profile.get("version"), str) and profile["version"], profile.get("version")
+    assert _number(profile.get("elapsed_time_sec")) and profile["elapsed_time_sec"] >= 0
+    assert isinstance(profile.get("n_samples"), int) and profile["n_samples"] >= 0
+    assert isinstance(profile.get("processes"), int) and profile["processes"] >= 1
+    assert isinstance(profile.get("files"), dict), type(profile.get("files"))
+    grand = 0.0
+    for name, detail in profile["files"].items():
+        assert _number(detail.get("percent_cpu_time")), (name, detail.get("percent_cpu_time"))
+        assert isinstance(detail.get("lines"), list) and isinstance(detail.get("functions"), list)
+        for kind, entries in (("lines", detail["lines"]), ("functions", detail["functions"])):
+            for e in entries:
+                assert isinstance(e.get("line"), str), (name, kind, e)
+                assert isinstance(e.get("lineno"), int) and e["lineno"] >= 1, (name, kind, e)
+                for field in PERCENT_FIELDS:
+                    assert _number(e.get(field)) and -1e-9 <= e[field] <= 100 + 1e-6, \
+                        (name, kind, field, e)
+                assert line_total(e) <= 100 + 1e-3, (name, kind, e)
+                if kind == "lines":
+                    assert isinstance(e.get("n_samples"), int) and e["n_samples"] >= 0, e
+                    grand += line_total(e)
+    assert grand <= 100 + 0.5, f"all lines together take {grand:.2f}% of the sampled time"
+
+
+def line_total(entry):
+    return sum(entry[f] for f in PERCENT_FIELDS)
+
+
+def file_detail(profile, path):
+    """The profile's entry for the file at path (compared as real paths), or None."""
+    want = os.path.realpath(path)
+    for name, detail in profile["files"].items():
+        if os.path.realpath(name) == want:
+            return detail
+    return None
+
+
+def line_entry(detail, lineno):
+    """The line entry of detail with that number; a zero entry if the line is not listed."""
+    for e in detail["lines"]:
+        if e["lineno"] == lineno:
+            return e
+    return {"lineno": lineno, "line": "", "n_samples": 0, **{f: 0.0 for f in PERCENT_FIELDS}}
+
+
+def function_entry(detail, qualname):
+    found = [e for e in detail["functions"] if e["line"] == qualname]
+    assert len(found) == 1, (f"{len(found)} function entries named {qualname!r}: "
+                             f"{[e['line'] for e in detail['functions']]}")
+    return found[0]
+
+
+def split_of(entry):
+    """(python, native, system) as fractions of the entry's own time (0s if it has none)."""
+    total = line_total(entry)
+    if total <= 0:
+        return 0.0, 0.0, 0.0
+    return tuple(entry[f] / total for f in PERCENT_FIELDS)
+
+
+def describe_entry(entry):
+    return (f"line {entry['lineno']}: python {entry['n_cpu_percent_python']:.2f}% native "
+            f"{entry['n_cpu_percent_c']:.2f}% system {entry['n_sys_percent']:.2f}% "
+            f"({entry.get('n_samples')} samples)")

@@ -1,0 +1,227 @@
+"""End-to-end tests of what `scry run` must not change, and of the processes it must follow.
+
+Each program under tests/targets/run_*.py is run twice, without scry and under
+`scry run --no-view`, in the same environment: its stdout, its stderr (scry's own `scry: ` lines
+at the end aside) and its exit status must be exactly the same, a profile must be written however
+the program ended (exit, sys.exit, exception, os._exit, SIGTERM, SIGINT, from itself or from
+outside), parse as JSON, and hold the program's work. Programs with children (os.fork,
+multiprocessing pools with fork and spawn, subprocess running Python) must get the children's
+lines merged into the profile, and `processes` counting them. On every installed Python
+3.11-3.13.
+"""
+
+import importlib.util
+import json
+import signal
+
+import pytest
+
+from conftest import (TARGETS, assert_same_behaviour, describe_entry, file_detail,
+                      function_entry, line_entry, line_total, load_profile, run_plain,
+                      run_profiled, split_of)
+
+_spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
+groundtruth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(groundtruth)
+
+
+def both(python, script, tmp_path, args=(), **kwargs):
+    """(run without scry, run with scry, profile or None): the program run both ways."""
+    plain = run_plain(python, script, args, **kwargs)
+    profiled = run_profiled(python, script, args, outfile=tmp_path / "profile.json", **kwargs)
+    return plain, profiled
+
+
+def marked_entry(profile, script, marker):
+    """(file entry, line entry) of the line marked `# @marker` in tests/targets/script."""
+    path = TARGETS / script
+    (lineno,) = groundtruth.marker_lines(path)[marker]
+    detail = file_detail(profile, path)
+    assert detail is not None, f"{path} is not among the profile's files: {list(profile['files'])}"
+    return detail, line_entry(detail, lineno)
+
+
+def assert_line_has_time(profile, script, marker, min_percent, min_samples=20):
+    """The marked line got samples and at least min_percent of all sampled time."""
+    _, entry = marked_entry(profile, script, marker)
+    assert entry["n_samples"] >= min_samples and line_total(entry) >= min_percent, (
+        f"{script} @{marker}: {describe_entry(entry)}; want >= {min_samples} samples and "
+        f">= {min_percent}% of the time (profile: {profile['n_samples']} samples, "
+        f"{profile['processes']} processes)")
+    return entry
+
+
+# ---- signals and timers the program uses itself ---------------------------------------------
+
+
+def timer_results(ran):
+    """(the lines before the last, the last line's JSON) of run_itimers.py's stdout."""
+    lines = ran.stdout.decode().splitlines()
+    assert lines, ran.describe()
+    return lines[:-1], json.loads(lines[-1])
+
+
+def check_ticks(result, signame, clock, where):
+    """The handler got one tick per interval of the clock the timer runs on (the kernel may
+    merge a few ticks, never invent them)."""
+    want = result[clock] / result["interval"]
+    got = result["ticks"][signame]
+    assert 0.8 * want - 2 <= got <= 1.05 * want + 3, (
+        f"{where}: {got} {signame} ticks in {result[clock]:.3f} s of {clock} time, want about "
+        f"{want:.0f}")
+    return got / result[clock]
+
+
+@pytest.mark.parametrize("mode,timers", [
+    ("real", [("SIGALRM", "wall")]),
+    ("all", [("SIGALRM", "wall"), ("SIGPROF", "cpu"), ("SIGVTALRM", "user")]),
+], ids=["sigalrm", "sigalrm-sigprof-sigvtalrm"])
+def test_program_keeps_its_own_itimers(python_exe, tmp_path, mode, timers):
+    plain, profiled = both(python_exe, "run_itimers.py", tmp_path, [mode])
+    assert plain.returncode == 0, plain.describe()
+    plain_lines, plain_result = timer_results(plain)
+    prof_lines, prof_result = timer_results(profiled)
+    assert prof_lines == plain_lines, (prof_lines, plain_lines)
+    assert profiled.returncode == plain.returncode and profiled.stderr == plain.stderr, (
+        f"without scry:\n{plain.describe()}\nwith scry:\n{profiled.describe()}")
+    for signame, clock in timers:
+        plain_rate = check_ticks(plain_result, signame, clock, "without scry")
+        prof_rate = check_ticks(prof_result, signame, clock, "with scry")
+        assert 0.8 <= prof_rate / plain_rate <= 1.25, (
+            f"{signame}: {prof_rate:.1f} ticks/s with scry, {plain_rate:.1f} without")
+    for signame in {"SIGALRM", "SIGPROF", "SIGVTALRM"} - {s for s, _ in timers}:
+        assert prof_result["ticks"][signame] == 0, prof_result
+    profile = load_profile(profiled)
+    assert_line_has_time(profile, "run_itimers.py", "work", 50)
+
+
+# ---- however the program ends -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode,status", [
+    ("normal", 0), ("sys_exit", 3), ("os_exit", 7), ("exception", 1),
+    ("sigterm_self", -signal.SIGTERM), ("sigint_self", -signal.SIGINT),
+])
+def test_program_ending(python_exe, tmp_path, mode, status):
+    plain, profiled = both(python_exe, "run_endings.py", tmp_path, [mode])
+    assert plain.returncode == status, f"the target itself misbehaves: {plain.describe()}"
+    assert_same_behaviour(plain, profiled)
+    if mode == "exception":
+        assert b"ValueError: even value" in plain.stderr, plain.describe()
+    if mode == "sigint_self":
+        assert b"KeyboardInterrupt" in plain.stderr, plain.describe()
+    profile = load_profile(profiled)
+    assert profile["processes"] == 1, profile["processes"]
+    assert_line_has_time(profile, "run_endings.py", "work", 50)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_program_killed_from_outside(python_exe, tmp_path, signum):
+    """The signal goes to the whole process group (scry and the program), as `kill -TERM -PGID`
+    or Ctrl-C in a terminal sends it. SIGINT gives Python's KeyboardInterrupt traceback at the
+    line that slept, then death by SIGINT."""
+    plain, profiled = both(python_exe, "run_endings.py", tmp_path, ["wait"],
+                           signal_on=(b"ready", signum))
+    assert plain.returncode == -signum, f"the target itself misbehaves: {plain.describe()}"
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert_line_has_time(profile, "run_endings.py", "work", 50)
+
+
+# ---- processes the program starts ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_pool(python_exe, tmp_path, method):
+    plain, profiled = both(python_exe, "run_mp_pool.py", tmp_path, [method])
+    assert plain.returncode == 0, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert profile["processes"] >= 5, (
+        f"a pool of 4 workers and its parent: processes = {profile['processes']}")
+    detail, entry = marked_entry(profile, "run_mp_pool.py", "pool_work")
+    # 8 tasks of ~0.15 s of CPU, all in the workers: most CPU time the profile shows is there.
+    cpu = entry["n_cpu_percent_python"] + entry["n_cpu_percent_c"]
+    all_cpu = sum(e["n_cpu_percent_python"] + e["n_cpu_percent_c"]
+                  for d in profile["files"].values() for e in d["lines"])
+    assert entry["n_samples"] >= 30 and cpu >= 0.7 * all_cpu and cpu >= 2.0, (
+        f"the workers' loop: {describe_entry(entry)}, of {all_cpu:.2f}% CPU time in all lines")
+    assert line_total(function_entry(detail, "work")) >= line_total(entry) - 0.5
+
+
+def test_fork_child(python_exe, tmp_path):
+    plain, profiled = both(python_exe, "run_fork.py", tmp_path)
+    assert plain.returncode == 0, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert profile["processes"] >= 2, profile["processes"]
+    entry = assert_line_has_time(profile, "run_fork.py", "child_work", 10)
+    assert entry["n_cpu_percent_python"] >= 10, describe_entry(entry)
+    _, wait = marked_entry(profile, "run_fork.py", "wait")
+    assert split_of(wait)[2] >= 0.9, f"the parent waiting in waitpid: {describe_entry(wait)}"
+
+
+def test_subprocess_python_child(python_exe, tmp_path):
+    plain, profiled = both(python_exe, "run_subprocess.py", tmp_path)
+    assert plain.returncode == 0, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert profile["processes"] >= 2, profile["processes"]
+    entry = assert_line_has_time(profile, "run_child_work.py", "child_work", 10)
+    assert entry["n_cpu_percent_python"] >= 10, describe_entry(entry)
+
+
+def test_module_mode(python_exe, tmp_path):
+    """`scry run -m module` runs the module as `python -m module` does (from the current
+    directory here) and profiles it."""
+    plain = run_plain(python_exe, "run_child_work", module=True, cwd=TARGETS)
+    profiled = run_profiled(python_exe, "run_child_work", outfile=tmp_path / "profile.json",
+                            module=True, cwd=TARGETS)
+    assert plain.returncode == 0, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert_line_has_time(profile, "run_child_work.py", "child_work", 50)
+
+
+# ---- input, arguments, threads ---------------------------------------------------------------
+
+
+def test_stdin_passes_through(python_exe, tmp_path):
+    data = b"first line\nsecond \xff\xfe bytes\n\nlast line without newline"
+    plain, profiled = both(python_exe, "run_stdin.py", tmp_path, input=data)
+    assert plain.returncode == 0, plain.describe()
+    assert plain.stdout.startswith(b"ENIL TSRIF\n"), plain.describe()
+    assert_same_behaviour(plain, profiled)
+    assert_line_has_time(load_profile(profiled), "run_stdin.py", "work", 50)
+
+
+@pytest.mark.parametrize("separator", [False, True], ids=["args", "args-after---"])
+def test_arguments_pass_through(python_exe, tmp_path, separator):
+    """Arguments after the program, scry-like options included, are the program's; without -o
+    the profile is scry-profile.json in the current directory."""
+    args = ["-o", "other.json", "--cpu-only", "--profile-all", "two words", ""]
+    plain = run_plain(python_exe, "run_argv.py", args, cwd=tmp_path)
+    profiled = run_profiled(python_exe, "run_argv.py", args, outfile=None, separator=separator,
+                            cwd=tmp_path)
+    assert json.loads(plain.stdout)[1:] == args, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    assert profiled.profile_path == tmp_path / "scry-profile.json"
+    load_profile(profiled)
+    assert not (tmp_path / "other.json").exists(), "the program's -o was taken by scry"
+
+
+def test_program_threads_are_profiled(python_exe, tmp_path):
+    plain, profiled = both(python_exe, "run_threads.py", tmp_path)
+    assert plain.returncode == 0, plain.describe()
+    assert_same_behaviour(plain, profiled)
+    profile = load_profile(profiled)
+    assert profile["processes"] == 1, profile["processes"]
+    entries = {m: marked_entry(profile, "run_threads.py", m)[1]
+               for m in ("thread_a", "thread_b", "thread_c")}
+    python = {m: e["n_cpu_percent_python"] for m, e in entries.items()}
+    total = sum(python.values())
+    for marker, entry in entries.items():
+        # The three threads do the same work: a third of the Python time each.
+        assert entry["n_samples"] >= 10 and 0.20 <= python[marker] / max(total, 1e-9) <= 0.47, (
+            f"{marker}: {describe_entry(entry)}; Python time of the three: "
+            f"{ {m: round(v, 2) for m, v in python.items()} }")

@@ -1,0 +1,25 @@
+"""Target for `scry run`: ~0.5 s of pure-Python work (the line marked `@child_work`), then a
+line on stdout and one on stderr. Run as a program, as a module (-m run_child_work) and as the child of
+tests/targets/run_subprocess.py.
+
+Usage: run_child_work.py [millions of iterations, default 12]
+"""
+
+import sys
+
+
+def child_work(n):
+    i = 0
+    while i < n: i += 1  # @child_work
+    return i
+
+
+def main(argv):
+    millions = int(argv[0]) if argv else 12
+    total = child_work(millions * 1_000_000)
+    print(f"child_work: {total}")
+    print(f"child_work: stderr {millions}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,170 @@
+"""Ground-truth target for `scry run`: sections whose Python / native / system split is known.
+
+  python    a pure-Python loop on one line (no calls): Python time only
+  sorted    sorted() of a shuffled list of 200,000 ints, re-sorted each round: native
+  zlib      zlib.compress of 4 MiB of random bytes: native
+  sha256    hashlib.sha256 of 32 MiB: native
+  sleep     time.sleep(0.05) in a loop: system (off the CPU)
+  pipe      os.read of a pipe that a shell writes one byte into every 0.15 s: system
+  thread    a worker thread runs a pure-Python loop (Python) while the main thread waits in
+            join() (system)
+  split     seventy() and thirty() run the same loop 7:3 times, in two rounds: 70/30 of their
+            sum (few rounds: each switch between them is a sampling interval that may be
+            charged to the wrong one, ~10 ms of noise)
+
+Each measured line carries an `@name` marker comment (tests/targets/groundtruth.py reads
+them). Every section does about 1.5 s of work on the machine the sizes were chosen on (2 cores).
+
+Usage: run_cpu_split.py [section ...]   (default: every section, in the order above)
+
+At the end it prints one JSON line: {"sections": {name: {"wall": s, "cpu": s}}, "elapsed": s,
+"extra_thread_seconds": s, "cpu_total": s}: the sections' own timing of their measured loops (not
+their set-up; "thread_busy" is the worker thread's loop), the main thread's time since this module
+started, the worker thread's lifetime and the process's CPU time. The tests derive each line's
+expected share of the sampled time from the wall times, and from cpu/wall how much of a busy line's
+time the machine's load kept off the CPU (system time, by scry's definition).
+"""
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+T0 = time.perf_counter()
+
+PYTHON_N = 34_000_000  # iterations of the one-line loop (~44 ns each): ~1.5 s
+SORT_N, SORT_ROUNDS = 200_000, 25  # ~60 ms a sort
+ZLIB_BYTES, ZLIB_ROUNDS = 4 << 20, 12  # ~125 ms a compress
+SHA_BYTES, SHA_ROUNDS = 32 << 20, 50  # ~30 ms a hash
+SLEEP_S, SLEEP_ROUNDS = 0.05, 30
+PIPE_DELAY_S, PIPE_ROUNDS = 0.15, 10
+THREAD_N = 34_000_000
+SPLIT_UNIT, SPLIT_ROUNDS = 2_300_000, 2  # 10 units a round: ~2 s in all
+
+TIMES = {}  # section -> {"wall": s, "cpu": s} of its measured loop
+EXTRA_THREAD_SECONDS = [0.0]  # lifetime of threads other than the main one
+
+
+class Timed:
+    """Times a section's measured loop (wall clock and the calling thread's CPU clock)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.thread_time()
+
+    def __exit__(self, *exc):
+        TIMES[self.name] = {"wall": time.perf_counter() - self.wall,
+                            "cpu": time.thread_time() - self.cpu}
+
+
+def python_section():
+    n = PYTHON_N
+    i = 0
+    with Timed("python"):
+        while i < n: i += 1  # @python
+    return i
+
+
+def sorted_section():
+    data = [(i * 2654435761) % 4294967296 for i in range(SORT_N)]  # a fixed pseudo-shuffle
+    with Timed("sorted"):
+        for _ in range(SORT_ROUNDS):
+            sorted(data)  # @sorted
+
+
+def zlib_section():
+    buf = random.Random(2).randbytes(ZLIB_BYTES)
+    with Timed("zlib"):
+        for _ in range(ZLIB_ROUNDS):
+            zlib.compress(buf, 6)  # @zlib
+
+
+def sha256_section():
+    buf = random.Random(3).randbytes(SHA_BYTES)
+    with Timed("sha256"):
+        for _ in range(SHA_ROUNDS):
+            hashlib.sha256(buf).digest()  # @sha256
+
+
+def sleep_section():
+    with Timed("sleep"):
+        for _ in range(SLEEP_ROUNDS):
+            time.sleep(SLEEP_S)  # @sleep
+
+
+def pipe_section():
+    # The writer is a shell, not a Python thread, so that no other Python thread's time is
+    # sampled while the main thread blocks in read.
+    script = f"for i in $(seq {PIPE_ROUNDS}); do sleep {PIPE_DELAY_S}; printf x; done"
+    writer = subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE)
+    fd = writer.stdout.fileno()
+    got = b""
+    with Timed("pipe"):
+        for _ in range(PIPE_ROUNDS):
+            got += os.read(fd, 1)  # @pipe
+    writer.stdout.close()
+    if writer.wait() != 0 or got != b"x" * PIPE_ROUNDS:
+        raise SystemExit(f"run_cpu_split: pipe writer failed ({got!r})")
+
+
+def spin(n, out):
+    started, cpu = time.perf_counter(), time.thread_time()
+    i = 0
+    while i < n: i += 1  # @thread_busy
+    out["wall"], out["cpu"] = time.perf_counter() - started, time.thread_time() - cpu
+
+
+def thread_section():
+    out = {}
+    worker = threading.Thread(target=spin, args=(THREAD_N, out), name="busy-worker")
+    with Timed("thread"):
+        worker.start()
+        worker.join()  # @join
+    TIMES["thread_busy"] = out
+    EXTRA_THREAD_SECONDS[0] += out["wall"]
+
+
+def seventy(n):
+    i = 0
+    while i < n: i += 1  # @seventy
+    return i
+
+
+def thirty(n):
+    i = 0
+    while i < n: i += 1  # @thirty
+    return i
+
+
+def split_section():
+    with Timed("split"):
+        for _ in range(SPLIT_ROUNDS):
+            seventy(7 * SPLIT_UNIT)
+            thirty(3 * SPLIT_UNIT)
+
+
+SECTIONS = {"python": python_section, "sorted": sorted_section, "zlib": zlib_section,
+            "sha256": sha256_section, "sleep": sleep_section, "pipe": pipe_section,
+            "thread": thread_section, "split": split_section}
+
+
+def main(names):
+    for name in names:
+        if name not in SECTIONS:
+            raise SystemExit(f"run_cpu_split: no section {name!r} (have {', '.join(SECTIONS)})")
+    for name in names:
+        SECTIONS[name]()
+    print(json.dumps({"sections": TIMES, "elapsed": time.perf_counter() - T0,
+                      "extra_thread_seconds": EXTRA_THREAD_SECONDS[0],
+                      "cpu_total": time.process_time()}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or list(SECTIONS))
