@@ -137,6 +137,7 @@ void ag_collector_reset_child(void);
  * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts
  * only once CPython has counted the threads. */
 void ag_pyhooks_maybe_schedule(void);
+bool ag_pyhooks_installed(void);
 extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart the collector */
 
 /* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */

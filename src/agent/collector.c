@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -50,7 +51,8 @@ static pthread_t collector;
 static bool collector_started;
 static int wake_fd = -1;
 static _Atomic bool stop_requested;
-static _Atomic bool pause_requested; /* the thread exits; ag_collector_resume starts another */
+static _Atomic bool pause_requested;
+static _Atomic int collector_tid; /* the thread exits; ag_collector_resume starts another */
 static _Atomic bool finished;
 static _Atomic int finish_started;
 static uint64_t last_scan_ns, start_mono_ns;
@@ -483,8 +485,14 @@ static void *collector_main(void *arg)
 {
     (void)arg;
     uint64_t rng = hm_hash64((uint64_t)ag_pid ^ ag_now_ns(CLOCK_MONOTONIC));
+    atomic_store(&collector_tid, (int)syscall(SYS_gettid));
+    uint64_t started = ag_now_ns(CLOCK_MONOTONIC);
     while (!atomic_load(&stop_requested) && !atomic_load(&pause_requested)) {
         uint64_t ns = ag_exp_interval_ns(&rng);
+        /* Until the fork hooks are in place (the first few ms of the interpreter), look every
+         * millisecond so that they are there before the program's own code runs. */
+        if (!ag_pyhooks_installed() && ag_now_ns(CLOCK_MONOTONIC) - started < 5000000000ULL)
+            ns = 1000000;
         struct pollfd pfd = {wake_fd, POLLIN, 0};
         struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
         if (ppoll(&pfd, 1, &ts, NULL) > 0) {
@@ -591,6 +599,17 @@ void ag_collector_pause(void)
     atomic_store(&pause_requested, true);
     wake();
     pthread_join(collector, NULL);
+    /* pthread_join returns when the thread's tid word is cleared, a moment before the kernel
+     * stops counting the thread in /proc/self/stat (which CPython reads to warn about forking a
+     * multi-threaded process): wait until the thread is gone for the kernel too. */
+    int tid = atomic_load(&collector_tid);
+    for (int i = 0; tid > 0 && i < 2000; i++) {
+        if (syscall(SYS_tgkill, ag_pid, tid, 0) != 0 && errno == ESRCH)
+            break;
+        struct timespec us = {0, 5000};
+        nanosleep(&us, NULL);
+    }
+    atomic_store(&collector_tid, 0);
     collector_started = false;
     atomic_store(&pause_requested, false);
 }

@@ -38,7 +38,13 @@ static struct {
 } api;
 
 static _Atomic bool scheduled;
+static _Atomic bool installed;
 static _Atomic int attempts;
+
+bool ag_pyhooks_installed(void)
+{
+    return atomic_load(&installed);
+}
 
 static PyObject *none(void)
 {
@@ -115,10 +121,12 @@ static int install(void *arg)
     }
     if (ok)
         res = api.call(reg, args, kwargs);
+    if (res)
+        atomic_store(&installed, true);
     if (!res) {
         /* Typically os is still being imported: try again at a later tick. */
         api.err_clear();
-        if (atomic_fetch_add(&attempts, 1) < 100)
+        if (atomic_fetch_add(&attempts, 1) < 1000)
             atomic_store(&scheduled, false);
         else
             log_debug("agent: could not register fork hooks");
