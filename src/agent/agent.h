@@ -143,5 +143,8 @@ extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart 
 /* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */
 struct ag_stats;
 int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec);
+/* Creates (or removes) $SCRY_PART_DIR/live-<pid>, which tells the command that this process
+ * will write a part: it waits a moment for processes that outlive the program. */
+void ag_live_marker(bool create);
 
 #endif

@@ -561,6 +561,7 @@ int ag_collector_start(void)
     if (wake_fd < 0)
         return -1;
     atomic_store(&ag_running, true);
+    ag_live_marker(true);
     return spawn_collector();
 }
 
@@ -622,6 +623,7 @@ void ag_collector_resume(void)
 
 void ag_collector_reset_child(void)
 {
+    ag_live_marker(true);
     /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
      * code-object cache (the child has the same objects). */
     for (size_t i = 0; i < nthreads_used; i++) {

@@ -134,6 +134,19 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
     jw_obj_end(w);
 }
 
+void ag_live_marker(bool create)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/live-%d", ag_cfg.part_dir, ag_pid);
+    if (!create) {
+        unlink(path);
+        return;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
 int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -166,6 +179,7 @@ int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double 
         err = err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
     }
+    ag_live_marker(false);
 out:
     sb_release(&sb);
     return err;

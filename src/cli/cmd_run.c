@@ -269,6 +269,38 @@ static void remove_part_dir(const char *dir)
         fprintf(stderr, "scry: warning: cannot remove %s: %s\n", dir, strerror(errno));
 }
 
+/* Python processes of the program that outlive it (a multiprocessing resource tracker, a child
+ * that was not waited for) write their parts a moment later: each process marks itself with an
+ * empty live-<pid> file while it profiles. Wait, at most LINGER_MS, for those still running. */
+#define LINGER_MS 2000
+
+static void wait_for_lingering(const char *dir)
+{
+    for (int waited = 0; waited < LINGER_MS; waited += 10) {
+        bool any = false;
+        DIR *d = opendir(dir);
+        if (!d)
+            return;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL && !any) {
+            char *end;
+            if (strncmp(e->d_name, "live-", 5) != 0)
+                continue;
+            long pid = strtol(e->d_name + 5, &end, 10);
+            if (*end || pid <= 0)
+                continue;
+            /* A process that died without writing (SIGKILL) leaves its marker: skip it. */
+            if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+                any = true;
+        }
+        closedir(d);
+        if (!any)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -588,6 +620,7 @@ int cmd_run(int argc, char **argv)
     int st = wait_child(pid);
     double ran = mono_now() - t0;
 
+    wait_for_lingering(part_dir);
     read_parts(&p, part_dir, pid);
     remove_part_dir(part_dir);
     prof_finish(&p);
