@@ -1,0 +1,70 @@
+/* The heap walker: every object of a CPython target reachable from its GC lists and roots, with
+ * labelled references, reported to a sink. It follows references the way each type's
+ * tp_traverse would (dicts of every layout, lists, tuples, sets, cells, functions, methods,
+ * modules, classes, frames, generators and coroutines, instance dicts and inline values,
+ * __slots__), and reports the untracked leaf objects (str, bytes, int, float, ...) that
+ * containers reference. It knows nothing of the snapshot format: `scry dump` connects it to the
+ * snapshot writer. */
+#ifndef SCRY_CPYTHON_HEAP_WALK_H
+#define SCRY_CPYTHON_HEAP_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpython/runtime.h"
+
+/* What a labelled reference is. Labels follow heapspy's notation (BRIEF.md, heapspy.md):
+ * `.payload` (attribute), `['CACHE']` or `[<str len=9>]` (dict value under a key), `[3]` (list or
+ * tuple index), `.cell_contents`, `.__closure__[0]`, `.__dict__`, `.__class__`, `.locals['x']`. */
+enum hw_edge_kind {
+    HW_EDGE_ATTR,      /* instance or module attribute, slot, function/class field */
+    HW_EDGE_DICT_KEY,  /* a dict's key object itself */
+    HW_EDGE_DICT_VALUE,/* a dict's value, labelled by its key */
+    HW_EDGE_INDEX,     /* list / tuple / deque item, set member */
+    HW_EDGE_CELL,      /* closure cell contents, cells of a function */
+    HW_EDGE_LOCAL,     /* a frame's local variable or stack slot */
+    HW_EDGE_INTERNAL,  /* bookkeeping: type, mro, bases, code, globals, builtins, ... */
+    HW_EDGE_WEAK,      /* a weak reference: never retains */
+};
+
+enum hw_object_flags {
+    HW_OBJ_GC_TRACKED = 1, /* found on a GC list */
+    HW_OBJ_IMMORTAL = 2,   /* 3.12+ immortal refcount */
+    HW_OBJ_TYPE = 4,       /* a type object */
+};
+
+struct hw_sink {
+    void *ctx;
+    /* Called once per object. type_name is the qualified type name (`app.session.Session`,
+     * `builtins.dict`); size is sys.getsizeof's value; content is captured str/bytes contents
+     * (NULL unless capture_contents, already capped and redacted). Returning non-zero stops the
+     * walk with that error. */
+    int (*object)(void *ctx, uint64_t addr, const char *type_name, uint64_t size, uint32_t flags,
+                  const char *content, size_t content_len);
+    int (*edge)(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind, const char *label);
+    /* A root: an object held from outside the object graph (sys.modules, the sys dict, builtins,
+     * a thread's frame locals, thread state). label is its root path, e.g. `sys.modules`,
+     * `Thread 4242 main (app.py:10) .locals['cache']`. */
+    int (*root)(void *ctx, uint64_t addr, const char *label);
+    /* Where a function, code object, class or module comes from (file and first line). */
+    int (*location)(void *ctx, uint64_t addr, const char *file, int line);
+};
+
+struct hw_options {
+    bool capture_contents;
+    size_t max_str;     /* cap on captured contents, bytes */
+};
+
+struct hw_stats {
+    uint64_t objects, edges, roots, bytes; /* bytes: sum of shallow sizes */
+    uint64_t gc_tracked, permanent;        /* objects on the GC lists; of those, frozen ones */
+    uint64_t unreadable;                   /* pointers that could not be followed */
+};
+
+/* Walks every interpreter of rt's target (which must be stopped or a core). Fails with
+ * read_failed when a collection is in progress (retry) or the GC lists are damaged. */
+int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw_sink *sink,
+            struct hw_stats *stats);
+
+#endif
