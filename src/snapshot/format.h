@@ -1,0 +1,65 @@
+/* On-disk numbers of the heap snapshot format (docs/snapshot-format.md). These values are stored
+ * in files: never renumber one, never reuse a retired one. The in-memory enums of other modules
+ * (hw_edge_kind) are mapped to these by the code that feeds the writer. */
+#ifndef SCRY_SNAPSHOT_FORMAT_H
+#define SCRY_SNAPSHOT_FORMAT_H
+
+#include <stdint.h>
+
+#define SNAP_MAGIC "SCRYSNAP"
+#define SNAP_MAJOR 1
+#define SNAP_MINOR 0
+
+#define SNAP_HEADER_SIZE 64
+#define SNAP_HEADER_CRC_OFF 60
+#define SNAP_DIR_ENTRY_SIZE 24
+#define SNAP_MAX_CHUNKS 1024
+#define SNAP_CHUNK_ALIGN 8
+
+/* Four ASCII letters as a little-endian u32. */
+#define SNAP_FOURCC(a, b, c, d)                                                                    \
+    ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
+
+enum snap_chunk_type {
+    SNAP_CHUNK_META = SNAP_FOURCC('M', 'E', 'T', 'A'),
+    SNAP_CHUNK_STRS = SNAP_FOURCC('S', 'T', 'R', 'S'),
+    SNAP_CHUNK_OBJS = SNAP_FOURCC('O', 'B', 'J', 'S'),
+    SNAP_CHUNK_EDGE = SNAP_FOURCC('E', 'D', 'G', 'E'),
+    SNAP_CHUNK_ROOT = SNAP_FOURCC('R', 'O', 'O', 'T'),
+    SNAP_CHUNK_LOCS = SNAP_FOURCC('L', 'O', 'C', 'S'),
+    SNAP_CHUNK_CONT = SNAP_FOURCC('C', 'O', 'N', 'T'),
+};
+
+/* Edge kinds (u8 on disk). The values equal cpython/heap_walk.h's hw_edge_kind on purpose; the
+ * dump glue checks that with a static assertion rather than this module including cpython/. */
+enum snap_edge_kind {
+    SNAP_EDGE_ATTR = 0,
+    SNAP_EDGE_DICT_KEY = 1,
+    SNAP_EDGE_DICT_VALUE = 2,
+    SNAP_EDGE_INDEX = 3,
+    SNAP_EDGE_CELL = 4,
+    SNAP_EDGE_LOCAL = 5,
+    SNAP_EDGE_INTERNAL = 6,
+    SNAP_EDGE_WEAK = 7,
+};
+#define SNAP_EDGE_KIND_MAX 7
+
+/* Object flags (u32 on disk); equal to hw_object_flags. */
+enum snap_object_flags {
+    SNAP_OBJ_GC_TRACKED = 1 << 0,
+    SNAP_OBJ_IMMORTAL = 1 << 1,
+    SNAP_OBJ_TYPE = 1 << 2,
+};
+
+/* META flags. */
+enum snap_meta_flags {
+    SNAP_META_CONTENTS = 1 << 0,
+};
+
+#define SNAP_META_SIZE_1_0 72
+#define SNAP_OBJ_SIZE 24
+#define SNAP_ROOT_SIZE 8
+#define SNAP_LOC_SIZE 12
+#define SNAP_CONT_SIZE 8
+
+#endif

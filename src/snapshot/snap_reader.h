@@ -1,0 +1,171 @@
+/* Reading a heap snapshot (docs/snapshot-format.md): snap_open maps the file and validates all of
+ * it up front (checksums, every index and offset, the CSR arrays), so the accessors below are
+ * plain array reads with no bounds checks and no failure path. Indexes passed to them must be in
+ * range (object < nobjects, string id < nstrings, ...): values read from the snapshot itself
+ * always are.
+ *
+ * Calling sequence: snap_open (or snap_open_buffer), any accessors, snap_close. A struct snap is
+ * read-only after opening: any number of threads may read it at once. Every pointer returned
+ * points into the mapping and stays valid until snap_close. */
+#ifndef SCRY_SNAPSHOT_SNAP_READER_H
+#define SCRY_SNAPSHOT_SNAP_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot/format.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the snapshot reader maps little-endian records in place: port it for big-endian hosts"
+#endif
+
+#define SNAP_NONE UINT32_MAX
+
+/* These structs are the on-disk records, used in place. */
+struct snap_object {
+    uint64_t addr;
+    uint64_t size;  /* shallow, as sys.getsizeof */
+    uint32_t type;  /* string id of the qualified type name */
+    uint32_t flags; /* enum snap_object_flags */
+};
+
+struct snap_root {
+    uint32_t object;
+    uint32_t label; /* string id */
+};
+
+struct snap_location {
+    uint32_t object;
+    uint32_t file; /* string id */
+    uint32_t line;
+};
+
+struct snap_content {
+    uint32_t object;
+    uint32_t string;
+};
+
+_Static_assert(sizeof(struct snap_object) == SNAP_OBJ_SIZE, "OBJS record layout");
+_Static_assert(sizeof(struct snap_root) == SNAP_ROOT_SIZE, "ROOT record layout");
+_Static_assert(sizeof(struct snap_location) == SNAP_LOC_SIZE, "LOCS record layout");
+_Static_assert(sizeof(struct snap_content) == SNAP_CONT_SIZE, "CONT record layout");
+
+/* META, decoded. */
+struct snap_meta_info {
+    uint32_t pid;
+    bool capture_contents;
+    uint32_t max_str;
+    uint64_t rss_bytes;
+    int64_t dump_time_us; /* Unix epoch, UTC */
+    uint64_t pause_us;
+    const char *python_version; /* never NULL ("" if unknown) */
+    const char *tool_version;
+    uint64_t dropped_edges, duplicate_objects;
+    uint32_t dropped_roots, dropped_locations;
+};
+
+struct snap_chunk_info {
+    uint32_t type; /* enum snap_chunk_type, or an unknown (skipped) one */
+    uint32_t crc;
+    uint64_t offset, length;
+};
+
+/* Treat every field as read-only. */
+struct snap {
+    const uint8_t *base;
+    size_t size;
+    bool mapped; /* base is an mmap (else malloc'd, owned) */
+    uint16_t major, minor;
+
+    uint32_t nobjects, nedges, nstrings, nroots, nlocations, ncontents;
+    const struct snap_object *objects;
+    const uint32_t *edge_first;  /* nobjects + 1 */
+    const uint32_t *edge_target; /* nedges: object index */
+    const uint32_t *edge_label;  /* nedges: string id */
+    const uint8_t *edge_kind;    /* nedges: enum snap_edge_kind */
+    const uint32_t *str_off;     /* nstrings + 1 */
+    const char *str_blob;
+    const struct snap_root *roots;
+    const struct snap_location *locations;
+    const struct snap_content *contents;
+
+    uint64_t shallow_total; /* sum of object sizes (saturating) */
+    struct snap_meta_info meta;
+    uint32_t nchunks;
+    struct snap_chunk_info *chunks; /* directory as read, nchunks entries (malloc'd) */
+};
+
+/* Maps and validates path. Returns 0 and fills *out (owned by the caller: snap_close), or
+ * -SCRY_E_IO (cannot open, stat or map; not a regular file) or -SCRY_E_BAD_SNAPSHOT (with a
+ * message naming the file, the problem and the byte offset), message recorded with err_fail. */
+int snap_open(const char *path, struct snap *out);
+/* The same over a copy of len bytes at data (tests, fuzzing); name appears in messages. */
+int snap_open_buffer(const void *data, size_t len, const char *name, struct snap *out);
+/* Unmaps and frees; s may be zeroed or already closed. */
+void snap_close(struct snap *s);
+
+static inline uint32_t snap_nobjects(const struct snap *s) { return s->nobjects; }
+
+static inline const struct snap_object *snap_object(const struct snap *s, uint32_t i)
+{
+    return &s->objects[i];
+}
+
+/* Object i's outgoing edges are indexes [*begin, *end) into the edge arrays. */
+static inline void snap_edges(const struct snap *s, uint32_t i, uint32_t *begin, uint32_t *end)
+{
+    *begin = s->edge_first[i];
+    *end = s->edge_first[i + 1];
+}
+
+static inline uint32_t snap_edge_target(const struct snap *s, uint32_t e)
+{
+    return s->edge_target[e];
+}
+static inline uint32_t snap_edge_label(const struct snap *s, uint32_t e)
+{
+    return s->edge_label[e];
+}
+static inline unsigned snap_edge_kind(const struct snap *s, uint32_t e) { return s->edge_kind[e]; }
+
+/* The string with that id, NUL-terminated; snap_string_len also gives its length (captured
+ * bytes contents may hold NULs). */
+static inline const char *snap_string(const struct snap *s, uint32_t id)
+{
+    return s->str_blob + s->str_off[id];
+}
+static inline const char *snap_string_len(const struct snap *s, uint32_t id, size_t *len)
+{
+    *len = s->str_off[id + 1] - s->str_off[id] - 1;
+    return s->str_blob + s->str_off[id];
+}
+
+static inline const char *snap_type_name(const struct snap *s, uint32_t i)
+{
+    return snap_string(s, s->objects[i].type);
+}
+
+/* The index of the object at addr, or SNAP_NONE (binary search). */
+uint32_t snap_find(const struct snap *s, uint64_t addr);
+
+static inline uint32_t snap_nroots(const struct snap *s) { return s->nroots; }
+static inline const struct snap_root *snap_root(const struct snap *s, uint32_t i)
+{
+    return &s->roots[i];
+}
+
+static inline uint32_t snap_nlocations(const struct snap *s) { return s->nlocations; }
+static inline const struct snap_location *snap_location_at(const struct snap *s, uint32_t i)
+{
+    return &s->locations[i];
+}
+/* Object's location (binary search): true and *file/*line set, or false. */
+bool snap_location(const struct snap *s, uint32_t object, const char **file, uint32_t *line);
+
+/* Object's captured content: true and *data/*len set, or false (none captured for it). */
+bool snap_content(const struct snap *s, uint32_t object, const char **data, size_t *len);
+
+static inline const struct snap_meta_info *snap_meta(const struct snap *s) { return &s->meta; }
+
+#endif

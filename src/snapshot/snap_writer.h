@@ -1,0 +1,67 @@
+/* Writing a heap snapshot (docs/snapshot-format.md). The writer takes objects, references, roots
+ * and locations in any order (a reference may name an address before or without its object),
+ * keeps them in compact arrays with their strings interned, and at close sorts the objects by
+ * address, turns addresses into indexes, builds the CSR edge arrays and writes the file with checksums.
+ * Memory while writing: about 24 bytes per object and 24 per reference, plus the distinct strings;
+ * at close a temporary address index of 16-48 bytes per object.
+ *
+ * Calling sequence: snap_writer_open; any number of snap_add_* and snap_set_meta (in any order);
+ * then exactly one of snap_writer_close (writes <path>.tmp.<pid>, fsyncs, renames to path) or
+ * snap_writer_abort (nothing is left on disk). After an snap_add_* failure only abort is
+ * allowed. Not thread-safe: one thread feeds one writer. */
+#ifndef SCRY_SNAPSHOT_SNAP_WRITER_H
+#define SCRY_SNAPSHOT_SNAP_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot/format.h"
+
+struct snap_writer;
+
+struct snap_meta {
+    uint32_t pid;
+    const char *python_version; /* NULL: "" */
+    uint64_t rss_bytes;         /* 0: unknown */
+    int64_t dump_time_us;       /* Unix epoch, UTC */
+    uint64_t pause_us;
+    bool capture_contents;
+    uint32_t max_str;
+    const char *tool_version; /* NULL: "" */
+};
+
+struct snap_write_stats {
+    uint64_t objects, edges, roots, locations, contents, strings;
+    uint64_t dropped_edges, duplicate_objects, dropped_roots, dropped_locations;
+    uint64_t file_bytes;   /* size of the file written */
+    uint64_t shallow_bytes; /* sum of object sizes */
+};
+
+/* Creates <path>.tmp.<pid> now (so that a bad path fails before any walk). Returns 0 and *out, or
+ * -SCRY_E_IO / -SCRY_E_NO_MEMORY. */
+int snap_writer_open(const char *path, struct snap_writer **out);
+
+/* An object. type_name is interned; content (content_len bytes, may hold NULs) is stored only if
+ * not NULL, and only when the meta says capture_contents (the caller has capped and redacted it).
+ * flags: enum snap_object_flags. addr 0 is refused (-SCRY_E_INTERNAL). */
+int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name, uint64_t size,
+                    uint32_t flags, const char *content, size_t content_len);
+/* A reference from one address to another; kind: enum snap_edge_kind; label NULL or "" for none.
+ * Kept only if both addresses turn out to be objects (else counted as dropped). */
+int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
+                  const char *label);
+int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label);
+/* Where the object at addr comes from; a second location for the same object is dropped. A
+ * negative line is stored as 0 (unknown). */
+int snap_add_location(struct snap_writer *w, uint64_t addr, const char *file, int line);
+/* Copies *m (strings included); the last call wins. Never fails (strings are interned at close). */
+void snap_set_meta(struct snap_writer *w, const struct snap_meta *m);
+
+/* Writes the snapshot and frees the writer (also on failure, which removes the temporary file).
+ * Returns 0 and fills *stats (may be NULL), or a negative error with the message recorded. */
+int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats);
+/* Frees the writer and removes the temporary file. w may be NULL. */
+void snap_writer_abort(struct snap_writer *w);
+
+#endif
