@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "cpython/heap_walk.h"
 
 static const struct py_layout layout_311 = {
     .minor = 11,
@@ -329,4 +330,148 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
     out->values_kind = PY_VALUES_313;
     out->mod_dict = 16;
     return 0;
+}
+
+/* ---- the heap walker's tables ---------------------------------------------------------------- */
+
+#define R(o, k, l) {o, HW_EDGE_##k, l}
+
+/* References that are the same in 3.11-3.14 (offsetof() on all three headers agrees). */
+#define COMMON_HEAP_FIELDS                                                                         \
+    .gc_generations = {24, 48, 72}, .tp_itemsize = 40,                                               \
+    .tp_weaklistoffset = 208, .tp_base = 256, .tp_dict = 264, .tp_bases = 336, .tp_mro = 344,     \
+    .tp_is_gc = 328, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,     \
+    .set_smalltable = 64, .ba_alloc = 24, .ba_start = 40, .ba_basicsize = 56, .dk_usable = 16,     \
+    .dk_nentries = 24, .co_localsplusnames = 96, .frobj_back = 16, .frobj_frame = 24,             \
+    .frobj_trace = 32, .frame_owned_by_frame_object = 2, .gen_state_cleared = 4,                 \
+    .exc = {R(16, ATTR, ".__dict__"), R(24, ATTR, ".args"), R(32, ATTR, ".__notes__"),          \
+            R(40, ATTR, ".__traceback__"), R(48, ATTR, ".__context__"),                          \
+            R(56, ATTR, ".__cause__")},                                                           \
+    .tb = {R(16, ATTR, ".tb_next"), R(24, ATTR, ".tb_frame")},                                   \
+    .method = {R(16, ATTR, ".__func__"), R(24, ATTR, ".__self__")},                              \
+    .cfunc = {R(24, ATTR, ".__self__"), R(32, INTERNAL, ".__module__")},                         \
+    .cell = {R(16, CELL, ".cell_contents")},                                                      \
+    .classmethod = {R(16, ATTR, ".__func__"), R(24, ATTR, ".__dict__")},                         \
+    .property = {R(16, ATTR, ".fget"), R(24, ATTR, ".fset"), R(32, ATTR, ".fdel"),              \
+                 R(40, ATTR, ".__doc__"), R(48, INTERNAL, ".__name__")},                         \
+    .weakref_cb = {R(24, ATTR, ".__callback__")},                                                \
+    .module = {R(16, ATTR, ".__dict__"), R(48, INTERNAL, ".__name__")}
+
+#define FUNC_FIELDS_311                                                                            \
+    R(16, INTERNAL, ".__globals__"), R(24, INTERNAL, ".__builtins__"),                            \
+        R(32, INTERNAL, ".__name__"), R(40, INTERNAL, ".__qualname__"),                            \
+        R(48, INTERNAL, ".__code__"), R(56, ATTR, ".__defaults__"),                               \
+        R(64, ATTR, ".__kwdefaults__"), R(72, INTERNAL, ".__closure__"),                          \
+        R(80, ATTR, ".__doc__"), R(88, ATTR, ".__dict__"), R(104, INTERNAL, ".__module__"),      \
+        R(112, ATTR, ".__annotations__")
+
+static const struct py_heap_layout heap_311 = {
+    .minor = 11,
+    COMMON_HEAP_FIELDS,
+    .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
+    .ht_name = 848, .ht_slots = 856, .ht_qualname = 864, .ht_module = 880,
+    .sizeof_type = 408, .sizeof_heaptype = 904, .static_type_presize = true,
+    .tuple_items = 24,
+    .co_nlocalsplus = 76, .co_stacksize = 68, .co_extra = 176,
+    .fr_func = 0, .fr_globals = 8, .fr_builtins = 16, .fr_locals = 24, .fr_frame_obj = 40,
+    .fr_stacktop = 64,
+    .frobj_data = 48,
+    .gi_name = 32, .gi_qualname = 40, .gi_exc_value = 48, .gi_frame_state = 75, .gi_iframe = 80,
+    .ts_dict = 128, .ts_async_exc = 144, .ts_context = 224, .ts_exc_info = 120,
+    .ts_current_exception = 104, /* curexc_value */
+    .func = {FUNC_FIELDS_311},
+    .type_fields = {R(264, ATTR, ".__dict__"), R(344, INTERNAL, ".__mro__"),
+                    R(336, INTERNAL, ".__bases__"), R(256, INTERNAL, ".__base__"),
+                    R(880, INTERNAL, ".__module_object__"), R(848, INTERNAL, ".__name__"),
+                    R(864, INTERNAL, ".__qualname__"), R(856, INTERNAL, ".__slots__")},
+    .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace")},
+};
+
+static const struct py_heap_layout heap_312 = {
+    .minor = 12,
+    COMMON_HEAP_FIELDS,
+    .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
+    .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
+    .sizeof_type = 416, .sizeof_heaptype = 920, .static_type_presize = true,
+    .tuple_items = 24,
+    .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 184,
+    .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,
+    .fr_stacktop = 64,
+    .frobj_data = 48,
+    .gi_name = 24, .gi_qualname = 32, .gi_exc_value = 40, .gi_frame_state = 67, .gi_iframe = 72,
+    .ts_dict = 112, .ts_async_exc = 128, .ts_context = 208, .ts_exc_info = 104,
+    .ts_current_exception = 96,
+    .func = {FUNC_FIELDS_311, R(120, ATTR, ".__type_params__")},
+    .type_fields = {R(264, ATTR, ".__dict__"), R(344, INTERNAL, ".__mro__"),
+                    R(336, INTERNAL, ".__bases__"), R(256, INTERNAL, ".__base__"),
+                    R(888, INTERNAL, ".__module_object__"), R(856, INTERNAL, ".__name__"),
+                    R(872, INTERNAL, ".__qualname__"), R(864, INTERNAL, ".__slots__")},
+    .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace")},
+};
+
+static const struct py_heap_layout heap_313 = {
+    .minor = 13,
+    COMMON_HEAP_FIELDS,
+    .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
+    .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
+    .sizeof_type = 416, .sizeof_heaptype = 928, .static_type_presize = false,
+    .tuple_items = 24,
+    .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 192,
+    .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,
+    .fr_stacktop = 64,
+    .frobj_data = 64,
+    .gi_name = 24, .gi_qualname = 32, .gi_exc_value = 40, .gi_frame_state = 67, .gi_iframe = 72,
+    .ts_dict = 128, .ts_async_exc = 144, .ts_context = 208, .ts_exc_info = 120,
+    .ts_current_exception = 112,
+    .func = {FUNC_FIELDS_311, R(120, ATTR, ".__type_params__")},
+    .type_fields = {R(264, ATTR, ".__dict__"), R(344, INTERNAL, ".__mro__"),
+                    R(336, INTERNAL, ".__bases__"), R(256, INTERNAL, ".__base__"),
+                    R(888, INTERNAL, ".__module_object__"), R(856, INTERNAL, ".__name__"),
+                    R(872, INTERNAL, ".__qualname__"), R(864, INTERNAL, ".__slots__")},
+    .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace"),
+              R(48, ATTR, ".f_extra_locals"), R(56, INTERNAL, ".f_locals_cache")},
+};
+
+/* 3.14: untested (no 3.14 interpreter here). GC lists per cpython-internals.md 3.8 (permanent at
+ * +96, collecting at +192); frames 8 bytes longer (localsplus at 80, stackpointer at 64);
+ * tuple items after the cached hash; the rest assumed unchanged from 3.13. */
+static const struct py_heap_layout heap_314 = {
+    .minor = 14,
+    COMMON_HEAP_FIELDS,
+    .gc_permanent = 96, .gc_collecting = 192, .gc_garbage = 200,
+    .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
+    .sizeof_type = 416, .sizeof_heaptype = 936, .static_type_presize = false,
+    .tuple_items = 32,
+    .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 200,
+    .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,
+    .fr_stacktop = 64, .fr_stackpointer = true,
+    .frobj_data = 64,
+    .gi_name = 24, .gi_qualname = 32, .gi_exc_value = 40, .gi_frame_state = 67, .gi_iframe = 72,
+    .ts_dict = 128, .ts_async_exc = 144, .ts_context = 208, .ts_exc_info = 120,
+    .ts_current_exception = 112,
+    .func = {FUNC_FIELDS_311, R(120, ATTR, ".__annotate__"), R(128, ATTR, ".__type_params__")},
+    .type_fields = {R(264, ATTR, ".__dict__"), R(344, INTERNAL, ".__mro__"),
+                    R(336, INTERNAL, ".__bases__"), R(256, INTERNAL, ".__base__"),
+                    R(888, INTERNAL, ".__module_object__"), R(856, INTERNAL, ".__name__"),
+                    R(872, INTERNAL, ".__qualname__"), R(864, INTERNAL, ".__slots__")},
+    .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace"),
+              R(48, ATTR, ".f_extra_locals"), R(56, INTERNAL, ".f_locals_cache")},
+};
+
+#undef R
+
+const struct py_heap_layout *py_heap_layout_table(int minor)
+{
+    switch (minor) {
+    case 11:
+        return &heap_311;
+    case 12:
+        return &heap_312;
+    case 13:
+        return &heap_313;
+    case 14:
+        return &heap_314;
+    default:
+        return NULL;
+    }
 }

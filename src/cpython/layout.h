@@ -87,4 +87,53 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
 /* Bytes of the _Py_DebugOffsets block for a minor version (0 when it has none). */
 size_t py_debug_offsets_size(int minor);
 
+/* A labelled object pointer inside a struct: the references a tp_traverse visits, as data. */
+struct py_ref_field {
+    uint16_t off;
+    uint8_t kind;      /* enum hw_edge_kind (cpython/heap_walk.h) */
+    const char *label; /* `.__globals__` */
+};
+
+#define PY_MAX_REF_FIELDS 16
+
+/* What the heap walker needs beyond struct py_layout: GC lists, type and heap-type fields, and the
+ * layouts of the builtin containers, per minor version (offsetof() on the 3.11.7, 3.12.1 and
+ * 3.13.0 headers; 3.14 from py-spy's 3.14.0 bindings and cpython-internals.md, untested). None of
+ * these is in _Py_DebugOffsets except gc.collecting, which the walker checks against it. */
+struct py_heap_layout {
+    int minor;
+    /* struct _gc_runtime_state, relative to interp->gc: list heads (PyGC_Head, 16 bytes) */
+    uint64_t gc_generations[3], gc_permanent, gc_collecting, gc_garbage;
+    /* PyTypeObject / PyHeapTypeObject */
+    uint64_t tp_itemsize, tp_weaklistoffset, tp_base, tp_dict, tp_bases, tp_mro, tp_is_gc;
+    uint64_t ht_name, ht_slots, ht_qualname, ht_module;
+    uint64_t sizeof_type, sizeof_heaptype;
+    bool static_type_presize; /* sys.getsizeof adds the GC head to static types (3.11, 3.12) */
+    /* tuple, list, set, bytearray */
+    uint64_t tuple_items, list_items, list_allocated;
+    uint64_t set_mask, set_table, set_smalltable;
+    uint64_t ba_alloc, ba_start, ba_basicsize;
+    /* dict keys */
+    uint64_t dk_usable, dk_nentries;
+    /* code */
+    uint64_t co_localsplusnames, co_nlocalsplus, co_stacksize, co_extra;
+    /* _PyInterpreterFrame beyond struct py_layout */
+    uint64_t fr_func, fr_globals, fr_builtins, fr_locals, fr_frame_obj, fr_stacktop;
+    bool fr_stackpointer; /* 3.14: fr_stacktop holds a _PyStackRef* instead of a slot count */
+    /* PyFrameObject */
+    uint64_t frobj_back, frobj_frame, frobj_trace, frobj_data;
+    int frame_owned_by_frame_object;
+    /* generators and coroutines */
+    uint64_t gi_name, gi_qualname, gi_exc_value, gi_frame_state, gi_iframe;
+    int gen_state_cleared;
+    /* PyThreadState objects used as roots */
+    uint64_t ts_dict, ts_async_exc, ts_context, ts_exc_info, ts_current_exception;
+    /* fixed references per kind, in the order tp_traverse visits them */
+    struct py_ref_field func[PY_MAX_REF_FIELDS], exc[8], tb[4], method[4], cfunc[4], cell[2],
+        classmethod[4], property[6], weakref_cb[2], module[4], type_fields[8], frobj[4];
+};
+
+/* The heap walker's table for a minor version (11-14), or NULL. */
+const struct py_heap_layout *py_heap_layout_table(int minor);
+
 #endif

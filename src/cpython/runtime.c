@@ -2,6 +2,7 @@
  * a static interpreter), the version, the refusal of builds scry cannot read, and the layout. */
 #include "runtime.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,43 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     rt->types.tuple = sym_addr(rt, img, first_vaddr, "PyTuple_Type");
     rt->types.module = sym_addr(rt, img, first_vaddr, "PyModule_Type");
     rt->types.none_struct = sym_addr(rt, img, first_vaddr, "_Py_NoneStruct");
+    static const struct {
+        size_t off;
+        const char *sym;
+    } more[] = {
+        {offsetof(struct py_types, object), "PyBaseObject_Type"},
+        {offsetof(struct py_types, bool_), "PyBool_Type"},
+        {offsetof(struct py_types, float_), "PyFloat_Type"},
+        {offsetof(struct py_types, complex), "PyComplex_Type"},
+        {offsetof(struct py_types, bytearray), "PyByteArray_Type"},
+        {offsetof(struct py_types, set), "PySet_Type"},
+        {offsetof(struct py_types, frozenset), "PyFrozenSet_Type"},
+        {offsetof(struct py_types, cell), "PyCell_Type"},
+        {offsetof(struct py_types, function), "PyFunction_Type"},
+        {offsetof(struct py_types, method), "PyMethod_Type"},
+        {offsetof(struct py_types, cfunction), "PyCFunction_Type"},
+        {offsetof(struct py_types, cmethod), "PyCMethod_Type"},
+        {offsetof(struct py_types, classmethod), "PyClassMethod_Type"},
+        {offsetof(struct py_types, staticmethod), "PyStaticMethod_Type"},
+        {offsetof(struct py_types, property), "PyProperty_Type"},
+        {offsetof(struct py_types, frame), "PyFrame_Type"},
+        {offsetof(struct py_types, gen), "PyGen_Type"},
+        {offsetof(struct py_types, coro), "PyCoro_Type"},
+        {offsetof(struct py_types, async_gen), "PyAsyncGen_Type"},
+        {offsetof(struct py_types, traceback), "PyTraceBack_Type"},
+        {offsetof(struct py_types, none_type), "_PyNone_Type"},
+        {offsetof(struct py_types, weakref), "_PyWeakref_RefType"},
+        {offsetof(struct py_types, weakproxy), "_PyWeakref_ProxyType"},
+        {offsetof(struct py_types, weakcallableproxy), "_PyWeakref_CallableProxyType"},
+        {offsetof(struct py_types, odict), "PyODict_Type"},
+        {offsetof(struct py_types, true_struct), "_Py_TrueStruct"},
+        {offsetof(struct py_types, false_struct), "_Py_FalseStruct"},
+        {offsetof(struct py_types, set_dummy_ptr), "_PySet_Dummy"},
+    };
+    for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
+        uint64_t a = sym_addr(rt, img, first_vaddr, more[i].sym);
+        memcpy((uint8_t *)&rt->types + more[i].off, &a, sizeof(a));
+    }
     if (!rt->types.code) {
         err = err_fail(SCRY_E_NOT_PYTHON, "%s: %s does not export PyCode_Type", who, image);
         goto out;

@@ -13,6 +13,12 @@
 /* Builtin type objects, by address in the target (0 when not found). */
 struct py_types {
     uint64_t code, type, str, bytes, long_, dict, list, tuple, module, none_struct;
+    /* for the heap walker */
+    uint64_t object, bool_, float_, complex, bytearray, set, frozenset, cell, function, method,
+        cfunction, cmethod, classmethod, staticmethod, property, frame, gen, coro, async_gen,
+        traceback, none_type, weakref, weakproxy, weakcallableproxy, odict, true_struct,
+        false_struct;
+    uint64_t set_dummy_ptr; /* &_PySet_Dummy: a pointer variable holding the dummy key */
 };
 
 struct py_runtime {

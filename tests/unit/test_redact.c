@@ -1,0 +1,76 @@
+/* Redaction rules: sensitive names and secret-shaped values are caught, ordinary data is not. */
+#include "cpython/redact.h"
+#include "testlib.h"
+
+static bool name(const char *s) { return redact_name_is_sensitive(s, strlen(s)); }
+static bool secret(const char *s) { return redact_value_looks_secret(s, strlen(s)); }
+
+static void test_names(void)
+{
+    const char *yes[] = {"password", "PASSWORD", "db_passwd", "client_secret", "access_token",
+                         "api_key", "ApiKey", "Authorization", "auth", "session_id", "cookie",
+                         "Set-Cookie", "credentials", "SECRET_KEY", "refresh-Token"};
+    const char *no[] = {"name", "payload", "user", "cache", "listeners", "count", "data", "",
+                        "pass", "tok", "sess", "value"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (!name(yes[i]))
+            tl_fail(__FILE__, __LINE__, "name '%s' should be sensitive", yes[i]);
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        if (name(no[i]))
+            tl_fail(__FILE__, __LINE__, "name '%s' should not be sensitive", no[i]);
+}
+
+static void test_values(void)
+{
+    const char *yes[] = {
+        "sk-proj-abcdefghijklmnopqrstuvwx",
+        "sk-0123456789abcdefABCDEF",
+        "ghp_0123456789abcdefghijABCDEFGHIJ0123",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+        "AKIAIOSFODNN7EXAMPLE",
+        "key=AKIAIOSFODNN7EXAMPLE;",
+        "xoxb-123456789012-abcdefghij",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdEFGH",
+        "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig0",
+        "0123456789abcdef0123456789abcdef",
+        "d41d8cd98f00b204e9800998ecf8427e",
+        "token: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 end",
+        "dGhpcyBpcyBhIHNlY3JldCBrZXkgMTIzNDU2Nzg5MA==",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow...",
+    };
+    const char *no[] = {
+        "",
+        "hello world",
+        "user:8812",
+        "internationalization",
+        "/usr/lib/python3.11/site-packages/foo.py",
+        "The quick brown fox jumps over the lazy dog 1234",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "12345678901234567890123",
+        "sk-short",
+        "AKIA-not-a-key",
+        "eyJust a sentence",
+        "listener-0001",
+        "CamelCaseIdentifierWithoutDigits",
+    };
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (!secret(yes[i]))
+            tl_fail(__FILE__, __LINE__, "'%s' should look secret", yes[i]);
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        if (secret(no[i]))
+            tl_fail(__FILE__, __LINE__, "'%s' should not look secret", no[i]);
+}
+
+static void test_binary_and_bounds(void)
+{
+    /* Embedded NULs and bytes >= 0x80 are handled, and only len bytes are looked at. */
+    const char buf[] = "abc\0\xff\xfe sk-0123456789abcdefABCDEF";
+    CHECK(redact_value_looks_secret(buf, sizeof(buf) - 1));
+    CHECK(!redact_value_looks_secret(buf, 6));
+    CHECK(!redact_name_is_sensitive("tokenizer", 3));
+    CHECK(redact_name_is_sensitive("tokenizer", 5));
+}
+
+static const struct tl_test tests[] = {TL(test_names), TL(test_values),
+                                       TL(test_binary_and_bounds)};
+TL_MAIN(tests)
