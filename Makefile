@@ -25,7 +25,7 @@ endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDLIBS  := -lelf -ljansson $(LDSAN)
 
-CORE_DIRS := src/common src/reader src/cpython src/analysis src/render
+CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 CLI_SRC   := $(wildcard src/cli/*.c)
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)

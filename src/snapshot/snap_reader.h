@@ -160,10 +160,10 @@ static inline const struct snap_location *snap_location_at(const struct snap *s,
 {
     return &s->locations[i];
 }
-/* Object's location (binary search): true and *file/*line set, or false. */
+/* Object's location (binary search): true with the file and line, or false. */
 bool snap_location(const struct snap *s, uint32_t object, const char **file, uint32_t *line);
 
-/* Object's captured content: true and *data/*len set, or false (none captured for it). */
+/* Object's captured content: true with its bytes and length, or false (none captured). */
 bool snap_content(const struct snap *s, uint32_t object, const char **data, size_t *len);
 
 static inline const struct snap_meta_info *snap_meta(const struct snap *s) { return &s->meta; }

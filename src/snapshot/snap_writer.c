@@ -1,0 +1,673 @@
+/* The snapshot writer: compact arrays filled by the walker's callbacks, turned into the on-disk
+ * chunks at close (docs/snapshot-format.md).
+ *
+ * Sections: string interning; adding; building the chunks (sort, index, CSR); output. */
+#include "snapshot/snap_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/hashmap.h"
+#include "snapshot/crc32.h"
+#include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
+
+/* ---- string interning ---------------------------------------------------------------------- */
+
+/* Strings are stored as the STRS chunk wants them: a blob of NUL-terminated strings and the
+ * offsets array; a hash table of (hash32 << 32 | id + 1) finds a string's id. */
+struct interner {
+    char *blob;
+    size_t blob_len, blob_alloc;
+    uint32_t *off; /* count + 1 entries */
+    size_t count, off_alloc;
+    uint64_t *table;
+    size_t cap; /* power of two */
+};
+
+static uint32_t str_hash(const char *s, size_t len)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    for (; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+    return (uint32_t)(hm_hash64(h) >> 32);
+}
+
+static int grow(void **p, size_t *alloc, size_t need, size_t elem)
+{
+    if (need <= *alloc)
+        return 0;
+    size_t n = *alloc ? *alloc : 1024;
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / elem)
+            return -SCRY_E_NO_MEMORY;
+        n *= 2;
+    }
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -SCRY_E_NO_MEMORY;
+    *p = q;
+    *alloc = n;
+    return 0;
+}
+
+static int intern_rehash(struct interner *in, size_t newcap)
+{
+    uint64_t *t = calloc(newcap, sizeof(*t));
+    if (!t)
+        return -SCRY_E_NO_MEMORY;
+    for (size_t i = 0; i < in->cap; i++) {
+        uint64_t e = in->table[i];
+        if (!e)
+            continue;
+        size_t j = (size_t)(e >> 32) & (newcap - 1);
+        while (t[j])
+            j = (j + 1) & (newcap - 1);
+        t[j] = e;
+    }
+    free(in->table);
+    in->table = t;
+    in->cap = newcap;
+    return 0;
+}
+
+/* The id of s (len bytes), adding it if new. Returns 0 and *id, or a negative error. */
+static int intern(struct interner *in, const char *s, size_t len, uint32_t *id)
+{
+    if (!s)
+        s = "", len = 0;
+    if ((in->count + 1) * 2 > in->cap) {
+        int err = intern_rehash(in, in->cap ? in->cap * 2 : 4096);
+        if (err)
+            return err;
+    }
+    uint32_t h = str_hash(s, len);
+    size_t i = h & (in->cap - 1);
+    for (;; i = (i + 1) & (in->cap - 1)) {
+        uint64_t e = in->table[i];
+        if (!e)
+            break;
+        if ((uint32_t)(e >> 32) != h)
+            continue;
+        uint32_t cand = (uint32_t)e - 1;
+        size_t clen = in->off[cand + 1] - in->off[cand] - 1;
+        if (clen == len && memcmp(in->blob + in->off[cand], s, len) == 0) {
+            *id = cand;
+            return 0;
+        }
+    }
+    if (in->count >= UINT32_MAX - 2)
+        return err_fail(SCRY_E_INTERNAL, "snapshot limit: more than 2^32 - 2 distinct strings");
+    if (len >= UINT32_MAX || in->blob_len + len + 1 > UINT32_MAX)
+        return err_fail(SCRY_E_INTERNAL, "snapshot limit: more than 4 GiB of distinct strings");
+    if (grow((void **)&in->blob, &in->blob_alloc, in->blob_len + len + 1, 1) ||
+        grow((void **)&in->off, &in->off_alloc, in->count + 2, sizeof(uint32_t)))
+        return -SCRY_E_NO_MEMORY;
+    if (in->count == 0)
+        in->off[0] = 0;
+    memcpy(in->blob + in->blob_len, s, len);
+    in->blob[in->blob_len + len] = 0;
+    in->blob_len += len + 1;
+    *id = (uint32_t)in->count;
+    in->count++;
+    in->off[in->count] = (uint32_t)in->blob_len;
+    in->table[i] = ((uint64_t)h << 32) | (*id + 1);
+    return 0;
+}
+
+static int intern_cstr(struct interner *in, const char *s, uint32_t *id)
+{
+    return intern(in, s, s ? strlen(s) : 0, id);
+}
+
+static void interner_free(struct interner *in)
+{
+    free(in->blob);
+    free(in->off);
+    free(in->table);
+    memset(in, 0, sizeof(*in));
+}
+
+/* ---- the writer ------------------------------------------------------------------------------ */
+
+struct raw_edge {
+    uint64_t from, to; /* addresses; at close, object indexes */
+    uint32_t label;
+    uint8_t kind;
+};
+
+struct raw_ref { /* a root, a location or a content */
+    uint64_t addr;
+    uint32_t str;
+    uint32_t line; /* locations only */
+    uint32_t seq;  /* arrival order, so that "the first one wins" survives sorting */
+    uint32_t index;
+};
+
+#define VEC(T)                                                                                     \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n, alloc;                                                                           \
+    }
+
+struct snap_writer {
+    char *path, *tmp;
+    int fd;
+    struct interner strings;
+    VEC(struct snap_object) objects;
+    VEC(struct raw_edge) edges;
+    VEC(struct raw_ref) roots;
+    VEC(struct raw_ref) locations;
+    VEC(struct raw_ref) contents;
+    struct snap_meta meta;
+    char *python_version, *tool_version;
+    bool failed;
+};
+
+#define VEC_PUSH(w, vec, item)                                                                     \
+    (grow((void **)&(vec).v, &(vec).alloc, (vec).n + 1, sizeof(*(vec).v))                          \
+         ? writer_fail(w, -SCRY_E_NO_MEMORY)                                                        \
+         : ((vec).v[(vec).n++] = (item), 0))
+
+static int writer_fail(struct snap_writer *w, int err)
+{
+    w->failed = true;
+    if (err == -SCRY_E_NO_MEMORY)
+        err_fail(SCRY_E_NO_MEMORY, "out of memory while building the snapshot %s", w->path);
+    return err;
+}
+
+int snap_writer_open(const char *path, struct snap_writer **out)
+{
+    *out = NULL;
+    struct snap_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    w->fd = -1;
+    size_t n = strlen(path) + 32;
+    w->path = strdup(path);
+    w->tmp = malloc(n);
+    if (!w->path || !w->tmp) {
+        snap_writer_abort(w);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        int e = errno;
+        free(w->tmp); /* nothing to unlink */
+        w->tmp = NULL;
+        snap_writer_abort(w);
+        return err_fail(SCRY_E_IO, "cannot create %s: %s", path, strerror(e));
+    }
+    /* String 0 is "" by definition. */
+    uint32_t id;
+    int err = intern(&w->strings, "", 0, &id);
+    if (err) {
+        snap_writer_abort(w);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    *out = w;
+    return 0;
+}
+
+int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name, uint64_t size,
+                    uint32_t flags, const char *content, size_t content_len)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    if (addr == 0 || addr == UINT64_MAX)
+        return err_fail(SCRY_E_INTERNAL, "object at address 0x%llx cannot be stored",
+                        (unsigned long long)addr);
+    struct snap_object o = {.addr = addr, .size = size, .flags = flags};
+    int err = intern_cstr(&w->strings, type_name, &o.type);
+    if (err)
+        return writer_fail(w, err);
+    if (content) {
+        struct raw_ref c = {.addr = addr, .seq = (uint32_t)w->contents.n};
+        err = intern(&w->strings, content, content_len, &c.str);
+        if (err || (err = VEC_PUSH(w, w->contents, c)))
+            return writer_fail(w, err);
+    }
+    return VEC_PUSH(w, w->objects, o);
+}
+
+int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
+                  const char *label)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    if (kind > SNAP_EDGE_KIND_MAX)
+        return err_fail(SCRY_E_INTERNAL, "edge kind %u is not one of the snapshot's", kind);
+    struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind};
+    int err = intern_cstr(&w->strings, label, &e.label);
+    if (err)
+        return writer_fail(w, err);
+    return VEC_PUSH(w, w->edges, e);
+}
+
+int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    struct raw_ref r = {.addr = addr, .seq = (uint32_t)w->roots.n};
+    int err = intern_cstr(&w->strings, label, &r.str);
+    if (err)
+        return writer_fail(w, err);
+    return VEC_PUSH(w, w->roots, r);
+}
+
+int snap_add_location(struct snap_writer *w, uint64_t addr, const char *file, int line)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    struct raw_ref r = {.addr = addr, .line = line < 0 ? 0 : (uint32_t)line,
+                        .seq = (uint32_t)w->locations.n};
+    int err = intern_cstr(&w->strings, file, &r.str);
+    if (err)
+        return writer_fail(w, err);
+    return VEC_PUSH(w, w->locations, r);
+}
+
+void snap_set_meta(struct snap_writer *w, const struct snap_meta *m)
+{
+    free(w->python_version);
+    free(w->tool_version);
+    w->meta = *m;
+    w->python_version = strdup(m->python_version ? m->python_version : "");
+    w->tool_version = strdup(m->tool_version ? m->tool_version : "");
+    if (!w->python_version || !w->tool_version)
+        writer_fail(w, -SCRY_E_NO_MEMORY);
+}
+
+void snap_writer_abort(struct snap_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (w->tmp)
+        unlink(w->tmp);
+    interner_free(&w->strings);
+    free(w->objects.v);
+    free(w->edges.v);
+    free(w->roots.v);
+    free(w->locations.v);
+    free(w->contents.v);
+    free(w->python_version);
+    free(w->tool_version);
+    free(w->path);
+    free(w->tmp);
+    free(w);
+}
+
+/* ---- building the chunks --------------------------------------------------------------------- */
+
+static int cmp_object(const void *a, const void *b)
+{
+    const struct snap_object *x = a, *y = b;
+    /* The whole record decides, so that duplicates keep the same one whatever qsort does. */
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    return x->flags < y->flags ? -1 : x->flags > y->flags;
+}
+
+static int cmp_ref_by_index(const void *a, const void *b)
+{
+    const struct raw_ref *x = a, *y = b;
+    if (x->index != y->index)
+        return x->index < y->index ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Maps each ref's address to its object index; drops those without one, and, if sorted, all but
+ * the first ref of each object. Returns how many were dropped. */
+static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct hashmap *index, bool sorted)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        uint64_t idx;
+        if (!hm_get(index, v[i].addr, &idx))
+            continue;
+        v[i].index = (uint32_t)idx;
+        v[kept++] = v[i];
+    }
+    uint64_t dropped = *n - kept;
+    if (sorted && kept > 1) {
+        qsort(v, kept, sizeof(*v), cmp_ref_by_index);
+        size_t k = 1;
+        for (size_t i = 1; i < kept; i++)
+            if (v[i].index != v[k - 1].index)
+                v[k++] = v[i];
+        dropped += kept - k;
+        kept = k;
+    }
+    *n = kept;
+    return dropped;
+}
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+struct out {
+    int fd;
+    uint8_t *buf;
+    size_t n;
+    uint64_t pos;
+    uint32_t crc;
+    int err; /* errno of the first failure */
+};
+
+#define OUT_BUF (1u << 20)
+
+static void out_flush(struct out *o)
+{
+    size_t done = 0;
+    while (!o->err && done < o->n) {
+        ssize_t r = write(o->fd, o->buf + done, o->n - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            o->err = r < 0 ? errno : EIO;
+        else
+            done += (size_t)r;
+    }
+    o->n = 0;
+}
+
+static void out_put(struct out *o, const void *data, size_t len)
+{
+    o->crc = snap_crc32(o->crc, data, len);
+    o->pos += len;
+    const uint8_t *p = data;
+    while (len) {
+        if (o->n == OUT_BUF)
+            out_flush(o);
+        size_t k = OUT_BUF - o->n < len ? OUT_BUF - o->n : len;
+        memcpy(o->buf + o->n, p, k);
+        o->n += k;
+        p += k;
+        len -= k;
+    }
+}
+
+static void out_u32(struct out *o, uint32_t v) { out_put(o, &v, 4); }
+static void out_u64(struct out *o, uint64_t v) { out_put(o, &v, 8); }
+
+struct dir_entry {
+    uint32_t type, crc;
+    uint64_t offset, length;
+};
+
+static void chunk_begin(struct out *o, struct dir_entry *d, uint32_t type)
+{
+    static const uint8_t zeros[SNAP_CHUNK_ALIGN];
+    size_t pad = (SNAP_CHUNK_ALIGN - (o->pos & (SNAP_CHUNK_ALIGN - 1))) & (SNAP_CHUNK_ALIGN - 1);
+    out_put(o, zeros, pad);
+    d->type = type;
+    d->offset = o->pos;
+    o->crc = 0;
+}
+
+static void chunk_end(struct out *o, struct dir_entry *d)
+{
+    d->crc = o->crc;
+    d->length = o->pos - d->offset;
+}
+
+static void put_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
+{
+    int err = 0;
+    struct hashmap index = HASHMAP_INIT;
+    uint32_t *first = NULL, *target = NULL, *label = NULL;
+    uint8_t *kind = NULL;
+    struct out o = {.fd = w->fd};
+    struct snap_write_stats st = {0};
+
+    if (w->failed) {
+        err = -SCRY_E_INTERNAL;
+        goto out;
+    }
+    if (w->contents.n && !w->meta.capture_contents) {
+        err = err_fail(SCRY_E_INTERNAL, "contents were given for a snapshot without "
+                                        "capture_contents; refusing to store them");
+        goto out;
+    }
+    uint32_t pyver_id, toolver_id;
+    if ((err = intern_cstr(&w->strings, w->python_version, &pyver_id)) ||
+        (err = intern_cstr(&w->strings, w->tool_version, &toolver_id))) {
+        if (err == -SCRY_E_NO_MEMORY)
+            goto fail_mem;
+        goto out; /* a limit, with its message */
+    }
+
+    /* Objects: sorted by address, one per address. */
+    struct snap_object *objs = w->objects.v;
+    size_t nobj = w->objects.n;
+    if (nobj > 1)
+        qsort(objs, nobj, sizeof(*objs), cmp_object);
+    size_t k = 0;
+    for (size_t i = 0; i < nobj; i++) {
+        if (k && objs[k - 1].addr == objs[i].addr) {
+            st.duplicate_objects++;
+            continue;
+        }
+        objs[k++] = objs[i];
+        st.shallow_bytes += objs[i].size;
+    }
+    nobj = w->objects.n = k;
+    if (nobj >= UINT32_MAX) {
+        err = err_fail(SCRY_E_INTERNAL, "snapshot limit: %zu objects (at most 2^32 - 2)", nobj);
+        goto out;
+    }
+
+    /* Address -> index, then references by index. */
+    for (size_t i = 0; i < nobj; i++)
+        if ((err = hm_put(&index, objs[i].addr, i)))
+            goto fail_mem;
+    first = calloc(nobj + 1, sizeof(*first));
+    if (!first)
+        goto fail_mem;
+    struct raw_edge *edges = w->edges.v;
+    size_t nedge = 0;
+    for (size_t i = 0; i < w->edges.n; i++) {
+        uint64_t f, t;
+        if (!hm_get(&index, edges[i].from, &f) || !hm_get(&index, edges[i].to, &t)) {
+            st.dropped_edges++;
+            continue;
+        }
+        if (first[f + 1] == UINT32_MAX || nedge == UINT32_MAX) {
+            err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more references");
+            goto out;
+        }
+        first[f + 1]++;
+        edges[nedge] = edges[i];
+        edges[nedge].from = f;
+        edges[nedge].to = t;
+        nedge++;
+    }
+    st.dropped_roots = map_refs(w->roots.v, &w->roots.n, &index, false);
+    st.dropped_locations = map_refs(w->locations.v, &w->locations.n, &index, true);
+    map_refs(w->contents.v, &w->contents.n, &index, true); /* duplicates of duplicate objects */
+    if (w->roots.n >= UINT32_MAX) {
+        err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more roots");
+        goto out;
+    }
+    hm_free(&index);
+
+    /* CSR: a stable counting sort by source, keeping the walker's order within an object.
+     * first[i] holds object i-1's count; after the prefix sum it is object i's start, then each
+     * placement bumps it, leaving first[i] at object i's end, which is shifted into place. */
+    for (size_t i = 1; i <= nobj; i++)
+        first[i] += first[i - 1];
+    target = malloc((nedge ? nedge : 1) * sizeof(*target));
+    label = malloc((nedge ? nedge : 1) * sizeof(*label));
+    kind = malloc(nedge ? nedge : 1);
+    if (!target || !label || !kind)
+        goto fail_mem;
+    for (size_t i = 0; i < nedge; i++) {
+        uint32_t at = first[edges[i].from]++;
+        target[at] = (uint32_t)edges[i].to;
+        label[at] = edges[i].label;
+        kind[at] = edges[i].kind;
+    }
+    memmove(first + 1, first, nobj * sizeof(*first));
+    first[0] = 0;
+    free(w->edges.v);
+    w->edges.v = NULL;
+    w->edges.n = 0;
+
+    /* Write. */
+    o.buf = malloc(OUT_BUF);
+    if (!o.buf)
+        goto fail_mem;
+    struct dir_entry dir[7];
+    size_t nd = 0;
+    uint8_t header[SNAP_HEADER_SIZE] = {0};
+    out_put(&o, header, sizeof(header)); /* written again at the end */
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_META);
+    out_u32(&o, w->meta.pid);
+    out_u32(&o, w->meta.capture_contents ? SNAP_META_CONTENTS : 0);
+    out_u64(&o, w->meta.rss_bytes);
+    out_u64(&o, (uint64_t)w->meta.dump_time_us);
+    out_u64(&o, w->meta.pause_us);
+    out_u32(&o, w->meta.capture_contents ? w->meta.max_str : 0);
+    out_u32(&o, pyver_id);
+    out_u32(&o, toolver_id);
+    out_u32(&o, 0);
+    out_u64(&o, st.dropped_edges);
+    out_u64(&o, st.duplicate_objects);
+    out_u32(&o, (uint32_t)(st.dropped_roots > UINT32_MAX ? UINT32_MAX : st.dropped_roots));
+    out_u32(&o, (uint32_t)(st.dropped_locations > UINT32_MAX ? UINT32_MAX
+                                                             : st.dropped_locations));
+    chunk_end(&o, &dir[nd++]);
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_STRS);
+    out_u32(&o, (uint32_t)w->strings.count);
+    out_u32(&o, (uint32_t)w->strings.blob_len);
+    out_put(&o, w->strings.off, (w->strings.count + 1) * sizeof(uint32_t));
+    out_put(&o, w->strings.blob, w->strings.blob_len);
+    chunk_end(&o, &dir[nd++]);
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_OBJS);
+    out_put(&o, objs, nobj * sizeof(*objs));
+    chunk_end(&o, &dir[nd++]);
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_EDGE);
+    out_u32(&o, (uint32_t)nobj);
+    out_u32(&o, (uint32_t)nedge);
+    out_put(&o, first, (nobj + 1) * sizeof(*first));
+    out_put(&o, target, nedge * sizeof(*target));
+    out_put(&o, label, nedge * sizeof(*label));
+    out_put(&o, kind, nedge);
+    chunk_end(&o, &dir[nd++]);
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_ROOT);
+    for (size_t i = 0; i < w->roots.n; i++) {
+        out_u32(&o, w->roots.v[i].index);
+        out_u32(&o, w->roots.v[i].str);
+    }
+    chunk_end(&o, &dir[nd++]);
+
+    chunk_begin(&o, &dir[nd], SNAP_CHUNK_LOCS);
+    for (size_t i = 0; i < w->locations.n; i++) {
+        out_u32(&o, w->locations.v[i].index);
+        out_u32(&o, w->locations.v[i].str);
+        out_u32(&o, w->locations.v[i].line);
+    }
+    chunk_end(&o, &dir[nd++]);
+
+    if (w->meta.capture_contents) {
+        chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
+        for (size_t i = 0; i < w->contents.n; i++) {
+            out_u32(&o, w->contents.v[i].index);
+            out_u32(&o, w->contents.v[i].str);
+        }
+        chunk_end(&o, &dir[nd++]);
+    }
+
+    /* Directory, then the header over the placeholder. */
+    struct dir_entry dummy;
+    chunk_begin(&o, &dummy, 0);
+    uint64_t dir_offset = o.pos;
+    for (size_t i = 0; i < nd; i++) {
+        out_u32(&o, dir[i].type);
+        out_u32(&o, dir[i].crc);
+        out_u64(&o, dir[i].offset);
+        out_u64(&o, dir[i].length);
+    }
+    chunk_end(&o, &dummy);
+    uint32_t dir_crc = dummy.crc;
+    out_flush(&o);
+
+    memcpy(header, SNAP_MAGIC, 8);
+    header[8] = SNAP_MAJOR;
+    header[10] = SNAP_MINOR;
+    put_le64(header + 16, o.pos);
+    put_le64(header + 24, dir_offset);
+    put_le32(header + 32, (uint32_t)nd);
+    put_le32(header + 36, dir_crc);
+    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
+    if (!o.err && pwrite(w->fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
+        o.err = errno ? errno : EIO;
+    if (!o.err && fsync(w->fd) != 0)
+        o.err = errno;
+    if (o.err) {
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->tmp, strerror(o.err));
+        goto out;
+    }
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->tmp, strerror(errno));
+        goto out;
+    }
+    if (rename(w->tmp, w->path) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
+        goto out;
+    }
+    free(w->tmp); /* renamed: nothing left to unlink */
+    w->tmp = NULL;
+
+    st.objects = nobj;
+    st.edges = nedge;
+    st.roots = w->roots.n;
+    st.locations = w->locations.n;
+    st.contents = w->meta.capture_contents ? w->contents.n : 0;
+    st.strings = w->strings.count;
+    st.file_bytes = o.pos;
+    if (stats)
+        *stats = st;
+    goto out;
+
+fail_mem:
+    err = err_fail(SCRY_E_NO_MEMORY, "out of memory while writing the snapshot %s", w->path);
+out:
+    hm_free(&index);
+    free(first);
+    free(target);
+    free(label);
+    free(kind);
+    free(o.buf);
+    snap_writer_abort(w);
+    return err;
+}
