@@ -16,6 +16,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 int cmd_stacks(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_view(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
