@@ -58,6 +58,7 @@ static void read_config(void)
     ag_cfg.virtual_time = env_flag("SCRY_VIRTUAL_TIME");
     ag_cfg.profile_all = env_flag("SCRY_PROFILE_ALL");
     ag_cfg.system_libraries = env_flag("SCRY_PROFILE_SYSTEM_LIBRARIES");
+    ag_cfg.stacks = env_flag("SCRY_STACKS");
     env_str("SCRY_PROGRAM_PATH", ag_cfg.program_path, sizeof(ag_cfg.program_path));
     env_str("SCRY_PROFILE_ONLY", ag_cfg.profile_only, sizeof(ag_cfg.profile_only));
     env_str("SCRY_PROFILE_EXCLUDE", ag_cfg.profile_exclude, sizeof(ag_cfg.profile_exclude));

@@ -31,6 +31,7 @@ struct ag_config {
     bool virtual_time;
     bool profile_all;
     bool system_libraries;
+    bool stacks; /* record call stacks (SCRY_STACKS=1) */
     char program_path[4096];
     char profile_only[4096];   /* comma-separated, may be empty */
     char profile_exclude[4096];

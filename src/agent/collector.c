@@ -212,16 +212,29 @@ static const struct ag_code *resolve(const struct ag_frame *f)
     return c;
 }
 
-/* Where a sample is charged: a profiled line, or (time nobody takes) the innermost file. */
+/* Where a sample is charged: a profiled line, or (time nobody takes) the innermost file; with
+ * --stacks also the call stack of its profiled frames. */
 struct ag_attr {
     enum { ATTR_NONE, ATTR_LINE, ATTR_EXCLUDED } kind;
     uint32_t file, func;
     int32_t line;
+    uint32_t stack; /* index + 1 into stats.stacks, 0 for none */
 };
 
-/* Finds the first frame whose file is profiled. */
+static int frame_line(const struct ag_code *c, int32_t lasti)
+{
+    const struct py_code_info *ci = c->ci;
+    int line = ci->linetable
+                   ? py_linetable_line(ci->linetable, ci->linetable_len, ci->firstlineno, lasti)
+                   : -1;
+    return line < 0 ? ci->firstlineno : line;
+}
+
+/* Finds the first frame whose file is profiled (and, with stacks, all of them). */
 static struct ag_attr attribute(const struct ag_sample *s)
 {
+    static struct ag_sframe chain[AG_MAX_DEPTH];
+    uint32_t n = 0;
     struct ag_attr a = {.kind = ATTR_NONE};
     for (uint32_t i = 0; i < s->depth; i++) {
         const struct ag_code *c = resolve(&s->frames[i]);
@@ -233,12 +246,21 @@ static struct ag_attr attribute(const struct ag_sample *s)
         }
         if (stats.files[c->file].rule != AG_RULE_PROFILED)
             continue;
-        const struct py_code_info *ci = c->ci;
-        int line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
-                                                     ci->firstlineno, s->frames[i].lasti)
-                                 : -1;
-        a = (struct ag_attr){ATTR_LINE, c->file, c->func, line < 0 ? ci->firstlineno : line};
-        break;
+        int line = frame_line(c, s->frames[i].lasti);
+        if (a.kind != ATTR_LINE)
+            a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
+        if (!ag_cfg.stacks)
+            break;
+        chain[n++] = (struct ag_sframe){c->file, c->func, line};
+    }
+    if (n > 0) {
+        for (uint32_t i = 0; i < n / 2; i++) { /* outermost first */
+            struct ag_sframe t = chain[i];
+            chain[i] = chain[n - 1 - i];
+            chain[n - 1 - i] = t;
+        }
+        if (ag_stats_stack(&stats, chain, n, &a.stack))
+            a.stack = 0;
     }
     return a;
 }
@@ -269,6 +291,11 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
         stats.files[a->file].excluded_sec += sec;
     else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
         stats.dropped++;
+    if (a->stack) {
+        struct ag_stack *st = &stats.stacks[a->stack - 1];
+        st->sec[cat] += sec;
+        st->samples++;
+    }
 }
 
 static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)

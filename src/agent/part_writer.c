@@ -112,6 +112,34 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
     }
     jw_arr_end(w);
 
+    if (ag_cfg.stacks) {
+        jw_key(w, "stacks");
+        jw_arr_begin(w);
+        for (size_t i = 0; i < st->nstacks; i++) {
+            const struct ag_stack *x = &st->stacks[i];
+            if (!x->samples)
+                continue;
+            jw_arr_begin(w);
+            jw_arr_begin(w);
+            for (uint32_t f = 0; f < x->depth; f++) {
+                const struct ag_sframe *fr = &st->sframes[x->off + f];
+                jw_arr_begin(w);
+                jw_uint(w, fr->file);
+                jw_uint(w, fr->func);
+                jw_int(w, fr->line);
+                jw_arr_end(w);
+            }
+            jw_arr_end(w);
+            jw_uint(w, x->samples);
+            jw_double(w, x->sec[AG_PYTHON]);
+            jw_double(w, x->sec[AG_NATIVE]);
+            jw_double(w, x->sec[AG_SYS]);
+            jw_arr_end(w);
+        }
+        jw_arr_end(w);
+        jw_key(w, "stacks_overflow");
+        jw_uint(w, st->stacks_overflow);
+    }
     jw_key(w, "excluded");
     jw_arr_begin(w);
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));

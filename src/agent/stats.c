@@ -61,6 +61,9 @@ void ag_stats_free(struct ag_stats *st)
     free(st->files);
     free(st->funcs);
     free(st->lines);
+    hm_free(&st->stack_by_key);
+    free(st->stacks);
+    free(st->sframes);
     memset(st, 0, sizeof(*st));
 }
 
@@ -163,6 +166,39 @@ int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line
         st->lines[st->nlines].sec[cat] = sec;
         st->lines[st->nlines].samples = 1;
         st->nlines++;
+        return 0;
+    }
+}
+
+int ag_stats_stack(struct ag_stats *st, const struct ag_sframe *frames, uint32_t depth,
+                   uint32_t *out)
+{
+    *out = 0;
+    uint64_t base = fnv1a(frames, depth * sizeof(*frames), depth);
+    for (uint64_t salt = 0;; salt++) {
+        uint64_t k = key_of(base + salt * 0x9e3779b97f4a7c15ULL), v;
+        if (hm_get(&st->stack_by_key, k, &v)) {
+            const struct ag_stack *x = &st->stacks[v - 1];
+            if (x->depth == depth &&
+                memcmp(&st->sframes[x->off], frames, depth * sizeof(*frames)) == 0) {
+                *out = (uint32_t)v;
+                return 0;
+            }
+            continue;
+        }
+        if (st->nstacks >= AG_MAX_STACKS) {
+            st->stacks_overflow++;
+            return 0;
+        }
+        if (!grow((void **)&st->stacks, &st->stacks_cap, st->nstacks + 1, sizeof(*st->stacks)) ||
+            !grow((void **)&st->sframes, &st->sframes_cap, st->nsframes + depth,
+                  sizeof(*st->sframes)) ||
+            hm_put(&st->stack_by_key, k, st->nstacks + 1))
+            return -SCRY_E_NO_MEMORY;
+        memcpy(&st->sframes[st->nsframes], frames, depth * sizeof(*frames));
+        st->stacks[st->nstacks] = (struct ag_stack){.off = (uint32_t)st->nsframes, .depth = depth};
+        st->nsframes += depth;
+        *out = (uint32_t)++st->nstacks;
         return 0;
     }
 }

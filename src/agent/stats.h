@@ -51,6 +51,22 @@ struct ag_line {
     uint64_t samples;
 };
 
+/* One frame of a call stack: a profiled file's function and line. */
+struct ag_sframe {
+    uint32_t file, func;
+    int32_t line;
+};
+
+/* A distinct call stack (with --stacks): its frames are frames[off .. off+depth), outermost
+ * first. */
+struct ag_stack {
+    uint32_t off, depth;
+    double sec[3];
+    uint64_t samples;
+};
+
+#define AG_MAX_STACKS 10000 /* distinct stacks kept; samples of further ones are counted apart */
+
 struct ag_stats {
     struct ag_strtab strings;
     struct hashmap file_by_name; /* string id + 1 -> file index + 1 */
@@ -62,6 +78,12 @@ struct ag_stats {
     struct hashmap line_by_key; /* (file, func, line) -> line index + 1 */
     struct ag_line *lines;
     size_t nlines, lines_cap;
+    struct hashmap stack_by_key; /* hash(frames) -> stack index + 1 */
+    struct ag_stack *stacks;
+    size_t nstacks, stacks_cap;
+    struct ag_sframe *sframes;
+    size_t nsframes, sframes_cap;
+    uint64_t stacks_overflow; /* samples whose stack did not fit in AG_MAX_STACKS */
     double total_sec[3];
     uint64_t samples, dropped, unattributed;
 };
@@ -77,5 +99,9 @@ int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int3
 int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
                  double sec);
 const char *ag_stats_str(const struct ag_stats *st, uint32_t id);
+/* Interns a call stack (frames outermost first); *out is its index + 1, or 0 when the table is
+ * full. */
+int ag_stats_stack(struct ag_stats *st, const struct ag_sframe *frames, uint32_t depth,
+                   uint32_t *out);
 
 #endif

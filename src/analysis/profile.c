@@ -28,6 +28,8 @@ void prof_free(struct profile *p)
     free(p->funcs);
     free(p->lines);
     free(p->excluded);
+    free(p->stacks);
+    free(p->sframes);
     if (p->index)
         json_decref(p->index);
     arena_free(&p->arena);
@@ -165,6 +167,33 @@ static int check_part(const json_t *part, const char *what)
                        i);
     }
 
+    const json_t *stacks = json_object_get(part, "stacks");
+    if (stacks) {
+        if (!json_is_array(stacks))
+            return bad(what, "\"stacks\" is not an array");
+        for (size_t i = 0; i < json_array_size(stacks); i++) {
+            const json_t *st = json_array_get(stacks, i);
+            const json_t *fr = json_array_get(st, 0);
+            bool ok = json_is_array(st) && json_array_size(st) == 5 && json_is_array(fr) &&
+                      json_array_size(fr) > 0 && json_array_size(fr) <= PROF_MAX_DEPTH &&
+                      is_count(json_array_get(st, 1), INT64_MAX) &&
+                      is_seconds(json_array_get(st, 2)) && is_seconds(json_array_get(st, 3)) &&
+                      is_seconds(json_array_get(st, 4));
+            for (size_t f = 0; ok && f < json_array_size(fr); f++) {
+                const json_t *x = json_array_get(fr, f);
+                ok = json_is_array(x) && json_array_size(x) == 3 &&
+                     is_count(json_array_get(x, 0), (int64_t)nfiles - 1) &&
+                     is_count(json_array_get(x, 1), (int64_t)nfuncs - 1) &&
+                     is_count(json_array_get(x, 2), PROF_MAX_LINE);
+            }
+            if (!ok)
+                return bad(what,
+                           "stacks[%zu] is not [[[file index, function index, line], ...], "
+                           "samples, python_sec, native_sec, sys_sec]",
+                           i);
+        }
+    }
+
     const json_t *excl = json_object_get(part, "excluded");
     if (excl) {
         if (!json_is_array(excl))
@@ -287,6 +316,43 @@ static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t fu
     return 0;
 }
 
+/* Merges one stack (frames already in merged indexes). */
+static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t depth, double py,
+                     double nat, double sys, uint64_t samples)
+{
+    struct strbuf key = STRBUF_INIT;
+    sb_addch(&key, 's');
+    for (uint32_t i = 0; i < depth; i++)
+        sb_addf(&key, "%u,%u,%u;", fr[i].file, fr[i].func, fr[i].line);
+    size_t pos;
+    bool found;
+    int err = index_get(p, sb_str(&key), &pos, &found);
+    if (!err && !found) {
+        err = grow((void **)&p->stacks, &p->cap_stacks, p->nstacks, sizeof(*p->stacks));
+        while (!err && p->nsframes + depth > p->cap_sframes)
+            err = grow((void **)&p->sframes, &p->cap_sframes, p->cap_sframes,
+                       sizeof(*p->sframes));
+        if (!err) {
+            pos = p->nstacks;
+            memcpy(&p->sframes[p->nsframes], fr, depth * sizeof(*fr));
+            p->stacks[pos] = (struct prof_stack){.off = (uint32_t)p->nsframes, .depth = depth};
+            p->nsframes += depth;
+            err = index_put(p, sb_str(&key), pos);
+            if (!err)
+                p->nstacks++;
+        }
+    }
+    sb_release(&key);
+    if (err)
+        return err;
+    struct prof_stack *st = &p->stacks[pos];
+    st->python_sec += py;
+    st->native_sec += nat;
+    st->sys_sec += sys;
+    st->samples += samples;
+    return 0;
+}
+
 static int add_excluded(struct profile *p, const char *file, const char *rule, double sec)
 {
     for (size_t i = 0; i < p->nexcluded; i++)
@@ -385,6 +451,25 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
                        json_number_value(json_array_get(l, 4)),
                        json_number_value(json_array_get(l, 5)),
                        (uint64_t)json_integer_value(json_array_get(l, 6)));
+    }
+    const json_t *stacks = json_object_get(part, "stacks");
+    if (stacks)
+        p->have_stacks = true;
+    p->stacks_overflow += (uint64_t)json_integer_value(json_object_get(part, "stacks_overflow"));
+    for (size_t i = 0; i < json_array_size(stacks) && !err; i++) {
+        const json_t *st = json_array_get(stacks, i), *fr = json_array_get(st, 0);
+        struct prof_sframe chain[PROF_MAX_DEPTH];
+        uint32_t depth = (uint32_t)json_array_size(fr);
+        for (uint32_t f = 0; f < depth; f++) {
+            const json_t *x = json_array_get(fr, f);
+            chain[f] = (struct prof_sframe){fmap[json_integer_value(json_array_get(x, 0))],
+                                            umap[json_integer_value(json_array_get(x, 1))],
+                                            (uint32_t)json_integer_value(json_array_get(x, 2))};
+        }
+        err = add_stack(p, chain, depth, json_number_value(json_array_get(st, 2)),
+                        json_number_value(json_array_get(st, 3)),
+                        json_number_value(json_array_get(st, 4)),
+                        (uint64_t)json_integer_value(json_array_get(st, 1)));
     }
     const json_t *excl = json_object_get(part, "excluded");
     for (size_t i = 0; i < json_array_size(excl) && !err; i++) {

@@ -14,6 +14,8 @@
 
 /* Parts list at most this many excluded files each; the merge keeps as many. */
 #define PROF_MAX_EXCLUDED 50
+/* Frames of one call stack at most (the agent keeps 126). */
+#define PROF_MAX_DEPTH 256
 
 struct prof_file {
     const char *name; /* co_filename as the agent saw it */
@@ -38,6 +40,18 @@ struct prof_line {
     double python_sec;
     double native_sec;
     double sys_sec;
+    uint64_t samples;
+};
+
+/* A distinct call stack (scry run --stacks): frames sframes[off .. off+depth), outermost
+ * first, each a profiled function and line. */
+struct prof_sframe {
+    uint32_t file, func, line;
+};
+
+struct prof_stack {
+    uint32_t off, depth;
+    double python_sec, native_sec, sys_sec;
     uint64_t samples;
 };
 
@@ -75,6 +89,12 @@ struct profile {
     size_t nlines, cap_lines;
     struct prof_excluded *excluded;
     size_t nexcluded, cap_excluded;
+    bool have_stacks; /* some part recorded call stacks */
+    struct prof_stack *stacks;
+    size_t nstacks, cap_stacks;
+    struct prof_sframe *sframes;
+    size_t nsframes, cap_sframes;
+    uint64_t stacks_overflow;
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;

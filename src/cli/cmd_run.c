@@ -50,6 +50,8 @@ static const char run_usage[] =
     "                                  with --reduced-profile the JSON leaves them out too\n"
     "      --reduced-profile           keep only lines and functions at or above the threshold\n"
     "      --no-view                   do not print the terminal view at the end\n"
+    "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
+    "                                  default off)\n"
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -62,7 +64,7 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks;
     const char *only, *exclude;
     const char *program_path;
     double threshold;
@@ -72,7 +74,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
     enum {
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
-        O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW,
+        O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -88,6 +90,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"cpu-percent-threshold", required_argument, NULL, O_THRESHOLD},
         {"reduced-profile", no_argument, NULL, O_REDUCED},
         {"no-view", no_argument, NULL, O_NO_VIEW},
+        {"stacks", no_argument, NULL, O_STACKS},
+        {"no-stacks", no_argument, NULL, O_NO_STACKS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -169,6 +173,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_VIEW:
             o->no_view = true;
             break;
+        case O_STACKS:
+            o->stacks = true;
+            break;
+        case O_NO_STACKS:
+            o->stacks = false;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -248,7 +258,8 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_ALL", o->profile_all ? "1" : "0")) ||
         (err = set_env("SCRY_PROFILE_ONLY", o->only ? o->only : "")) ||
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
-        (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0"))) {
+        (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
+        (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0"))) {
     }
     sb_release(&pre);
     return err;

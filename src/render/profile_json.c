@@ -259,6 +259,45 @@ static void zero_key(struct json_writer *w, const char *key)
     jw_int(w, 0);
 }
 
+/* Scalene's "stacks": [[["FILE QUALNAME:LINE;", ...outermost first], {"count", "python_time",
+ * "c_time", "cpu_samples", "sys_time"}], ...], times as fractions of the total sampled time. */
+static void write_stacks(struct json_writer *w, const struct profile *p)
+{
+    double total = prof_total_sec(p);
+    struct strbuf frame = STRBUF_INIT;
+    jw_key(w, "stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const struct prof_stack *st = &p->stacks[i];
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t f = 0; f < st->depth; f++) {
+            const struct prof_sframe *fr = &p->sframes[st->off + f];
+            sb_reset(&frame);
+            sb_addf(&frame, "%s %s:%u;", p->files[fr->file].name, p->funcs[fr->func].qualname,
+                    fr->line);
+            jw_strn(w, sb_str(&frame), frame.len);
+        }
+        jw_arr_end(w);
+        double all = st->python_sec + st->native_sec + st->sys_sec;
+        jw_obj_begin(w);
+        jw_key(w, "count");
+        jw_uint(w, st->samples);
+        jw_key(w, "python_time");
+        jw_double(w, total > 0 ? st->python_sec / total : 0);
+        jw_key(w, "c_time");
+        jw_double(w, total > 0 ? st->native_sec / total : 0);
+        jw_key(w, "sys_time");
+        jw_double(w, total > 0 ? st->sys_sec / total : 0);
+        jw_key(w, "cpu_samples");
+        jw_double(w, total > 0 ? all / total : 0);
+        jw_obj_end(w);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    sb_release(&frame);
+}
+
 void profile_json_write(const struct profile *p, const struct profile_json_opts *o,
                         struct strbuf *out)
 {
@@ -347,9 +386,7 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_key(&w, "samples");
     jw_arr_begin(&w);
     jw_arr_end(&w);
-    jw_key(&w, "stacks");
-    jw_arr_begin(&w);
-    jw_arr_end(&w);
+    write_stacks(&w, p);
 
     write_files(&w, p, o);
     jw_obj_end(&w);
