@@ -811,6 +811,61 @@ static void test_compatibility(void)
     free(good);
 }
 
+
+/* The fuzz target's seeds: written to $SCRY_SNAPSHOT_SEEDS when set (to regenerate the corpus),
+ * else to a temporary directory; each must open, and the committed corpus must be what the
+ * writer produces now (a golden test: regenerate it when the format changes on purpose). */
+static void test_write_seeds(void)
+{
+    const char *dir = getenv("SCRY_SNAPSHOT_SEEDS");
+    if (!dir || !*dir)
+        dir = tl_tmpdir();
+    static const char *const names[] = {"small.heap", "tiny-no-contents.heap", "empty.heap"};
+    char path[3][600];
+    for (int i = 0; i < 3; i++)
+        snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
+    struct model m;
+    CHECK_EQ(build(path[0], 12, &m, NULL), 0);
+    model_free(&m);
+
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path[1], &w), 0);
+    CHECK_EQ(snap_add_object(w, 0x1000, "builtins.dict", 232, SNAP_OBJ_GC_TRACKED, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, 0x2000, "builtins.str", 58, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, 0x3000, "builtins.function", 160, 1, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_DICT_KEY, NULL), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x3000, SNAP_EDGE_DICT_VALUE, "['f']"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x3000, 0x1000, SNAP_EDGE_INTERNAL, ".__globals__"), 0);
+    CHECK_EQ(snap_add_root(w, 0x1000, "sys.modules['__main__'].__dict__"), 0);
+    CHECK_EQ(snap_add_location(w, 0x3000, "app.py", 10), 0);
+    struct snap_meta meta = test_meta;
+    meta.capture_contents = false;
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    CHECK_EQ(snap_writer_open(path[2], &w), 0);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    for (int i = 0; i < 3; i++) {
+        struct snap s;
+        CHECK_EQ(snap_open(path[i], &s), 0);
+        snap_close(&s);
+        char committed[600];
+        snprintf(committed, sizeof(committed), "tests/fuzz/corpus/snapshot/%s", names[i]);
+        size_t a_len, b_len;
+        uint8_t *a = read_all(committed, &a_len);
+        uint8_t *b = read_all(path[i], &b_len);
+        if (a && b && (a_len != b_len || memcmp(a, b, a_len) != 0))
+            tl_fail(__FILE__, __LINE__,
+                    "%s differs from what the writer writes now; if the format changed on "
+                    "purpose: SCRY_SNAPSHOT_SEEDS=tests/fuzz/corpus/snapshot "
+                    "build/tests/test_snapshot test_write_seeds",
+                    committed);
+        free(a);
+        free(b);
+    }
+}
+
 static const struct tl_test tests[] = {
     TL(test_crc32),
     TL(test_roundtrip),
@@ -821,6 +876,7 @@ static const struct tl_test tests[] = {
     TL(test_flips_behind_valid_checksums),
     TL(test_semantic_errors),
     TL(test_compatibility),
+    TL(test_write_seeds),
 };
 
 TL_MAIN(tests)
