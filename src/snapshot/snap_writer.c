@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/hashmap.h"
+#include "common/hashmap.h" /* hm_hash64 */
 #include "snapshot/crc32.h"
 #include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
 
@@ -336,14 +336,57 @@ static int cmp_ref_by_index(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Address -> object index, built once at close: open addressing with the key and the value in one
+ * 16-byte slot, so that a lookup (millions of them, at random) costs one cache miss. */
+struct addr_index {
+    struct slot {
+        uint64_t addr; /* 0: empty (no object is at 0) */
+        uint32_t index;
+    } *slots;
+    size_t mask;
+};
+
+static int addr_index_build(struct addr_index *ix, const struct snap_object *objs, size_t n)
+{
+    size_t cap = 1024;
+    while (cap < 2 * n)
+        cap *= 2;
+    ix->slots = calloc(cap, sizeof(*ix->slots));
+    if (!ix->slots)
+        return -SCRY_E_NO_MEMORY;
+    ix->mask = cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = hm_hash64(objs[i].addr) & ix->mask;
+        while (ix->slots[j].addr)
+            j = (j + 1) & ix->mask;
+        ix->slots[j].addr = objs[i].addr;
+        ix->slots[j].index = (uint32_t)i;
+    }
+    return 0;
+}
+
+static bool addr_index_get(const struct addr_index *ix, uint64_t addr, uint64_t *index)
+{
+    if (addr == 0)
+        return false;
+    for (size_t j = hm_hash64(addr) & ix->mask;; j = (j + 1) & ix->mask) {
+        if (ix->slots[j].addr == addr) {
+            *index = ix->slots[j].index;
+            return true;
+        }
+        if (!ix->slots[j].addr)
+            return false;
+    }
+}
+
 /* Maps each ref's address to its object index; drops those without one, and, if sorted, all but
  * the first ref of each object. Returns how many were dropped. */
-static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct hashmap *index, bool sorted)
+static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct addr_index *index, bool sorted)
 {
     size_t kept = 0;
     for (size_t i = 0; i < *n; i++) {
         uint64_t idx;
-        if (!hm_get(index, v[i].addr, &idx))
+        if (!addr_index_get(index, v[i].addr, &idx))
             continue;
         v[i].index = (uint32_t)idx;
         v[kept++] = v[i];
@@ -436,7 +479,7 @@ static void put_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 {
     int err = 0;
-    struct hashmap index = HASHMAP_INIT;
+    struct addr_index index = {NULL, 0};
     uint32_t *first = NULL, *target = NULL, *label = NULL;
     uint8_t *kind = NULL;
     struct out o = {.fd = w->fd};
@@ -480,17 +523,23 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     }
 
     /* Address -> index, then references by index. */
-    for (size_t i = 0; i < nobj; i++)
-        if ((err = hm_put(&index, objs[i].addr, i)))
-            goto fail_mem;
+    if (addr_index_build(&index, objs, nobj))
+        goto fail_mem;
     first = calloc(nobj + 1, sizeof(*first));
     if (!first)
         goto fail_mem;
     struct raw_edge *edges = w->edges.v;
     size_t nedge = 0;
+    uint64_t last_from = 0, last_f = 0; /* the walker sends an object's edges together */
+    bool last_ok = false;
     for (size_t i = 0; i < w->edges.n; i++) {
         uint64_t f, t;
-        if (!hm_get(&index, edges[i].from, &f) || !hm_get(&index, edges[i].to, &t)) {
+        if (edges[i].from != last_from || i == 0) {
+            last_from = edges[i].from;
+            last_ok = addr_index_get(&index, last_from, &last_f);
+        }
+        f = last_f;
+        if (!last_ok || !addr_index_get(&index, edges[i].to, &t)) {
             st.dropped_edges++;
             continue;
         }
@@ -511,7 +560,8 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more roots");
         goto out;
     }
-    hm_free(&index);
+    free(index.slots);
+    index.slots = NULL;
 
     /* CSR: a stable counting sort by source, keeping the walker's order within an object.
      * first[i] holds object i-1's count; after the prefix sum it is object i's start, then each
@@ -662,7 +712,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 fail_mem:
     err = err_fail(SCRY_E_NO_MEMORY, "out of memory while writing the snapshot %s", w->path);
 out:
-    hm_free(&index);
+    free(index.slots);
     free(first);
     free(target);
     free(label);

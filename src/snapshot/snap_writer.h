@@ -3,7 +3,7 @@
  * keeps them in compact arrays with their strings interned, and at close sorts the objects by
  * address, turns addresses into indexes, builds the CSR edge arrays and writes the file with checksums.
  * Memory while writing: about 24 bytes per object and 24 per reference, plus the distinct strings;
- * at close a temporary address index of 16-48 bytes per object.
+ * at close a temporary address index of 32-64 bytes per object.
  *
  * Calling sequence: snap_writer_open; any number of snap_add_* and snap_set_meta (in any order);
  * then exactly one of snap_writer_close (writes <path>.tmp.<pid>, fsyncs, renames to path) or
