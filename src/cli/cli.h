@@ -14,6 +14,7 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
 int cmd_stacks(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_check(int argc, char **argv);

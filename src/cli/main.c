@@ -14,6 +14,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)"},
     {"view", cmd_view, "show a profile written by 'scry run' (--cli: in the terminal)"},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
+    {"dump", cmd_dump, "write a heap snapshot of a process or a core file"},
     {"check", cmd_check, "validate a heap snapshot and say what it holds"},
 };
 
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
             return cli_usage_error(false, "unknown command '%s'; did you mean: scry run %s", name,
                                    name);
         return cli_usage_error(cli_wants_json(argc, argv),
-                               "unknown command '%s' (commands: run, view, stacks, check, help, version)",
+                               "unknown command '%s' (commands: run, view, stacks, dump, check, help, version)",
                                name);
     }
     return c->run(argc - 1, argv + 1);

@@ -60,6 +60,8 @@ struct hw_stats {
     uint64_t objects, edges, roots, bytes; /* bytes: sum of shallow sizes */
     uint64_t gc_tracked, permanent;        /* objects on the GC lists; of those, frozen ones */
     uint64_t unreadable;                   /* pointers that could not be followed */
+    bool gc_running; /* the walk failed because a collection was in progress (nothing was
+                        reported to the sink yet): resume the target and try again */
 };
 
 /* Walks every interpreter of rt's target (which must be stopped or a core). Fails with

@@ -1,0 +1,453 @@
+/* `scry dump`: a heap snapshot of a live Python process (stopped only while its heap is walked)
+ * or of a core file. The heap walker (cpython/heap_walk.h) feeds the snapshot writer
+ * (snapshot/snap_writer.h) directly; the snapshot is written after the target is resumed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "cpython/heap_walk.h"
+#include "cpython/runtime.h"
+#include "reader/reader.h"
+#include "render/json_writer.h"
+#include "snapshot/format.h"
+#include "snapshot/snap_writer.h"
+
+/* The walker's kinds and flags are stored as they are: they must equal the on-disk numbers. */
+_Static_assert((int)HW_EDGE_ATTR == (int)SNAP_EDGE_ATTR, "HW_EDGE_ATTR differs from the snapshot's SNAP_EDGE_ATTR");
+_Static_assert((int)HW_EDGE_DICT_KEY == (int)SNAP_EDGE_DICT_KEY, "HW_EDGE_DICT_KEY differs from the snapshot's SNAP_EDGE_DICT_KEY");
+_Static_assert((int)HW_EDGE_DICT_VALUE == (int)SNAP_EDGE_DICT_VALUE, "HW_EDGE_DICT_VALUE differs from the snapshot's SNAP_EDGE_DICT_VALUE");
+_Static_assert((int)HW_EDGE_INDEX == (int)SNAP_EDGE_INDEX, "HW_EDGE_INDEX differs from the snapshot's SNAP_EDGE_INDEX");
+_Static_assert((int)HW_EDGE_CELL == (int)SNAP_EDGE_CELL, "HW_EDGE_CELL differs from the snapshot's SNAP_EDGE_CELL");
+_Static_assert((int)HW_EDGE_LOCAL == (int)SNAP_EDGE_LOCAL, "HW_EDGE_LOCAL differs from the snapshot's SNAP_EDGE_LOCAL");
+_Static_assert((int)HW_EDGE_INTERNAL == (int)SNAP_EDGE_INTERNAL, "HW_EDGE_INTERNAL differs from the snapshot's SNAP_EDGE_INTERNAL");
+_Static_assert((int)HW_EDGE_WEAK == (int)SNAP_EDGE_WEAK, "HW_EDGE_WEAK differs from the snapshot's SNAP_EDGE_WEAK");
+_Static_assert((int)HW_OBJ_GC_TRACKED == (int)SNAP_OBJ_GC_TRACKED, "HW_OBJ_GC_TRACKED differs from the snapshot's SNAP_OBJ_GC_TRACKED");
+_Static_assert((int)HW_OBJ_IMMORTAL == (int)SNAP_OBJ_IMMORTAL, "HW_OBJ_IMMORTAL differs from the snapshot's SNAP_OBJ_IMMORTAL");
+_Static_assert((int)HW_OBJ_TYPE == (int)SNAP_OBJ_TYPE, "HW_OBJ_TYPE differs from the snapshot's SNAP_OBJ_TYPE");
+
+#define DEFAULT_MAX_STR 128
+#define MAX_MAX_STR (1u << 20)
+#define GC_RETRIES 50
+
+static const char dump_usage[] =
+    "usage: scry dump --pid PID -o FILE [--capture-contents [--max-str N]] [--json]\n"
+    "       scry dump --core FILE [--exe PYTHON] -o FILE [--capture-contents [--max-str N]]\n"
+    "                 [--json]\n"
+    "\n"
+    "Writes a heap snapshot: every object of every interpreter reachable from the garbage\n"
+    "collector's lists and from the roots (sys.modules, the sys and builtins dicts, each\n"
+    "thread's frame locals), with its type, size (as sys.getsizeof) and labelled references.\n"
+    "A live process is stopped while its heap is read, then resumed. Read the snapshot with\n"
+    "'scry analyze', 'scry query', 'scry diff' or 'scry flamegraph'.\n"
+    "\n"
+    "  -p, --pid PID           dump a live process\n"
+    "  -c, --core FILE         dump from an ELF core file (gcore, kernel) instead\n"
+    "  -e, --exe PYTHON        the Python executable that made the core, if it has moved\n"
+    "  -o, --output FILE       the snapshot to write (e.g. app.heap)\n"
+    "      --capture-contents  store str/bytes contents (capped, secrets redacted); without\n"
+    "                          it no string or bytes content is stored at all\n"
+    "      --max-str N         bytes of contents kept per object (default 128)\n"
+    "  -j, --json              print what was written as a JSON document (docs/json-schema.md)\n"
+    "      --graph FILE        also write the graph as JSON lines (for tests and debugging)\n";
+
+struct dump_opts {
+    int pid;
+    const char *core, *exe, *output, *graph;
+    bool json, capture;
+    size_t max_str;
+};
+
+static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
+{
+    enum { OPT_CAPTURE = 256, OPT_MAX_STR, OPT_GRAPH };
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"core", required_argument, NULL, 'c'},
+        {"exe", required_argument, NULL, 'e'},
+        {"output", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'j'},
+        {"capture-contents", no_argument, NULL, OPT_CAPTURE},
+        {"max-str", required_argument, NULL, OPT_MAX_STR},
+        {"graph", required_argument, NULL, OPT_GRAPH},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool max_str_given = false;
+    memset(o, 0, sizeof(*o));
+    o->json = cli_wants_json(argc, argv);
+    o->max_str = DEFAULT_MAX_STR;
+    *help = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:p:c:e:o:jh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (!cli_parse_pid(optarg, &o->pid))
+                return err_fail(SCRY_E_USAGE, "--pid needs a process id, not '%s'", optarg);
+            break;
+        case 'c':
+            o->core = optarg;
+            break;
+        case 'e':
+            o->exe = optarg;
+            break;
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case OPT_CAPTURE:
+            o->capture = true;
+            break;
+        case OPT_MAX_STR: {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || v > MAX_MAX_STR)
+                return err_fail(SCRY_E_USAGE, "--max-str needs a byte count from 0 to %u, not '%s'",
+                                MAX_MAX_STR, optarg);
+            o->max_str = v;
+            max_str_given = true;
+            break;
+        }
+        case OPT_GRAPH:
+            o->graph = optarg;
+            break;
+        case 'h':
+            *help = true;
+            return 0;
+        case ':':
+            return err_fail(SCRY_E_USAGE, "option %s needs a value", argv[optind - 1]);
+        default:
+            return err_fail(SCRY_E_USAGE, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return err_fail(SCRY_E_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (!o->pid == !o->core)
+        return err_fail(SCRY_E_USAGE, "give exactly one of --pid PID and --core FILE");
+    if (o->exe && !o->core)
+        return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
+    if (!o->output)
+        return err_fail(SCRY_E_USAGE, "give the snapshot to write with -o FILE (e.g. -o app.heap)");
+    if (max_str_given && !o->capture)
+        return err_fail(SCRY_E_USAGE, "--max-str only applies with --capture-contents");
+    return 0;
+}
+
+/* ---- the sink: snapshot writer, and optionally a JSON-lines trace of the graph ------------- */
+
+struct dump_sink {
+    struct snap_writer *w;
+    FILE *graph;
+    struct strbuf line;
+};
+
+static int graph_line(struct dump_sink *d)
+{
+    sb_addch(&d->line, '\n');
+    if (fwrite(d->line.buf, 1, d->line.len, d->graph) != d->line.len)
+        return err_fail(SCRY_E_IO, "cannot write the graph file: %s", strerror(errno));
+    sb_reset(&d->line);
+    return 0;
+}
+
+static int sink_object(void *ctx, uint64_t addr, const char *type_name, uint64_t size,
+                       uint32_t flags, const char *content, size_t content_len)
+{
+    struct dump_sink *d = ctx;
+    int err = snap_add_object(d->w, addr, type_name, size, flags, content, content_len);
+    if (err || !d->graph)
+        return err;
+    sb_addf(&d->line, "{\"o\":%llu,\"t\":", (unsigned long long)addr);
+    sb_add_json_str(&d->line, type_name, strlen(type_name));
+    sb_addf(&d->line, ",\"s\":%llu,\"f\":%u", (unsigned long long)size, flags);
+    if (content) {
+        sb_adds(&d->line, ",\"c\":");
+        sb_add_json_str(&d->line, content, content_len);
+    }
+    sb_addch(&d->line, '}');
+    return graph_line(d);
+}
+
+static int sink_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                     const char *label)
+{
+    struct dump_sink *d = ctx;
+    int err = snap_add_edge(d->w, from, to, (unsigned)kind, label);
+    if (err || !d->graph)
+        return err;
+    sb_addf(&d->line, "{\"e\":%llu,\"to\":%llu,\"k\":%d,\"l\":", (unsigned long long)from,
+            (unsigned long long)to, (int)kind);
+    sb_add_json_str(&d->line, label ? label : "", label ? strlen(label) : 0);
+    sb_addch(&d->line, '}');
+    return graph_line(d);
+}
+
+static int sink_root(void *ctx, uint64_t addr, const char *label)
+{
+    struct dump_sink *d = ctx;
+    int err = snap_add_root(d->w, addr, label);
+    if (err || !d->graph)
+        return err;
+    sb_addf(&d->line, "{\"r\":%llu,\"l\":", (unsigned long long)addr);
+    sb_add_json_str(&d->line, label, strlen(label));
+    sb_addch(&d->line, '}');
+    return graph_line(d);
+}
+
+static int sink_location(void *ctx, uint64_t addr, const char *file, int line)
+{
+    struct dump_sink *d = ctx;
+    int err = snap_add_location(d->w, addr, file, line);
+    if (err || !d->graph)
+        return err;
+    sb_addf(&d->line, "{\"loc\":%llu,\"file\":", (unsigned long long)addr);
+    sb_add_json_str(&d->line, file, strlen(file));
+    sb_addf(&d->line, ",\"line\":%d}", line);
+    return graph_line(d);
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* VmRSS of a live process in bytes, 0 when unknown. */
+static uint64_t live_rss(int pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nVmRSS:");
+    unsigned long long kb;
+    if (!p || sscanf(p + 7, "%llu", &kb) != 1)
+        return 0;
+    return (uint64_t)kb * 1024;
+}
+
+struct dump_result {
+    struct hw_stats hs;
+    struct snap_write_stats ws;
+    double pause_ms, walk_ms;
+    int attempts;
+    uint64_t rss;
+    int64_t time_us;
+};
+
+/* Stops the target, walks its heap into the writer and resumes it, on every path. A collection
+ * in progress (its lists are rearranged) is waited out: resume, sleep, try again. */
+static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_opts *o,
+                const struct hw_sink *sink, struct dump_result *res)
+{
+    struct hw_options hopt = {.capture_contents = o->capture, .max_str = o->max_str};
+    int err = 0;
+    for (res->attempts = 1; res->attempts <= GC_RETRIES; res->attempts++) {
+        double t0 = mono_ms();
+        err = rd_pause(rd);
+        if (err) {
+            rd_resume(rd);
+            return err;
+        }
+        double t1 = mono_ms();
+        err = hw_walk(rt, &hopt, sink, &res->hs);
+        double t2 = mono_ms();
+        rd_resume(rd);
+        res->pause_ms = mono_ms() - t0;
+        res->walk_ms = t2 - t1;
+        if (!(err && res->hs.gc_running && rd_kind(rd) == RD_PID))
+            break;
+        log_info("a garbage collection was running; trying again");
+        usleep(20000);
+    }
+    return err;
+}
+
+static void print_text(const struct dump_opts *o, const struct py_runtime *rt, int pid,
+                       const struct dump_result *r, struct strbuf *out)
+{
+    double mib = 1024.0 * 1024.0;
+    double rate = r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0;
+    sb_addf(out, "wrote %s: %llu objects, %llu references, %llu roots, %.1f MiB of objects\n",
+            o->output, (unsigned long long)r->hs.objects, (unsigned long long)r->hs.edges,
+            (unsigned long long)r->hs.roots, (double)r->hs.bytes / mib);
+    sb_addf(out, "Python %s, %s %d", rt->version_str, o->core ? "core of pid" : "pid", pid);
+    if (r->rss)
+        sb_addf(out, ", RSS %.1f MiB", (double)r->rss / mib);
+    sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",
+            (unsigned long long)r->hs.gc_tracked, (unsigned long long)r->hs.permanent);
+    if (o->pid)
+        sb_addf(out, "the process was stopped for %.1f ms (walk %.1f ms, %.2fM objects/s)\n",
+                r->pause_ms, r->walk_ms, rate / 1e6);
+    else
+        sb_addf(out, "walk %.1f ms (%.2fM objects/s)\n", r->walk_ms, rate / 1e6);
+    sb_addf(out, "snapshot: %.1f MiB%s\n", (double)r->ws.file_bytes / mib,
+            o->capture ? ", with contents (capped, secrets redacted)" : "");
+    if (r->hs.unreadable)
+        sb_addf(out, "note: %llu references could not be followed (unreadable or not objects)\n",
+                (unsigned long long)r->hs.unreadable);
+}
+
+static void print_json(const struct dump_opts *o, const struct py_runtime *rt, int pid,
+                       const struct dump_result *r, struct strbuf *out)
+{
+    struct json_writer j;
+    jw_init(&j, out, true);
+    jw_obj_begin(&j);
+    jw_key(&j, "output");
+    jw_str(&j, o->output);
+    jw_key(&j, "source");
+    jw_str(&j, o->core ? "core" : "pid");
+    jw_key(&j, "core");
+    jw_str(&j, o->core);
+    jw_key(&j, "pid");
+    jw_int(&j, pid);
+    jw_key(&j, "python_version");
+    jw_str(&j, rt->version_str);
+    jw_key(&j, "objects");
+    jw_uint(&j, r->hs.objects);
+    jw_key(&j, "edges");
+    jw_uint(&j, r->hs.edges);
+    jw_key(&j, "roots");
+    jw_uint(&j, r->hs.roots);
+    jw_key(&j, "bytes");
+    jw_uint(&j, r->hs.bytes);
+    jw_key(&j, "gc_tracked");
+    jw_uint(&j, r->hs.gc_tracked);
+    jw_key(&j, "permanent");
+    jw_uint(&j, r->hs.permanent);
+    jw_key(&j, "unreadable");
+    jw_uint(&j, r->hs.unreadable);
+    jw_key(&j, "pause_ms");
+    if (o->pid)
+        jw_double(&j, r->pause_ms);
+    else
+        jw_null(&j);
+    jw_key(&j, "walk_ms");
+    jw_double(&j, r->walk_ms);
+    jw_key(&j, "objects_per_second");
+    jw_double(&j, r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0);
+    jw_key(&j, "rss_bytes");
+    jw_uint(&j, r->rss);
+    jw_key(&j, "dump_unix_time");
+    jw_double(&j, (double)r->time_us / 1e6);
+    jw_key(&j, "output_bytes");
+    jw_uint(&j, r->ws.file_bytes);
+    jw_key(&j, "capture_contents");
+    jw_bool(&j, o->capture);
+    jw_key(&j, "max_str");
+    if (o->capture)
+        jw_uint(&j, o->max_str);
+    else
+        jw_null(&j);
+    jw_obj_end(&j);
+    sb_addch(out, '\n');
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    struct dump_opts o;
+    bool help;
+    struct rd_reader *rd = NULL;
+    struct py_runtime rt;
+    struct dump_sink ds = {NULL, NULL, STRBUF_INIT};
+    struct dump_result res;
+    struct strbuf out = STRBUF_INIT;
+    int status = CLI_EXIT_OK, err;
+
+    memset(&res, 0, sizeof(res));
+    if (parse(argc, argv, &o, &help) != 0)
+        return cli_report_error(o.json);
+    if (help) {
+        fputs(dump_usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    err = o.pid ? rd_open_pid(o.pid, &rd) : rd_open_core(o.core, o.exe, &rd);
+    if (!err)
+        err = py_runtime_open(rd, &rt);
+    if (!err)
+        err = snap_writer_open(o.output, &ds.w);
+    if (!err && o.graph && !(ds.graph = fopen(o.graph, "w")))
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", o.graph, strerror(errno));
+    if (err)
+        goto fail;
+
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    res.time_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    if (o.pid)
+        res.rss = live_rss(o.pid); /* before stopping it: the same number a user would see */
+    struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
+    err = walk(rd, &rt, &o, &sink, &res);
+    if (err)
+        goto fail;
+    if (ds.graph) {
+        FILE *g = ds.graph;
+        ds.graph = NULL;
+        if (fclose(g) != 0) {
+            err = err_fail(SCRY_E_IO, "cannot write %s: %s", o.graph, strerror(errno));
+            goto fail;
+        }
+    }
+    struct snap_meta meta = {
+        .pid = (uint32_t)rd_pid(rd),
+        .python_version = rt.version_str,
+        .rss_bytes = res.rss,
+        .dump_time_us = res.time_us,
+        .pause_us = o.pid ? (uint64_t)(res.pause_ms * 1e3) : 0,
+        .capture_contents = o.capture,
+        .max_str = o.capture ? (uint32_t)o.max_str : 0,
+        .tool_version = SCRY_VERSION,
+    };
+    snap_set_meta(ds.w, &meta);
+    struct snap_writer *w = ds.w;
+    ds.w = NULL;
+    err = snap_writer_close(w, &res.ws);
+    if (err)
+        goto fail;
+    if (res.ws.dropped_edges)
+        log_warn("%llu references pointed outside the snapshot",
+                 (unsigned long long)res.ws.dropped_edges);
+
+    if (o.json)
+        print_json(&o, &rt, rd_pid(rd), &res, &out);
+    else
+        print_text(&o, &rt, rd_pid(rd), &res, &out);
+    if (cli_write_stdout(&out) != 0)
+        status = cli_report_error(false);
+    goto out;
+fail:
+    status = cli_report_error(o.json);
+    snap_writer_abort(ds.w);
+    if (ds.graph) {
+        fclose(ds.graph);
+        unlink(o.graph);
+    }
+out:
+    sb_release(&ds.line);
+    sb_release(&out);
+    if (rd)
+        rd_close(rd);
+    return status;
+}

@@ -1,0 +1,58 @@
+/* A read cache over a reader for walks that touch most of a stopped target's heap: memory is
+ * copied in aligned 64 KiB blocks (clamped to the mapping that holds them) so that a million
+ * small object reads cost a few thousand process_vm_readv calls instead of millions. Only valid
+ * while the target is stopped (or for a core). Blocks that cannot be read whole fall back to
+ * exact reads through the reader, so errors are the reader's. */
+#ifndef SCRY_CPYTHON_MEMCACHE_H
+#define SCRY_CPYTHON_MEMCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/hashmap.h"
+#include "reader/reader.h"
+
+#define MC_BLOCK_SHIFT 16
+#define MC_BLOCK_SIZE (1u << MC_BLOCK_SHIFT)
+
+struct mc_block {
+    uint32_t lo, hi; /* the readable part [lo, hi) of the block; lo == hi: read directly */
+    uint8_t data[];
+};
+
+struct memcache {
+    struct rd_reader *rd;
+    struct hashmap blocks; /* block index + 1 -> struct mc_block * */
+    uint64_t last_index;   /* one-entry front cache */
+    struct mc_block *last;
+    size_t bytes, max_bytes;
+    uint64_t block_reads, direct_reads;
+};
+
+/* max_bytes: memory the copies may take before the cache is emptied (0: 2 GiB). */
+void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes);
+void mc_free(struct memcache *mc);
+/* Reads exactly len bytes at addr; 0 or the reader's error. */
+int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len);
+
+static inline int mc_read(struct memcache *mc, uint64_t addr, void *buf, size_t len)
+{
+    uint64_t off = addr & (MC_BLOCK_SIZE - 1);
+    /* The hot case: inside the block read last. */
+    if ((addr >> MC_BLOCK_SHIFT) == mc->last_index && off >= mc->last->lo &&
+        off + len <= mc->last->hi) {
+        __builtin_memcpy(buf, mc->last->data + off, len);
+        return 0;
+    }
+    return mc_read_slow(mc, addr, buf, len);
+}
+
+static inline int mc_read_u64(struct memcache *mc, uint64_t addr, uint64_t *out)
+{
+    int err = mc_read(mc, addr, out, 8);
+    if (err)
+        *out = 0;
+    return err;
+}
+
+#endif
