@@ -14,14 +14,20 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
 int cmd_stacks(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_query(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
 int cli_report_error(bool json);
+/* Reports getopt's complaint (c is ':' for a missing value, anything else an unknown option) as
+ * a usage error; returns CLI_EXIT_USAGE. */
+int cli_option_error(bool json, int c, char **argv);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes buf to stdout and flushes; returns 0 or records an io_error. */
@@ -34,6 +40,9 @@ bool cli_parse_pid(const char *s, int *pid);
 int cli_read_file(const char *path, char **data, size_t *len);
 /* Parses a percentage from 0 to 100 (cmd_view.c); false if s is not one. */
 bool cli_parse_percent(const char *s, double *out);
+/* `scry view --format folded|speedscope [-o FILE]`: the profile's call stacks for other tools
+ * (cmd_flamegraph.c); outfile NULL or "-" is standard output. Returns the exit status. */
+int cli_view_export(const char *path, const char *format, const char *outfile);
 /* True if argv contains --json (so that usage errors found while parsing can be JSON too). */
 bool cli_wants_json(int argc, char **argv);
 

@@ -90,3 +90,10 @@ bool cli_wants_json(int argc, char **argv)
     }
     return false;
 }
+
+int cli_option_error(bool json, int c, char **argv)
+{
+    if (c == ':')
+        return cli_usage_error(json, "option %s needs a value", argv[optind - 1]);
+    return cli_usage_error(json, "unknown option '%s'", argv[optind - 1]);
+}

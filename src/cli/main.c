@@ -15,7 +15,11 @@ static const struct command commands[] = {
     {"view", cmd_view, "show a profile written by 'scry run' (--cli: in the terminal)"},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
     {"dump", cmd_dump, "write a heap snapshot of a process or a core file"},
+    {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share"},
+    {"query", cmd_query, "a heap snapshot's instances of a type, an object's retaining path, "
+                         "where a name is defined"},
     {"check", cmd_check, "validate a heap snapshot and say what it holds"},
+    {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks"},
 };
 
 static void usage(FILE *f)

@@ -26,6 +26,8 @@
     X(BAD_PROFILE, "bad_profile",                                                                  \
       "the file is damaged or not a profile that scry or Scalene wrote; profile the program "    \
       "again")                                                                                     \
+    X(NOT_FOUND, "not_found",                                                                      \
+      "list what the snapshot holds with 'scry analyze' or 'scry query --type'")                 \
     X(IO, "io_error", "check that the path exists and is readable")                                \
     X(NO_MEMORY, "out_of_memory", "free some memory and try again")                                \
     X(READ_FAILED, "read_failed",                                                                  \

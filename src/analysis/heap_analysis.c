@@ -1,0 +1,322 @@
+/* The heap analysis: strong graph -> dominators -> retained sizes, a breadth-first tree for
+ * retaining paths, and the selections `analyze` and `query` print. Memory per object: shallow
+ * copy 8 (freed after use), idom 4, retained 8, parent 4, root label 4, queue 4 (freed), plus the
+ * dominator computation's working set (dominators.h) and, only when the snapshot holds weak
+ * references, a strong-only copy of the edges. */
+#include "analysis/heap_analysis.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/dominators.h"
+#include "common/error.h"
+
+#define PASS_THROUGH 0.95 /* a holder passing on this much to one object is not the holder */
+
+static void *xcalloc(size_t n, size_t size)
+{
+    return calloc(n ? n : 1, size);
+}
+
+/* The strong references as CSR: the snapshot's own arrays when it has no weak ones. */
+static int strong_graph(const struct snap *s, uint32_t **off_own, uint32_t **succ_own,
+                        const uint32_t **off, const uint32_t **succ, uint64_t *weak)
+{
+    *weak = 0;
+    for (uint32_t e = 0; e < s->nedges; e++)
+        *weak += s->edge_kind[e] == SNAP_EDGE_WEAK;
+    *off_own = *succ_own = NULL;
+    if (*weak == 0) {
+        *off = s->edge_first;
+        *succ = s->edge_target;
+        return 0;
+    }
+    uint32_t *o = xcalloc((size_t)s->nobjects + 1, sizeof(*o));
+    uint32_t *t = xcalloc(s->nedges - *weak, sizeof(*t));
+    if (!o || !t) {
+        free(o);
+        free(t);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
+    }
+    uint32_t k = 0;
+    for (uint32_t v = 0; v < s->nobjects; v++) {
+        o[v] = k;
+        for (uint32_t e = s->edge_first[v]; e < s->edge_first[v + 1]; e++)
+            if (s->edge_kind[e] != SNAP_EDGE_WEAK)
+                t[k++] = s->edge_target[e];
+    }
+    o[s->nobjects] = k;
+    *off = *off_own = o;
+    *succ = *succ_own = t;
+    return 0;
+}
+
+int ha_build(const struct snap *s, struct heap_analysis *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->s = s;
+    a->n = s->nobjects;
+    uint32_t n = a->n;
+    uint32_t *off_own = NULL, *succ_own = NULL, *roots = NULL, *queue = NULL;
+    const uint32_t *off = NULL, *succ = NULL;
+    uint64_t *shallow = NULL;
+    int err = strong_graph(s, &off_own, &succ_own, &off, &succ, &a->weak_edges);
+    if (err)
+        return err;
+    a->idom = xcalloc(n, sizeof(*a->idom));
+    a->retained = xcalloc(n, sizeof(*a->retained));
+    a->parent = xcalloc(n, sizeof(*a->parent));
+    a->root_label = xcalloc(n, sizeof(*a->root_label));
+    shallow = xcalloc(n, sizeof(*shallow));
+    roots = xcalloc(s->nroots, sizeof(*roots));
+    queue = xcalloc(n, sizeof(*queue));
+    if (!a->idom || !a->retained || !a->parent || !a->root_label || !shallow || !roots || !queue) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
+        goto out;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        shallow[v] = s->objects[v].size;
+        a->parent[v] = SNAP_NONE;
+        a->root_label[v] = SNAP_NONE;
+    }
+    uint32_t nroots = 0;
+    for (uint32_t r = 0; r < s->nroots; r++) {
+        uint32_t o = s->roots[r].object;
+        if (a->root_label[o] != SNAP_NONE)
+            continue; /* an object named by several roots keeps the first label */
+        a->root_label[o] = s->roots[r].label;
+        roots[nroots++] = o;
+    }
+    err = dom_compute(n, off, succ, roots, nroots, a->idom);
+    if (!err)
+        err = dom_retained(n, a->idom, shallow, a->retained);
+    if (err)
+        goto out;
+
+    /* Breadth-first from every root at once: the shortest retaining path of each object. */
+    size_t head = 0, tail = 0;
+    for (uint32_t i = 0; i < nroots; i++)
+        queue[tail++] = roots[i];
+    while (head < tail) {
+        uint32_t v = queue[head++];
+        a->reachable_objects++;
+        a->reachable_bytes += shallow[v];
+        for (uint32_t e = off[v]; e < off[v + 1]; e++) {
+            uint32_t w = succ[e];
+            if (a->root_label[w] != SNAP_NONE || a->parent[w] != SNAP_NONE)
+                continue;
+            a->parent[w] = v;
+            queue[tail++] = w;
+        }
+    }
+out:
+    free(off_own);
+    free(succ_own);
+    free(roots);
+    free(queue);
+    free(shallow);
+    if (err)
+        ha_free(a);
+    return err;
+}
+
+void ha_free(struct heap_analysis *a)
+{
+    free(a->retained);
+    free(a->idom);
+    free(a->parent);
+    free(a->root_label);
+    memset(a, 0, sizeof(*a));
+}
+
+/* The label of the first strong reference from `from` to `to`. */
+static const char *edge_label(const struct snap *s, uint32_t from, uint32_t to)
+{
+    for (uint32_t e = s->edge_first[from]; e < s->edge_first[from + 1]; e++)
+        if (s->edge_target[e] == to && s->edge_kind[e] != SNAP_EDGE_WEAK)
+            return snap_string(s, s->edge_label[e]);
+    return "?";
+}
+
+size_t ha_path(const struct heap_analysis *a, uint32_t obj, struct ha_hop *hops, size_t max)
+{
+    /* Walk up to the root, then reverse. */
+    size_t n = 0;
+    uint32_t v = obj;
+    while (n < max) {
+        if (a->root_label[v] != SNAP_NONE) {
+            hops[n++] = (struct ha_hop){snap_string(a->s, a->root_label[v]), v};
+            break;
+        }
+        uint32_t p = a->parent[v];
+        if (p == SNAP_NONE)
+            return 0; /* unreachable */
+        hops[n++] = (struct ha_hop){edge_label(a->s, p, v), v};
+        v = p;
+    }
+    if (n == max && a->root_label[v] == SNAP_NONE)
+        return 0;
+    for (size_t i = 0; i < n / 2; i++) {
+        struct ha_hop t = hops[i];
+        hops[i] = hops[n - 1 - i];
+        hops[n - 1 - i] = t;
+    }
+    return n;
+}
+
+void ha_path_inline(const struct heap_analysis *a, uint32_t obj, struct strbuf *out)
+{
+    struct ha_hop hops[512];
+    size_t n = ha_path(a, obj, hops, sizeof(hops) / sizeof(hops[0]));
+    if (n == 0) {
+        sb_adds(out, "<unreachable>");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *l = hops[i].label;
+        if (i > 0 && l[0] != '.' && l[0] != '[')
+            sb_addch(out, '.');
+        sb_adds(out, l);
+    }
+}
+
+static bool type_is(const struct heap_analysis *a, uint32_t obj, const char *name)
+{
+    return strcmp(snap_string(a->s, a->s->objects[obj].type), name) == 0;
+}
+
+bool ha_is_structural(const struct heap_analysis *a, uint32_t obj)
+{
+    static const char *const kinds[] = {"builtins.module", "builtins.type", "builtins.function",
+                                        "builtins.code", "builtins.frame", "builtins.method"};
+    if (a->root_label[obj] != SNAP_NONE || (a->s->objects[obj].flags & SNAP_OBJ_TYPE))
+        return true;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (type_is(a, obj, kinds[i]))
+            return true;
+    uint32_t p = a->parent[obj];
+    if (p != SNAP_NONE && type_is(a, obj, "builtins.dict") &&
+        (type_is(a, p, "builtins.module") || (a->s->objects[p].flags & SNAP_OBJ_TYPE)) &&
+        strcmp(edge_label(a->s, p, obj), ".__dict__") == 0)
+        return true;
+    return false;
+}
+
+size_t ha_top_retainers(const struct heap_analysis *a, size_t k, uint32_t *out)
+{
+    uint32_t n = a->n;
+    /* The largest retained size among each object's dominator-tree children. */
+    uint64_t *biggest = xcalloc(n, sizeof(*biggest));
+    uint32_t *cand = xcalloc(n, sizeof(*cand));
+    size_t got = 0;
+    if (!biggest || !cand)
+        goto out;
+    for (uint32_t v = 0; v < n; v++) {
+        uint32_t d = a->idom[v];
+        if (d < n && a->retained[v] > biggest[d])
+            biggest[d] = a->retained[v];
+    }
+    uint32_t ncand = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        if (a->idom[v] == DOM_UNREACHABLE || ha_is_structural(a, v))
+            continue;
+        if ((double)biggest[v] >= PASS_THROUGH * (double)a->retained[v] && biggest[v] > 0)
+            continue;
+        cand[ncand++] = v;
+    }
+    uint32_t nout = 0;
+    if (dom_top(a->retained, cand, ncand, NULL, (uint32_t)k, out, &nout) == 0)
+        got = nout;
+out:
+    free(biggest);
+    free(cand);
+    return got;
+}
+
+static int cmp_type(const void *x, const void *y)
+{
+    const struct ha_type *a = x, *b = y;
+    if (a->retained != b->retained)
+        return a->retained < b->retained ? 1 : -1;
+    return a->type < b->type ? -1 : a->type > b->type;
+}
+
+int ha_types(const struct heap_analysis *a, struct ha_type **out, size_t *ntypes)
+{
+    const struct snap *s = a->s;
+    uint32_t n = a->n;
+    struct dom_children tree;
+    *out = NULL;
+    *ntypes = 0;
+    int err = dom_children_build(n, a->idom, &tree);
+    if (err)
+        return err;
+    struct ha_type *byid = xcalloc(s->nstrings, sizeof(*byid));
+    uint32_t *open = xcalloc(s->nstrings, sizeof(*open));
+    uint32_t *stack = xcalloc((size_t)n + 1, sizeof(*stack));
+    uint32_t *next = xcalloc((size_t)n + 1, sizeof(*next));
+    if (!byid || !open || !stack || !next) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
+        goto out;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        struct ha_type *t = &byid[s->objects[v].type];
+        t->type = s->objects[v].type;
+        t->count++;
+        t->shallow += s->objects[v].size;
+    }
+    /* Depth-first over the dominator tree: an instance counts its retained size unless an
+     * instance of the same type dominates it (that one already counts it). */
+    size_t depth = 0;
+    stack[depth] = n;
+    next[depth] = 0;
+    depth++;
+    while (depth > 0) {
+        uint32_t v = stack[depth - 1];
+        if (next[depth - 1] < dom_children_count(&tree, v)) {
+            uint32_t c = dom_children_of(&tree, v)[next[depth - 1]++];
+            uint32_t t = s->objects[c].type;
+            if (open[t]++ == 0)
+                byid[t].retained += a->retained[c];
+            stack[depth] = c;
+            next[depth] = 0;
+            depth++;
+        } else {
+            if (v < n)
+                open[s->objects[v].type]--;
+            depth--;
+        }
+    }
+    size_t m = 0;
+    for (uint32_t t = 0; t < s->nstrings; t++)
+        if (byid[t].count)
+            byid[m++] = byid[t];
+    qsort(byid, m, sizeof(*byid), cmp_type);
+    *out = byid;
+    *ntypes = m;
+    byid = NULL;
+out:
+    free(byid);
+    free(open);
+    free(stack);
+    free(next);
+    dom_children_free(&tree);
+    return err;
+}
+
+void ha_format_bytes(uint64_t bytes, char *out, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, size, "%" PRIu64 " B", bytes);
+    else
+        snprintf(out, size, "%.1f %s", v, units[u]);
+}

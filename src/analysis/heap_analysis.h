@@ -1,0 +1,69 @@
+/* What a heap snapshot retains, and through what: dominators and retained sizes over the strong
+ * references, breadth-first retaining paths from the roots, the top retainers, and the type
+ * histogram. The model behind `scry analyze` and `scry query`; it reads a validated snapshot and
+ * never the target. */
+#ifndef SCRY_ANALYSIS_HEAP_ANALYSIS_H
+#define SCRY_ANALYSIS_HEAP_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "snapshot/snap_reader.h"
+
+struct heap_analysis {
+    const struct snap *s;
+    uint32_t n;
+    uint64_t *retained;     /* per object; 0 when unreachable */
+    uint32_t *idom;         /* dominators.h semantics: n = the super-root, DOM_UNREACHABLE */
+    uint32_t *parent;       /* breadth-first parent from the roots; SNAP_NONE for roots and
+                               unreachable objects */
+    uint32_t *root_label;   /* per object: its root label's string id, or SNAP_NONE */
+    uint64_t reachable_objects, reachable_bytes;
+    uint64_t weak_edges;    /* references not counted as retaining */
+};
+
+/* Runs the whole analysis (O(objects + references)). Returns 0, -SCRY_E_NO_MEMORY, or
+ * -SCRY_E_BAD_SNAPSHOT if the graph is inconsistent. */
+int ha_build(const struct snap *s, struct heap_analysis *out);
+void ha_free(struct heap_analysis *a);
+
+/* The object's retaining path as one line, root first: `sys.modules['app'].__dict__['CACHE']`.
+ * Unreachable objects get `<unreachable>`. */
+void ha_path_inline(const struct heap_analysis *a, uint32_t obj, struct strbuf *out);
+
+/* One hop of a retaining path: the label to write and the object it reaches. */
+struct ha_hop {
+    const char *label;
+    uint32_t object;
+};
+
+/* The path root first: hops[0] is the root (its label is the root label), the last is obj.
+ * Returns the number of hops written (at most max; 0 when unreachable). */
+size_t ha_path(const struct heap_analysis *a, uint32_t obj, struct ha_hop *hops, size_t max);
+
+/* Whether an object is a namespace or structure rather than data: a root, a module, a class, a
+ * function or code object, a frame, or the __dict__ of a module or class. Such objects are left
+ * out of the top retainers (they retain everything under them and name nothing). */
+bool ha_is_structural(const struct heap_analysis *a, uint32_t obj);
+
+/* The k objects that retain the most data: not structural, and not merely passing almost all of
+ * their retained size on to a single object they dominate (then that object is the holder).
+ * Writes indexes, largest first; returns how many. */
+size_t ha_top_retainers(const struct heap_analysis *a, size_t k, uint32_t *out);
+
+/* Per type: instances, shallow bytes, and retained bytes (what would be freed if every instance
+ * went away: nested instances are not counted twice). */
+struct ha_type {
+    uint32_t type; /* string id */
+    uint64_t count, shallow, retained;
+};
+
+/* All types, by retained size, largest first (malloc'd, *ntypes entries). */
+int ha_types(const struct heap_analysis *a, struct ha_type **out, size_t *ntypes);
+
+/* Human-readable bytes: "1.0 MiB", "512 B". */
+void ha_format_bytes(uint64_t bytes, char *out, size_t size);
+
+#endif

@@ -1,0 +1,323 @@
+/* `scry flamegraph`: the CPU flame graph of a profile recorded with `scry run --stacks`, as an
+ * interactive SVG or folded stacks, plain or differential (two profiles). Also the stack exports
+ * of `scry view --format folded|speedscope`, which read profiles the same way. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/stacks.h"
+#include "cli/cli.h"
+#include "common/error.h"
+#include "render/flamegraph_svg.h"
+#include "render/speedscope.h"
+#include "snapshot/format.h"
+
+static const char flamegraph_usage[] =
+    "usage: scry flamegraph [options] profile.json\n"
+    "       scry flamegraph --diff before.json after.json [options]\n"
+    "\n"
+    "Draws the CPU flame graph of a profile recorded with 'scry run --stacks' as one\n"
+    "self-contained interactive SVG: each frame's width is its share of the samples; click a\n"
+    "frame to zoom, Ctrl-F (or Search) to highlight frames matching a regular expression.\n"
+    "\n"
+    "  -o, --output FILE   write to FILE (default: standard output)\n"
+    "      --folded        write folded stacks ('frame;frame;frame COUNT', outermost frame\n"
+    "                      first, one line per stack) instead of the SVG\n"
+    "      --diff A B      differential graph of profile A (before) and B (after): width is\n"
+    "                      after, red frames grew, blue shrank; with --folded the lines read\n"
+    "                      'stack BEFORE AFTER'\n"
+    "      --min-pct P     fold frames narrower than P% of the total into one [other] frame\n"
+    "                      per parent (default 0: none); the other frames keep their widths\n"
+    "      --max-depth N   fold frames deeper than N into [other] (default: no limit)\n"
+    "      --min-bytes N   for heap snapshots: fold frames retaining fewer than N bytes\n"
+    "      --title TEXT    the graph's title\n"
+    "      --colors MODE   kind (Python warm, native blue; the default) or hash (one colour\n"
+    "                      per name)\n"
+    "      --width PX      image width (default 1200)\n";
+
+static int write_file_atomic(const char *path, const struct strbuf *sb)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
+        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
+    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
+    }
+    return 0;
+}
+
+/* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
+static int write_output(const char *path, const struct strbuf *sb)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return cli_write_stdout(sb);
+    return write_file_atomic(path, sb);
+}
+
+/* Reads a profile's stacks into t (one side of a differential tree when before is set); the
+ * program's name goes to *program when asked (a string of the document, valid until it is
+ * released through *doc). */
+static int load_profile_stacks(const char *path, struct stk_tree *t, bool before, json_t **doc)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int err = cli_read_file(path, &data, &len);
+    if (err)
+        return err;
+    if (len >= strlen(SNAP_MAGIC) && memcmp(data, SNAP_MAGIC, strlen(SNAP_MAGIC)) == 0) {
+        free(data);
+        return err_fail_hint(SCRY_E_USAGE,
+                             "draw the CPU flame graph of a profile: scry run --stacks, then "
+                             "scry flamegraph scry-profile.json",
+                             "%s is a heap snapshot: heap snapshots are not supported yet by "
+                             "scry flamegraph",
+                             path);
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, 0, &jerr);
+    free(data);
+    if (!root)
+        return err_fail(SCRY_E_BAD_PROFILE,
+                        "%s is not a profile: not JSON (line %d, column %d: %s)", path, jerr.line,
+                        jerr.column, jerr.text);
+    err = stk_add_profile(t, root, path, before);
+    if (err || !doc)
+        json_decref(root);
+    else
+        *doc = root;
+    return err;
+}
+
+static const char *program_of(const json_t *doc)
+{
+    const json_t *p = doc ? json_object_get(doc, "program") : NULL;
+    return json_is_string(p) && *json_string_value(p) ? json_string_value(p) : NULL;
+}
+
+static bool parse_count(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+int cli_view_export(const char *path, const char *format, const char *outfile)
+{
+    bool folded = strcmp(format, "folded") == 0;
+    if (!folded && strcmp(format, "speedscope") != 0)
+        return cli_usage_error(false, "--format takes folded or speedscope, not '%s'", format);
+    struct stk_tree t;
+    stk_init(&t, false);
+    struct strbuf out = STRBUF_INIT;
+    json_t *doc = NULL;
+    int status = CLI_EXIT_OK;
+    if (load_profile_stacks(path, &t, false, &doc) != 0 || stk_finish(&t) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    if (folded) {
+        stk_write_folded(&t, &out);
+    } else {
+        struct speedscope_opts so = {.name = program_of(doc), .unit = "none",
+                                     .exporter = "scry@" SCRY_VERSION};
+        speedscope_write(&t, &so, &out);
+    }
+    if (write_output(outfile, &out) != 0)
+        status = cli_report_error(false);
+out:
+    json_decref(doc);
+    sb_release(&out);
+    stk_free(&t);
+    return status;
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"outfile", required_argument, NULL, 'o'},
+        {"folded", no_argument, NULL, 'F'},
+        {"diff", no_argument, NULL, 'D'},
+        {"min-pct", required_argument, NULL, 'p'},
+        {"min-bytes", required_argument, NULL, 'b'},
+        {"max-depth", required_argument, NULL, 'd'},
+        {"title", required_argument, NULL, 'T'},
+        {"colors", required_argument, NULL, 'c'},
+        {"width", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *outfile = NULL, *title = NULL;
+    bool folded = false, diff = false, min_bytes_given = false;
+    struct stk_cut cut = {0};
+    struct fg_opts fo = {.unit = "samples", .palette = FG_PALETTE_KIND};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            outfile = optarg;
+            break;
+        case 'F':
+            folded = true;
+            break;
+        case 'D':
+            diff = true;
+            break;
+        case 'p':
+            if (!cli_parse_percent(optarg, &cut.min_pct))
+                return cli_usage_error(false, "--min-pct needs a percentage from 0 to 100, not '%s'",
+                                       optarg);
+            break;
+        case 'b':
+            if (!parse_count(optarg, &cut.min_weight))
+                return cli_usage_error(false, "--min-bytes needs a number of bytes, not '%s'",
+                                       optarg);
+            min_bytes_given = true;
+            break;
+        case 'd': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > 100000)
+                return cli_usage_error(false, "--max-depth needs a depth of at least 1, not '%s'",
+                                       optarg);
+            cut.max_depth = (uint32_t)v;
+            break;
+        }
+        case 'T':
+            title = optarg;
+            break;
+        case 'c':
+            if (strcmp(optarg, "kind") == 0)
+                fo.palette = FG_PALETTE_KIND;
+            else if (strcmp(optarg, "hash") == 0)
+                fo.palette = FG_PALETTE_HASH;
+            else
+                return cli_usage_error(false, "--colors takes kind or hash, not '%s'", optarg);
+            break;
+        case 'w': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 100 || v > 100000)
+                return cli_usage_error(false, "--width needs a width in pixels from 100 to "
+                                              "100000, not '%s'",
+                                       optarg);
+            fo.width = (unsigned)v;
+            break;
+        }
+        case 'h':
+            fputs(flamegraph_usage, stdout);
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error(false, "option %s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(false, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    int nin = argc - optind;
+    if (diff && nin != 2)
+        return cli_usage_error(false, "--diff takes two profiles: before.json after.json");
+    if (!diff && nin != 1)
+        return cli_usage_error(false, nin == 0 ? "give the profile to draw "
+                                                 "(scry flamegraph scry-profile.json -o cpu.svg)"
+                                               : "give one profile (or --diff BEFORE AFTER)");
+    if (min_bytes_given)
+        return cli_usage_error(false, "--min-bytes applies to heap snapshots; a CPU profile's "
+                                      "weights are samples: use --min-pct");
+    if (!folded && !outfile && isatty(1))
+        return cli_usage_error(false, "give -o FILE.svg for the SVG (or --folded to print the "
+                                      "folded stacks)");
+
+    struct stk_tree t, cutt;
+    stk_init(&t, diff);
+    memset(&cutt, 0, sizeof(cutt));
+    bool have_cut = false;
+    struct strbuf out = STRBUF_INIT, sub = STRBUF_INIT;
+    json_t *doc = NULL;
+    int status = CLI_EXIT_OK;
+    if (diff) {
+        if (load_profile_stacks(argv[optind], &t, true, NULL) != 0 ||
+            load_profile_stacks(argv[optind + 1], &t, false, &doc) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+    } else if (load_profile_stacks(argv[optind], &t, false, &doc) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    if (stk_finish(&t) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    const struct stk_tree *draw = &t;
+    if (cut.min_pct > 0 || cut.min_weight > 0 || cut.max_depth > 0) {
+        have_cut = true;
+        if (stk_cut(&t, &cut, &cutt) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+        draw = &cutt;
+    }
+    if (folded) {
+        stk_write_folded(draw, &out);
+    } else {
+        const char *program = program_of(doc);
+        const struct stk_node *root = &draw->nodes[STK_ROOT];
+        if (diff) {
+            sb_addf(&sub, "%s -> %s: ", argv[optind], argv[optind + 1]);
+            stk_format_weight(&sub, root->total_before);
+            sb_adds(&sub, " -> ");
+            stk_format_weight(&sub, root->total);
+            sb_adds(&sub, " samples");
+        } else {
+            if (program)
+                sb_addf(&sub, "%s: ", program);
+            stk_format_weight(&sub, root->total);
+            sb_adds(&sub, " samples");
+        }
+        if (cut.min_pct > 0)
+            sb_addf(&sub, "; frames under %g%% folded into [other]", cut.min_pct);
+        if (cut.max_depth > 0)
+            sb_addf(&sub, "; deeper than %u folded", cut.max_depth);
+        fo.title = title ? title : diff ? "Differential CPU flame graph" : "CPU flame graph";
+        fo.subtitle = sb_str(&sub);
+        fg_write_svg(draw, &fo, &out);
+    }
+    if (write_output(outfile, &out) != 0)
+        status = cli_report_error(false);
+out:
+    json_decref(doc);
+    sb_release(&out);
+    sb_release(&sub);
+    stk_free(&t);
+    if (have_cut)
+        stk_free(&cutt);
+    return status;
+}

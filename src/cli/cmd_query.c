@@ -1,0 +1,377 @@
+/* `scry query app.heap --type T | --retaining-path ADDR | --locate NAME`: questions about one
+ * snapshot: a type's instances and who holds them, the path from a root to one object (one
+ * labelled hop per line), and where a function, class or module comes from. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/dominators.h"
+#include "analysis/heap_analysis.h"
+#include "cli/cli.h"
+#include "common/error.h"
+#include "render/json_writer.h"
+
+#define MAX_HOPS 512
+#define MAX_LISTED 20
+
+static const char query_usage[] =
+    "usage: scry query app.heap --type T [--json]\n"
+    "       scry query app.heap --retaining-path ADDR [--json]\n"
+    "       scry query app.heap --locate NAME [--json]\n"
+    "\n"
+    "  --type T             instances of type T (its qualified name, or the part after the last\n"
+    "                       dot): how many, their sizes, the largest and what holds them\n"
+    "  --retaining-path A   the path from a root to the object at address A (hex or decimal),\n"
+    "                       root first, one labelled reference per line\n"
+    "  --locate NAME        file:line of a function, class or module named NAME (dotted, as in\n"
+    "                       app.session.Session.close, or its last parts)\n"
+    "  --json               one JSON document on stdout (docs/json-schema.md)\n";
+
+static bool type_matches(const char *type, const char *want)
+{
+    if (strcmp(type, want) == 0)
+        return true;
+    size_t lt = strlen(type), lw = strlen(want);
+    return lt > lw && type[lt - lw - 1] == '.' && strcmp(type + lt - lw, want) == 0;
+}
+
+static void addr_str(uint64_t addr, char *out, size_t size)
+{
+    snprintf(out, size, "0x%" PRIx64, addr);
+}
+
+static int query_type(const struct heap_analysis *a, const char *want, bool json,
+                      struct strbuf *out)
+{
+    const struct snap *s = a->s;
+    uint32_t *match = calloc((size_t)a->n + 1, sizeof(*match));
+    uint32_t top[MAX_LISTED], ntop = 0, nmatch = 0;
+    uint64_t shallow = 0, retained = 0;
+    if (!match)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    for (uint32_t v = 0; v < a->n; v++) {
+        if (!type_matches(snap_string(s, s->objects[v].type), want))
+            continue;
+        match[nmatch++] = v;
+        shallow += s->objects[v].size;
+        /* Retained by the type: instances not dominated by another instance of it. */
+        uint32_t d = a->idom[v];
+        bool nested = false;
+        for (int hops = 0; d < a->n && hops < 64 && !nested; hops++, d = a->idom[d])
+            nested = type_matches(snap_string(s, s->objects[d].type), want);
+        if (!nested)
+            retained += a->retained[v];
+    }
+    if (nmatch == 0) {
+        free(match);
+        return err_fail(SCRY_E_NOT_FOUND, "no object of type '%s' in the snapshot", want);
+    }
+    dom_top(a->retained, match, nmatch, NULL, MAX_LISTED, top, &ntop);
+    char b1[32], b2[32], ad[32];
+    struct strbuf path = STRBUF_INIT, holder = STRBUF_INIT;
+    struct json_writer w;
+    if (json) {
+        jw_init(&w, out, false);
+        jw_obj_begin(&w);
+        jw_key(&w, "type");
+        jw_str(&w, want);
+        jw_key(&w, "count");
+        jw_uint(&w, nmatch);
+        jw_key(&w, "shallow");
+        jw_uint(&w, shallow);
+        jw_key(&w, "retained");
+        jw_uint(&w, retained);
+        jw_key(&w, "largest");
+        jw_arr_begin(&w);
+    } else {
+        ha_format_bytes(shallow, b1, sizeof(b1));
+        ha_format_bytes(retained, b2, sizeof(b2));
+        sb_addf(out, "%u instances of %s: %s shallow, %s retained\n\nlargest by retained size\n",
+                nmatch, want, b1, b2);
+        sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", "retained", "shallow", "address", "type",
+                "path");
+    }
+    for (uint32_t i = 0; i < ntop; i++) {
+        uint32_t v = top[i];
+        sb_reset(&path);
+        sb_reset(&holder);
+        ha_path_inline(a, v, &path);
+        uint32_t d = a->idom[v];
+        if (d < a->n)
+            ha_path_inline(a, d, &holder);
+        addr_str(s->objects[v].addr, ad, sizeof(ad));
+        if (json) {
+            jw_obj_begin(&w);
+            jw_key(&w, "address");
+            jw_str(&w, ad);
+            jw_key(&w, "type");
+            jw_str(&w, snap_string(s, s->objects[v].type));
+            jw_key(&w, "shallow");
+            jw_uint(&w, s->objects[v].size);
+            jw_key(&w, "retained");
+            jw_uint(&w, a->retained[v]);
+            jw_key(&w, "path");
+            jw_str(&w, sb_str(&path));
+            jw_key(&w, "held_by");
+            if (d < a->n)
+                jw_str(&w, sb_str(&holder));
+            else
+                jw_null(&w);
+            jw_obj_end(&w);
+        } else {
+            ha_format_bytes(a->retained[v], b1, sizeof(b1));
+            ha_format_bytes(s->objects[v].size, b2, sizeof(b2));
+            sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", b1, b2, ad,
+                    snap_string(s, s->objects[v].type), sb_str(&path));
+        }
+    }
+    if (json) {
+        jw_arr_end(&w);
+        jw_obj_end(&w);
+        sb_addch(out, '\n');
+    }
+    sb_release(&path);
+    sb_release(&holder);
+    free(match);
+    return 0;
+}
+
+static int query_path(const struct heap_analysis *a, const char *arg, bool json,
+                      struct strbuf *out)
+{
+    const struct snap *s = a->s;
+    char *end;
+    uint64_t addr = strtoull(arg, &end, 0);
+    if (*end || end == arg)
+        return err_fail(SCRY_E_USAGE, "--retaining-path needs an address like 0x7f3a2c41b0d0, "
+                                      "not '%s'",
+                        arg);
+    uint32_t v = snap_find(s, addr);
+    if (v == SNAP_NONE)
+        return err_fail(SCRY_E_NOT_FOUND, "no object at 0x%" PRIx64 " in the snapshot", addr);
+    struct ha_hop *hops = calloc(MAX_HOPS, sizeof(*hops));
+    if (!hops)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    size_t n = ha_path(a, v, hops, MAX_HOPS);
+    char b1[32], b2[32], ad[32];
+    if (json) {
+        struct json_writer w;
+        jw_init(&w, out, false);
+        jw_obj_begin(&w);
+        addr_str(addr, ad, sizeof(ad));
+        jw_key(&w, "address");
+        jw_str(&w, ad);
+        jw_key(&w, "reachable");
+        jw_bool(&w, n > 0);
+        jw_key(&w, "path");
+        jw_arr_begin(&w);
+        for (size_t i = 0; i < n; i++) {
+            const struct snap_object *o = &s->objects[hops[i].object];
+            addr_str(o->addr, ad, sizeof(ad));
+            jw_obj_begin(&w);
+            jw_key(&w, i == 0 ? "root" : "label");
+            jw_str(&w, hops[i].label);
+            jw_key(&w, "type");
+            jw_str(&w, snap_string(s, o->type));
+            jw_key(&w, "address");
+            jw_str(&w, ad);
+            jw_key(&w, "shallow");
+            jw_uint(&w, o->size);
+            jw_key(&w, "retained");
+            jw_uint(&w, a->retained[hops[i].object]);
+            jw_obj_end(&w);
+        }
+        jw_arr_end(&w);
+        jw_obj_end(&w);
+        sb_addch(out, '\n');
+    } else if (n == 0) {
+        sb_addf(out, "0x%" PRIx64 " (%s) is not reachable from any root: it is garbage, or held "
+                     "only by native code or weak references\n",
+                addr, snap_string(s, s->objects[v].type));
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            const struct snap_object *o = &s->objects[hops[i].object];
+            const char *type = snap_string(s, o->type);
+            if (i == 0) {
+                sb_addf(out, "%-30s %s\n", hops[i].label, type);
+            } else if (i + 1 < n) {
+                sb_addf(out, "  %-28s %s\n", hops[i].label, type);
+            } else {
+                ha_format_bytes(o->size, b1, sizeof(b1));
+                ha_format_bytes(a->retained[hops[i].object], b2, sizeof(b2));
+                sb_addf(out, "  %-28s %s  (%s, retains %s)\n", hops[i].label, type, b1, b2);
+            }
+        }
+        if (n == 1) { /* the object is a root itself */
+            ha_format_bytes(a->retained[v], b2, sizeof(b2));
+            sb_addf(out, "  (a root; retains %s)\n", b2);
+        }
+    }
+    free(hops);
+    return 0;
+}
+
+/* The dotted name a path spells, if it is one of names only (module, then attributes and
+ * identifier keys): sys.modules['app.session'].__dict__['Session'] -> app.session.Session. */
+static bool dotted_name(const struct ha_hop *hops, size_t n, struct strbuf *out)
+{
+    const char *root = hops[0].label;
+    const char *p = strstr(root, "sys.modules['");
+    if (p != root)
+        return false;
+    p += strlen("sys.modules['");
+    const char *q = strstr(p, "']");
+    if (!q || q[2])
+        return false;
+    sb_add(out, p, (size_t)(q - p));
+    for (size_t i = 1; i < n; i++) {
+        const char *l = hops[i].label;
+        if (strcmp(l, ".__dict__") == 0)
+            continue;
+        if (l[0] == '.' && l[1] && !strchr(l + 1, '[') && !strchr(l + 1, '.')) {
+            sb_adds(out, l);
+        } else if (strncmp(l, "['", 2) == 0 && l[strlen(l) - 1] == ']' && l[2] != '<') {
+            size_t len = strlen(l);
+            if (len < 5 || l[len - 2] != '\'')
+                return false;
+            sb_addch(out, '.');
+            sb_add(out, l + 2, len - 4);
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int query_locate(const struct heap_analysis *a, const char *want, bool json,
+                        struct strbuf *out)
+{
+    const struct snap *s = a->s;
+    struct ha_hop *hops = calloc(MAX_HOPS, sizeof(*hops));
+    struct strbuf name = STRBUF_INIT;
+    struct json_writer w;
+    size_t found = 0, wl = strlen(want);
+    if (!hops)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (json) {
+        jw_init(&w, out, false);
+        jw_obj_begin(&w);
+        jw_key(&w, "name");
+        jw_str(&w, want);
+        jw_key(&w, "matches");
+        jw_arr_begin(&w);
+    }
+    for (uint32_t i = 0; i < s->nlocations; i++) {
+        const struct snap_location *loc = snap_location_at(s, i);
+        size_t n = ha_path(a, loc->object, hops, MAX_HOPS);
+        sb_reset(&name);
+        if (n == 0 || !dotted_name(hops, n, &name))
+            continue;
+        const char *nm = sb_str(&name);
+        size_t nl = name.len;
+        if (!(nl == wl && strcmp(nm, want) == 0) &&
+            !(nl > wl && nm[nl - wl - 1] == '.' && strcmp(nm + nl - wl, want) == 0))
+            continue;
+        const struct snap_object *o = &s->objects[loc->object];
+        char ad[32];
+        addr_str(o->addr, ad, sizeof(ad));
+        found++;
+        if (json) {
+            jw_obj_begin(&w);
+            jw_key(&w, "name");
+            jw_str(&w, nm);
+            jw_key(&w, "type");
+            jw_str(&w, snap_string(s, o->type));
+            jw_key(&w, "address");
+            jw_str(&w, ad);
+            jw_key(&w, "file");
+            jw_str(&w, snap_string(s, loc->file));
+            jw_key(&w, "line");
+            jw_uint(&w, loc->line);
+            jw_obj_end(&w);
+        } else {
+            sb_addf(out, "%s  %s  %s:%u\n", nm, snap_string(s, o->type),
+                    snap_string(s, loc->file), loc->line);
+        }
+    }
+    if (json) {
+        jw_arr_end(&w);
+        jw_obj_end(&w);
+        sb_addch(out, '\n');
+    }
+    sb_release(&name);
+    free(hops);
+    if (!found)
+        return err_fail(SCRY_E_NOT_FOUND,
+                        "no function, class or module named '%s' with a recorded location", want);
+    return 0;
+}
+
+int cmd_query(int argc, char **argv)
+{
+    enum { Q_TYPE = 256, Q_PATH, Q_LOCATE };
+    static const struct option longopts[] = {
+        {"type", required_argument, NULL, Q_TYPE},
+        {"retaining-path", required_argument, NULL, Q_PATH},
+        {"locate", required_argument, NULL, Q_LOCATE},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = cli_wants_json(argc, argv);
+    int mode = 0;
+    const char *arg = NULL, *path = NULL;
+    int c;
+    opterr = 0;
+    optind = 1;
+    /* The snapshot may come before or after the options. */
+    while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+        switch (c) {
+        case Q_TYPE:
+        case Q_PATH:
+        case Q_LOCATE:
+            if (mode)
+                return cli_usage_error(json, "give one of --type, --retaining-path, --locate");
+            mode = c;
+            arg = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            fputs(query_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error(json, c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage_error(json, "give one snapshot file (scry query app.heap --type T)");
+    path = argv[optind];
+    if (!mode)
+        return cli_usage_error(json, "give one of --type T, --retaining-path ADDR, --locate NAME");
+
+    struct snap s;
+    struct heap_analysis a;
+    struct strbuf out = STRBUF_INIT;
+    int status = CLI_EXIT_OK;
+    memset(&s, 0, sizeof(s));
+    memset(&a, 0, sizeof(a));
+    int err = snap_open(path, &s);
+    if (!err)
+        err = ha_build(&s, &a);
+    if (!err)
+        err = mode == Q_TYPE   ? query_type(&a, arg, json, &out)
+              : mode == Q_PATH ? query_path(&a, arg, json, &out)
+                               : query_locate(&a, arg, json, &out);
+    if (err)
+        status = cli_report_error(json);
+    else if (cli_write_stdout(&out) != 0)
+        status = cli_report_error(false);
+    sb_release(&out);
+    ha_free(&a);
+    snap_close(&s);
+    return status;
+}
