@@ -1268,6 +1268,8 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
 
     /* object.__sizeof__, refined per kind below. */
     uint64_t items = ti->itemsize ? (uint64_t)(ob_size < 0 ? -ob_size : ob_size) : 0;
+    if (items > MAX_ITEMS)
+        items = 0; /* not a variable-size object after all */
     uint64_t size = (uint64_t)ti->basicsize + items * (uint64_t)ti->itemsize;
     uint64_t presize = ti->presize;
     uint64_t code = 0;
@@ -1282,6 +1284,23 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         else
             nd = (uint64_t)(ob_size < 0 ? -ob_size : ob_size);
         size = w->L->long_digits + 4 * (nd ? nd : 1);
+        break;
+    }
+    case K_GEN:
+    case K_FRAME: {
+        /* Not variable-size objects in 3.12+ (no ob_size): the slots come from the code. */
+        uint64_t f = addr + H->gi_iframe, c = 0;
+        int32_t nl = 0, ns = 0;
+        if (ti->kind == K_FRAME && mc_read_u64(&w->mc, addr + H->frobj_frame, &f))
+            f = 0;
+        if (f && mc_read_u64(&w->mc, f + w->L->fr_code, &c) == 0 && c) {
+            c &= ~(uint64_t)3;
+            mc_read(&w->mc, c + H->co_nlocalsplus, &nl, 4);
+            mc_read(&w->mc, c + H->co_stacksize, &ns, 4);
+        }
+        size = (uint64_t)ti->basicsize;
+        if (nl >= 0 && ns >= 0 && nl + ns < (1 << 20))
+            size += (uint64_t)(nl + ns) * 8;
         break;
     }
     case K_LIST: {

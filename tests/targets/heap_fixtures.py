@@ -21,6 +21,7 @@ import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heap_leaks  # noqa: E402
+from groundtruth import marker_lines  # noqa: E402
 
 
 def sample_objects():
@@ -124,7 +125,7 @@ def main():
     head = json.dumps({"ready": True, "pid": os.getpid(),
                        "python": "%d.%d" % sys.version_info[:2], "truths": truths,
                        "addresses": addresses, "sizes": sizes,
-                       "main_line": sys._getframe().f_lineno + 12})
+                       "main_line": marker_lines(__file__)["wait"][0]})
     # Nothing tracked by the GC is made from here until the dump: the count is exact.
     gc_count = len(gc.get_objects()) + gc.get_freeze_count()
     sys.stdout.write(head[:-1] + ', "gc_count": ' + str(gc_count) + "}\n")
@@ -133,7 +134,7 @@ def main():
     # buffer (both GC-tracked) alive while it blocks, which the dump would count.
     pending = b""
     while b"stop" not in pending:
-        chunk = os.read(0, 4096)
+        chunk = os.read(0, 4096)  # @wait
         if not chunk:
             break
         pending += chunk
