@@ -203,7 +203,12 @@ static int cmp_child(const void *a, const void *b)
 {
     const struct stk_node *na = &sort_tree->nodes[*(const uint32_t *)a];
     const struct stk_node *nb = &sort_tree->nodes[*(const uint32_t *)b];
-    return strcmp(sort_tree->frames[na->frame], sort_tree->frames[nb->frame]);
+    const char *ta = sort_tree->frames[na->frame], *tb = sort_tree->frames[nb->frame];
+    /* [other] last: it stands for what is left over. */
+    bool oa = strcmp(ta, STK_OTHER) == 0, ob = strcmp(tb, STK_OTHER) == 0;
+    if (oa != ob)
+        return oa ? 1 : -1;
+    return strcmp(ta, tb);
 }
 
 int stk_finish(struct stk_tree *t)
@@ -222,7 +227,7 @@ int stk_finish(struct stk_tree *t)
         if (n->depth > t->max_depth)
             t->max_depth = n->depth;
     }
-    /* Siblings sorted by text: the same input always draws the same picture. */
+    /* Siblings sorted by text, [other] last: the same input always draws the same picture. */
     uint32_t *kids = NULL;
     size_t cap = 0;
     sort_tree = t;

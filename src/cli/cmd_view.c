@@ -22,7 +22,10 @@ static const char view_usage[] =
     "                                version of scry)\n"
     "      --cpu-percent-threshold P hide lines, functions and files under P% of the time\n"
     "                                (default 1; 0 shows every line)\n"
-    "      --no-color                no colours even on a terminal\n";
+    "      --no-color                no colours even on a terminal\n"
+    "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
+    "                                as folded stacks or a speedscope file, to -o FILE or\n"
+    "                                standard output\n";
 
 int cli_read_file(const char *path, char **data, size_t *len)
 {
@@ -63,15 +66,18 @@ int cmd_view(int argc, char **argv)
         {"cli", no_argument, NULL, 'c'},
         {"cpu-percent-threshold", required_argument, NULL, 't'},
         {"no-color", no_argument, NULL, 'C'},
+        {"format", required_argument, NULL, 'F'},
+        {"outfile", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool cli = false;
+    const char *outfile = NULL, *format = NULL;
     struct profile_text_opts o = {.color = cli_color_stdout(), .threshold = 1.0};
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
             cli = true;
@@ -86,6 +92,12 @@ int cmd_view(int argc, char **argv)
         case 'C':
             o.color = false;
             break;
+        case 'F':
+            format = optarg;
+            break;
+        case 'o':
+            outfile = optarg;
+            break;
         case 'h':
             fputs(view_usage, stdout);
             return CLI_EXIT_OK;
@@ -98,6 +110,13 @@ int cmd_view(int argc, char **argv)
     if (argc - optind > 1)
         return cli_usage_error(false, "unexpected argument '%s' (give one profile)",
                                argv[optind + 1]);
+    if (format && cli)
+        return cli_usage_error(false, "--format exports stacks; it goes without --cli");
+    if (format)
+        return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
+                               outfile);
+    if (outfile)
+        return cli_usage_error(false, "-o goes with --format");
     if (!cli)
         return cli_usage_error(false, "the browser view arrives with a later version of scry; "
                                       "use 'scry view --cli' for the terminal view");

@@ -259,12 +259,12 @@ static void test_cut_min_pct(void)
     struct strbuf out = STRBUF_INIT;
     folded_of(&c, &out);
     /* a2+a3 -> [other] 5 under a; c+d(+d1) -> [other] 9 under root; tiny -> [other] under b1. */
-    CHECK_STR(sb_str(&out), "root;[other] 9\n"
-                            "root;a 40\n"
-                            "root;a;[other] 5\n"
+    CHECK_STR(sb_str(&out), "root;a 40\n"
                             "root;a;a1 500\n"
-                            "root;b;b1;[other] 1\n"
+                            "root;a;[other] 5\n"
                             "root;b;b1;b2;b3 300\n"
+                            "root;b;b1;[other] 1\n"
+                            "root;[other] 9\n"
                             "side 145\n");
     stk_free(&c);
 
@@ -323,7 +323,7 @@ static void test_cut_diff(void)
     check_cut_keeps_widths(&t, &c);
     struct strbuf out = STRBUF_INIT;
     folded_of(&c, &out);
-    CHECK_STR(sb_str(&out), "m;[other] 3 3\nm;big 50 60\nm;now 1 30\nm;was 30 1\n");
+    CHECK_STR(sb_str(&out), "m;big 50 60\nm;now 1 30\nm;was 30 1\nm;[other] 3 3\n");
     stk_free(&c);
     stk_free(&t);
     sb_release(&out);
