@@ -245,6 +245,37 @@ static bool dotted_name(const struct ha_hop *hops, size_t n, struct strbuf *out)
     return true;
 }
 
+/* A class has no code object of its own: it is placed at the first line of its methods (its
+ * __dict__'s functions that have a location), marked approximate. */
+static bool class_location(const struct snap *s, uint32_t cls, const char **file, uint32_t *line)
+{
+    bool found = false;
+    for (uint32_t e = s->edge_first[cls]; e < s->edge_first[cls + 1]; e++) {
+        if (strcmp(snap_string(s, s->edge_label[e]), ".__dict__") != 0)
+            continue;
+        uint32_t d = s->edge_target[e];
+        for (uint32_t f = s->edge_first[d]; f < s->edge_first[d + 1]; f++) {
+            const char *ff;
+            uint32_t fl;
+            if (s->edge_kind[f] != SNAP_EDGE_DICT_VALUE ||
+                !snap_location(s, s->edge_target[f], &ff, &fl) || fl == 0)
+                continue;
+            if (!found || fl < *line) {
+                *file = ff;
+                *line = fl;
+                found = true;
+            }
+        }
+    }
+    return found;
+}
+
+static bool name_matches(const char *nm, size_t nl, const char *want, size_t wl)
+{
+    return (nl == wl && strcmp(nm, want) == 0) ||
+           (nl > wl && nm[nl - wl - 1] == '.' && strcmp(nm + nl - wl, want) == 0);
+}
+
 static int query_locate(const struct heap_analysis *a, const char *want, bool json,
                         struct strbuf *out)
 {
@@ -263,37 +294,45 @@ static int query_locate(const struct heap_analysis *a, const char *want, bool js
         jw_key(&w, "matches");
         jw_arr_begin(&w);
     }
-    for (uint32_t i = 0; i < s->nlocations; i++) {
-        const struct snap_location *loc = snap_location_at(s, i);
-        size_t n = ha_path(a, loc->object, hops, MAX_HOPS);
+    /* Functions, code and modules carry a location; classes are placed by their methods. */
+    for (uint32_t v = 0; v < a->n; v++) {
+        const struct snap_object *o = &s->objects[v];
+        const char *file;
+        uint32_t line;
+        bool approximate = false;
+        if (!snap_location(s, v, &file, &line)) {
+            if (!(o->flags & SNAP_OBJ_TYPE) && strcmp(snap_string(s, o->type), "builtins.type"))
+                continue;
+            if (!class_location(s, v, &file, &line))
+                continue;
+            approximate = true;
+        }
+        size_t n = ha_path(a, v, hops, MAX_HOPS);
         sb_reset(&name);
-        if (n == 0 || !dotted_name(hops, n, &name))
+        if (n == 0 || !dotted_name(hops, n, &name) ||
+            !name_matches(sb_str(&name), name.len, want, wl))
             continue;
-        const char *nm = sb_str(&name);
-        size_t nl = name.len;
-        if (!(nl == wl && strcmp(nm, want) == 0) &&
-            !(nl > wl && nm[nl - wl - 1] == '.' && strcmp(nm + nl - wl, want) == 0))
-            continue;
-        const struct snap_object *o = &s->objects[loc->object];
         char ad[32];
         addr_str(o->addr, ad, sizeof(ad));
         found++;
         if (json) {
             jw_obj_begin(&w);
             jw_key(&w, "name");
-            jw_str(&w, nm);
+            jw_str(&w, sb_str(&name));
             jw_key(&w, "type");
             jw_str(&w, snap_string(s, o->type));
             jw_key(&w, "address");
             jw_str(&w, ad);
             jw_key(&w, "file");
-            jw_str(&w, snap_string(s, loc->file));
+            jw_str(&w, file);
             jw_key(&w, "line");
-            jw_uint(&w, loc->line);
+            jw_uint(&w, line);
+            jw_key(&w, "approximate");
+            jw_bool(&w, approximate);
             jw_obj_end(&w);
         } else {
-            sb_addf(out, "%s  %s  %s:%u\n", nm, snap_string(s, o->type),
-                    snap_string(s, loc->file), loc->line);
+            sb_addf(out, "%s  %s  %s:%s%u\n", sb_str(&name), snap_string(s, o->type), file,
+                    approximate ? "~" : "", line);
         }
     }
     if (json) {
