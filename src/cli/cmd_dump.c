@@ -256,26 +256,58 @@ struct dump_result {
     int64_t time_us;
 };
 
-/* Stops the target, walks its heap into the writer and resumes it, on every path. A collection
- * in progress (its lists are rearranged) is waited out: resume, sleep, try again. */
+struct resume_ctx {
+    struct rd_reader *rd;
+    double t0, pause_ms;
+};
+
+static void resume_target(void *p)
+{
+    struct resume_ctx *c = p;
+    rd_resume(c->rd);
+    c->pause_ms = mono_ms() - c->t0;
+}
+
+/* Half of MemAvailable: how much of the target's writable memory may be copied so that it can
+ * run again before the walk (0 when unknown: then it stays stopped during the walk). */
+static uint64_t copy_budget(void)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kb * 1024 / 2;
+}
+
+/* Stops the target, walks its heap into the writer and resumes it, on every path. The walker
+ * copies the writable memory and lets the target go before it walks, when memory allows. A
+ * collection in progress (its lists are rearranged) is waited out: resume, sleep, try again. */
 static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_opts *o,
                 const struct hw_sink *sink, struct dump_result *res)
 {
     struct hw_options hopt = {.capture_contents = o->capture, .max_str = o->max_str};
+    uint64_t budget = copy_budget();
     int err = 0;
     for (res->attempts = 1; res->attempts <= GC_RETRIES; res->attempts++) {
-        double t0 = mono_ms();
+        struct resume_ctx rc = {rd, mono_ms(), 0};
         err = rd_pause(rd);
         if (err) {
             rd_resume(rd);
             return err;
         }
         double t1 = mono_ms();
-        err = hw_walk(rt, &hopt, sink, &res->hs);
-        double t2 = mono_ms();
-        rd_resume(rd);
-        res->pause_ms = mono_ms() - t0;
-        res->walk_ms = t2 - t1;
+        if (rd_kind(rd) == RD_PID) {
+            err = hw_walk_resuming(rt, &hopt, sink, &res->hs, budget, resume_target, &rc);
+        } else {
+            err = hw_walk(rt, &hopt, sink, &res->hs);
+            rc.pause_ms = 0;
+        }
+        res->walk_ms = mono_ms() - t1;
+        res->pause_ms = rc.pause_ms;
         if (!(err && res->hs.gc_running && rd_kind(rd) == RD_PID))
             break;
         log_info("a garbage collection was running; trying again");
@@ -298,7 +330,7 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
     sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",
             (unsigned long long)r->hs.gc_tracked, (unsigned long long)r->hs.permanent);
     if (o->pid)
-        sb_addf(out, "the process was stopped for %.1f ms (walk %.1f ms, %.2fM objects/s)\n",
+        sb_addf(out, "the process was stopped for %.1f ms; walk %.1f ms (%.2fM objects/s)\n",
                 r->pause_ms, r->walk_ms, rate / 1e6);
     else
         sb_addf(out, "walk %.1f ms (%.2fM objects/s)\n", r->walk_ms, rate / 1e6);

@@ -171,6 +171,12 @@ struct code_names {
     const char **names;
 };
 
+struct thread_item {
+    uint64_t addr; /* an _PyInterpreterFrame, or the PyThreadState */
+    const char *prefix;
+    bool is_tstate;
+};
+
 struct hw {
     struct py_runtime *rt;
     const struct py_layout *L;
@@ -191,6 +197,10 @@ struct hw {
     size_t ndeferred, capdeferred;
     uint64_t set_dummy;
     struct strbuf content;
+    struct thread_item *thread_items;
+    size_t nthread_items, capthread_items;
+    void (*resume)(void *ctx); /* not NULL until the target has been let go */
+    void *resume_ctx;
 };
 
 static uint64_t rd64(const uint8_t *p)
@@ -754,6 +764,34 @@ static void quote(char *out, size_t cap, const char *s)
     out[n < cap ? n : cap - 1] = 0;
 }
 
+/* An int that fits in 64 bits, read from the copy. */
+static int read_int(struct hw *w, uint64_t obj, int64_t *value, bool *big)
+{
+    uint8_t hdr[40];
+    if (mc_read(&w->mc, obj, hdr, 24))
+        return -SCRY_E_READ_FAILED;
+    uint64_t nd;
+    bool neg;
+    if (w->L->long_has_lv_tag) {
+        uint64_t tag = rd64(hdr + 16);
+        nd = tag >> 3;
+        neg = (tag & 3) == 2;
+    } else {
+        int64_t size = (int64_t)rd64(hdr + 16);
+        neg = size < 0;
+        nd = neg ? (uint64_t)-size : (uint64_t)size;
+    }
+    uint32_t d[3] = {0, 0, 0};
+    if (nd > 2 || (nd && mc_read(&w->mc, obj + w->L->long_digits, d, nd * 4)))
+        return -SCRY_E_READ_FAILED; /* over 60 bits: shown as a placeholder */
+    uint64_t v = 0;
+    for (int i = (int)nd - 1; i >= 0; i--)
+        v = (v << 30) | (d[i] & 0x3fffffff);
+    *big = false;
+    *value = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
 /* The label of a dict value under `key`: ['name'] for interned strings (identifiers) and, with
  * captured contents, any str; placeholders otherwise. *sensitive: the key names a secret. */
 static void key_label(struct hw *w, uint64_t key, char *out, size_t cap, bool *sensitive)
@@ -788,7 +826,7 @@ static void key_label(struct hw *w, uint64_t key, char *out, size_t cap, bool *s
     if (ti->kind == K_INT && w->opt->capture_contents) {
         int64_t v;
         bool big;
-        if (py_read_int(w->rt, key, &v, &big) == 0) {
+        if (read_int(w, key, &v, &big) == 0) {
             if (big)
                 snprintf(out, cap, "[%llu]", (unsigned long long)v);
             else
@@ -1577,7 +1615,9 @@ static int interp_roots(struct hw *w, uint64_t interp, int64_t id)
     return root(w, garbage, label);
 }
 
-static int thread_roots(struct hw *w)
+/* Each thread's frames and state, found while the target is stopped (through the reader: the
+ * frame walk validates every step) and walked later from the copy. */
+static int collect_threads(struct hw *w)
 {
     struct arena a = ARENA_INIT;
     struct py_thread *threads;
@@ -1589,48 +1629,39 @@ static int thread_roots(struct hw *w)
                      : err_fail(SCRY_E_NO_MEMORY, "out of memory");
     if (err)
         goto out;
-    const struct py_heap_layout *H = w->H;
     for (size_t t = 0; t < nthreads && !err; t++) {
         size_t n;
         bool truncated;
-        char prefix[MAX_NAME * 3];
         if (py_thread_stack(w->rt, &cc, threads[t].tstate, frames, PY_MAX_STACK_DEPTH, &n,
                             &truncated) != 0) {
             log_debug("thread %lld: %s", (long long)threads[t].native_id, err_last_message());
             n = 0;
         }
-        for (size_t f = 0; f < n && !err; f++) {
-            snprintf(prefix, sizeof(prefix), "Thread %lld %s (%s:%d)",
-                     (long long)threads[t].native_id, frames[f].code->qualname,
-                     frames[f].code->filename, frames[f].line);
-            struct holder hd = {0, prefix, false};
-            err = walk_iframe(w, &hd, frames[f].addr, false, NULL);
-            uint64_t fo;
-            if (!err && mc_read_u64(&w->mc, frames[f].addr + H->fr_frame_obj, &fo) == 0 && fo)
-                err = ref(w, &hd, fo, HW_EDGE_INTERNAL, ".f_frame", false);
+        for (size_t f = 0; f <= n && !err; f++) {
+            /* n frames, then the thread state itself */
+            const char *prefix =
+                f < n ? arena_printf(&w->arena, "Thread %lld %s (%s:%d)",
+                                     (long long)threads[t].native_id, frames[f].code->qualname,
+                                     frames[f].code->filename, frames[f].line)
+                      : arena_printf(&w->arena, "Thread %lld", (long long)threads[t].native_id);
+            struct thread_item *it = NULL;
+            if (w->nthread_items == w->capthread_items) {
+                size_t nc = w->capthread_items ? w->capthread_items * 2 : 64;
+                it = realloc(w->thread_items, nc * sizeof(*it));
+                if (it) {
+                    w->thread_items = it;
+                    w->capthread_items = nc;
+                }
+            }
+            if (!prefix || w->nthread_items == w->capthread_items) {
+                err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+                break;
+            }
+            it = &w->thread_items[w->nthread_items++];
+            it->addr = f < n ? frames[f].addr : threads[t].tstate;
+            it->prefix = prefix;
+            it->is_tstate = f == n;
         }
-        /* Objects the thread state holds. */
-        snprintf(prefix, sizeof(prefix), "Thread %lld", (long long)threads[t].native_id);
-        struct holder hd = {0, prefix, false};
-        uint64_t ts = threads[t].tstate, p, exc_info;
-        static const struct {
-            size_t off;
-            const char *label;
-        } fields[] = {
-            {offsetof(struct py_heap_layout, ts_dict), "threadstate.dict"},
-            {offsetof(struct py_heap_layout, ts_async_exc), "threadstate.async_exc"},
-            {offsetof(struct py_heap_layout, ts_context), "threadstate.context"},
-            {offsetof(struct py_heap_layout, ts_current_exception), "threadstate.exception"},
-        };
-        for (size_t i = 0; i < NFIELDS(fields) && !err; i++) {
-            uint64_t off;
-            memcpy(&off, (const uint8_t *)H + fields[i].off, 8);
-            if (off && mc_read_u64(&w->mc, ts + off, &p) == 0 && p)
-                err = ref(w, &hd, p, HW_EDGE_INTERNAL, fields[i].label, false);
-        }
-        if (!err && mc_read_u64(&w->mc, ts + H->ts_exc_info, &exc_info) == 0 && exc_info &&
-            mc_read_u64(&w->mc, exc_info, &p) == 0 && p)
-            err = ref(w, &hd, p, HW_EDGE_INTERNAL, "threadstate.exc_info", false);
     }
 out:
     free(frames);
@@ -1639,8 +1670,55 @@ out:
     return err;
 }
 
-int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw_sink *sink,
-            struct hw_stats *stats)
+static int thread_roots(struct hw *w)
+{
+    const struct py_heap_layout *H = w->H;
+    static const struct {
+        size_t off;
+        const char *label;
+    } fields[] = {
+        {offsetof(struct py_heap_layout, ts_dict), "threadstate.dict"},
+        {offsetof(struct py_heap_layout, ts_async_exc), "threadstate.async_exc"},
+        {offsetof(struct py_heap_layout, ts_context), "threadstate.context"},
+        {offsetof(struct py_heap_layout, ts_current_exception), "threadstate.exception"},
+    };
+    int err = 0;
+    for (size_t k = 0; k < w->nthread_items && !err; k++) {
+        const struct thread_item *it = &w->thread_items[k];
+        struct holder hd = {0, it->prefix, false};
+        uint64_t p;
+        if (!it->is_tstate) {
+            err = walk_iframe(w, &hd, it->addr, false, NULL);
+            if (!err && mc_read_u64(&w->mc, it->addr + H->fr_frame_obj, &p) == 0 && p)
+                err = ref(w, &hd, p, HW_EDGE_INTERNAL, ".f_frame", false);
+            continue;
+        }
+        for (size_t i = 0; i < NFIELDS(fields) && !err; i++) {
+            uint64_t off;
+            memcpy(&off, (const uint8_t *)H + fields[i].off, 8);
+            if (off && mc_read_u64(&w->mc, it->addr + off, &p) == 0 && p)
+                err = ref(w, &hd, p, HW_EDGE_INTERNAL, fields[i].label, false);
+        }
+        uint64_t exc_info;
+        if (!err && mc_read_u64(&w->mc, it->addr + H->ts_exc_info, &exc_info) == 0 && exc_info &&
+            mc_read_u64(&w->mc, exc_info, &p) == 0 && p)
+            err = ref(w, &hd, p, HW_EDGE_INTERNAL, "threadstate.exc_info", false);
+    }
+    return err;
+}
+
+static void let_go(struct hw *w)
+{
+    if (w->resume) {
+        void (*resume)(void *) = w->resume;
+        w->resume = NULL;
+        resume(w->resume_ctx);
+    }
+}
+
+static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
+                     const struct hw_sink *sink, struct hw_stats *stats, uint64_t max_copy,
+                     void (*resume)(void *ctx), void *resume_ctx)
 {
     struct hw w;
     struct hw_stats local;
@@ -1655,11 +1733,23 @@ int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw
     w.opt = opt;
     w.sink = sink;
     w.st = stats;
+    w.resume = resume;
+    w.resume_ctx = resume_ctx;
     if (!w.H)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "no heap layout for Python 3.%d", rt->minor);
     if (!rt->types.type || !rt->types.str || !rt->types.dict)
         return err_fail(SCRY_E_NOT_PYTHON, "the Python image does not export its type objects");
     mc_init(&w.mc, rt->rd, 0);
+    bool copied = false;
+    if (resume) {
+        err = mc_prefetch_writable(&w.mc, max_copy);
+        if (err < 0)
+            goto out;
+        copied = err == 0;
+        log_debug("heap walk: %s (%zu bytes copied)",
+                  copied ? "walking a copy of the writable memory" : "walking the stopped target",
+                  w.mc.bytes);
+    }
     if (rt->types.set_dummy_ptr)
         mc_read_u64(&w.mc, rt->types.set_dummy_ptr, &w.set_dummy);
 
@@ -1692,6 +1782,10 @@ int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw
         if (err)
             goto out;
     }
+    if ((err = collect_threads(&w)) != 0)
+        goto out;
+    if (copied)
+        let_go(&w);
     /* GC lists first, so that every tracked object is flagged before any is reported. */
     for (size_t i = 0; i < ninterps; i++) {
         uint64_t gc = interps[i] + w.L->is_gc;
@@ -1726,7 +1820,9 @@ int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw
               (unsigned long long)stats->roots, (unsigned long long)w.mc.block_reads,
               (unsigned long long)w.mc.direct_reads, w.types.count);
 out:
+    let_go(&w);
     mc_free(&w.mc);
+    free(w.thread_items);
     seen_free(&w.seen);
     hm_free(&w.types);
     hm_free(&w.names);
@@ -1736,4 +1832,17 @@ out:
     sb_release(&w.content);
     arena_free(&w.arena);
     return err;
+}
+
+int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw_sink *sink,
+            struct hw_stats *stats)
+{
+    return walk_impl(rt, opt, sink, stats, 0, NULL, NULL);
+}
+
+int hw_walk_resuming(struct py_runtime *rt, const struct hw_options *opt,
+                     const struct hw_sink *sink, struct hw_stats *stats, uint64_t max_copy,
+                     void (*resume)(void *ctx), void *resume_ctx)
+{
+    return walk_impl(rt, opt, sink, stats, max_copy, resume, resume_ctx);
 }

@@ -69,4 +69,13 @@ struct hw_stats {
 int hw_walk(struct py_runtime *rt, const struct hw_options *opt, const struct hw_sink *sink,
             struct hw_stats *stats);
 
+/* hw_walk for a live target that the caller has stopped, with a shorter pause: the target's
+ * writable memory (at most max_copy bytes) and its threads' frame chains are copied first, then
+ * resume(resume_ctx) lets the target run while the walk reads the copy. When the writable memory
+ * is larger than max_copy, the walk runs first and resume is called after it. resume is called
+ * exactly once, on every path. */
+int hw_walk_resuming(struct py_runtime *rt, const struct hw_options *opt,
+                     const struct hw_sink *sink, struct hw_stats *stats, uint64_t max_copy,
+                     void (*resume)(void *ctx), void *resume_ctx);
+
 #endif

@@ -37,7 +37,7 @@ static struct mc_block *get_block(struct memcache *mc, uint64_t index)
     uint64_t v;
     if (hm_get(&mc->blocks, index + 1, &v))
         return (struct mc_block *)(uintptr_t)v;
-    if (mc->bytes + MC_BLOCK_SIZE > mc->max_bytes)
+    if (mc->bytes + MC_BLOCK_SIZE > mc->max_bytes && !mc->pinned)
         drop_all(mc);
     uint64_t start = index << MC_BLOCK_SHIFT, end = start + MC_BLOCK_SIZE;
     /* The readable part: the first readable mapping that overlaps the block, extended over the
@@ -112,5 +112,27 @@ int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len)
         addr += chunk;
         len -= chunk;
     }
+    return 0;
+}
+
+int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
+{
+    size_t n;
+    const struct rd_mapping *maps = rd_mappings(mc->rd, &n);
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((maps[i].prot & RD_PROT_R) && (maps[i].prot & RD_PROT_W))
+            total += maps[i].end - maps[i].start;
+    if (total > max_bytes || total + mc->bytes > mc->max_bytes)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!(maps[i].prot & RD_PROT_R) || !(maps[i].prot & RD_PROT_W))
+            continue;
+        for (uint64_t b = maps[i].start >> MC_BLOCK_SHIFT; b <= (maps[i].end - 1) >> MC_BLOCK_SHIFT;
+             b++)
+            if (!get_block(mc, b))
+                return err_fail(SCRY_E_NO_MEMORY, "out of memory copying the target's memory");
+    }
+    mc->pinned = true; /* the copy is the only consistent view left once the target runs */
     return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef SCRY_CPYTHON_MEMCACHE_H
 #define SCRY_CPYTHON_MEMCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,12 +27,18 @@ struct memcache {
     uint64_t last_index;   /* one-entry front cache */
     struct mc_block *last;
     size_t bytes, max_bytes;
+    bool pinned; /* blocks are never dropped (mc_prefetch_writable made them) */
     uint64_t block_reads, direct_reads;
 };
 
 /* max_bytes: memory the copies may take before the cache is emptied (0: 2 GiB). */
 void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes);
 void mc_free(struct memcache *mc);
+/* Copies every readable and writable mapping now (the memory that can change once the target
+ * runs again), so that later reads see this moment even after the target is resumed. Read-only
+ * mappings are still read on demand: they do not change. Returns 0, 1 when the writable
+ * memory is larger than max_bytes (nothing is copied then), or a negative error. */
+int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes);
 /* Reads exactly len bytes at addr; 0 or the reader's error. */
 int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len);
 
