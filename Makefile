@@ -71,8 +71,19 @@ $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/scry: $(CLI_OBJ) $(CORE_LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(CORE_LIB) $(LDLIBS)
+# The browser view's files (web/) become a C array source under $(BUILD)/gen/ (never committed),
+# linked into the scry binary only; src/render/profile_html.h declares what it defines.
+WEB_FILES := web/index.html web/viewer.css web/viewer.js
+WEB_OBJ   := $(BUILD)/obj/gen/web_assets.o
+$(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed-web.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-web.sh $@ $(WEB_FILES)
+$(WEB_OBJ): $(BUILD)/gen/web_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/scry: $(CLI_OBJ) $(CORE_LIB) $(WEB_OBJ)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(WEB_OBJ) $(CORE_LIB) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -88,10 +99,13 @@ unit: deps $(UNIT_BIN)
 
 e2e: all $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
+	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
+	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
+	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 

@@ -3,6 +3,9 @@
 #   install-deps.sh build   compiler, headers and libraries for `make`
 #   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
+#   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
+#                           for the browser view's tests; `make test` runs it and carries on
+#                           without them (the tests then skip, saying why)
 set -euo pipefail
 what=${1:-build}
 
@@ -10,6 +13,10 @@ debs=(gcc make pkg-config libelf-dev libjansson-dev)
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
+  browser)
+    debs=(chromium)
+    command -v node >/dev/null 2>&1 || debs+=(nodejs)
+    command -v npm >/dev/null 2>&1 || debs+=(npm) ;;
 esac
 
 missing=()
@@ -29,5 +36,18 @@ if [ "$what" = test ]; then
   if ! "$py" -c 'import pytest' 2>/dev/null; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
+  fi
+fi
+
+if [ "$what" = browser ]; then
+  # playwright-core drives the system's chromium (no browser download); it lives under build/ so
+  # that it is never committed. PLAYWRIGHT_VERSION pins the version the tests were written for.
+  dir=${BUILD:-build}
+  if [ ! -f "$dir/node_modules/playwright-core/package.json" ]; then
+    echo "scry: installing playwright-core into $dir/node_modules" >&2
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
+      "playwright-core@${PLAYWRIGHT_VERSION:-1.57.0}" >/dev/null)
   fi
 fi

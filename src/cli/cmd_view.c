@@ -1,32 +1,47 @@
-/* `scry view --cli [profile.json]`: the terminal view of a profile written by `scry run` (or by
- * Scalene: same schema), rendered from the JSON file alone. The browser view comes later. */
+/* `scry view [--cli|--html|--standalone] [profile.json]`: a profile written by `scry run` (or by
+ * Scalene: same schema), rendered from the JSON file alone: in the terminal (--cli), or as one
+ * self-contained HTML page (docs/viewer.md) that is written to a file and, by default, opened in
+ * the browser when there is a display. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "render/profile_html.h"
 #include "render/profile_text.h"
 
 static const char view_usage[] =
-    "usage: scry view --cli [--cpu-percent-threshold P] [--no-color] [profile.json]\n"
+    "usage: scry view [--cli|--html|--standalone] [-o FILE] [--cpu-percent-threshold P]\n"
+    "                 [--no-color] [profile.json]\n"
     "\n"
-    "Shows a profile written by `scry run` (default: scry-profile.json) in the terminal: per\n"
-    "file, the source lines with their share of the time as Python, native and system time\n"
-    "(lines at or above 33% highlighted), then a function summary and the totals.\n"
+    "Shows a profile written by `scry run` (default: scry-profile.json): per file, the source\n"
+    "lines with their share of the time as Python, native and system time (and memory, copy\n"
+    "volume, leaks and GPU use when the profile has them), a function summary and the totals.\n"
     "\n"
-    "      --cli                     the terminal view (the browser view comes in a later\n"
-    "                                version of scry)\n"
+    "Without a mode, the browser view: the page is written to a temporary file and opened with\n"
+    "$BROWSER or xdg-open when there is a display (DISPLAY or WAYLAND_DISPLAY); otherwise its\n"
+    "path is printed. The page is one self-contained file and makes no network request.\n"
+    "\n"
+    "      --cli                     the terminal view\n"
+    "      --html                    write the page to scry-profile.html (or -o FILE) and print\n"
+    "                                its path; nothing is opened\n"
+    "      --standalone              the same single self-contained file (--html is one too)\n"
+    "  -o, --outfile FILE            where the page goes (--html, --standalone, or the default)\n"
     "      --cpu-percent-threshold P hide lines, functions and files under P% of the time\n"
-    "                                (default 1; 0 shows every line)\n"
+    "                                (default 1; 0 shows every line); in the page, the level\n"
+    "                                under which \"hide quiet lines\" hides a line\n"
     "      --no-color                no colours even on a terminal\n"
     "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
     "                                as folded stacks or a speedscope file, to -o FILE or\n"
     "                                standard output\n";
-
 int cli_read_file(const char *path, char **data, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -60,27 +75,193 @@ bool cli_parse_percent(const char *s, double *out)
     return true;
 }
 
+/* Writes to a temporary name in the same directory, then renames over path. */
+static int write_atomic(const char *path, const struct strbuf *sb)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
+        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
+    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
+    }
+    return 0;
+}
+
+/* A new private file in $TMPDIR for the default mode's page (the browser opens it after we
+ * exit, so it stays; the system's temp cleaning removes it). */
+static int write_temp(const struct strbuf *sb, char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if ((size_t)snprintf(path, size, "%s/scry-profile-XXXXXX.html", dir) >= size)
+        return err_fail(SCRY_E_IO, "the temporary directory %s has too long a name", dir);
+    int fd = mkstemps(path, 5);
+    if (fd < 0)
+        return err_fail(SCRY_E_IO, "cannot create a file in %s: %s (set TMPDIR, or use "
+                                   "--html -o FILE)", dir, strerror(errno));
+    const char *p = sb->buf ? sb->buf : "";
+    size_t left = sb->len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int saved = errno;
+            close(fd);
+            unlink(path);
+            return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(saved));
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (close(fd) != 0)
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+/* Runs `prog path` with stdio on /dev/null and waits for it (xdg-open and most browsers'
+ * launchers return once the page is handed over); true if it exited with status 0. */
+static bool launch(const char *prog, const char *path)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp(prog, prog, path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Opens the page in a browser: the first command of $BROWSER (Python's webbrowser convention, a
+ * colon-separated list), else xdg-open. False when there is no display or nothing opened it. */
+static bool open_in_browser(const char *path)
+{
+    const char *d = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
+    if (!(d && *d) && !(w && *w))
+        return false;
+    const char *b = getenv("BROWSER");
+    if (b && *b) {
+        char cmd[PATH_MAX];
+        snprintf(cmd, sizeof(cmd), "%.*s", (int)strcspn(b, ":"), b);
+        if (*cmd && launch(cmd, path))
+            return true;
+    }
+    return launch("xdg-open", path);
+}
+
+enum view_mode { VIEW_BROWSER, VIEW_CLI, VIEW_HTML, VIEW_STANDALONE };
+
+static int view_html(enum view_mode mode, const char *path, const char *outfile,
+                     const char *data, size_t len, double threshold)
+{
+    struct profile_html_opts ho = {.threshold = threshold, .scry_version = SCRY_VERSION};
+    struct strbuf page = STRBUF_INIT;
+    char tmp[PATH_MAX];
+    int status = CLI_EXIT_OK;
+    if (profile_html_render_bytes(&profile_html_web_assets, data, len, path, &ho, &page) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    if (mode != VIEW_BROWSER || outfile) {
+        const char *dest = outfile ? outfile : "scry-profile.html";
+        if (write_atomic(dest, &page) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+        snprintf(tmp, sizeof(tmp), "%s", dest);
+    } else if (write_temp(&page, tmp, sizeof(tmp)) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    if (mode == VIEW_BROWSER) {
+        char abs[PATH_MAX];
+        const char *shown = realpath(tmp, abs) ? abs : tmp;
+        if (open_in_browser(shown)) {
+            fprintf(stderr, "scry: opened %s in the browser\n", shown);
+        } else {
+            printf("%s\n", shown);
+            fprintf(stderr,
+                    "scry: wrote the page to %s; %s: open it in a browser on a machine with "
+                    "one (the file is self-contained), or write it where you want with "
+                    "'scry view --html -o FILE'\n",
+                    shown,
+                    (getenv("DISPLAY") && *getenv("DISPLAY")) ||
+                            (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"))
+                        ? "no browser could be started ($BROWSER, xdg-open)"
+                        : "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset)");
+        }
+    } else {
+        printf("%s\n", tmp);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        status = cli_report_error(false);
+    }
+out:
+    sb_release(&page);
+    return status;
+}
+
 int cmd_view(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"cli", no_argument, NULL, 'c'},
+        {"html", no_argument, NULL, 'H'},
+        {"standalone", no_argument, NULL, 'S'},
+        {"outfile", required_argument, NULL, 'o'},
         {"cpu-percent-threshold", required_argument, NULL, 't'},
         {"no-color", no_argument, NULL, 'C'},
         {"format", required_argument, NULL, 'F'},
-        {"outfile", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool cli = false;
+    enum view_mode mode = VIEW_BROWSER;
     const char *outfile = NULL, *format = NULL;
     struct profile_text_opts o = {.color = cli_color_stdout(), .threshold = 1.0};
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:ho:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        enum view_mode want = mode;
         switch (c) {
         case 'c':
-            cli = true;
+            want = VIEW_CLI;
+            break;
+        case 'H':
+            want = VIEW_HTML;
+            break;
+        case 'S':
+            want = VIEW_STANDALONE;
+            break;
+        case 'o':
+            outfile = optarg;
             break;
         case 't':
             if (!cli_parse_percent(optarg, &o.threshold))
@@ -95,9 +276,6 @@ int cmd_view(int argc, char **argv)
         case 'F':
             format = optarg;
             break;
-        case 'o':
-            outfile = optarg;
-            break;
         case 'h':
             fputs(view_usage, stdout);
             return CLI_EXIT_OK;
@@ -106,20 +284,22 @@ int cmd_view(int argc, char **argv)
         default:
             return cli_usage_error(false, "unknown option '%s'", argv[optind - 1]);
         }
+        if (want != mode && mode != VIEW_BROWSER)
+            return cli_usage_error(false, "give one of --cli, --html and --standalone");
+        mode = want;
     }
     if (argc - optind > 1)
         return cli_usage_error(false, "unexpected argument '%s' (give one profile)",
                                argv[optind + 1]);
-    if (format && cli)
-        return cli_usage_error(false, "--format exports stacks; it goes without --cli");
+    if (format && mode != VIEW_BROWSER)
+        return cli_usage_error(false, "--format exports stacks; it goes without --cli, --html "
+                                      "and --standalone");
     if (format)
         return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
                                outfile);
-    if (outfile)
-        return cli_usage_error(false, "-o goes with --format");
-    if (!cli)
-        return cli_usage_error(false, "the browser view arrives with a later version of scry; "
-                                      "use 'scry view --cli' for the terminal view");
+    if (mode == VIEW_CLI && outfile)
+        return cli_usage_error(false, "-o writes the HTML page; the terminal view goes to "
+                                      "standard output");
     const char *path = optind < argc ? argv[optind] : "scry-profile.json";
 
     char *data = NULL;
@@ -128,6 +308,10 @@ int cmd_view(int argc, char **argv)
     int status = CLI_EXIT_OK;
     if (cli_read_file(path, &data, &len) != 0) {
         status = cli_report_error(false);
+        goto out;
+    }
+    if (mode != VIEW_CLI) {
+        status = view_html(mode, path, outfile, data, len, o.threshold);
         goto out;
     }
     if (profile_text_render_bytes(data, len, path, &o, &out) != 0) {

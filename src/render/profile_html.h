@@ -1,0 +1,36 @@
+/* The browser view of a profile (`scry view`, `--html`, `--standalone`): one HTML page holding the
+ * viewer's template, stylesheet and script (web/, embedded into the scry binary at build time) and
+ * the profile JSON itself, so that the page needs no other file and makes no network request. */
+#ifndef SCRY_RENDER_PROFILE_HTML_H
+#define SCRY_RENDER_PROFILE_HTML_H
+
+#include <stddef.h>
+
+#include "common/strbuf.h"
+
+/* The viewer's files. The template holds the markers @@SCRY_TITLE@@, @@SCRY_CSS@@, @@SCRY_JS@@,
+ * @@SCRY_CONFIG@@ and @@SCRY_PROFILE@@, each replaced once. */
+struct profile_html_assets {
+    const char *html, *css, *js;
+    size_t html_len, css_len, js_len;
+};
+
+/* web/index.html, web/viewer.css and web/viewer.js as built into the scry binary
+ * (build/gen/web_assets.c, written by scripts/embed-web.sh); only the scry binary links it, so
+ * that this renderer can be tested on assets of its own. */
+extern const struct profile_html_assets profile_html_web_assets;
+
+struct profile_html_opts {
+    double threshold; /* the page's initial "quiet line" threshold, in % of the time */
+    const char *scry_version;
+};
+
+/* Renders the page for the profile file's bytes; `what` names it in errors. The profile is checked
+ * as the terminal view checks it (a document that is not a profile gives -SCRY_E_BAD_PROFILE
+ * naming the field), then embedded as it is, with every '<' written as \u003c so that no text in
+ * it can end the script element or open a comment. */
+int profile_html_render_bytes(const struct profile_html_assets *assets, const char *text,
+                              size_t len, const char *what, const struct profile_html_opts *o,
+                              struct strbuf *out);
+
+#endif

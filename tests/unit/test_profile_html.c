@@ -1,0 +1,74 @@
+/* The browser view's page writer (src/render/profile_html.c) on assets of its own: every marker
+ * replaced once, the profile embedded byte for byte except '<' (so that no text in it can end the
+ * script element), the title escaped, and bad profiles or incomplete templates refused. */
+#include <string.h>
+
+#include "common/error.h"
+#include "render/profile_html.h"
+#include "testlib.h"
+
+static const char tmpl[] = "<title>@@SCRY_TITLE@@</title><style>@@SCRY_CSS@@</style>"
+                           "<c>@@SCRY_CONFIG@@</c><p>@@SCRY_PROFILE@@</p>@@SCRY_other"
+                           "<script>@@SCRY_JS@@</script>";
+
+static struct profile_html_assets assets(const char *html, const char *css, const char *js)
+{
+    struct profile_html_assets a = {html, css, js, strlen(html), strlen(css), strlen(js)};
+    return a;
+}
+
+static int render(const struct profile_html_assets *a, const char *json, struct strbuf *out)
+{
+    struct profile_html_opts o = {.threshold = 1.5, .scry_version = "9.9"};
+    sb_reset(out);
+    return profile_html_render_bytes(a, json, strlen(json), "p.json", &o, out);
+}
+
+static void test_markers_replaced(void)
+{
+    struct profile_html_assets a = assets(tmpl, "b{}", "f()");
+    struct strbuf sb = STRBUF_INIT;
+    CHECK_EQ(render(&a, "{\"program\":\"/a/<b>&\\\"c.py\",\"files\":{}}", &sb), 0);
+    CHECK_STR(sb_str(&sb),
+              "<title>scry: /a/&lt;b&gt;&amp;&quot;c.py</title><style>b{}</style>"
+              "<c>{\"threshold\":1.5,\"scry_version\":\"9.9\"}</c>"
+              "<p>{\"program\":\"/a/\\u003cb>&\\\"c.py\",\"files\":{}}</p>@@SCRY_other"
+              "<script>f()</script>");
+    sb_release(&sb);
+}
+
+static void test_script_end_escaped(void)
+{
+    struct profile_html_assets a = assets(tmpl, "", "");
+    struct strbuf sb = STRBUF_INIT;
+    const char *doc = "{\"files\":{\"a.py\":{\"lines\":[{\"lineno\":1,"
+                      "\"line\":\"</script><!-- </SCRIPT>\"}]}}}";
+    CHECK_EQ(render(&a, doc, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "</script><!--") == NULL);
+    CHECK(strstr(sb_str(&sb), "\\u003c/script>\\u003c!-- \\u003c/SCRIPT>") != NULL);
+    CHECK(strstr(sb_str(&sb), "<title>scry: p.json</title>") != NULL); /* no program: the file */
+    sb_release(&sb);
+}
+
+static void test_refusals(void)
+{
+    struct strbuf sb = STRBUF_INIT;
+    struct profile_html_assets a = assets(tmpl, "", "");
+    CHECK_EQ(render(&a, "[1]", &sb), -SCRY_E_BAD_PROFILE);
+    CHECK_EQ(render(&a, "{\"files\":{\"a.py\":{\"lines\":[{\"lineno\":\"x\"}]}}}", &sb),
+             -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "p.json") != NULL);
+    CHECK_EQ(render(&a, "{", &sb), -SCRY_E_BAD_PROFILE);
+    struct profile_html_assets partial = assets("<x>@@SCRY_PROFILE@@</x>", "", "");
+    CHECK_EQ(render(&partial, "{}", &sb), -SCRY_E_INTERNAL);
+    struct profile_html_assets badjs = assets(tmpl, "", "x='</script>'");
+    CHECK_EQ(render(&badjs, "{}", &sb), -SCRY_E_INTERNAL);
+    sb_release(&sb);
+}
+
+static const struct tl_test tests[] = {
+    TL(test_markers_replaced),
+    TL(test_script_end_escaped),
+    TL(test_refusals),
+};
+TL_MAIN(tests)
