@@ -12,7 +12,7 @@ struct command {
 
 static const struct command commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)"},
-    {"view", cmd_view, "show a profile written by 'scry run' (--cli: in the terminal)"},
+    {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)"},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
     {"dump", cmd_dump, "write a heap snapshot of a process or a core file"},
     {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share"},
