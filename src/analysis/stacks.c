@@ -16,6 +16,9 @@ static double max_d(double a, double b)
     return a > b ? a : b;
 }
 
+/* Room for any weight stk_format_weight writes (DBL_MAX has 309 digits). */
+#define STK_WEIGHT_MAX 400
+
 static int oom(void)
 {
     return err_fail(SCRY_E_NO_MEMORY, "out of memory building a call tree");
@@ -99,7 +102,20 @@ static int ftab_grow(struct stk_tree *t)
 
 int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out)
 {
-    /* The text as stored: separators and line breaks replaced. */
+    /* The text as stored: separators and line breaks replaced, spaces around it trimmed (the
+     * folded format cannot keep them on a leaf), "?" for nothing. */
+    while (len > 0 && (text[0] == ' ' || text[0] == '\t' || text[0] == '\n' || text[0] == '\r' ||
+                       text[0] == '\0')) {
+        text++;
+        len--;
+    }
+    while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t' || text[len - 1] == '\n' ||
+                       text[len - 1] == '\r' || text[len - 1] == '\0'))
+        len--;
+    if (len == 0) {
+        text = "?";
+        len = 1;
+    }
     char small[256];
     char *s = len < sizeof(small) ? small : malloc(len + 1);
     if (!s)
@@ -313,14 +329,18 @@ out:
 
 void stk_format_weight(struct strbuf *out, double w)
 {
-    if (fabs(w) < 9007199254740992.0 && w == (double)(int64_t)w) {
-        sb_addf(out, "%.0f", w);
-        return;
+    /* Plain decimals only (flamegraph.pl reads no exponent); %.0f of an integral double is
+     * exact, and a fraction gets the fewest digits that read back as the same double. */
+    char buf[STK_WEIGHT_MAX];
+    if (fabs(w) >= 9007199254740992.0 || w == (double)(int64_t)w) {
+        snprintf(buf, sizeof(buf), "%.0f", w);
+    } else {
+        for (int prec = 1; prec <= 60; prec++) {
+            snprintf(buf, sizeof(buf), "%.*f", prec, w);
+            if (strtod(buf, NULL) == w)
+                break;
+        }
     }
-    char buf[40];
-    snprintf(buf, sizeof(buf), "%.15g", w);
-    if (strtod(buf, NULL) != w)
-        snprintf(buf, sizeof(buf), "%.17g", w);
     sb_adds(out, buf);
 }
 
@@ -379,7 +399,7 @@ static bool take_number(const char *s, size_t *len, double *out)
         i--;
     if (i == end || i == 0 || !is_space(s[i - 1]) || !(s[i] >= '0' && s[i] <= '9'))
         return false;
-    char buf[64];
+    char buf[STK_WEIGHT_MAX];
     if (end - i >= sizeof(buf))
         return false;
     memcpy(buf, s + i, end - i);

@@ -354,7 +354,40 @@ static void test_build_by_node(void)
     stk_free(&t);
 }
 
+static void test_weights_and_trimming(void)
+{
+    struct strbuf sb = STRBUF_INIT;
+    const double ws[] = {0, 7, 1.5, 0.1, 1e-7, 2.5e44, 123456789012345678.0, 1.0 / 3};
+    for (size_t i = 0; i < sizeof(ws) / sizeof(ws[0]); i++) {
+        sb_reset(&sb);
+        stk_format_weight(&sb, ws[i]);
+        CHECK(strchr(sb_str(&sb), 'e') == NULL); /* no exponent: flamegraph.pl reads digits */
+        CHECK(strtod(sb_str(&sb), NULL) == ws[i]);
+    }
+    sb_reset(&sb);
+    stk_format_weight(&sb, 0.1);
+    CHECK_STR(sb_str(&sb), "0.1");
+    /* A huge count and a leaf with spaces around it survive a round trip (found by fuzzing). */
+    struct stk_tree t;
+    stk_init(&t, false);
+    const char *frames[] = {" a ", "b\t\t", "   "};
+    CHECK_EQ(stk_add_stack(&t, frames, NULL, 3, 2.5e44, 0), 0);
+    CHECK_EQ(stk_finish(&t), 0);
+    sb_reset(&sb);
+    stk_write_folded(&t, &sb);
+    CHECK_STR(sb_str(&sb), "a;b;? 249999999999999982439322256133887804982689792\n");
+    struct stk_tree t2;
+    stk_init(&t2, false);
+    CHECK_EQ(stk_parse_folded(&t2, sb_str(&sb), sb.len, "again"), 0);
+    CHECK_EQ(stk_finish(&t2), 0);
+    CHECK(t2.nodes[STK_ROOT].total == 2.5e44);
+    stk_free(&t2);
+    stk_free(&t);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_weights_and_trimming),
     TL(test_folded_round_trip), TL(test_escaping),    TL(test_parse_errors),
     TL(test_diff_lines),        TL(test_scalene_frames), TL(test_profile_stacks),
     TL(test_cut_min_pct),       TL(test_cut_max_depth), TL(test_cut_diff),
