@@ -305,18 +305,3 @@ out:
     dom_children_free(&tree);
     return err;
 }
-
-void ha_format_bytes(uint64_t bytes, char *out, size_t size)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, size, "%" PRIu64 " B", bytes);
-    else
-        snprintf(out, size, "%.1f %s", v, units[u]);
-}

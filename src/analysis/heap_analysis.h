@@ -63,7 +63,4 @@ struct ha_type {
 /* All types, by retained size, largest first (malloc'd, *ntypes entries). */
 int ha_types(const struct heap_analysis *a, struct ha_type **out, size_t *ntypes);
 
-/* Human-readable bytes: "1.0 MiB", "512 B". */
-void ha_format_bytes(uint64_t bytes, char *out, size_t size);
-
 #endif

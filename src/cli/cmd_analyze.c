@@ -10,6 +10,7 @@
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/fmt.h"
 #include "render/json_writer.h"
 
 static const char analyze_usage[] =
@@ -29,8 +30,8 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
 {
     const struct snap *s = a->s;
     char b1[32], b2[32], b3[32];
-    ha_format_bytes(s->shallow_total, b1, sizeof(b1));
-    ha_format_bytes(a->reachable_bytes, b2, sizeof(b2));
+    fmt_bytes(s->shallow_total, b1, sizeof(b1));
+    fmt_bytes(a->reachable_bytes, b2, sizeof(b2));
     sb_addf(out, "Heap of pid %u, Python %s: %u objects, %u references, %s; %" PRIu64
                  " objects (%s) reachable from %u roots\n",
             s->meta.pid, s->meta.python_version, s->nobjects, s->nedges, b1,
@@ -39,8 +40,8 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
     sb_addf(out, "%11s %11s  %-32s %s\n", "retained", "shallow", "type", "root path");
     for (size_t i = 0; i < ntop; i++) {
         uint32_t v = top[i];
-        ha_format_bytes(a->retained[v], b1, sizeof(b1));
-        ha_format_bytes(s->objects[v].size, b2, sizeof(b2));
+        fmt_bytes(a->retained[v], b1, sizeof(b1));
+        fmt_bytes(s->objects[v].size, b2, sizeof(b2));
         sb_addf(out, "%11s %11s  %-32s ", b1, b2, snap_string(s, s->objects[v].type));
         ha_path_inline(a, v, out);
         sb_addch(out, '\n');
@@ -50,14 +51,14 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
     sb_adds(out, "\nTypes by retained size\n");
     sb_addf(out, "%11s %11s %11s  %s\n", "count", "shallow", "retained", "type");
     for (size_t i = 0; i < ntypes && i < limit; i++) {
-        ha_format_bytes(types[i].shallow, b1, sizeof(b1));
-        ha_format_bytes(types[i].retained, b2, sizeof(b2));
+        fmt_bytes(types[i].shallow, b1, sizeof(b1));
+        fmt_bytes(types[i].retained, b2, sizeof(b2));
         sb_addf(out, "%11" PRIu64 " %11s %11s  %s\n", types[i].count, b1, b2,
                 snap_string(s, types[i].type));
     }
-    ha_format_bytes(a->reachable_bytes, b1, sizeof(b1));
+    fmt_bytes(a->reachable_bytes, b1, sizeof(b1));
     if (s->meta.rss_bytes) {
-        ha_format_bytes(s->meta.rss_bytes, b3, sizeof(b3));
+        fmt_bytes(s->meta.rss_bytes, b3, sizeof(b3));
         sb_addf(out,
                 "\nPython graph accounts for %s of %s RSS (%.1f%%). The rest is outside the object "
                 "graph (native allocations, C extensions, untracked objects, the interpreter).\n",

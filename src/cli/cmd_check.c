@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/fmt.h"
 #include "render/json_writer.h"
 #include "snapshot/snap_reader.h"
 
@@ -21,21 +22,6 @@ static const char check_usage[] =
     "truncated file gives the error bad_snapshot with the byte offset of the damage (exit 1).\n"
     "\n"
     "      --json    one JSON document on stdout (docs/json-schema.md)\n";
-
-static void human_bytes(char *buf, size_t n, uint64_t bytes)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, n, "%" PRIu64 " B", bytes);
-    else
-        snprintf(buf, n, "%.1f %s", v, units[u]);
-}
 
 /* "2024-05-01T12:00:00.123Z", or "" when the time is unknown (0) or out of range. */
 static void iso_time(char *buf, size_t n, int64_t us)
@@ -150,10 +136,10 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
 {
     const struct snap_meta_info *m = snap_meta(s);
     char a[64], b[64];
-    human_bytes(a, sizeof(a), s->size);
+    fmt_bytes(s->size, a, sizeof(a));
     sb_addf(out, "%s: a valid scry heap snapshot (format %u.%u, %s)\n", path, s->major, s->minor,
             a);
-    human_bytes(a, sizeof(a), s->shallow_total);
+    fmt_bytes(s->shallow_total, a, sizeof(a));
     sb_addf(out, "  objects     %u (%s shallow)", s->nobjects, a);
     if (m->duplicate_objects)
         sb_addf(out, "; %" PRIu64 " reported twice", m->duplicate_objects);
@@ -171,7 +157,7 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     sb_addf(out, "  pid         %u\n  python      %s\n", m->pid,
             m->python_version[0] ? m->python_version : "(unknown)");
     if (m->rss_bytes) {
-        human_bytes(a, sizeof(a), m->rss_bytes);
+        fmt_bytes(m->rss_bytes, a, sizeof(a));
         sb_addf(out, "  rss         %s (the objects' shallow sizes are %.0f%% of it)\n", a,
                 100.0 * (double)s->shallow_total / (double)m->rss_bytes);
     } else {

@@ -11,6 +11,7 @@
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/fmt.h"
 #include "render/json_writer.h"
 
 #define MAX_HOPS 512
@@ -86,8 +87,8 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
         jw_key(&w, "largest");
         jw_arr_begin(&w);
     } else {
-        ha_format_bytes(shallow, b1, sizeof(b1));
-        ha_format_bytes(retained, b2, sizeof(b2));
+        fmt_bytes(shallow, b1, sizeof(b1));
+        fmt_bytes(retained, b2, sizeof(b2));
         sb_addf(out, "%u instances of %s: %s shallow, %s retained\n\nlargest by retained size\n",
                 nmatch, want, b1, b2);
         sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", "retained", "shallow", "address", "type",
@@ -121,8 +122,8 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
                 jw_null(&w);
             jw_obj_end(&w);
         } else {
-            ha_format_bytes(a->retained[v], b1, sizeof(b1));
-            ha_format_bytes(s->objects[v].size, b2, sizeof(b2));
+            fmt_bytes(a->retained[v], b1, sizeof(b1));
+            fmt_bytes(s->objects[v].size, b2, sizeof(b2));
             sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", b1, b2, ad,
                     snap_string(s, s->objects[v].type), sb_str(&path));
         }
@@ -199,13 +200,13 @@ static int query_path(const struct heap_analysis *a, const char *arg, bool json,
             } else if (i + 1 < n) {
                 sb_addf(out, "  %-28s %s\n", hops[i].label, type);
             } else {
-                ha_format_bytes(o->size, b1, sizeof(b1));
-                ha_format_bytes(a->retained[hops[i].object], b2, sizeof(b2));
+                fmt_bytes(o->size, b1, sizeof(b1));
+                fmt_bytes(a->retained[hops[i].object], b2, sizeof(b2));
                 sb_addf(out, "  %-28s %s  (%s, retains %s)\n", hops[i].label, type, b1, b2);
             }
         }
         if (n == 1) { /* the object is a root itself */
-            ha_format_bytes(a->retained[v], b2, sizeof(b2));
+            fmt_bytes(a->retained[v], b2, sizeof(b2));
             sb_addf(out, "  (a root; retains %s)\n", b2);
         }
     }

@@ -7,6 +7,7 @@
 
 #include "analysis/heap_analysis.h"
 #include "common/error.h"
+#include "common/fmt.h"
 #include "snapshot/snap_writer.h"
 #include "testlib.h"
 
@@ -123,11 +124,11 @@ static void test_analysis(void)
 static void test_format_bytes(void)
 {
     char b[32];
-    ha_format_bytes(512, b, sizeof(b));
+    fmt_bytes(512, b, sizeof(b));
     CHECK_STR(b, "512 B");
-    ha_format_bytes(1536, b, sizeof(b));
+    fmt_bytes(1536, b, sizeof(b));
     CHECK_STR(b, "1.5 KiB");
-    ha_format_bytes(3ULL << 30, b, sizeof(b));
+    fmt_bytes(3ULL << 30, b, sizeof(b));
     CHECK_STR(b, "3.0 GiB");
 }
 
