@@ -30,6 +30,9 @@ int cli_report_error(bool json);
 int cli_option_error(bool json, int c, char **argv);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes buf to path through a temporary name in the same directory, renamed over path, so a
+ * reader never sees half a file; returns 0 or records an io_error. */
+int cli_write_file_atomic(const char *path, const struct strbuf *sb);
 /* Writes buf to stdout and flushes; returns 0 or records an io_error. */
 int cli_write_stdout(const struct strbuf *buf);
 /* Whether stdout should get colours (a terminal, NO_COLOR unset). */

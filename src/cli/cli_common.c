@@ -97,3 +97,29 @@ int cli_option_error(bool json, int c, char **argv)
         return cli_usage_error(json, "option %s needs a value", argv[optind - 1]);
     return cli_usage_error(json, "unknown option '%s'", argv[optind - 1]);
 }
+
+int cli_write_file_atomic(const char *path, const struct strbuf *sb)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
+        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
+    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
+    }
+    if (rename(tmp, path) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
+    }
+    return 0;
+}

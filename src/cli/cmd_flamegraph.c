@@ -40,38 +40,12 @@ static const char flamegraph_usage[] =
     "                      per name)\n"
     "      --width PX      image width (default 1200)\n";
 
-static int write_file_atomic(const char *path, const struct strbuf *sb)
-{
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
-        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
-    }
-    return 0;
-}
-
 /* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
 static int write_output(const char *path, const struct strbuf *sb)
 {
     if (!path || strcmp(path, "-") == 0)
         return cli_write_stdout(sb);
-    return write_file_atomic(path, sb);
+    return cli_write_file_atomic(path, sb);
 }
 
 /* Reads a profile's stacks into t (one side of a differential tree when before is set); the

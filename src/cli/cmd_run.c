@@ -386,33 +386,6 @@ static void read_sources(struct profile *p)
     }
 }
 
-/* Writes to a temporary name in the same directory, then renames over path. */
-static int write_atomic(const char *path, const struct strbuf *sb)
-{
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
-        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
-    }
-    return 0;
-}
-
 static volatile sig_atomic_t child_pid;
 
 /* SIGTERM and SIGHUP sent to scry (not by the terminal) are meant for the program. */
@@ -663,7 +636,7 @@ int cmd_run(int argc, char **argv)
     };
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    if (write_atomic(o.outfile, &json) != 0) {
+    if (cli_write_file_atomic(o.outfile, &json) != 0) {
         cli_report_error(false);
         if (status == 0)
             status = CLI_EXIT_ERROR;

@@ -75,33 +75,6 @@ bool cli_parse_percent(const char *s, double *out)
     return true;
 }
 
-/* Writes to a temporary name in the same directory, then renames over path. */
-static int write_atomic(const char *path, const struct strbuf *sb)
-{
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
-        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
-    }
-    return 0;
-}
-
 /* A new private file in $TMPDIR for the default mode's page (the browser opens it after we
  * exit, so it stays; the system's temp cleaning removes it). */
 static int write_temp(const struct strbuf *sb, char *path, size_t size)
@@ -191,7 +164,7 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
     }
     if (mode != VIEW_BROWSER || outfile) {
         const char *dest = outfile ? outfile : "scry-profile.html";
-        if (write_atomic(dest, &page) != 0) {
+        if (cli_write_file_atomic(dest, &page) != 0) {
             status = cli_report_error(false);
             goto out;
         }

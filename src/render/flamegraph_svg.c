@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmt.h"
+
 #define FONT_SIZE 12
 #define CHAR_W (FONT_SIZE * 0.59) /* mean glyph width of Verdana at that size */
 #define YPAD_TOP 56
@@ -158,15 +160,10 @@ void fg_diff_color(double before, double after, double max_delta, struct strbuf 
 
 static void weight_text(struct strbuf *out, double w, const struct fg_opts *o)
 {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     if (o->bytes && w >= 1024) {
-        double v = w;
-        size_t u = 0;
-        while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-            v /= 1024;
-            u++;
-        }
-        sb_addf(out, "%.1f %s (", v, units[u]);
+        char human[32];
+        fmt_bytes((uint64_t)w, human, sizeof(human));
+        sb_addf(out, "%s (", human);
         stk_format_weight(out, w);
         sb_addf(out, " bytes)");
         return;
