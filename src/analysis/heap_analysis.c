@@ -1,8 +1,8 @@
 /* The heap analysis: strong graph -> dominators -> retained sizes, a breadth-first tree for
- * retaining paths, and the selections `analyze` and `query` print. Memory per object: shallow
- * copy 8 (freed after use), idom 4, retained 8, parent 4, root label 4, queue 4 (freed), plus the
- * dominator computation's working set (dominators.h) and, only when the snapshot holds weak
- * references, a strong-only copy of the edges. */
+ * retaining paths, and the selections `analyze` and `query` print. Memory per object: idom 4,
+ * root label 4, retained 8, parent 4, and for a while a shallow copy 8 or a queue 4, plus the
+ * dominator computation's working set (dominators.h), allocated so that they do not all coexist,
+ * and, only when the snapshot holds weak references, a strong-only copy of the edges. */
 #include "analysis/heap_analysis.h"
 
 #include <inttypes.h>
@@ -65,22 +65,18 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     int err = strong_graph(s, &off_own, &succ_own, &off, &succ, &a->weak_edges);
     if (err)
         return err;
+    /* Allocated in the order they are needed, so that the dominator computation's working set
+     * (dominators.h) never coexists with arrays that come after it: the peak is the snapshot's
+     * mapped pages + idom + root labels + that working set. */
     a->idom = xcalloc(n, sizeof(*a->idom));
-    a->retained = xcalloc(n, sizeof(*a->retained));
-    a->parent = xcalloc(n, sizeof(*a->parent));
     a->root_label = xcalloc(n, sizeof(*a->root_label));
-    shallow = xcalloc(n, sizeof(*shallow));
     roots = xcalloc(s->nroots, sizeof(*roots));
-    queue = xcalloc(n, sizeof(*queue));
-    if (!a->idom || !a->retained || !a->parent || !a->root_label || !shallow || !roots || !queue) {
+    if (!a->idom || !a->root_label || !roots) {
         err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
         goto out;
     }
-    for (uint32_t v = 0; v < n; v++) {
-        shallow[v] = s->objects[v].size;
-        a->parent[v] = SNAP_NONE;
+    for (uint32_t v = 0; v < n; v++)
         a->root_label[v] = SNAP_NONE;
-    }
     uint32_t nroots = 0;
     for (uint32_t r = 0; r < s->nroots; r++) {
         uint32_t o = s->roots[r].object;
@@ -90,10 +86,29 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
         roots[nroots++] = o;
     }
     err = dom_compute(n, off, succ, roots, nroots, a->idom);
-    if (!err)
-        err = dom_retained(n, a->idom, shallow, a->retained);
     if (err)
         goto out;
+    a->retained = xcalloc(n, sizeof(*a->retained));
+    shallow = xcalloc(n, sizeof(*shallow));
+    if (!a->retained || !shallow) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
+        goto out;
+    }
+    for (uint32_t v = 0; v < n; v++)
+        shallow[v] = s->objects[v].size;
+    err = dom_retained(n, a->idom, shallow, a->retained);
+    free(shallow);
+    shallow = NULL;
+    if (err)
+        goto out;
+    a->parent = xcalloc(n, sizeof(*a->parent));
+    queue = xcalloc(n, sizeof(*queue));
+    if (!a->parent || !queue) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
+        goto out;
+    }
+    for (uint32_t v = 0; v < n; v++)
+        a->parent[v] = SNAP_NONE;
 
     /* Breadth-first from every root at once: the shortest retaining path of each object. */
     size_t head = 0, tail = 0;
@@ -102,7 +117,7 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     while (head < tail) {
         uint32_t v = queue[head++];
         a->reachable_objects++;
-        a->reachable_bytes += shallow[v];
+        a->reachable_bytes += s->objects[v].size;
         for (uint32_t e = off[v]; e < off[v + 1]; e++) {
             uint32_t w = succ[e];
             if (a->root_label[w] != SNAP_NONE || a->parent[w] != SNAP_NONE)

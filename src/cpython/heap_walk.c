@@ -2,7 +2,8 @@
  * (three generations and the permanent one) and the roots (sys.modules and its modules, the sys
  * and builtins dicts, gc.garbage, each thread's frame locals and thread-state objects). From
  * there references are followed the way each type's tp_traverse would, with an explicit work
- * stack (never recursion) and a hash set of addresses, so each object is reported exactly once.
+ * stack (never recursion) and a set of the addresses met (two bits per 8 bytes of the address
+ * space touched), so each object is reported exactly once.
  *
  * Every pointer read from the target is checked before it is followed: 8-byte aligned, readable,
  * and its ob_type must be a type whose own type is `type` or a metatype. Memory is read through a
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/arena.h"
 #include "common/error.h"
@@ -99,72 +101,121 @@ struct tinfo {
     struct slot *slots;
 };
 
-/* Values of the `seen` map: a struct tinfo * with these flags in its low bits (the arena gives
- * 16-byte alignment), or SEEN_INVALID for an address that is not an object. */
+/* Flags carried with an object on the work stack, in the low bits of its struct tinfo * (the
+ * arena gives 16-byte alignment). */
 #define SEEN_TRACKED 1u
 #define SEEN_PERMANENT 2u
 #define SEEN_SENSITIVE 4u /* captured contents under a secret-sounding name */
-#define SEEN_INVALID 8u
 #define SEEN_FLAGS 15u
 
-/* The set of objects met so far: open addressing on the address, value = tinfo | flags. A map
- * of its own (rather than common/hashmap) because the walk does one get-or-insert per
- * reference, the hottest operation of a dump. */
-struct seen_entry {
-    uint64_t key, val;
+/* The set of addresses met so far: two bits per 8-byte-aligned address (the walker follows no
+ * other), in pages that each cover 64 KiB of the target's address space, found by page number
+ * in a small open-addressing table with a one-entry front. Objects of one pymalloc arena or one
+ * malloc chunk share a page, so the set costs 2 KiB per 64 KiB of heap touched, and a lookup is
+ * mostly a hit in the last page or in a table that stays in cache; a hash set keyed by address
+ * took a cache miss per reference, 16-32 bytes per object and rehashes as it grew. The tinfo of
+ * an object travels with it on the work stack instead. */
+#define SEEN_PAGE_SHIFT 16
+#define SEEN_SLOTS (1u << (SEEN_PAGE_SHIFT - 3)) /* 8-byte addresses per page */
+#define SEEN_NEW 0u
+#define SEEN_OBJECT 1u
+#define SEEN_NOT_OBJECT 2u /* not an object: no edge to it */
+#define SEEN_ON_GC_LIST 3u /* an object met on a GC list (a second meeting means a loop) */
+
+struct seen_page {
+    uint64_t bits[SEEN_SLOTS * 2 / 64];
 };
 
-struct seenmap {
-    struct seen_entry *e;
+struct seenset {
+    uint64_t *keys; /* page number + 1; 0: empty */
+    struct seen_page **pages;
     size_t cap, count; /* cap: power of two */
+    uint64_t last_key;
+    struct seen_page *last;
 };
 
-static size_t seen_slot(const struct seenmap *m, uint64_t key)
+static size_t seen_index(const struct seenset *m, uint64_t key)
 {
-    size_t i = (size_t)(((key >> 3) * 0x9E3779B97F4A7C15ULL) >> 24) & (m->cap - 1);
-    while (m->e[i].key && m->e[i].key != key)
+    size_t i = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 40) & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key)
         i = (i + 1) & (m->cap - 1);
     return i;
 }
 
-static int seen_grow(struct seenmap *m)
+static int seen_grow(struct seenset *m)
 {
-    struct seenmap n = {NULL, m->cap ? m->cap * 2 : 1 << 16, m->count};
-    n.e = calloc(n.cap, sizeof(*n.e));
-    if (!n.e)
+    struct seenset n = {NULL, NULL, m->cap ? m->cap * 2 : 1024, m->count, 0, NULL};
+    n.keys = calloc(n.cap, sizeof(*n.keys));
+    n.pages = calloc(n.cap, sizeof(*n.pages));
+    if (!n.keys || !n.pages) {
+        free(n.keys);
+        free(n.pages);
         return err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+    }
     for (size_t i = 0; i < m->cap; i++)
-        if (m->e[i].key)
-            n.e[seen_slot(&n, m->e[i].key)] = m->e[i];
-    free(m->e);
+        if (m->keys[i]) {
+            size_t j = seen_index(&n, m->keys[i]);
+            n.keys[j] = m->keys[i];
+            n.pages[j] = m->pages[i];
+        }
+    free(m->keys);
+    free(m->pages);
+    n.last_key = m->last_key;
+    n.last = m->last;
     *m = n;
     return 0;
 }
 
-/* The value slot for key; *found says whether it was there (else it is added, value 0). */
-static uint64_t *seen_get_or_add(struct seenmap *m, uint64_t key, bool *found)
+/* The page holding addr's bits, made (all SEEN_NEW) if create; NULL when absent or out of
+ * memory (then with the error set). */
+static struct seen_page *seen_page_of(struct seenset *m, uint64_t addr, bool create)
 {
-    if ((m->count + 1) * 3 > m->cap * 2 && seen_grow(m))
-        return NULL;
-    size_t i = seen_slot(m, key);
-    *found = m->e[i].key != 0;
-    if (!*found) {
-        m->e[i].key = key;
-        m->e[i].val = 0;
-        m->count++;
+    uint64_t key = (addr >> SEEN_PAGE_SHIFT) + 1;
+    if (key == m->last_key)
+        return m->last;
+    if (m->cap) {
+        size_t i = seen_index(m, key);
+        if (m->keys[i]) {
+            m->last_key = key;
+            return m->last = m->pages[i];
+        }
     }
-    return &m->e[i].val;
-}
-
-static uint64_t *seen_find(const struct seenmap *m, uint64_t key)
-{
-    if (!m->cap)
+    if (!create)
         return NULL;
-    size_t i = seen_slot(m, key);
-    return m->e[i].key ? &m->e[i].val : NULL;
+    if ((m->count + 1) * 2 > m->cap && seen_grow(m))
+        return NULL;
+    struct seen_page *p = calloc(1, sizeof(*p));
+    if (!p) {
+        err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+        return NULL;
+    }
+    size_t i = seen_index(m, key);
+    m->keys[i] = key;
+    m->pages[i] = p;
+    m->count++;
+    m->last_key = key;
+    return m->last = p;
 }
 
-static void seen_free(struct seenmap *m) { free(m->e); }
+static unsigned seen_get(const struct seen_page *p, uint64_t addr)
+{
+    unsigned slot = (unsigned)(addr >> 3) & (SEEN_SLOTS - 1);
+    return (unsigned)(p->bits[slot >> 5] >> ((slot & 31) * 2)) & 3u;
+}
+
+static void seen_set(struct seen_page *p, uint64_t addr, unsigned state)
+{
+    unsigned slot = (unsigned)(addr >> 3) & (SEEN_SLOTS - 1), shift = (slot & 31) * 2;
+    p->bits[slot >> 5] = (p->bits[slot >> 5] & ~(3ULL << shift)) | ((uint64_t)state << shift);
+}
+
+static void seen_free(struct seenset *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->pages[i]);
+    free(m->keys);
+    free(m->pages);
+}
 
 struct code_names {
     uint32_t n;
@@ -186,14 +237,16 @@ struct hw {
     struct hw_stats *st;
     struct memcache mc;
     struct arena arena;
-    struct seenmap seen;  /* object address -> tinfo | flags */
+    struct seenset seen;  /* addresses met so far */
+    struct hashmap sensitive; /* captured contents: objects under secret-sounding names */
     struct hashmap types; /* type address -> struct tinfo * */
     struct tinfo *type_cache[256]; /* direct-mapped front of `types` */
     struct hashmap names; /* str address -> const char * (decoded, capped) */
     struct hashmap codes; /* code address -> struct code_names * */
     uint64_t *stack;
     size_t nstack, capstack;
-    uint64_t *deferred; /* str/bytes objects reported at the end (captured contents) */
+    uint64_t *deferred; /* (address, tinfo | flags) of str/bytes objects reported at the
+                           end (captured contents) */
     size_t ndeferred, capdeferred;
     uint64_t set_dummy;
     struct strbuf content;
@@ -637,40 +690,40 @@ static struct tinfo *get_type(struct hw *w, uint64_t t)
 
 /* ---- objects, edges, roots -------------------------------------------------------------------- */
 
-/* The tinfo of an object (0 when addr is not one), adding it to the work stack the first time. */
-static struct tinfo *add_flags(struct hw *w, uint64_t addr, uint64_t flags, int *err)
+/* 1 when addr is an object, 0 when it is not (or a negative error); the first time it is met
+ * it is checked and pushed on the work stack with its tinfo and flags. */
+static int add_flags(struct hw *w, uint64_t addr, uint64_t flags)
 {
     uint64_t tp;
-    bool found;
-    *err = 0;
     if (addr < 4096 || (addr & 7))
-        return NULL;
-    uint64_t *v = seen_get_or_add(&w->seen, addr, &found);
-    if (!v) {
-        *err = -SCRY_E_NO_MEMORY;
-        return NULL;
-    }
-    if (found)
-        return (*v & SEEN_INVALID) ? NULL
-                                   : (struct tinfo *)(uintptr_t)(*v & ~(uint64_t)SEEN_FLAGS);
+        return 0;
+    struct seen_page *p = seen_page_of(&w->seen, addr, true);
+    if (!p)
+        return -SCRY_E_NO_MEMORY;
+    unsigned state = seen_get(p, addr);
+    if (state != SEEN_NEW)
+        return state != SEEN_NOT_OBJECT;
     struct tinfo *ti = NULL;
     if (mc_read_u64(&w->mc, addr + w->L->ob_type, &tp) == 0)
         ti = get_type(w, tp);
-    /* get_type may have added to nothing here, but look the slot up again: it is cheap and the
-     * map does not move unless it grows, which only seen_get_or_add does. */
     if (!ti || !ti->valid) {
         w->st->unreadable++;
-        *v = SEEN_INVALID;
-        return NULL;
+        seen_set(p, addr, SEEN_NOT_OBJECT);
+        return 0;
     }
-    *v = (uint64_t)(uintptr_t)ti | flags;
-    /* The stack holds (address, value) pairs: no second lookup when the object is walked. */
-    if (push_u64(&w->stack, &w->nstack, &w->capstack, addr) ||
-        push_u64(&w->stack, &w->nstack, &w->capstack, *v)) {
-        *err = err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
-        return NULL;
+    seen_set(p, addr, (flags & SEEN_TRACKED) ? SEEN_ON_GC_LIST : SEEN_OBJECT);
+    /* The stack holds (address, tinfo | flags) pairs: no lookup when the object is walked. */
+    if (w->nstack + 2 > w->capstack) {
+        size_t nc = w->capstack ? w->capstack * 2 : 8192;
+        uint64_t *ns = realloc(w->stack, nc * sizeof(*ns));
+        if (!ns)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+        w->stack = ns;
+        w->capstack = nc;
     }
-    return ti;
+    w->stack[w->nstack++] = addr;
+    w->stack[w->nstack++] = (uint64_t)(uintptr_t)ti | flags;
+    return 1;
 }
 
 /* Only captured contents are ever redacted: without them names need no check. */
@@ -679,16 +732,19 @@ static bool sensitive_name(const struct hw *w, const char *name)
     return w->opt->capture_contents && name && redact_name_is_sensitive(name, strlen(name));
 }
 
-static struct tinfo *add(struct hw *w, uint64_t addr, int *err)
+static int mark_sensitive(struct hw *w, uint64_t addr)
 {
-    return add_flags(w, addr, 0, err);
+    if (hm_put(&w->sensitive, addr, 1))
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+    return 0;
 }
 
-static void mark_sensitive(struct hw *w, uint64_t addr)
+/* The flags of an object on the work stack, with what was learnt of it since it was pushed. */
+static uint64_t current_flags(const struct hw *w, uint64_t addr, uint64_t v)
 {
-    uint64_t *v = seen_find(&w->seen, addr);
-    if (v && !(*v & SEEN_INVALID))
-        *v |= SEEN_SENSITIVE;
+    if (w->opt->capture_contents && hm_has(&w->sensitive, addr))
+        v |= SEEN_SENSITIVE;
+    return v;
 }
 
 /* A reference from `from` (an object), or a root when from is 0 (label is then prefix + label). */
@@ -701,13 +757,14 @@ struct holder {
 static int ref(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_kind kind,
                const char *label, bool sensitive)
 {
-    int err;
     if (!to)
         return 0;
-    if (!add(w, to, &err))
+    int err = add_flags(w, to, 0);
+    if (err <= 0)
         return err;
-    if (w->opt->capture_contents && (sensitive || h->sensitive))
-        mark_sensitive(w, to);
+    if (w->opt->capture_contents && (sensitive || h->sensitive) &&
+        (err = mark_sensitive(w, to)) != 0)
+        return err;
     if (h->from) {
         w->st->edges++;
         return w->sink->edge(w->sink->ctx, h->from, to, kind, label);
@@ -1003,8 +1060,12 @@ static int ref_values(struct hw *w, const struct holder *h, const struct tinfo *
         if (mc_read_u64(&w->mc, entries + i * 16, &key))
             continue;
         const char *name = key ? str_text(w, key, NULL) : NULL;
+        /* No snprintf: this runs for every attribute of every instance. */
+        const char *shown = name ? name : "<?>";
+        size_t len = strnlen(shown, sizeof(label) - 2);
         label[0] = '.';
-        snprintf(label + 1, sizeof(label) - 1, "%s", name ? name : "<?>");
+        memcpy(label + 1, shown, len);
+        label[len + 1] = 0;
         int err = ref(w, h, val, HW_EDGE_ATTR, label,
                       sensitive_name(w, name));
         if (err)
@@ -1300,7 +1361,10 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
                 return err;
         }
         if (w->opt->capture_contents) /* after the walk: sensitivity is known then */
-            return push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, addr);
+            return push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, addr) ||
+                           push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, seen)
+                       ? -SCRY_E_NO_MEMORY
+                       : 0;
         return emit_leaf(w, addr, seen);
     }
 
@@ -1543,15 +1607,16 @@ static int walk_gc_list(struct hw *w, uint64_t head, bool permanent)
         if (!g || n > (1ULL << 32))
             return err_fail(SCRY_E_READ_FAILED, "the GC list at 0x%llx is damaged",
                             (unsigned long long)head);
-        uint64_t obj = g + 16, *v = seen_find(&w->seen, obj);
-        if (v && (*v & SEEN_TRACKED))
+        uint64_t obj = g + 16;
+        struct seen_page *p = seen_page_of(&w->seen, obj, false);
+        if (p && !(obj & 7) && seen_get(p, obj) == SEEN_ON_GC_LIST)
             return err_fail(SCRY_E_READ_FAILED,
                             "the GC list at 0x%llx loops (object 0x%llx seen twice)",
                             (unsigned long long)head, (unsigned long long)obj);
-        struct tinfo *ti = add_flags(w, obj, SEEN_TRACKED | (permanent ? SEEN_PERMANENT : 0), &err);
-        if (err)
+        err = add_flags(w, obj, SEEN_TRACKED | (permanent ? SEEN_PERMANENT : 0));
+        if (err < 0)
             return err;
-        if (ti) {
+        if (err) {
             w->st->gc_tracked++;
             if (permanent)
                 w->st->permanent++;
@@ -1707,6 +1772,13 @@ static int thread_roots(struct hw *w)
     return err;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void let_go(struct hw *w)
 {
     if (w->resume) {
@@ -1740,12 +1812,14 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     if (!rt->types.type || !rt->types.str || !rt->types.dict)
         return err_fail(SCRY_E_NOT_PYTHON, "the Python image does not export its type objects");
     mc_init(&w.mc, rt->rd, 0);
+    double t_start = now_ms(), t_copied = t_start, t_seeds = t_start;
     bool copied = false;
     if (resume) {
         err = mc_prefetch_writable(&w.mc, max_copy);
         if (err < 0)
             goto out;
         copied = err == 0;
+        t_copied = now_ms();
         log_debug("heap walk: %s (%zu bytes copied)",
                   copied ? "walking a copy of the writable memory" : "walking the stopped target",
                   w.mc.bytes);
@@ -1802,18 +1876,21 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     if ((err = thread_roots(&w)) != 0)
         goto out;
 
+    t_seeds = now_ms();
     while (w.nstack) {
         uint64_t v = w.stack[--w.nstack], addr = w.stack[--w.nstack];
         if (opt->capture_contents) /* sensitivity may have been learnt since the push */
-            v = *seen_find(&w.seen, addr);
+            v = current_flags(&w, addr, v);
         if ((err = walk_object(&w, addr, v)) != 0)
             goto out;
     }
-    for (size_t i = 0; i < w.ndeferred; i++) {
-        uint64_t *v = seen_find(&w.seen, w.deferred[i]);
-        if (v && (err = emit_leaf(&w, w.deferred[i], *v)) != 0)
+    for (size_t i = 0; i + 1 < w.ndeferred; i += 2) {
+        uint64_t addr = w.deferred[i], v = current_flags(&w, addr, w.deferred[i + 1]);
+        if ((err = emit_leaf(&w, addr, v)) != 0)
             goto out;
     }
+    log_debug("heap walk: copy %.1f ms, GC lists and roots %.1f ms, objects %.1f ms",
+              t_copied - t_start, t_seeds - t_copied, now_ms() - t_seeds);
     log_debug("heap walk: %llu objects, %llu edges, %llu roots; %llu blocks read, %llu direct "
               "reads, %zu types",
               (unsigned long long)stats->objects, (unsigned long long)stats->edges,
@@ -1824,6 +1901,7 @@ out:
     mc_free(&w.mc);
     free(w.thread_items);
     seen_free(&w.seen);
+    hm_free(&w.sensitive);
     hm_free(&w.types);
     hm_free(&w.names);
     hm_free(&w.codes);

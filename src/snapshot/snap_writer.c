@@ -132,6 +132,33 @@ static int intern_cstr(struct interner *in, const char *s, uint32_t *id)
     return intern(in, s, s ? strlen(s) : 0, id);
 }
 
+/* intern_cstr in front of a small cache keyed by the string's address: a walker passes the same
+ * type names and label buffers again and again, and one comparison is cheaper than hashing the
+ * string and probing the table. An entry is used only when the text there is still the same (a
+ * buffer may have been rewritten), so any caller is safe. */
+#define RECENT 256
+struct recent {
+    const char *p;
+    uint32_t id;
+};
+
+static int intern_recent(struct interner *in, struct recent *cache, const char *s, uint32_t *id)
+{
+    if (!s)
+        return intern(in, "", 0, id);
+    struct recent *r = &cache[((uintptr_t)s >> 3) & (RECENT - 1)];
+    if (r->p == s && strcmp(in->blob + in->off[r->id], s) == 0) {
+        *id = r->id;
+        return 0;
+    }
+    int err = intern_cstr(in, s, id);
+    if (!err) {
+        r->p = s;
+        r->id = *id;
+    }
+    return err;
+}
+
 static void interner_free(struct interner *in)
 {
     free(in->blob);
@@ -166,6 +193,7 @@ struct snap_writer {
     char *path, *tmp;
     int fd;
     struct interner strings;
+    struct recent recent[RECENT]; /* type names and labels: see intern_recent */
     VEC(struct snap_object) objects;
     VEC(struct raw_edge) edges;
     VEC(struct raw_ref) roots;
@@ -232,7 +260,7 @@ int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name,
         return err_fail(SCRY_E_INTERNAL, "object at address 0x%llx cannot be stored",
                         (unsigned long long)addr);
     struct snap_object o = {.addr = addr, .size = size, .flags = flags};
-    int err = intern_cstr(&w->strings, type_name, &o.type);
+    int err = intern_recent(&w->strings, w->recent, type_name, &o.type);
     if (err)
         return writer_fail(w, err);
     if (content) {
@@ -252,7 +280,7 @@ int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned ki
     if (kind > SNAP_EDGE_KIND_MAX)
         return err_fail(SCRY_E_INTERNAL, "edge kind %u is not one of the snapshot's", kind);
     struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind};
-    int err = intern_cstr(&w->strings, label, &e.label);
+    int err = intern_recent(&w->strings, w->recent, label, &e.label);
     if (err)
         return writer_fail(w, err);
     return VEC_PUSH(w, w->edges, e);
