@@ -21,6 +21,7 @@ int cmd_run(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
@@ -46,6 +47,20 @@ bool cli_parse_percent(const char *s, double *out);
 /* `scry view --format folded|speedscope [-o FILE]`: the profile's call stacks for other tools
  * (cmd_flamegraph.c); outfile NULL or "-" is standard output. Returns the exit status. */
 int cli_view_export(const char *path, const char *format, const char *outfile);
+/* Whether the file starts with a heap snapshot's magic (SCRYSNAP); false if it cannot be read. */
+bool cli_is_snapshot(const char *path);
+/* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */
+struct cli_heap_graph {
+    char **inputs;     /* one snapshot, or before and after with diff */
+    bool diff, folded; /* differential; folded stacks instead of the SVG */
+    const char *title; /* NULL: the default */
+    double min_pct;    /* < 0: the default (0.01%); 0: none */
+    double min_bytes;  /* 0: none */
+    long max_depth;    /* 0: the default (32) */
+    unsigned width;    /* 0: the default */
+};
+/* Writes the SVG or folded stacks to out. Returns 0 or a negative error (recorded). */
+int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out);
 /* True if argv contains --json (so that usage errors found while parsing can be JSON too). */
 bool cli_wants_json(int argc, char **argv);
 

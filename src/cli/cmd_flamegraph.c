@@ -24,6 +24,9 @@ static const char flamegraph_usage[] =
     "Draws the CPU flame graph of a profile recorded with 'scry run --stacks' as one\n"
     "self-contained interactive SVG: each frame's width is its share of the samples; click a\n"
     "frame to zoom, Ctrl-F (or Search) to highlight frames matching a regular expression.\n"
+    "Given heap snapshots (scry dump), draws their retention flame graph instead: each frame\n"
+    "one hop of a retaining path, its width the bytes it retains (defaults for snapshots:\n"
+    "--min-pct 0.01 --max-depth 32; objects are matched between snapshots by path).\n"
     "\n"
     "  -o, --output FILE   write to FILE (default: standard output)\n"
     "      --folded        write folded stacks ('frame;frame;frame COUNT', outermost frame\n"
@@ -146,7 +149,7 @@ int cmd_flamegraph(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *outfile = NULL, *title = NULL;
-    bool folded = false, diff = false, min_bytes_given = false;
+    bool folded = false, diff = false, min_bytes_given = false, pct_given = false;
     struct stk_cut cut = {0};
     struct fg_opts fo = {.unit = "samples", .palette = FG_PALETTE_KIND};
     opterr = 0;
@@ -167,6 +170,7 @@ int cmd_flamegraph(int argc, char **argv)
             if (!cli_parse_percent(optarg, &cut.min_pct))
                 return cli_usage_error(false, "--min-pct needs a percentage from 0 to 100, not '%s'",
                                        optarg);
+            pct_given = true;
             break;
         case 'b':
             if (!parse_count(optarg, &cut.min_weight))
@@ -222,6 +226,21 @@ int cmd_flamegraph(int argc, char **argv)
         return cli_usage_error(false, nin == 0 ? "give the profile to draw "
                                                  "(scry flamegraph scry-profile.json -o cpu.svg)"
                                                : "give one profile (or --diff BEFORE AFTER)");
+    if (cli_is_snapshot(argv[optind])) {
+        if (!folded && !outfile && isatty(1))
+            return cli_usage_error(false, "give -o FILE.svg for the SVG (or --folded to print the "
+                                          "folded stacks)");
+        struct cli_heap_graph hg = {.inputs = argv + optind, .diff = diff, .folded = folded,
+                                    .title = title, .min_pct = pct_given ? cut.min_pct : -1,
+                                    .min_bytes = cut.min_weight, .max_depth = cut.max_depth,
+                                    .width = fo.width};
+        struct strbuf hout = STRBUF_INIT;
+        int hstatus = cli_heap_flamegraph(&hg, &hout) == 0 && write_output(outfile, &hout) == 0
+                          ? CLI_EXIT_OK
+                          : cli_report_error(false);
+        sb_release(&hout);
+        return hstatus;
+    }
     if (min_bytes_given)
         return cli_usage_error(false, "--min-bytes applies to heap snapshots; a CPU profile's "
                                       "weights are samples: use --min-pct");

@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"query", cmd_query, "a heap snapshot's instances of a type, an object's retaining path, "
                          "where a name is defined"},
     {"check", cmd_check, "validate a heap snapshot and say what it holds"},
+    {"diff", cmd_diff, "what grew between two heap snapshots: by type and by retaining site"},
     {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks"},
 };
 
