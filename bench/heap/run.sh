@@ -6,6 +6,7 @@
 #
 # Each size runs in its own process so that its peak RSS (getrusage ru_maxrss) is its own.
 # Method and results: docs/PERFORMANCE.md, "Heap analysis". Timing lives here, never in tests.
+# The end-to-end bench (scry dump and scry analyze of real Python heaps) is bench/heap/dump_bench.sh.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
