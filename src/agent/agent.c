@@ -76,15 +76,22 @@ void ag_flush_for_exit(void)
         ag_collector_finish();
 }
 
+static bool unwind_clean; /* no unwind was in flight when the process forked */
+
 static void before_fork(void)
 {
-    if (is_ours())
+    if (is_ours()) {
         ag_collector_pause();
+        unwind_clean = ag_unwind_fork_prepare();
+    }
 }
 
 static void after_fork_parent(void)
 {
-    if (is_ours() && !atomic_load(&ag_python_fork))
+    if (!is_ours())
+        return;
+    ag_unwind_fork_done(false, unwind_clean);
+    if (!atomic_load(&ag_python_fork))
         ag_collector_resume();
 }
 
@@ -94,6 +101,7 @@ static void after_fork_child(void)
         return;
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
+    ag_unwind_fork_done(true, unwind_clean);
     ag_collector_reset_child();
     if (!atomic_load(&ag_python_fork))
         ag_collector_resume();

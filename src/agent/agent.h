@@ -19,7 +19,8 @@
 
 #define AG_MAX_DEPTH 126   /* frames kept per sample (the rest is marked truncated) */
 #define AG_RING_SLOTS 16   /* samples a thread can hold until the collector drains them */
-#define AG_SLOT_SIZE 4096
+#define AG_SLOT_SIZE 4736  /* a sample with its native frames (74 KiB of ring per thread) */
+#define AG_MAX_NATIVE 64   /* native frames kept per sample (with stacks on) */
 #define AG_MAX_THREADS 4096
 #define AG_CHUNK_COPY (64 * 1024) /* used part of a thread's frame stack copied in one read */
 #define AG_SCRATCH_SIZE (AG_CHUNK_COPY + 64 * 1024)
@@ -57,6 +58,14 @@ struct ag_sample {
     uint32_t flags;
     uint32_t depth; /* frames[0] is the innermost */
     struct ag_frame frames[AG_MAX_DEPTH];
+    /* group[i]: which C call of the eval loop (_PyEval_EvalFrameDefault) runs frames[i],
+     * counted from the innermost call (0); calls that run no kept frame still count. */
+    uint8_t group[AG_MAX_DEPTH];
+    /* With stacks on, CPU samples only: the interrupted native call chain, ips[0] the
+     * interrupted PC and the others return addresses, innermost first (0: none unwound). */
+    uint32_t native_depth;
+    uint32_t native_truncated;
+    uint64_t ips[AG_MAX_NATIVE];
 };
 
 _Static_assert(sizeof(struct ag_sample) <= AG_SLOT_SIZE, "a sample must fit a ring slot");
@@ -103,6 +112,14 @@ extern uint64_t ag_main_thread_id; /* pthread_self() of the main thread */
 /* sampler.c */
 extern _Atomic uint64_t ag_handler_ns, ag_handler_calls; /* the handler's own cost */
 int ag_sampler_init(void);  /* PC ranges, signal choice and handler */
+/* With SCRY_STACKS=1: loads libunwind (dlopen, RTLD_LOCAL) and warms it up; false (native
+ * stacks absent) when it is not there. */
+bool ag_unwind_init(void);
+extern bool ag_unwind_ok;
+/* fork: stops new unwinds and waits for those in flight (false: some did not end), so that
+ * no thread holds libunwind's cache lock when the process forks; then lets them go on. */
+bool ag_unwind_fork_prepare(void);
+void ag_unwind_fork_done(bool child, bool clean);
 /* Reads len bytes of this process at addr; false (never a fault) if unmapped. */
 bool ag_safe_read(uint64_t addr, void *buf, size_t len);
 /* Walks tstate's frames into s (depth, frames, TRUNCATED); returns the innermost frame's opcode

@@ -2,6 +2,7 @@
  * each a CPU-time timer, takes the off-CPU samples (wall time a thread did not spend on a CPU),
  * drains the threads' rings, resolves code objects to file/function/line and charges each sample
  * to the first profiled frame. At the end it writes the part file. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -230,10 +231,19 @@ static int frame_line(const struct ag_code *c, int32_t lasti)
     return line < 0 ? ci->firstlineno : line;
 }
 
+/* With stacks: the profiled frames of the sample being processed, outermost first, and the C
+ * call of the eval loop running each (struct ag_sample.group). */
+static struct {
+    struct ag_sframe f[AG_MAX_DEPTH];
+    uint8_t group[AG_MAX_DEPTH];
+    uint32_t n;
+} pychain;
+
 /* Finds the first frame whose file is profiled (and, with stacks, all of them). */
 static struct ag_attr attribute(const struct ag_sample *s)
 {
-    static struct ag_sframe chain[AG_MAX_DEPTH];
+    struct ag_sframe *chain = pychain.f;
+    uint8_t *group = pychain.group;
     uint32_t n = 0;
     struct ag_attr a = {.kind = ATTR_NONE};
     for (uint32_t i = 0; i < s->depth; i++) {
@@ -251,13 +261,18 @@ static struct ag_attr attribute(const struct ag_sample *s)
             a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
         if (!ag_cfg.stacks)
             break;
+        group[n] = s->group[i];
         chain[n++] = (struct ag_sframe){c->file, c->func, line};
     }
+    pychain.n = n;
     if (n > 0) {
         for (uint32_t i = 0; i < n / 2; i++) { /* outermost first */
             struct ag_sframe t = chain[i];
             chain[i] = chain[n - 1 - i];
             chain[n - 1 - i] = t;
+            uint8_t g = group[i];
+            group[i] = group[n - 1 - i];
+            group[n - 1 - i] = g;
         }
         if (ag_stats_stack(&stats, chain, n, &a.stack))
             a.stack = 0;
@@ -301,10 +316,139 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)
 {
     struct ag_attr a = {.kind = ATTR_NONE};
+    pychain.n = 0;
     if (s->depth > 0)
         a = attribute(s);
     charge(&a, cat, s->weight_ns);
     return a;
+}
+
+/* ---- native stacks (with --stacks) ---- */
+
+static char self_exe[4096];
+static const void *agent_base;
+static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+static bool demangle_looked_up;
+
+static enum ag_nkind kind_of(const char *sym)
+{
+    static const char *const startup[] = {
+        "_start",     "__libc_start_main", "__libc_start_call_main", "main", "Py_BytesMain",
+        "Py_RunMain", "Py_Main",           "pymain_main",            "pymain_run_python"};
+    if (strcmp(sym, "_PyEval_EvalFrameDefault") == 0)
+        return AG_N_EVAL;
+    if (strcmp(sym, "__restore_rt") == 0)
+        return AG_N_TRAMPOLINE;
+    for (size_t i = 0; i < sizeof(startup) / sizeof(startup[0]); i++)
+        if (strcmp(sym, startup[i]) == 0)
+            return AG_N_STARTUP;
+    return AG_N_OTHER;
+}
+
+/* The native frame of return address ip (leaf: the interrupted PC itself), named with dladdr
+ * once per address: the address looked up is ip - 1 for return addresses, so that a call at
+ * the very end of a function is not taken for the next one. UINT32_MAX when out of memory. */
+static uint32_t native_frame(uint64_t ip, bool leaf)
+{
+    uint64_t addr = leaf ? ip : ip - 1;
+    uint32_t idx;
+    if (ag_stats_nframe_find(&stats, addr, &idx))
+        return idx;
+    struct ag_nframe f = {.ip = ip};
+    const char *module = "[unknown]", *sym = "";
+    char *demangled = NULL;
+    Dl_info info;
+    memset(&info, 0, sizeof(info));
+    if (dladdr((void *)(uintptr_t)addr, &info) && info.dli_fbase) {
+        module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : self_exe;
+        if (info.dli_sname && info.dli_saddr) {
+            sym = info.dli_sname;
+            f.offset = ip - (uint64_t)(uintptr_t)info.dli_saddr;
+        } else {
+            f.offset = ip - (uint64_t)(uintptr_t)info.dli_fbase;
+        }
+        if (info.dli_fbase == agent_base)
+            f.kind = AG_N_TRAMPOLINE;
+    }
+    if (sym[0] == '_' && sym[1] == 'Z') {
+        if (!demangle_looked_up) {
+            *(void **)&cxa_demangle = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+            demangle_looked_up = true;
+        }
+        int status = -1;
+        if (cxa_demangle && (demangled = cxa_demangle(sym, NULL, NULL, &status)) && status == 0)
+            sym = demangled;
+    }
+    if (f.kind == AG_N_OTHER)
+        f.kind = kind_of(sym);
+    int err = ag_stats_intern(&stats, module, &f.module);
+    if (!err)
+        err = ag_stats_intern(&stats, sym, &f.symbol);
+    free(demangled);
+    if (err || ag_stats_nframe(&stats, addr, &f, &idx))
+        return UINT32_MAX;
+    return idx;
+}
+
+/* Records a CPU sample's native chain, and its combined stack: the native chain from the root
+ * where each _PyEval_EvalFrameDefault stands for the profiled Python frames it runs. The k-th
+ * eval-loop frame from the leaf runs group k of the Python frames (struct ag_sample.group);
+ * groups with no eval-loop frame in the chain (its root cut off at AG_MAX_NATIVE frames, or
+ * not unwound) go first. Start-up frames (everything under the outermost eval loop) are left
+ * out, as are the agent's own frames and the signal trampoline. */
+static void native_sample(const struct ag_sample *s, const struct ag_attr *a)
+{
+    static uint32_t nat[AG_MAX_NATIVE];
+    static struct ag_citem out[AG_MAX_DEPTH + AG_MAX_NATIVE];
+    uint32_t m = 0, evals = 0, k = 0;
+    for (uint32_t i = s->native_depth; i-- > 0;) {
+        uint32_t idx = native_frame(s->ips[i], i == 0);
+        if (idx == UINT32_MAX)
+            continue;
+        nat[m++] = idx;
+        if (stats.nframes[idx].kind == AG_N_EVAL)
+            evals++;
+    }
+    if (m)
+        (void)ag_chains_hit(&stats.native_stacks, nat, m); /* out of memory: one hit fewer */
+    if (a->kind != ATTR_LINE || pychain.n == 0)
+        return;
+    for (uint32_t p = 0; p < pychain.n; p++)
+        if (pychain.group[p] >= evals)
+            out[k++] = (struct ag_citem){0, pychain.f[p].file, pychain.f[p].func,
+                                         pychain.f[p].line};
+    uint32_t j = 0;
+    if (!s->native_truncated) {
+        if (evals > 0)
+            while (j < m && stats.nframes[nat[j]].kind != AG_N_EVAL)
+                j++;
+        else
+            while (j < m && stats.nframes[nat[j]].kind == AG_N_STARTUP)
+                j++;
+    }
+    for (uint32_t e = 0; j < m; j++) {
+        const struct ag_nframe *f = &stats.nframes[nat[j]];
+        if (f->kind == AG_N_EVAL) {
+            uint32_t g = evals - 1 - e++;
+            for (uint32_t p = 0; p < pychain.n; p++)
+                if (pychain.group[p] == g)
+                    out[k++] = (struct ag_citem){0, pychain.f[p].file, pychain.f[p].func,
+                                                 pychain.f[p].line};
+        } else if (f->kind != AG_N_TRAMPOLINE) {
+            out[k++] = (struct ag_citem){1, nat[j], 0, 0};
+        }
+    }
+    if (k)
+        (void)ag_chains_hit(&stats.combined_stacks, out, k);
+}
+
+static void native_names_init(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&native_names_init, &info))
+        agent_base = info.dli_fbase;
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+    self_exe[n > 0 ? n : 0] = 0;
 }
 
 /* ---- threads ---- */
@@ -332,7 +476,9 @@ static void drain(struct ag_thread *t)
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     for (; tail != head; tail++) {
         const struct ag_sample *s = (const struct ag_sample *)r->slots[tail % AG_RING_SLOTS];
-        process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
+        struct ag_attr a = process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
+        if (ag_unwind_ok)
+            native_sample(s, &a);
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     stats.dropped += atomic_exchange(&r->dropped, 0);
@@ -468,6 +614,7 @@ static void wall_samples(uint64_t now, bool flush)
         }
         wall_sample.weight_ns = weight;
         wall_sample.flags = 0;
+        wall_sample.native_depth = 0;
         ag_walk_stack(t->tstate, t->tid, &wall_sample, wall_scratch);
         wall_cache[slot].attr = process(&wall_sample, AG_SYS);
         wall_cache[slot].cpu_ns = cpu;
@@ -585,6 +732,8 @@ int ag_collector_start(void)
     }
     if (!getcwd(cwd, sizeof(cwd)))
         cwd[0] = 0;
+    if (ag_unwind_ok)
+        native_names_init();
     py_code_cache_init(&code_cache);
     reset_state();
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -41,6 +41,63 @@ static int cmp_excluded(const void *a, const void *b, void *arg)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* native_frames, native_stacks and combined_stacks (docs/agent-protocol.md). */
+static void write_native(const struct ag_stats *st, struct json_writer *w)
+{
+    jw_key(w, "native_frames");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nnframes; i++) {
+        const struct ag_nframe *f = &st->nframes[i];
+        jw_arr_begin(w);
+        jw_str(w, ag_stats_str(st, f->module));
+        jw_str(w, ag_stats_str(st, f->symbol));
+        jw_uint(w, f->ip);
+        jw_uint(w, f->offset);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "native_stacks");
+    jw_arr_begin(w);
+    const struct ag_chains *c = &st->native_stacks;
+    for (size_t i = 0; i < c->n; i++) {
+        const uint32_t *items = (const uint32_t *)(c->items + (size_t)c->chains[i].off * c->item_size);
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t k = 0; k < c->chains[i].depth; k++)
+            jw_uint(w, items[k]);
+        jw_arr_end(w);
+        jw_uint(w, c->chains[i].hits);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "native_stacks_overflow");
+    jw_uint(w, c->overflow);
+    jw_key(w, "combined_stacks");
+    jw_arr_begin(w);
+    c = &st->combined_stacks;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct ag_citem *items =
+            (const struct ag_citem *)(c->items + (size_t)c->chains[i].off * c->item_size);
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t k = 0; k < c->chains[i].depth; k++) {
+            jw_arr_begin(w);
+            jw_uint(w, items[k].a);
+            if (!items[k].native) {
+                jw_uint(w, items[k].b);
+                jw_int(w, items[k].line);
+            }
+            jw_arr_end(w);
+        }
+        jw_arr_end(w);
+        jw_uint(w, c->chains[i].hits);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "combined_stacks_overflow");
+    jw_uint(w, c->overflow);
+}
+
 static void write_body(const struct ag_stats *st, double start_real_sec, double elapsed_sec,
                        struct json_writer *w)
 {
@@ -140,6 +197,8 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
         jw_key(w, "stacks_overflow");
         jw_uint(w, st->stacks_overflow);
     }
+    if (ag_cfg.stacks && ag_unwind_ok)
+        write_native(st, w);
     jw_key(w, "excluded");
     jw_arr_begin(w);
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));

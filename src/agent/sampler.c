@@ -2,6 +2,7 @@
  * lands on that thread; the handler reads the thread's Python frames with reads that cannot
  * fault, classifies the sample as Python or native, and appends it to the thread's ring. Nothing
  * here allocates, locks or calls into Python. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <math.h>
@@ -14,6 +15,14 @@
 #include "agent/agent.h"
 #include "common/log.h"
 #include "cpython/opcodes.h"
+
+#if defined(__has_include)
+#if __has_include(<libunwind.h>)
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#define AG_HAVE_LIBUNWIND 1
+#endif
+#endif
 
 #define MAX_RANGES 32
 
@@ -99,7 +108,7 @@ struct walk_scratch {
     unsigned char headers[AG_MAX_DEPTH][256];
     struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
     uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH];
-    uint8_t owner[AG_MAX_DEPTH];
+    uint8_t owner[AG_MAX_DEPTH], group[AG_MAX_DEPTH];
 };
 
 _Static_assert(sizeof(struct walk_scratch) <= AG_SCRATCH_SIZE, "scratch too small");
@@ -162,8 +171,10 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         ag_safe_read(chunk, w->chunk, top - chunk))
         copied = top - chunk;
 
-    /* Pass 1: the chain of frames. */
-    int n = 0;
+    /* Pass 1: the chain of frames. Each C call of the eval loop starts with an entry frame:
+     * 3.11 flags it (is_entry), later versions put a shim frame (owned by the C stack) under
+     * it; counting them tells which call runs which frame. */
+    int n = 0, group = 0;
     for (int steps = 0; frame; steps++) {
         if (steps >= 4 * AG_MAX_DEPTH || n >= AG_MAX_DEPTH) {
             s->flags |= AG_S_TRUNCATED;
@@ -184,15 +195,19 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         memcpy(&instr, fr + L->fr_instr, 8);
         memcpy(&prev, fr + L->fr_previous, 8);
         int owner = fr[L->fr_owner];
+        bool entry = (L->fr_is_entry && fr[L->fr_is_entry]) || owner == L->owner_cstack;
         frame = prev == frame ? 0 : prev;
         if (L->fr_code_tagged)
             code &= ~(uint64_t)3;
-        if (!code || owner == L->owner_cstack || owner == L->owner_interpreter)
-            continue;
-        w->code[n] = code;
-        w->instr[n] = instr;
-        w->owner[n] = (uint8_t)owner;
-        n++;
+        if (code && owner != L->owner_cstack && owner != L->owner_interpreter) {
+            w->code[n] = code;
+            w->instr[n] = instr;
+            w->owner[n] = (uint8_t)owner;
+            w->group[n] = (uint8_t)(group < 255 ? group : 255);
+            n++;
+        }
+        if (entry)
+            group++;
     }
     if (n == 0)
         return -1;
@@ -230,6 +245,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         memcpy(&f->qualname, co + L->co_qualname, 8);
         memcpy(&f->firstlineno, co + L->co_firstlineno, 4);
         f->lasti = (int32_t)lasti;
+        s->group[s->depth] = w->group[i];
         if (s->depth == 0 && lasti >= 0) {
             uint8_t unit[2];
             if (ag_safe_read(w->code[i] + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
@@ -246,6 +262,125 @@ static void arm(struct ag_thread *t)
     struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
     timer_settime(t->timer, 0, &its, NULL);
 }
+
+/* ---- native stacks (SCRY_STACKS=1) ----
+ *
+ * libunwind is loaded with dlopen(RTLD_LOCAL) rather than linked: linked into a preloaded
+ * library it would come first in the process's lookup scope, and its _Unwind_* functions would
+ * replace libgcc's for every C++ exception the program throws; and a program run without
+ * --stacks does not load it at all. The handler unwinds the interrupted context (the
+ * ucontext, UNW_INIT_SIGNAL_FRAME: the first frame is the interrupted PC itself) and keeps raw
+ * return addresses; the collector names them (dladdr) later.
+ *
+ * Why this is safe in a signal handler: libunwind's local unwinding is async-signal-safe when
+ * its cache is off or per thread. Debian's libunwind 1.6 is built without
+ * --enable-per-thread-cache, and there UNW_CACHE_PER_THREAD silently means the one global cache
+ * used without its lock (a race between threads). Without a cache (UNW_CACHE_NONE) each step
+ * looks its FDE up and parses it again: measured ~60 us per sample on zlib stacks of ~15 frames,
+ * against ~13 us with UNW_CACHE_GLOBAL. So the cache is global: libunwind takes its mutex with
+ * every signal blocked (sigprocmask), so a handler never interrupts the thread that holds it;
+ * another thread's handler waits a few microseconds. The one hazard is fork(): a child forked
+ * while another thread held that mutex would hang in its first unwind. The fork handlers
+ * (ag_unwind_fork_prepare) therefore stop new unwinds and wait for the ones in flight before
+ * the process forks. Otherwise: no allocation (libunwind's memory pool is static, then mmap),
+ * no TLS (the only TLS of libunwind.so.8 belongs to unw_backtrace, never called here), FDEs
+ * found through dl_iterate_phdr (a recursive lock of the loader, re-entrant on the same
+ * thread). What runs once (tdep_init, memory-validation setup, PLT binding: RTLD_NOW) runs at
+ * init, in a warm-up unwind of the constructor's own stack. */
+bool ag_unwind_ok;
+static _Atomic int unwinding;       /* handlers inside libunwind now */
+static _Atomic bool unwind_paused;  /* a fork is under way */
+
+bool ag_unwind_fork_prepare(void)
+{
+    if (!ag_unwind_ok)
+        return true;
+    atomic_store(&unwind_paused, true);
+    for (int i = 0; i < 100000; i++) { /* at most ~0.1-1 s; an unwind takes microseconds */
+        if (atomic_load(&unwinding) == 0)
+            return true;
+        struct timespec us = {0, 1000};
+        nanosleep(&us, NULL);
+    }
+    return false;
+}
+
+void ag_unwind_fork_done(bool child, bool clean)
+{
+    if (child && !clean)
+        ag_unwind_ok = false; /* libunwind's lock may be held for ever in this process */
+    atomic_store(&unwind_paused, false);
+}
+
+#ifdef AG_HAVE_LIBUNWIND
+#define AG_STR2(x) #x
+#define AG_STR(x) AG_STR2(x)
+static __typeof__(unw_init_local2) *p_init_local2;
+static __typeof__(unw_step) *p_step;
+static __typeof__(unw_get_reg) *p_get_reg;
+
+static void unwind(void *uctx, struct ag_sample *s)
+{
+    unw_cursor_t cursor;
+    unw_word_t ip = 0;
+    uint32_t n = 0;
+    if (p_init_local2(&cursor, (unw_context_t *)uctx, UNW_INIT_SIGNAL_FRAME) == 0) {
+        for (;;) {
+            if (p_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0)
+                break;
+            s->ips[n++] = (uint64_t)ip;
+            if (n == AG_MAX_NATIVE) {
+                s->native_truncated = p_step(&cursor) > 0;
+                break;
+            }
+            if (p_step(&cursor) <= 0)
+                break;
+        }
+    }
+    s->native_depth = n;
+}
+
+bool ag_unwind_init(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        log_warn("agent: libunwind is not installed (libunwind.so.8): stacks have no native "
+                 "frames");
+        return false;
+    }
+    __typeof__(unw_set_caching_policy) *set_policy =
+        (__typeof__(unw_set_caching_policy) *)dlsym(h, AG_STR(unw_set_caching_policy));
+    unw_addr_space_t *local_as = dlsym(h, AG_STR(unw_local_addr_space));
+    p_init_local2 = (__typeof__(unw_init_local2) *)dlsym(h, AG_STR(unw_init_local2));
+    p_step = (__typeof__(unw_step) *)dlsym(h, AG_STR(unw_step));
+    p_get_reg = (__typeof__(unw_get_reg) *)dlsym(h, AG_STR(unw_get_reg));
+    if (!set_policy || !local_as || !p_init_local2 || !p_step || !p_get_reg) {
+        log_warn("agent: this libunwind lacks unw_init_local2: stacks have no native frames");
+        return false;
+    }
+    set_policy(*local_as, UNW_CACHE_GLOBAL);
+    /* Warm-up: the first unwind initialises libunwind (locks, memory pool, validation). */
+    static struct ag_sample warm;
+    ucontext_t uc;
+    if (getcontext(&uc) != 0)
+        return false;
+    unwind(&uc, &warm);
+    if (warm.native_depth == 0) {
+        log_warn("agent: libunwind cannot unwind here: stacks have no native frames");
+        return false;
+    }
+    log_debug("agent: libunwind ready (%u frames in the warm-up)", warm.native_depth);
+    return true;
+}
+#else
+bool ag_unwind_init(void)
+{
+    log_warn("agent: built without libunwind.h: stacks have no native frames");
+    return false;
+}
+#endif
 
 _Atomic uint64_t ag_handler_ns, ag_handler_calls;
 
@@ -283,6 +418,16 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !pc_in_interpreter(pc))
         s->flags |= AG_S_NATIVE;
+    s->native_depth = 0;
+    s->native_truncated = 0;
+#ifdef AG_HAVE_LIBUNWIND
+    if (ag_unwind_ok) {
+        atomic_fetch_add(&unwinding, 1);
+        if (!atomic_load(&unwind_paused))
+            unwind(uctx, s);
+        atomic_fetch_sub(&unwinding, 1);
+    }
+#endif
     atomic_store_explicit(&r->head, head + 1, memory_order_release);
 out:
     atomic_fetch_add_explicit(&ag_handler_ns, ag_now_ns(CLOCK_MONOTONIC) - t0,
@@ -307,6 +452,8 @@ int ag_sampler_init(void)
 {
     nranges = 0;
     dl_iterate_phdr(add_range, NULL);
+    if (ag_cfg.stacks)
+        ag_unwind_ok = ag_unwind_init();
     ag_signal = pick_signal();
     if (ag_signal < 0) {
         log_warn("agent: no free real-time signal; CPU profiling is off");

@@ -47,7 +47,19 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-void ag_stats_init(struct ag_stats *st) { memset(st, 0, sizeof(*st)); }
+void ag_stats_init(struct ag_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->native_stacks.item_size = sizeof(uint32_t);
+    st->combined_stacks.item_size = sizeof(struct ag_citem);
+}
+
+static void chains_free(struct ag_chains *c)
+{
+    hm_free(&c->by_key);
+    free(c->chains);
+    free(c->items);
+}
 
 void ag_stats_free(struct ag_stats *st)
 {
@@ -64,6 +76,10 @@ void ag_stats_free(struct ag_stats *st)
     hm_free(&st->stack_by_key);
     free(st->stacks);
     free(st->sframes);
+    hm_free(&st->nframe_by_addr);
+    free(st->nframes);
+    chains_free(&st->native_stacks);
+    chains_free(&st->combined_stacks);
     memset(st, 0, sizeof(*st));
 }
 
@@ -91,6 +107,11 @@ static int intern(struct ag_strtab *t, const char *s, uint32_t *out)
         *out = (uint32_t)t->n++;
         return 0;
     }
+}
+
+int ag_stats_intern(struct ag_stats *st, const char *s, uint32_t *out)
+{
+    return intern(&st->strings, s, out);
 }
 
 const char *ag_stats_str(const struct ag_stats *st, uint32_t id)
@@ -199,6 +220,54 @@ int ag_stats_stack(struct ag_stats *st, const struct ag_sframe *frames, uint32_t
         st->stacks[st->nstacks] = (struct ag_stack){.off = (uint32_t)st->nsframes, .depth = depth};
         st->nsframes += depth;
         *out = (uint32_t)++st->nstacks;
+        return 0;
+    }
+}
+
+bool ag_stats_nframe_find(const struct ag_stats *st, uint64_t addr, uint32_t *out)
+{
+    uint64_t v;
+    if (addr == 0 || addr == UINT64_MAX || !hm_get(&st->nframe_by_addr, addr, &v))
+        return false;
+    *out = (uint32_t)(v - 1);
+    return true;
+}
+
+int ag_stats_nframe(struct ag_stats *st, uint64_t addr, const struct ag_nframe *f, uint32_t *out)
+{
+    if (!grow((void **)&st->nframes, &st->nframes_cap, st->nnframes + 1, sizeof(*st->nframes)) ||
+        (addr != 0 && addr != UINT64_MAX && hm_put(&st->nframe_by_addr, addr, st->nnframes + 1)))
+        return -SCRY_E_NO_MEMORY;
+    st->nframes[st->nnframes] = *f;
+    *out = (uint32_t)st->nnframes++;
+    return 0;
+}
+
+int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n)
+{
+    size_t bytes = (size_t)n * c->item_size;
+    uint64_t base = fnv1a(items, bytes, n);
+    for (uint64_t salt = 0;; salt++) {
+        uint64_t k = key_of(base + salt * 0x9e3779b97f4a7c15ULL), v;
+        if (hm_get(&c->by_key, k, &v)) {
+            struct ag_chain *x = &c->chains[v - 1];
+            if (x->depth == n && memcmp(c->items + (size_t)x->off * c->item_size, items, bytes) == 0) {
+                x->hits++;
+                return 0;
+            }
+            continue;
+        }
+        if (c->n >= AG_MAX_STACKS) {
+            c->overflow++;
+            return 0;
+        }
+        if (!grow((void **)&c->chains, &c->cap, c->n + 1, sizeof(*c->chains)) ||
+            !grow((void **)&c->items, &c->cap_items, (c->nitems + n) * c->item_size, 1) ||
+            hm_put(&c->by_key, k, c->n + 1))
+            return -SCRY_E_NO_MEMORY;
+        memcpy(c->items + c->nitems * c->item_size, items, bytes);
+        c->chains[c->n++] = (struct ag_chain){.off = (uint32_t)c->nitems, .depth = n, .hits = 1};
+        c->nitems += n;
         return 0;
     }
 }

@@ -67,6 +67,44 @@ struct ag_stack {
 
 #define AG_MAX_STACKS 10000 /* distinct stacks kept; samples of further ones are counted apart */
 
+/* A native frame (with --stacks): a code address named by dladdr in the collector. */
+enum ag_nkind {
+    AG_N_OTHER,
+    AG_N_EVAL,       /* _PyEval_EvalFrameDefault: runs one group of Python frames */
+    AG_N_STARTUP,    /* process or interpreter start-up (_start ... Py_RunMain) */
+    AG_N_TRAMPOLINE, /* the signal return trampoline, the agent's own code */
+};
+
+struct ag_nframe {
+    uint32_t module, symbol; /* string ids; symbol "" when unknown */
+    uint64_t ip;             /* the raw address (return address past the call) */
+    uint64_t offset;         /* ip - symbol's address, or ip - module base without a symbol */
+    enum ag_nkind kind;
+};
+
+/* Distinct sequences of fixed-size items (native chains, combined stacks), counted. */
+struct ag_chain {
+    uint32_t off, depth; /* items [off, off + depth) */
+    uint64_t hits;
+};
+
+struct ag_chains {
+    size_t item_size;
+    struct hashmap by_key;
+    struct ag_chain *chains;
+    size_t n, cap;
+    unsigned char *items;
+    size_t nitems, cap_items;
+    uint64_t overflow; /* hits of chains beyond AG_MAX_STACKS */
+};
+
+/* An item of a combined stack: a profiled Python frame or a native frame. */
+struct ag_citem {
+    uint32_t native; /* 1: a is a native frame index */
+    uint32_t a, b;   /* python: file, func */
+    int32_t line;
+};
+
 struct ag_stats {
     struct ag_strtab strings;
     struct hashmap file_by_name; /* string id + 1 -> file index + 1 */
@@ -84,6 +122,11 @@ struct ag_stats {
     struct ag_sframe *sframes;
     size_t nsframes, sframes_cap;
     uint64_t stacks_overflow; /* samples whose stack did not fit in AG_MAX_STACKS */
+    struct hashmap nframe_by_addr; /* lookup address -> native frame index + 1 */
+    struct ag_nframe *nframes;
+    size_t nnframes, nframes_cap;
+    struct ag_chains native_stacks;   /* uint32_t native frame indexes, outermost first */
+    struct ag_chains combined_stacks; /* struct ag_citem, outermost first */
     double total_sec[3];
     uint64_t samples, dropped, unattributed;
 };
@@ -99,9 +142,15 @@ int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int3
 int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
                  double sec);
 const char *ag_stats_str(const struct ag_stats *st, uint32_t id);
+int ag_stats_intern(struct ag_stats *st, const char *s, uint32_t *out);
 /* Interns a call stack (frames outermost first); *out is its index + 1, or 0 when the table is
  * full. */
 int ag_stats_stack(struct ag_stats *st, const struct ag_sframe *frames, uint32_t depth,
                    uint32_t *out);
+/* Interns a native frame by its lookup address (cached: dladdr runs once per address). */
+int ag_stats_nframe(struct ag_stats *st, uint64_t addr, const struct ag_nframe *f, uint32_t *out);
+bool ag_stats_nframe_find(const struct ag_stats *st, uint64_t addr, uint32_t *out);
+/* Adds one hit to the chain of n items (at most AG_MAX_STACKS distinct; the rest overflow). */
+int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n);
 
 #endif

@@ -30,6 +30,11 @@ void prof_free(struct profile *p)
     free(p->excluded);
     free(p->stacks);
     free(p->sframes);
+    free(p->nframes);
+    free(p->native_stacks);
+    free(p->native_items);
+    free(p->combined_stacks);
+    free(p->combined_items);
     if (p->index)
         json_decref(p->index);
     arena_free(&p->arena);
@@ -70,6 +75,68 @@ static int opt_seconds(const json_t *o, const char *key, const char *what, doubl
     if (!is_seconds(v))
         return bad(what, "\"%s\" is not a non-negative number of seconds", key);
     *out = json_number_value(v);
+    return 0;
+}
+
+/* [[item, ...], hits] with 1..PROF_MAX_DEPTH items. */
+static bool is_chain(const json_t *c)
+{
+    const json_t *items = json_array_get(c, 0);
+    return json_is_array(c) && json_array_size(c) == 2 && json_is_array(items) &&
+           json_array_size(items) > 0 && json_array_size(items) <= PROF_MAX_DEPTH &&
+           is_count(json_array_get(c, 1), INT64_MAX);
+}
+
+/* native_frames, native_stacks, combined_stacks (all optional). */
+static int check_native(const json_t *part, const char *what, size_t nfiles, size_t nfuncs)
+{
+    const json_t *frames = json_object_get(part, "native_frames");
+    const json_t *nst = json_object_get(part, "native_stacks");
+    const json_t *cst = json_object_get(part, "combined_stacks");
+    if ((frames && !json_is_array(frames)) || (nst && !json_is_array(nst)) ||
+        (cst && !json_is_array(cst)))
+        return bad(what, "native_frames, native_stacks or combined_stacks is not an array");
+    size_t nn = json_array_size(frames);
+    for (size_t i = 0; i < nn; i++) {
+        const json_t *f = json_array_get(frames, i);
+        if (!json_is_array(f) || json_array_size(f) != 4 ||
+            !json_is_string(json_array_get(f, 0)) || !json_is_string(json_array_get(f, 1)) ||
+            !is_count(json_array_get(f, 2), INT64_MAX) ||
+            !is_count(json_array_get(f, 3), INT64_MAX))
+            return bad(what, "native_frames[%zu] is not [module, symbol, ip, offset]", i);
+    }
+    for (size_t i = 0; i < json_array_size(nst); i++) {
+        const json_t *c = json_array_get(nst, i);
+        bool ok = is_chain(c);
+        for (size_t k = 0; ok && k < json_array_size(json_array_get(c, 0)); k++)
+            ok = is_count(json_array_get(json_array_get(c, 0), k), (int64_t)nn - 1);
+        if (!ok)
+            return bad(what, "native_stacks[%zu] is not [[native frame index, ...], hits]", i);
+    }
+    for (size_t i = 0; i < json_array_size(cst); i++) {
+        const json_t *c = json_array_get(cst, i);
+        bool ok = is_chain(c);
+        for (size_t k = 0; ok && k < json_array_size(json_array_get(c, 0)); k++) {
+            const json_t *x = json_array_get(json_array_get(c, 0), k);
+            ok = json_is_array(x) &&
+                 ((json_array_size(x) == 1 && is_count(json_array_get(x, 0), (int64_t)nn - 1)) ||
+                  (json_array_size(x) == 3 &&
+                   is_count(json_array_get(x, 0), (int64_t)nfiles - 1) &&
+                   is_count(json_array_get(x, 1), (int64_t)nfuncs - 1) &&
+                   is_count(json_array_get(x, 2), PROF_MAX_LINE)));
+        }
+        if (!ok)
+            return bad(what,
+                       "combined_stacks[%zu] is not [[[native frame index] or [file index, "
+                       "function index, line], ...], hits]",
+                       i);
+    }
+    static const char *const counts[] = {"native_stacks_overflow", "combined_stacks_overflow"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *v = json_object_get(part, counts[i]);
+        if (v && !is_count(v, INT64_MAX))
+            return bad(what, "\"%s\" is not a count", counts[i]);
+    }
     return 0;
 }
 
@@ -193,6 +260,9 @@ static int check_part(const json_t *part, const char *what)
                            i);
         }
     }
+
+    if ((err = check_native(part, what, nfiles, nfuncs)))
+        return err;
 
     const json_t *excl = json_object_get(part, "excluded");
     if (excl) {
@@ -353,6 +423,132 @@ static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t d
     return 0;
 }
 
+static int intern_nframe(struct profile *p, const json_t *f, uint32_t *out)
+{
+    const char *module = json_string_value(json_array_get(f, 0));
+    const char *symbol = json_string_value(json_array_get(f, 1));
+    uint64_t ip = (uint64_t)json_integer_value(json_array_get(f, 2));
+    uint64_t offset = (uint64_t)json_integer_value(json_array_get(f, 3));
+    /* Addresses differ between processes (ASLR): the same code is the same (module, symbol,
+     * offset). */
+    char *key = arena_printf(&p->arena, "n%s\x1f%s\x1f%llu", module, symbol,
+                             (unsigned long long)offset);
+    if (!key)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    size_t pos;
+    bool found;
+    int err = index_get(p, key, &pos, &found);
+    if (err)
+        return err;
+    if (!found) {
+        if ((err = grow((void **)&p->nframes, &p->cap_nframes, p->nnframes, sizeof(*p->nframes))))
+            return err;
+        pos = p->nnframes;
+        p->nframes[pos] = (struct prof_nframe){.module = arena_strdup(&p->arena, module),
+                                               .symbol = arena_strdup(&p->arena, symbol),
+                                               .ip = ip,
+                                               .offset = offset};
+        if (!p->nframes[pos].module || !p->nframes[pos].symbol || (err = index_put(p, key, pos)))
+            return err ? err : err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+        p->nnframes++;
+    }
+    *out = (uint32_t)pos;
+    return 0;
+}
+
+/* Merges one chain of items (already in merged indexes) keyed by `key`. */
+static int add_chain(struct profile *p, const char *key, struct prof_chain **chains, size_t *n,
+                     size_t *cap, void **items, size_t *nitems, size_t *cap_items,
+                     size_t item_size, const void *new_items, uint32_t depth, uint64_t hits)
+{
+    size_t pos;
+    bool found;
+    int err = index_get(p, key, &pos, &found);
+    if (!err && !found) {
+        err = grow((void **)chains, cap, *n, sizeof(**chains));
+        while (!err && *nitems + depth > *cap_items)
+            err = grow(items, cap_items, *cap_items, item_size);
+        if (!err) {
+            pos = *n;
+            memcpy((char *)*items + *nitems * item_size, new_items, depth * item_size);
+            (*chains)[pos] = (struct prof_chain){.off = (uint32_t)*nitems, .depth = depth};
+            *nitems += depth;
+            err = index_put(p, key, pos);
+            if (!err)
+                (*n)++;
+        }
+    }
+    if (err)
+        return err;
+    (*chains)[pos].hits += hits;
+    return 0;
+}
+
+static int merge_native(struct profile *p, const json_t *part, const uint32_t *fmap,
+                        const uint32_t *umap)
+{
+    const json_t *frames = json_object_get(part, "native_frames");
+    const json_t *nst = json_object_get(part, "native_stacks");
+    const json_t *cst = json_object_get(part, "combined_stacks");
+    if (!frames && !nst && !cst)
+        return 0;
+    p->have_native = true;
+    p->native_stacks_overflow +=
+        (uint64_t)json_integer_value(json_object_get(part, "native_stacks_overflow"));
+    p->combined_stacks_overflow +=
+        (uint64_t)json_integer_value(json_object_get(part, "combined_stacks_overflow"));
+    size_t nn = json_array_size(frames);
+    uint32_t *nmap = malloc((nn + 1) * sizeof(*nmap));
+    if (!nmap)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    int err = 0;
+    for (size_t i = 0; i < nn && !err; i++)
+        err = intern_nframe(p, json_array_get(frames, i), &nmap[i]);
+    struct strbuf key = STRBUF_INIT;
+    for (size_t i = 0; i < json_array_size(nst) && !err; i++) {
+        const json_t *c = json_array_get(nst, i), *its = json_array_get(c, 0);
+        uint32_t chain[PROF_MAX_DEPTH], depth = (uint32_t)json_array_size(its);
+        sb_reset(&key);
+        sb_addch(&key, 'N');
+        for (uint32_t k = 0; k < depth; k++) {
+            chain[k] = nmap[json_integer_value(json_array_get(its, k))];
+            sb_addf(&key, "%u;", chain[k]);
+        }
+        err = add_chain(p, sb_str(&key), &p->native_stacks, &p->nnative_stacks,
+                        &p->cap_native_stacks, (void **)&p->native_items, &p->nnative_items,
+                        &p->cap_native_items, sizeof(*p->native_items), chain, depth,
+                        (uint64_t)json_integer_value(json_array_get(c, 1)));
+    }
+    for (size_t i = 0; i < json_array_size(cst) && !err; i++) {
+        const json_t *c = json_array_get(cst, i), *its = json_array_get(c, 0);
+        struct prof_citem chain[PROF_MAX_DEPTH];
+        uint32_t depth = (uint32_t)json_array_size(its);
+        sb_reset(&key);
+        sb_addch(&key, 'C');
+        for (uint32_t k = 0; k < depth; k++) {
+            const json_t *x = json_array_get(its, k);
+            if (json_array_size(x) == 1) {
+                chain[k] = (struct prof_citem){
+                    .native = true, .nframe = nmap[json_integer_value(json_array_get(x, 0))]};
+                sb_addf(&key, "n%u;", chain[k].nframe);
+            } else {
+                chain[k] = (struct prof_citem){
+                    .file = fmap[json_integer_value(json_array_get(x, 0))],
+                    .func = umap[json_integer_value(json_array_get(x, 1))],
+                    .line = (uint32_t)json_integer_value(json_array_get(x, 2))};
+                sb_addf(&key, "p%u,%u,%u;", chain[k].file, chain[k].func, chain[k].line);
+            }
+        }
+        err = add_chain(p, sb_str(&key), &p->combined_stacks, &p->ncombined_stacks,
+                        &p->cap_combined_stacks, (void **)&p->combined_items,
+                        &p->ncombined_items, &p->cap_combined_items, sizeof(*p->combined_items),
+                        chain, depth, (uint64_t)json_integer_value(json_array_get(c, 1)));
+    }
+    sb_release(&key);
+    free(nmap);
+    return err;
+}
+
 static int add_excluded(struct profile *p, const char *file, const char *rule, double sec)
 {
     for (size_t i = 0; i < p->nexcluded; i++)
@@ -471,6 +667,8 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
                         json_number_value(json_array_get(st, 4)),
                         (uint64_t)json_integer_value(json_array_get(st, 1)));
     }
+    if (!err)
+        err = merge_native(p, part, fmap, umap);
     const json_t *excl = json_object_get(part, "excluded");
     for (size_t i = 0; i < json_array_size(excl) && !err; i++) {
         const json_t *e = json_array_get(excl, i);

@@ -55,6 +55,27 @@ struct prof_stack {
     uint64_t samples;
 };
 
+/* A native frame (scry run --stacks): the module and symbol dladdr gave (symbol "" when the
+ * address has no exported symbol), the address in the process that saw it and its offset from
+ * the symbol (from the module's base without one). Merged by (module, symbol, offset). */
+struct prof_nframe {
+    const char *module, *symbol;
+    uint64_t ip, offset;
+};
+
+/* A distinct chain of items, outermost first, and how many samples had it. */
+struct prof_chain {
+    uint32_t off, depth;
+    uint64_t hits;
+};
+
+/* An item of a combined stack: a Python frame (file, func, line) or a native frame (native
+ * set, nframe its index). */
+struct prof_citem {
+    bool native;
+    uint32_t file, func, line, nframe;
+};
+
 /* A file none of whose samples was charged to a profiled frame, and the rule that excluded it. */
 struct prof_excluded {
     const char *file;
@@ -95,6 +116,18 @@ struct profile {
     struct prof_sframe *sframes;
     size_t nsframes, cap_sframes;
     uint64_t stacks_overflow;
+    bool have_native; /* some part recorded native and combined stacks */
+    struct prof_nframe *nframes;
+    size_t nnframes, cap_nframes;
+    struct prof_chain *native_stacks; /* items: native_items (nframes indexes) */
+    size_t nnative_stacks, cap_native_stacks;
+    uint32_t *native_items;
+    size_t nnative_items, cap_native_items;
+    struct prof_chain *combined_stacks; /* items: combined_items */
+    size_t ncombined_stacks, cap_combined_stacks;
+    struct prof_citem *combined_items;
+    size_t ncombined_items, cap_combined_items;
+    uint64_t native_stacks_overflow, combined_stacks_overflow;
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;

@@ -35,6 +35,7 @@ static const struct py_layout layout_311 = {
     .fr_code = 32,
     .fr_instr = 56,
     .fr_owner = 69,
+    .fr_is_entry = 68,
     .fr_localsplus = 72,
     .owner_generator = 1,
     .owner_cstack = -1,

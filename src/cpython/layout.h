@@ -50,6 +50,8 @@ struct py_layout {
     int owner_generator;         /* FRAME_OWNED_BY_GENERATOR */
     int owner_cstack;            /* shim frames to skip; -1 when the version has none */
     int owner_interpreter;       /* 3.14 FRAME_OWNED_BY_INTERPRETER, else -1 */
+    uint64_t fr_is_entry;        /* 3.11: bool is_entry (the first frame of one C call of the
+                                    eval loop; later versions mark it with a shim frame); 0 */
 
     /* PyCodeObject */
     uint64_t co_size;            /* sizeof without bytecode */

@@ -298,6 +298,91 @@ static void write_stacks(struct json_writer *w, const struct profile *p)
     sb_release(&frame);
 }
 
+/* A native frame's name: its symbol, or module+0xoffset when the address has none. */
+static void native_name(struct strbuf *sb, const struct prof_nframe *f)
+{
+    sb_reset(sb);
+    if (f->symbol[0]) {
+        sb_adds(sb, f->symbol);
+    } else {
+        const char *base = strrchr(f->module, '/');
+        sb_addf(sb, "%s+0x%llx", base ? base + 1 : f->module, (unsigned long long)f->offset);
+    }
+}
+
+/* "native_stacks": [[[[module, symbol, ip, offset], ...outermost first], hits], ...] (the
+ * format Scalene wrote before it dropped the field) and "combined_stacks": [[[{"kind": "py" |
+ * "native", "display_name", "filename_or_module", "line", "ip", "offset"}, ...outermost
+ * first], hits], ...] (Scalene's). Empty arrays when no native stacks were recorded. */
+static void write_native_stacks(struct json_writer *w, const struct profile *p)
+{
+    struct strbuf name = STRBUF_INIT;
+    jw_key(w, "native_stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < p->nnative_stacks; i++) {
+        const struct prof_chain *c = &p->native_stacks[i];
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t k = 0; k < c->depth; k++) {
+            const struct prof_nframe *f = &p->nframes[p->native_items[c->off + k]];
+            jw_arr_begin(w);
+            jw_str(w, f->module);
+            jw_str(w, f->symbol);
+            jw_uint(w, f->ip);
+            jw_uint(w, f->offset);
+            jw_arr_end(w);
+        }
+        jw_arr_end(w);
+        jw_uint(w, c->hits);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "combined_stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < p->ncombined_stacks; i++) {
+        const struct prof_chain *c = &p->combined_stacks[i];
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t k = 0; k < c->depth; k++) {
+            const struct prof_citem *it = &p->combined_items[c->off + k];
+            jw_obj_begin(w);
+            jw_key(w, "kind");
+            jw_str(w, it->native ? "native" : "py");
+            if (it->native) {
+                const struct prof_nframe *f = &p->nframes[it->nframe];
+                native_name(&name, f);
+                jw_key(w, "display_name");
+                jw_strn(w, sb_str(&name), name.len);
+                jw_key(w, "filename_or_module");
+                jw_str(w, f->module);
+                jw_key(w, "line");
+                jw_null(w);
+                jw_key(w, "ip");
+                jw_uint(w, f->ip);
+                jw_key(w, "offset");
+                jw_uint(w, f->offset);
+            } else {
+                jw_key(w, "display_name");
+                jw_str(w, p->funcs[it->func].qualname);
+                jw_key(w, "filename_or_module");
+                jw_str(w, p->files[it->file].name);
+                jw_key(w, "line");
+                jw_uint(w, it->line);
+                jw_key(w, "ip");
+                jw_null(w);
+                jw_key(w, "offset");
+                jw_null(w);
+            }
+            jw_obj_end(w);
+        }
+        jw_arr_end(w);
+        jw_uint(w, c->hits);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    sb_release(&name);
+}
+
 void profile_json_write(const struct profile *p, const struct profile_json_opts *o,
                         struct strbuf *out)
 {
@@ -387,6 +472,7 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_arr_begin(&w);
     jw_arr_end(&w);
     write_stacks(&w, p);
+    write_native_stacks(&w, p);
 
     write_files(&w, p, o);
     jw_obj_end(&w);

@@ -4,8 +4,11 @@
 #include <math.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "analysis/profile.h"
 #include "common/error.h"
+#include "render/profile_json.h"
 #include "testlib.h"
 
 /* The program's process (pid 100): two functions in app.py, one line in util.py. */
@@ -236,7 +239,91 @@ static void test_set_source(void)
     prof_free(&p);
 }
 
+/* Native and combined stacks (scry run --stacks) of two processes: the same code at other
+ * addresses (ASLR) is one native frame; a Python frame is [file, function, line], a native
+ * one [native frame index]. */
+#define NATIVE_HEAD(pid)                                                                        \
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":" pid ","                              \
+    "\"totals\":{\"python_sec\":0,\"native_sec\":1,\"sys_sec\":0,\"samples\":10},"              \
+    "\"files\":[\"/app/z.py\"],\"functions\":[[\"work\",0,3]],\"lines\":[[0,5,0,0,1,0,10]],"
+static const char native_a[] = NATIVE_HEAD("100")
+    "\"native_frames\":[[\"/lib/libz.so.1\",\"deflate\",4096,396],"
+    "[\"/lib/zlib.so\",\"\",8192,34771]],"
+    "\"native_stacks\":[[[1,0],7]],\"native_stacks_overflow\":2,"
+    "\"combined_stacks\":[[[[0,0,5],[1],[0]],7]],\"combined_stacks_overflow\":1}";
+static const char native_b[] = NATIVE_HEAD("101")
+    "\"native_frames\":[[\"/lib/zlib.so\",\"\",99999,34771],"
+    "[\"/lib/libz.so.1\",\"deflate\",5000,396]],"
+    "\"native_stacks\":[[[0,1],3]],"
+    "\"combined_stacks\":[[[[0,0,5],[0],[1]],3]]}";
+
+static void test_native_stacks(void)
+{
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, native_a, strlen(native_a), "a", 100), 0);
+    CHECK_EQ(prof_add_part_text(&p, native_b, strlen(native_b), "b", 100), 0);
+    prof_finish(&p);
+    CHECK(p.have_native);
+    CHECK_EQ(p.nnframes, 2);
+    CHECK_EQ(p.nnative_stacks, 1);
+    CHECK_EQ(p.native_stacks[0].hits, 10);
+    CHECK_EQ(p.ncombined_stacks, 1);
+    CHECK_EQ(p.combined_stacks[0].hits, 10);
+    CHECK_EQ(p.native_stacks_overflow, 2);
+    CHECK_EQ(p.combined_stacks_overflow, 1);
+
+    struct strbuf sb = STRBUF_INIT;
+    struct profile_json_opts o = {.version = "1"};
+    profile_json_write(&p, &o, &sb);
+    json_t *d = json_loads(sb_str(&sb), 0, NULL);
+    CHECK(d != NULL);
+    const json_t *cs = json_object_get(d, "combined_stacks");
+    CHECK_EQ(json_array_size(cs), 1);
+    const json_t *st = json_array_get(json_array_get(cs, 0), 0);
+    CHECK_EQ(json_integer_value(json_array_get(json_array_get(cs, 0), 1)), 10);
+    CHECK_EQ(json_array_size(st), 3);
+    const json_t *py = json_array_get(st, 0), *zmod = json_array_get(st, 1),
+                 *defl = json_array_get(st, 2);
+    CHECK_STR(json_string_value(json_object_get(py, "kind")), "py");
+    CHECK_STR(json_string_value(json_object_get(py, "display_name")), "work");
+    CHECK_STR(json_string_value(json_object_get(py, "filename_or_module")), "/app/z.py");
+    CHECK_EQ(json_integer_value(json_object_get(py, "line")), 5);
+    CHECK(json_is_null(json_object_get(py, "ip")) && json_is_null(json_object_get(py, "offset")));
+    CHECK_STR(json_string_value(json_object_get(zmod, "kind")), "native");
+    CHECK_STR(json_string_value(json_object_get(zmod, "display_name")), "zlib.so+0x87d3");
+    CHECK_EQ(json_integer_value(json_object_get(zmod, "offset")), 34771);
+    CHECK(json_is_null(json_object_get(zmod, "line")));
+    CHECK_STR(json_string_value(json_object_get(defl, "display_name")), "deflate");
+    CHECK_STR(json_string_value(json_object_get(defl, "filename_or_module")), "/lib/libz.so.1");
+    CHECK_EQ(json_integer_value(json_object_get(defl, "ip")), 4096); /* the first seen */
+    const json_t *ns = json_array_get(json_array_get(json_object_get(d, "native_stacks"), 0), 0);
+    CHECK_EQ(json_array_size(ns), 2);
+    CHECK_STR(json_string_value(json_array_get(json_array_get(ns, 0), 0)), "/lib/zlib.so");
+    CHECK_STR(json_string_value(json_array_get(json_array_get(ns, 1), 1)), "deflate");
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+
+    /* Indexes out of range are refused, the part skipped whole. */
+    static const char *const bad_parts[] = {
+        NATIVE_HEAD("5") "\"native_frames\":[],\"native_stacks\":[[[0],1]]}",
+        NATIVE_HEAD("5") "\"native_frames\":[[\"m\",\"s\",1,1]],"
+                         "\"combined_stacks\":[[[[0,0]],1]]}",
+        NATIVE_HEAD("5") "\"native_frames\":[[\"m\",\"s\",-1,1]]}",
+        NATIVE_HEAD("5") "\"combined_stacks\":[[[[0,3,5]],1]]}",
+    };
+    prof_init(&p);
+    for (size_t i = 0; i < sizeof(bad_parts) / sizeof(bad_parts[0]); i++)
+        CHECK_EQ(prof_add_part_text(&p, bad_parts[i], strlen(bad_parts[i]), "x", 0),
+                 -SCRY_E_BAD_PROFILE);
+    CHECK_EQ(p.nparts, 0);
+    CHECK(!p.have_native);
+    prof_free(&p);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_native_stacks),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
 };
