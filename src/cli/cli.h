@@ -29,6 +29,9 @@ int cli_report_error(bool json);
 /* Reports getopt's complaint (c is ':' for a missing value, anything else an unknown option) as
  * a usage error; returns CLI_EXIT_USAGE. */
 int cli_option_error(bool json, int c, char **argv);
+/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (prints
+ * usage). Returns -1 to go on, or the exit status to return (help shown, usage error reported). */
+int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes buf to path through a temporary name in the same directory, renamed over path, so a

@@ -1,5 +1,6 @@
 /* Shared CLI helpers: error documents, stdout writing, small parsers. */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,4 +123,39 @@ int cli_write_file_atomic(const char *path, const struct strbuf *sb)
         return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
     }
     return 0;
+}
+
+int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json)
+{
+    static const struct option longopts[] = {
+        {"top", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *json = cli_wants_json(argc, argv);
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":t:jh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't': {
+            char *end;
+            *top = strtol(optarg, &end, 10);
+            if (*end || *top <= 0 || *top > 100000)
+                return cli_usage_error(*json, "--top needs a count from 1 to 100000, not '%s'",
+                                       optarg);
+            break;
+        }
+        case 'j':
+            *json = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error(*json, c, argv);
+        }
+    }
+    return -1;
 }

@@ -154,37 +154,11 @@ static void render_json(const struct heap_analysis *a, const char *path, const u
 
 int cmd_analyze(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool json = cli_wants_json(argc, argv);
+    bool json;
     long limit = 20;
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":t:jh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 't': {
-            char *end;
-            limit = strtol(optarg, &end, 10);
-            if (*end || limit <= 0 || limit > 100000)
-                return cli_usage_error(json, "--top needs a count from 1 to 100000, not '%s'",
-                                       optarg);
-            break;
-        }
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            fputs(analyze_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error(json, c, argv);
-        }
-    }
+    int parsed = cli_parse_report_options(argc, argv, analyze_usage, &limit, &json);
+    if (parsed >= 0)
+        return parsed;
     if (argc - optind != 1)
         return cli_usage_error(json, "give one snapshot file (scry analyze app.heap)");
     const char *path = argv[optind];
