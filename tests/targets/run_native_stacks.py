@@ -11,12 +11,14 @@ Prints one deterministic line per section (a checksum of the results), so that t
 compare the program's output with and without scry.
 """
 
+import os
 import random
 import sys
+import time
 import zlib
 
 ZLIB_BYTES, ZLIB_ROUNDS = 4 << 20, 10
-MATMUL_N, MATMUL_ROUNDS = 400, 60
+MATMUL_N, MATMUL_CPU_SECONDS = 400, 1.0
 
 
 def compress_all(buf, rounds):
@@ -31,14 +33,21 @@ def zlib_section():
     print("zlib", compress_all(buf, ZLIB_ROUNDS), flush=True)
 
 
-def multiply_all(a, rounds):
+def multiply_all(a, cpu_seconds):
+    """Matrix products until this thread has spent cpu_seconds on them: BLAS speed varies a lot
+    between machines, and the test needs enough samples on the line."""
     b = a
-    for _ in range(rounds):
+    end = time.thread_time() + cpu_seconds
+    while time.thread_time() < end:
         b = a @ a  # @matmul
     return b
 
 
 def numpy_section():
+    # BLAS worker threads are not Python threads: keep the work on this one, so that its CPU
+    # samples (which carry the native stacks) see it.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
     try:
         import numpy
     except ImportError:
@@ -46,7 +55,7 @@ def numpy_section():
         return
     a = numpy.arange(MATMUL_N * MATMUL_N, dtype=numpy.float64).reshape(MATMUL_N, MATMUL_N)
     a = a / a.size
-    b = multiply_all(a, MATMUL_ROUNDS)
+    b = multiply_all(a, MATMUL_CPU_SECONDS)
     print("numpy", round(float(b.trace()), 3), flush=True)
 
 
