@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "cpython/heap_walk.h"
+#include "cpython/memcache.h"
 #include "cpython/runtime.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
@@ -292,6 +293,16 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
     struct hw_options hopt = {.capture_contents = o->capture, .max_str = o->max_str};
     uint64_t budget = copy_budget();
     int err = 0;
+    /* The copy's memory is mapped and faulted in while the target still runs: the stop only
+     * copies. */
+    struct mc_pool pool = {0};
+    if (rd_kind(rd) == RD_PID) {
+        double t0 = mono_ms();
+        mc_pool_prepare(&pool, rd, budget);
+        hopt.copy_pool = &pool;
+        log_debug("heap walk: %zu blocks prepared for the copy in %.1f ms", pool.slots,
+                  mono_ms() - t0);
+    }
     for (res->attempts = 1; res->attempts <= GC_RETRIES; res->attempts++) {
         struct resume_ctx rc = {rd, mono_ms(), 0};
         err = rd_pause(rd);
@@ -313,6 +324,7 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
         log_info("a garbage collection was running; trying again");
         usleep(20000);
     }
+    mc_pool_free(&pool);
     return err;
 }
 

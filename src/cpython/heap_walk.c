@@ -99,7 +99,15 @@ struct tinfo {
     uint64_t cached_keys;
     uint32_t nslots;
     struct slot *slots;
+    /* ".name" labels of the cached keys' entries (ref_values), built once: the same pointer
+     * each time lets the writer find its string id without hashing the text. */
+    uint32_t nattr;
+    uint64_t *attr_keys;
+    const char **attr_labels;
 };
+
+/* "[0]" ... "[4095]" in 8-byte slots, built once per walk (index_label_of). */
+#define INDEX_LABELS 4096
 
 /* Flags carried with an object on the work stack, in the low bits of its struct tinfo * (the
  * arena gives 16-byte alignment). */
@@ -241,6 +249,7 @@ struct hw {
     struct hashmap sensitive; /* captured contents: objects under secret-sounding names */
     struct hashmap types; /* type address -> struct tinfo * */
     struct tinfo *type_cache[256]; /* direct-mapped front of `types` */
+    char (*index_labels)[8];       /* INDEX_LABELS of them, or NULL */
     struct hashmap names; /* str address -> const char * (decoded, capped) */
     struct hashmap codes; /* code address -> struct code_names * */
     uint64_t *stack;
@@ -913,6 +922,20 @@ static void index_label(char *out, uint64_t i)
     *out = 0;
 }
 
+/* The label of item i: from the table when it is there (a stable pointer), else built in buf. */
+static const char *index_label_of(struct hw *w, uint64_t i, char *buf)
+{
+    if (i < INDEX_LABELS) {
+        if (!w->index_labels && (w->index_labels = arena_alloc(&w->arena, INDEX_LABELS * 8)))
+            for (uint64_t j = 0; j < INDEX_LABELS; j++)
+                index_label(w->index_labels[j], j);
+        if (w->index_labels)
+            return w->index_labels[i];
+    }
+    index_label(buf, i);
+    return buf;
+}
+
 static int ref_items(struct hw *w, const struct holder *h, uint64_t items, uint64_t n)
 {
     uint64_t buf[CHUNK];
@@ -927,8 +950,7 @@ static int ref_items(struct hw *w, const struct holder *h, uint64_t items, uint6
         for (size_t j = 0; j < k; j++) {
             if (!buf[j])
                 continue;
-            index_label(label, i + j);
-            err = ref(w, h, buf[j], HW_EDGE_INDEX, label, false);
+            err = ref(w, h, buf[j], HW_EDGE_INDEX, index_label_of(w, i + j, label), false);
             if (err)
                 return err;
         }
@@ -1053,20 +1075,43 @@ static int ref_values(struct hw *w, const struct holder *h, const struct tinfo *
         n = capacity;
     uint64_t entries = ti->cached_keys + 32 + (1ULL << k[9]);
     char label[MAX_NAME + 8];
+    struct tinfo *mt = (struct tinfo *)ti; /* the label cache only */
+    if (!mt->attr_keys && n) {
+        uint32_t cap = n < 64 ? (uint32_t)n : 64;
+        mt->attr_keys = arena_alloc(&w->arena, cap * sizeof(uint64_t));
+        mt->attr_labels = arena_alloc(&w->arena, cap * sizeof(char *));
+        if (mt->attr_keys && mt->attr_labels) {
+            memset(mt->attr_keys, 0, cap * sizeof(uint64_t));
+            mt->nattr = cap;
+        }
+    }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t key, val;
         if (mc_read_u64(&w->mc, values + i * 8, &val) || !val)
             continue;
         if (mc_read_u64(&w->mc, entries + i * 16, &key))
             continue;
-        const char *name = key ? str_text(w, key, NULL) : NULL;
-        /* No snprintf: this runs for every attribute of every instance. */
-        const char *shown = name ? name : "<?>";
-        size_t len = strnlen(shown, sizeof(label) - 2);
-        label[0] = '.';
-        memcpy(label + 1, shown, len);
-        label[len + 1] = 0;
-        int err = ref(w, h, val, HW_EDGE_ATTR, label,
+        const char *shown, *name;
+        if (key && i < mt->nattr && mt->attr_keys[i] == key) {
+            shown = mt->attr_labels[i]; /* ".name" of a key whose text was found */
+            name = shown + 1;
+        } else {
+            name = key ? str_text(w, key, NULL) : NULL;
+            /* No snprintf: this runs for every attribute of every instance. */
+            size_t len = strnlen(name ? name : "<?>", sizeof(label) - 2);
+            label[0] = '.';
+            memcpy(label + 1, name ? name : "<?>", len);
+            label[len + 1] = 0;
+            shown = label;
+            char *kept;
+            if (name && i < mt->nattr && (kept = arena_alloc(&w->arena, len + 2)) != NULL) {
+                memcpy(kept, label, len + 2);
+                mt->attr_keys[i] = key;
+                mt->attr_labels[i] = kept;
+                shown = kept;
+            }
+        }
+        int err = ref(w, h, val, HW_EDGE_ATTR, shown,
                       sensitive_name(w, name));
         if (err)
             return err;
@@ -1815,6 +1860,7 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     double t_start = now_ms(), t_copied = t_start, t_seeds = t_start;
     bool copied = false;
     if (resume) {
+        mc_use_pool(&w.mc, opt->copy_pool);
         err = mc_prefetch_writable(&w.mc, max_copy);
         if (err < 0)
             goto out;

@@ -51,9 +51,12 @@ struct hw_sink {
     int (*location)(void *ctx, uint64_t addr, const char *file, int line);
 };
 
+struct mc_pool;
+
 struct hw_options {
     bool capture_contents;
     size_t max_str;     /* cap on captured contents, bytes */
+    struct mc_pool *copy_pool; /* hw_walk_resuming: memory prepared for the copy, or NULL */
 };
 
 struct hw_stats {

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/error.h"
 
@@ -14,11 +15,23 @@ void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes)
     mc->last_index = UINT64_MAX;
 }
 
+#define POOL_SLOT (sizeof(struct mc_block) + MC_BLOCK_SIZE)
+
+static bool in_pool(const struct memcache *mc, const void *b)
+{
+    const uint8_t *p = b;
+    return mc->pool && mc->pool->base && p >= mc->pool->base &&
+           p < mc->pool->base + mc->pool->slots * POOL_SLOT;
+}
+
 static void drop_all(struct memcache *mc)
 {
     uint64_t k, v;
     for (size_t i = 0; hm_next(&mc->blocks, &i, &k, &v);)
-        free((void *)(uintptr_t)v);
+        if (!in_pool(mc, (void *)(uintptr_t)v))
+            free((void *)(uintptr_t)v);
+    if (mc->pool)
+        mc->pool->used = 0;
     hm_clear(&mc->blocks);
     mc->bytes = 0;
     mc->last = NULL;
@@ -56,7 +69,10 @@ static struct mc_block *get_block(struct memcache *mc, uint64_t index)
         if (hi > end)
             hi = end;
     }
-    struct mc_block *b = malloc(sizeof(*b) + MC_BLOCK_SIZE);
+    bool pooled = mc->pool && mc->pool->used < mc->pool->slots;
+    struct mc_block *b = pooled ? (struct mc_block *)(void *)(mc->pool->base +
+                                                                mc->pool->used++ * POOL_SLOT)
+                                : malloc(sizeof(*b) + MC_BLOCK_SIZE);
     if (!b)
         return NULL;
     b->lo = b->hi = 0;
@@ -67,12 +83,13 @@ static struct mc_block *get_block(struct memcache *mc, uint64_t index)
         mc->block_reads++;
     } else {
         /* Keep a small marker: reads here go to the reader directly. */
-        struct mc_block *small = realloc(b, sizeof(*b));
+        struct mc_block *small = pooled ? NULL : realloc(b, sizeof(*b));
         if (small)
             b = small;
     }
     if (hm_put(&mc->blocks, index + 1, (uint64_t)(uintptr_t)b)) {
-        free(b);
+        if (!pooled)
+            free(b);
         return NULL;
     }
     return b;
@@ -135,4 +152,42 @@ int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
     }
     mc->pinned = true; /* the copy is the only consistent view left once the target runs */
     return 0;
+}
+
+int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes)
+{
+    memset(pool, 0, sizeof(*pool));
+    size_t n;
+    const struct rd_mapping *maps = rd_mappings(rd, &n);
+    uint64_t total = 0, blocks = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((maps[i].prot & RD_PROT_R) && (maps[i].prot & RD_PROT_W)) {
+            total += maps[i].end - maps[i].start;
+            blocks += ((maps[i].end - 1) >> MC_BLOCK_SHIFT) - (maps[i].start >> MC_BLOCK_SHIFT) + 1;
+        }
+    if (!blocks || total > max_bytes || blocks > SIZE_MAX / POOL_SLOT)
+        return 0;
+    /* A few blocks more: the heap may grow a little before the stop. */
+    blocks += blocks / 16 + 4;
+    void *p = mmap(NULL, blocks * POOL_SLOT, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    pool->base = p;
+    pool->slots = blocks;
+    return 0;
+}
+
+void mc_pool_free(struct mc_pool *pool)
+{
+    if (pool->base)
+        munmap(pool->base, pool->slots * POOL_SLOT);
+    memset(pool, 0, sizeof(*pool));
+}
+
+void mc_use_pool(struct memcache *mc, struct mc_pool *pool)
+{
+    mc->pool = pool && pool->base ? pool : NULL;
+    if (mc->pool)
+        mc->pool->used = 0;
 }

@@ -21,8 +21,17 @@ struct mc_block {
     uint8_t data[];
 };
 
+/* Memory for the copy of the writable mappings, mapped and faulted in before the target is
+ * stopped (mc_pool_prepare), so that the stop only copies. Blocks are carved from it in order;
+ * blocks beyond it are allocated as usual. */
+struct mc_pool {
+    uint8_t *base;
+    size_t slots, used; /* slots of sizeof(struct mc_block) + MC_BLOCK_SIZE bytes */
+};
+
 struct memcache {
     struct rd_reader *rd;
+    struct mc_pool *pool; /* or NULL */
     struct hashmap blocks; /* block index + 1 -> struct mc_block * */
     uint64_t last_index;   /* one-entry front cache */
     struct mc_block *last;
@@ -39,6 +48,13 @@ void mc_free(struct memcache *mc);
  * mappings are still read on demand: they do not change. Returns 0, 1 when the writable
  * memory is larger than max_bytes (nothing is copied then), or a negative error. */
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes);
+/* Maps and touches room for a copy of the target's readable and writable mappings (as listed
+ * now), when they take at most max_bytes. Returns 0 (pool->base NULL when nothing was
+ * prepared: too large, or no memory; the copy then allocates as it goes). */
+int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes);
+void mc_pool_free(struct mc_pool *pool);
+/* Copies go to pool's memory (mc_prefetch_writable) until it is used up. */
+void mc_use_pool(struct memcache *mc, struct mc_pool *pool);
 /* Reads exactly len bytes at addr; 0 or the reader's error. */
 int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len);
 
