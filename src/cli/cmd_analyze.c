@@ -9,6 +9,7 @@
 
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/heap_common.h"
 #include "common/error.h"
 #include "common/fmt.h"
 #include "render/json_writer.h"
@@ -75,7 +76,6 @@ static void render_json(const struct heap_analysis *a, const char *path, const u
     const struct snap *s = a->s;
     struct json_writer w;
     struct strbuf p = STRBUF_INIT;
-    char addr[32];
     jw_init(&w, out, false);
     jw_obj_begin(&w);
     jw_key(&w, "snapshot");
@@ -87,21 +87,8 @@ static void render_json(const struct heap_analysis *a, const char *path, const u
     jw_key(&w, "top_retainers");
     jw_arr_begin(&w);
     for (size_t i = 0; i < ntop; i++) {
-        uint32_t v = top[i];
-        snprintf(addr, sizeof(addr), "0x%" PRIx64, s->objects[v].addr);
-        sb_reset(&p);
-        ha_path_inline(a, v, &p);
         jw_obj_begin(&w);
-        jw_key(&w, "address");
-        jw_str(&w, addr);
-        jw_key(&w, "type");
-        jw_str(&w, snap_string(s, s->objects[v].type));
-        jw_key(&w, "shallow");
-        jw_uint(&w, s->objects[v].size);
-        jw_key(&w, "retained");
-        jw_uint(&w, a->retained[v]);
-        jw_key(&w, "path");
-        jw_str(&w, sb_str(&p));
+        cli_heap_object_fields(&w, a, top[i], &p);
         jw_obj_end(&w);
     }
     jw_arr_end(&w);

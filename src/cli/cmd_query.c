@@ -10,6 +10,7 @@
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/heap_common.h"
 #include "common/error.h"
 #include "common/fmt.h"
 #include "render/json_writer.h"
@@ -105,16 +106,7 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
         addr_str(s->objects[v].addr, ad, sizeof(ad));
         if (json) {
             jw_obj_begin(&w);
-            jw_key(&w, "address");
-            jw_str(&w, ad);
-            jw_key(&w, "type");
-            jw_str(&w, snap_string(s, s->objects[v].type));
-            jw_key(&w, "shallow");
-            jw_uint(&w, s->objects[v].size);
-            jw_key(&w, "retained");
-            jw_uint(&w, a->retained[v]);
-            jw_key(&w, "path");
-            jw_str(&w, sb_str(&path));
+            cli_heap_object_fields(&w, a, v, &path);
             jw_key(&w, "held_by");
             if (d < a->n)
                 jw_str(&w, sb_str(&holder));
