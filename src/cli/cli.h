@@ -32,6 +32,11 @@ int cli_option_error(bool json, int c, char **argv);
 /* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (prints
  * usage). Returns -1 to go on, or the exit status to return (help shown, usage error reported). */
 int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json);
+/* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Checks that
+ * exactly one was given (usage error otherwise), then opens it with the reader. */
+struct rd_reader;
+int cli_check_target(int pid, const char *core, const char *exe);
+int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes buf to path through a temporary name in the same directory, renamed over path, so a

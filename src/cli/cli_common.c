@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "reader/reader.h"
 #include "render/json_writer.h"
 
 int cli_report_error(bool json)
@@ -158,4 +159,18 @@ int cli_parse_report_options(int argc, char **argv, const char *usage, long *top
         }
     }
     return -1;
+}
+
+int cli_check_target(int pid, const char *core, const char *exe)
+{
+    if (!pid == !core)
+        return err_fail(SCRY_E_USAGE, "give exactly one of --pid PID and --core FILE");
+    if (exe && !core)
+        return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
+    return 0;
+}
+
+int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)
+{
+    return pid ? rd_open_pid(pid, out) : rd_open_core(core, exe, out);
 }

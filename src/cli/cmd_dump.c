@@ -135,10 +135,8 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     }
     if (optind < argc)
         return err_fail(SCRY_E_USAGE, "unexpected argument '%s'", argv[optind]);
-    if (!o->pid == !o->core)
-        return err_fail(SCRY_E_USAGE, "give exactly one of --pid PID and --core FILE");
-    if (o->exe && !o->core)
-        return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
+    if (cli_check_target(o->pid, o->core, o->exe) != 0)
+        return -SCRY_E_USAGE;
     if (!o->output)
         return err_fail(SCRY_E_USAGE, "give the snapshot to write with -o FILE (e.g. -o app.heap)");
     if (max_str_given && !o->capture)
@@ -427,7 +425,7 @@ int cmd_dump(int argc, char **argv)
         fputs(dump_usage, stdout);
         return CLI_EXIT_OK;
     }
-    err = o.pid ? rd_open_pid(o.pid, &rd) : rd_open_core(o.core, o.exe, &rd);
+    err = cli_open_target(o.pid, o.core, o.exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err)

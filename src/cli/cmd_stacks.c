@@ -84,10 +84,8 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     }
     if (optind < argc)
         return err_fail(SCRY_E_USAGE, "unexpected argument '%s'", argv[optind]);
-    if (!o->pid == !o->core)
-        return err_fail(SCRY_E_USAGE, "give exactly one of --pid PID and --core FILE");
-    if (o->exe && !o->core)
-        return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
+    if (cli_check_target(o->pid, o->core, o->exe) != 0)
+        return -SCRY_E_USAGE;
     if (o->json)
         o->color = false;
     return 0;
@@ -221,7 +219,7 @@ int cmd_stacks(int argc, char **argv)
         fputs(stacks_usage, stdout);
         return CLI_EXIT_OK;
     }
-    int err = o.pid ? rd_open_pid(o.pid, &rd) : rd_open_core(o.core, o.exe, &rd);
+    int err = cli_open_target(o.pid, o.core, o.exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     memset(&rep, 0, sizeof(rep));
