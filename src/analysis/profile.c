@@ -24,6 +24,12 @@ void prof_init(struct profile *p)
 
 void prof_free(struct profile *p)
 {
+    for (size_t i = 0; i < p->nlines; i++)
+        prof_timeline_free(&p->lines[i].timeline);
+    for (size_t i = 0; i < p->mem.nparts; i++)
+        prof_timeline_free(&p->mem.parts[i].tl);
+    free(p->mem.parts);
+    prof_timeline_free(&p->mem.footprint);
     free(p->files);
     free(p->funcs);
     free(p->lines);
@@ -136,6 +142,94 @@ static int check_native(const json_t *part, const char *what, size_t nfiles, siz
         const json_t *v = json_object_get(part, counts[i]);
         if (v && !is_count(v, INT64_MAX))
             return bad(what, "\"%s\" is not a count", counts[i]);
+    }
+    return 0;
+}
+
+/* Points of one timeline in a part at most: the agent keeps PROF_MAX_POINTS, the rest is room
+ * for a future agent; beyond it the part is damaged. */
+#define PROF_MAX_PART_POINTS (100 * PROF_MAX_POINTS)
+/* Nanoseconds and bytes at most: with a start time saturated at the same bound, sums stay far
+ * from INT64_MAX. */
+#define PROF_MAX_NS ((int64_t)4000000000000000000)
+
+/* [[ns, bytes], ...]. */
+static bool is_timeline(const json_t *tl)
+{
+    if (!json_is_array(tl) || json_array_size(tl) > PROF_MAX_PART_POINTS)
+        return false;
+    for (size_t i = 0; i < json_array_size(tl); i++) {
+        const json_t *pt = json_array_get(tl, i);
+        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
+            !is_count(json_array_get(pt, 0), PROF_MAX_NS) ||
+            !is_count(json_array_get(pt, 1), INT64_MAX))
+            return false;
+    }
+    return true;
+}
+
+/* The byte and sample counters of `memory`, each optional (absent reads 0). */
+static const char *const mem_counts[] = {
+    "window",      "copy_window",        "alloc_samples",       "copy_samples",
+    "malloc_bytes", "free_bytes",        "python_bytes",        "copy_bytes",
+    "native_malloc_bytes", "startup_malloc_bytes", "max_footprint_bytes", "final_footprint_bytes",
+};
+
+/* `memory` and `memory_lines` (docs/agent-protocol.md, "Memory"): both absent when memory
+ * profiling was off; memory_lines never without memory. */
+static int check_memory(const json_t *part, const char *what, size_t nfiles, size_t nfuncs)
+{
+    const json_t *m = json_object_get(part, "memory");
+    const json_t *ml = json_object_get(part, "memory_lines");
+    if (!m) {
+        if (ml)
+            return bad(what, "\"memory_lines\" without a \"memory\" object");
+        return 0;
+    }
+    if (!json_is_object(m))
+        return bad(what, "\"memory\" is not an object");
+    for (size_t i = 0; i < sizeof(mem_counts) / sizeof(mem_counts[0]); i++) {
+        const json_t *v = json_object_get(m, mem_counts[i]);
+        if (v && !is_count(v, INT64_MAX))
+            return bad(what, "memory.%s is not a count", mem_counts[i]);
+    }
+    const json_t *v = json_object_get(m, "leak_detector");
+    if (v && !json_is_boolean(v))
+        return bad(what, "memory.leak_detector is not true or false");
+    v = json_object_get(m, "max_footprint_python_fraction");
+    if (v && (!is_seconds(v) || json_number_value(v) > 1))
+        return bad(what, "memory.max_footprint_python_fraction is not a number from 0 to 1");
+    v = json_object_get(m, "max_footprint_at");
+    if (v && !json_is_null(v) &&
+        (!json_is_array(v) || json_array_size(v) != 2 ||
+         !is_count(json_array_get(v, 0), (int64_t)nfiles - 1) ||
+         !is_count(json_array_get(v, 1), PROF_MAX_LINE)))
+        return bad(what, "memory.max_footprint_at is not null or [file index, line]");
+    v = json_object_get(m, "timeline");
+    if (v && !is_timeline(v))
+        return bad(what, "memory.timeline is not [[ns, bytes], ...]");
+    if (ml && !json_is_array(ml))
+        return bad(what, "\"memory_lines\" is not an array");
+    for (size_t i = 0; i < json_array_size(ml); i++) {
+        const json_t *l = json_array_get(ml, i);
+        bool ok = json_is_array(l) && json_array_size(l) == 14 &&
+                  is_count(json_array_get(l, 0), (int64_t)nfiles - 1) &&
+                  is_count(json_array_get(l, 1), PROF_MAX_LINE) &&
+                  is_count(json_array_get(l, 2), (int64_t)nfuncs - 1) &&
+                  is_timeline(json_array_get(l, 13));
+        for (size_t k = 3; ok && k < 13; k++)
+            ok = is_count(json_array_get(l, k), INT64_MAX);
+        /* Laplace's rule needs frees <= mallocs (a free counts only a counted malloc). */
+        if (ok && json_integer_value(json_array_get(l, 12)) >
+                      json_integer_value(json_array_get(l, 11)))
+            ok = false;
+        if (!ok)
+            return bad(what,
+                       "memory_lines[%zu] is not [file index, line, function index, "
+                       "malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, "
+                       "hw_sum_bytes, execs, copy_bytes, leak_mallocs, leak_frees <= "
+                       "leak_mallocs, [[ns, bytes], ...]] with indexes in range",
+                       i);
     }
     return 0;
 }
@@ -261,7 +355,8 @@ static int check_part(const json_t *part, const char *what)
         }
     }
 
-    if ((err = check_native(part, what, nfiles, nfuncs)))
+    if ((err = check_native(part, what, nfiles, nfuncs)) ||
+        (err = check_memory(part, what, nfiles, nfuncs)))
         return err;
 
     const json_t *excl = json_object_get(part, "excluded");
@@ -359,8 +454,9 @@ static int intern_func(struct profile *p, const char *qualname, uint32_t file, u
     return 0;
 }
 
-static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t func, double py,
-                    double nat, double sys, uint64_t samples)
+/* The merged line (file, line, func), made (all zero) when it is new. */
+static int line_at(struct profile *p, uint32_t file, uint32_t line, uint32_t func,
+                   struct prof_line **out)
 {
     char key[64];
     snprintf(key, sizeof(key), "l%u:%u:%u", file, line, func);
@@ -378,7 +474,17 @@ static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t fu
             return err;
         p->nlines++;
     }
-    struct prof_line *l = &p->lines[pos];
+    *out = &p->lines[pos];
+    return 0;
+}
+
+static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t func, double py,
+                    double nat, double sys, uint64_t samples)
+{
+    struct prof_line *l;
+    int err = line_at(p, file, line, func, &l);
+    if (err)
+        return err;
     l->python_sec += py;
     l->native_sec += nat;
     l->sys_sec += sys;
@@ -593,6 +699,169 @@ static int set_program(struct profile *p, const json_t *part)
     return 0;
 }
 
+int prof_timeline_append(struct prof_timeline *dst, const struct prof_point *pts, size_t n)
+{
+    while (dst->n + n > dst->cap)
+        if (grow((void **)&dst->pts, &dst->cap, dst->cap, sizeof(*dst->pts)))
+            return -SCRY_E_NO_MEMORY;
+    if (n)
+        memcpy(dst->pts + dst->n, pts, n * sizeof(*pts));
+    dst->n += n;
+    return 0;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+    const struct prof_point *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+void prof_timeline_reduce(struct prof_timeline *tl, size_t max)
+{
+    if (tl->n > 1)
+        qsort(tl->pts, tl->n, sizeof(*tl->pts), cmp_point);
+    if (max == 0 || tl->n <= max)
+        return;
+    size_t run = (tl->n + max - 1) / max, out = 0;
+    for (size_t i = 0; i < tl->n; i += run) {
+        struct prof_point m = tl->pts[i];
+        for (size_t k = i + 1; k < i + run && k < tl->n; k++) {
+            m.t = tl->pts[k].t; /* sorted: the later time */
+            if (tl->pts[k].bytes > m.bytes)
+                m.bytes = tl->pts[k].bytes;
+        }
+        tl->pts[out++] = m;
+    }
+    tl->n = out;
+}
+
+void prof_timeline_free(struct prof_timeline *tl)
+{
+    free(tl->pts);
+    memset(tl, 0, sizeof(*tl));
+}
+
+/* A Unix time in nanoseconds, saturated so that adding a part's nanoseconds cannot overflow. */
+static int64_t unix_ns(double sec)
+{
+    double ns = sec * 1e9;
+    return ns >= (double)PROF_MAX_NS ? PROF_MAX_NS : (int64_t)(ns + 0.5); /* sec >= 0 */
+}
+
+/* A part's [[ns since its start, bytes], ...] appended with absolute times. */
+static int add_points(struct prof_timeline *dst, const json_t *tl, int64_t start_ns)
+{
+    for (size_t i = 0; i < json_array_size(tl); i++) {
+        const json_t *pt = json_array_get(tl, i);
+        struct prof_point x = {start_ns + json_integer_value(json_array_get(pt, 0)),
+                               (uint64_t)json_integer_value(json_array_get(pt, 1))};
+        int err = prof_timeline_append(dst, &x, 1);
+        if (err)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    }
+    return 0;
+}
+
+static uint64_t mcount(const json_t *m, const char *key)
+{
+    return (uint64_t)json_integer_value(json_object_get(m, key));
+}
+
+/* The process's footprint timeline, kept apart until prof_finish sums every process's. */
+static int add_mpart(struct profile *p, const json_t *part, const json_t *m, int64_t start_ns)
+{
+    struct prof_memory *mem = &p->mem;
+    int err = grow((void **)&mem->parts, &mem->cap_parts, mem->nparts, sizeof(*mem->parts));
+    if (err)
+        return err;
+    struct prof_mpart *mp = &mem->parts[mem->nparts++];
+    *mp = (struct prof_mpart){.end = INT64_MAX};
+    if ((err = add_points(&mp->tl, json_object_get(m, "timeline"), start_ns)))
+        return err;
+    prof_timeline_reduce(&mp->tl, 0); /* sorted, for the sweep */
+    /* After its end a process holds nothing; without an elapsed time its last value stays. */
+    double elapsed = num(part, "elapsed_sec", 0);
+    if (elapsed > 0) {
+        mp->end = start_ns + unix_ns(elapsed);
+        if (mp->tl.n && mp->end < mp->tl.pts[mp->tl.n - 1].t)
+            mp->end = mp->tl.pts[mp->tl.n - 1].t;
+    }
+    return 0;
+}
+
+static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_t *fmap,
+                              const uint32_t *umap, int64_t start_ns)
+{
+    for (size_t i = 0; i < json_array_size(ml); i++) {
+        const json_t *e = json_array_get(ml, i);
+        uint64_t v[13];
+        for (size_t k = 3; k < 13; k++)
+            v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
+        struct prof_line *l;
+        int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
+                          (uint32_t)json_integer_value(json_array_get(e, 1)),
+                          umap[json_integer_value(json_array_get(e, 2))], &l);
+        if (err)
+            return err;
+        l->malloc_bytes += v[3];
+        l->python_bytes += v[4];
+        l->malloc_samples += v[5];
+        l->free_bytes += v[6];
+        if (v[7] > l->peak_bytes)
+            l->peak_bytes = v[7];
+        l->hw_sum_bytes += v[8];
+        l->execs += v[9];
+        l->copy_bytes += v[10];
+        l->leak_mallocs += v[11];
+        l->leak_frees += v[12];
+        if ((err = add_points(&l->timeline, json_array_get(e, 13), start_ns)))
+            return err;
+    }
+    return 0;
+}
+
+/* Sums and maxima of the part's `memory`; the window comes from the program's own part, else
+ * from the first part with memory. */
+static int merge_memory(struct profile *p, const json_t *part, const uint32_t *fmap,
+                        const uint32_t *umap, bool primary)
+{
+    const json_t *m = json_object_get(part, "memory");
+    if (!m)
+        return 0;
+    struct prof_memory *mem = &p->mem;
+    bool first = !mem->on;
+    if (primary || (first && !mem->window_from_primary)) {
+        mem->window = mcount(m, "window");
+        mem->copy_window = mcount(m, "copy_window");
+        mem->window_from_primary = primary;
+    }
+    mem->alloc_samples += mcount(m, "alloc_samples");
+    mem->copy_samples += mcount(m, "copy_samples");
+    mem->malloc_bytes += mcount(m, "malloc_bytes");
+    mem->free_bytes += mcount(m, "free_bytes");
+    mem->python_bytes += mcount(m, "python_bytes");
+    mem->copy_bytes += mcount(m, "copy_bytes");
+    mem->native_malloc_bytes += mcount(m, "native_malloc_bytes");
+    mem->startup_malloc_bytes += mcount(m, "startup_malloc_bytes");
+    uint64_t mf = mcount(m, "max_footprint_bytes");
+    if (first || mf > mem->part_max_footprint) {
+        const json_t *at = json_object_get(m, "max_footprint_at");
+        mem->part_max_footprint = mf;
+        mem->have_at = json_is_array(at);
+        mem->at_file = mem->have_at ? fmap[json_integer_value(json_array_get(at, 0))] : 0;
+        mem->at_line = mem->have_at ? (uint32_t)json_integer_value(json_array_get(at, 1)) : 0;
+        mem->max_footprint_python_fraction = num(m, "max_footprint_python_fraction", 0);
+    }
+    mem->on = true;
+    int64_t start_ns = unix_ns(num(part, "start_time_absolute", 0));
+    int err = add_mpart(p, part, m, start_ns);
+    if (!err)
+        err = merge_memory_lines(p, json_object_get(part, "memory_lines"), fmap, umap, start_ns);
+    return err;
+}
+
 int prof_add_part(struct profile *p, const json_t *part, const char *what, int64_t primary_pid)
 {
     int err = check_part(part, what);
@@ -669,6 +938,8 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
     }
     if (!err)
         err = merge_native(p, part, fmap, umap);
+    if (!err)
+        err = merge_memory(p, part, fmap, umap, primary);
     const json_t *excl = json_object_get(part, "excluded");
     for (size_t i = 0; i < json_array_size(excl) && !err; i++) {
         const json_t *e = json_array_get(excl, i);
@@ -734,7 +1005,8 @@ static const char *make_note(struct profile *p)
         return "no process wrote profile data (the program ended before the agent could write it, "
                "for example killed by SIGKILL, or it never ran a CPython 3.11+ interpreter): "
                "nothing was recorded";
-    if (p->samples == 0 || (p->nlines == 0 && prof_total_sec(p) <= 0))
+    /* A program can allocate without being sampled on the CPU: memory lines are a profile. */
+    if ((p->samples == 0 && !p->mem.on) || (p->nlines == 0 && prof_total_sec(p) <= 0))
         return arena_printf(&p->arena,
                             "the program ran for %.3f s, too short to sample at the sampling rate "
                             "(mean %g s): nothing was recorded",
@@ -759,6 +1031,95 @@ static const char *make_note(struct profile *p)
     return note;
 }
 
+/* One change of a process's footprint (a timeline point) or its end, for the sweep. */
+struct mevent {
+    int64_t t;
+    int end; /* 0: a point, 1: the process ended; points at a time come before ends */
+    uint32_t part;
+    uint64_t bytes;
+};
+
+static int cmp_mevent(const void *a, const void *b)
+{
+    const struct mevent *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->part < y->part ? -1 : x->part > y->part;
+}
+
+/* The footprint of all processes together: each process's timeline read as a step function
+ * (its last point's value until the next point, 0 before its first point and after it ended),
+ * summed at every time a process's footprint changed. */
+static int sum_footprints(struct prof_memory *mem)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < mem->nparts; i++)
+        n += mem->parts[i].tl.n + 1;
+    struct mevent *ev = malloc((n + 1) * sizeof(*ev));
+    uint64_t *cur = calloc(mem->nparts + 1, sizeof(*cur));
+    if (!ev || !cur) {
+        free(ev);
+        free(cur);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < mem->nparts; i++) {
+        const struct prof_mpart *mp = &mem->parts[i];
+        for (size_t j = 0; j < mp->tl.n; j++)
+            ev[k++] = (struct mevent){mp->tl.pts[j].t, 0, (uint32_t)i, mp->tl.pts[j].bytes};
+        if (mp->end != INT64_MAX)
+            ev[k++] = (struct mevent){mp->end, 1, (uint32_t)i, 0};
+    }
+    if (k > 1)
+        qsort(ev, k, sizeof(*ev), cmp_mevent);
+    uint64_t sum = 0;
+    int err = 0;
+    for (size_t i = 0; i < k && !err; i++) {
+        sum -= cur[ev[i].part];
+        cur[ev[i].part] = ev[i].end ? 0 : ev[i].bytes;
+        sum += cur[ev[i].part];
+        bool last_at_t = i + 1 == k || ev[i + 1].t != ev[i].t || ev[i + 1].end;
+        if (!ev[i].end && last_at_t) {
+            struct prof_point pt = {ev[i].t, sum};
+            if (prof_timeline_append(&mem->footprint, &pt, 1))
+                err = -SCRY_E_NO_MEMORY;
+            if (sum > mem->max_footprint)
+                mem->max_footprint = sum;
+        }
+    }
+    free(ev);
+    free(cur);
+    return err;
+}
+
+/* Absolute times -> nanoseconds since the program's start (never negative). */
+static void rebase(struct prof_timeline *tl, int64_t origin)
+{
+    for (size_t i = 0; i < tl->n; i++)
+        tl->pts[i].t = tl->pts[i].t > origin ? tl->pts[i].t - origin : 0;
+}
+
+/* Timelines reduced to PROF_MAX_POINTS and rebased; the whole program's footprint summed. */
+static void finish_memory(struct profile *p)
+{
+    struct prof_memory *mem = &p->mem;
+    int64_t origin = unix_ns(p->start_time_absolute);
+    for (size_t i = 0; i < p->nlines; i++) {
+        prof_timeline_reduce(&p->lines[i].timeline, PROF_MAX_POINTS);
+        rebase(&p->lines[i].timeline, origin);
+    }
+    mem->max_footprint = mem->part_max_footprint;
+    if (sum_footprints(mem) != 0)
+        prof_timeline_free(&mem->footprint); /* out of memory: no timeline rather than a wrong one */
+    prof_timeline_reduce(&mem->footprint, PROF_MAX_POINTS);
+    rebase(&mem->footprint, origin);
+    for (size_t i = 0; i < mem->nparts; i++)
+        prof_timeline_free(&mem->parts[i].tl);
+    mem->nparts = 0;
+}
+
 void prof_finish(struct profile *p)
 {
     if (p->nlines > 1)
@@ -767,6 +1128,7 @@ void prof_finish(struct profile *p)
         qsort(p->excluded, p->nexcluded, sizeof(*p->excluded), cmp_excluded);
     if (p->nexcluded > PROF_MAX_EXCLUDED)
         p->nexcluded = PROF_MAX_EXCLUDED;
+    finish_memory(p);
     /* Positions in the index are stale once sorted: no merge after finishing. */
     if (p->index) {
         json_decref(p->index);
@@ -779,6 +1141,8 @@ int prof_set_source(struct profile *p, size_t i, const char *text, size_t len)
 {
     if (i >= p->nfiles)
         return err_fail(SCRY_E_INTERNAL, "no file %zu in the profile", i);
+    if (strcmp(p->files[i].name, PROF_NATIVE_FILE) == 0)
+        return 0; /* not a file, whatever the directory holds under that name */
     size_t n = 0;
     for (size_t k = 0; k < len; k++)
         if (text[k] == '\n')

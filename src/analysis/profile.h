@@ -1,5 +1,6 @@
-/* The CPU profile of one `scry run`: the agent's part files (docs/agent-protocol.md), one per
- * process, merged into one model that src/render/profile_json.c writes as scry-profile.json.
+/* The profile of one `scry run`: the agent's part files (docs/agent-protocol.md), one per
+ * process, CPU time and (with SCRY_MEMORY=1) memory, merged into one model that
+ * src/render/profile_json.c writes as scry-profile.json.
  * Pure: parsed JSON or text in, structs out; the caller reads files and hands their bytes over. */
 #ifndef SCRY_ANALYSIS_PROFILE_H
 #define SCRY_ANALYSIS_PROFILE_H
@@ -16,6 +17,24 @@
 #define PROF_MAX_EXCLUDED 50
 /* Frames of one call stack at most (the agent keeps 126). */
 #define PROF_MAX_DEPTH 256
+/* Points of a memory timeline at most, per line and for the whole program (Scalene's 100). */
+#define PROF_MAX_POINTS 100
+/* The pseudo-file that samples of threads with no Python frame are charged to (line 0). */
+#define PROF_NATIVE_FILE "<native>"
+
+/* One point of a memory timeline: a time and a footprint in bytes. While parts are merged t is
+ * absolute (nanoseconds of Unix time); after prof_finish it is nanoseconds since the program's
+ * process started (the primary part's start_time_absolute), never negative. */
+struct prof_point {
+    int64_t t;
+    uint64_t bytes;
+};
+
+/* A growable list of points; owned by whatever holds it (prof_free frees the profile's). */
+struct prof_timeline {
+    struct prof_point *pts;
+    size_t n, cap;
+};
 
 struct prof_file {
     const char *name; /* co_filename as the agent saw it */
@@ -41,6 +60,42 @@ struct prof_line {
     double native_sec;
     double sys_sec;
     uint64_t samples;
+    /* Memory (parts with `memory_lines`), bytes and counts summed over parts; peak_bytes is the
+     * largest of any part. All zero for a line of a CPU-only part. */
+    uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
+        execs, copy_bytes, leak_mallocs, leak_frees;
+    struct prof_timeline timeline; /* at most PROF_MAX_POINTS after prof_finish */
+};
+
+/* A part's whole-process footprint timeline, kept until prof_finish sums them (absolute times;
+ * end: when the process ended, INT64_MAX when unknown; its footprint is 0 after that). */
+struct prof_mpart {
+    int64_t end;
+    struct prof_timeline tl;
+};
+
+/* The memory side of the profile, over every part that had a `memory` object. */
+struct prof_memory {
+    bool on;                  /* some part had memory profiling on */
+    uint64_t window;          /* the allocation sampling window (primary part, else first) */
+    uint64_t copy_window;
+    bool window_from_primary;
+    uint64_t alloc_samples, copy_samples; /* sums */
+    uint64_t malloc_bytes, free_bytes, python_bytes, copy_bytes, native_malloc_bytes,
+        startup_malloc_bytes;
+    /* The largest one process reached, and where (from that process's part: at_file a merged
+     * file index, valid when have_at). */
+    uint64_t part_max_footprint;
+    bool have_at;
+    uint32_t at_file, at_line;
+    double max_footprint_python_fraction;
+    /* After prof_finish: the larger of part_max_footprint and the peak of `footprint`, the
+     * footprint of all processes together (the sum of each one's timeline as a step function),
+     * at most PROF_MAX_POINTS points. */
+    uint64_t max_footprint;
+    struct prof_timeline footprint;
+    struct prof_mpart *parts;
+    size_t nparts, cap_parts;
 };
 
 /* A distinct call stack (scry run --stacks): frames sframes[off .. off+depth), outermost
@@ -128,6 +183,7 @@ struct profile {
     struct prof_citem *combined_items;
     size_t ncombined_items, cap_combined_items;
     uint64_t native_stacks_overflow, combined_stacks_overflow;
+    struct prof_memory mem;
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;
@@ -149,8 +205,17 @@ int prof_add_part_text(struct profile *p, const char *text, size_t len, const ch
 /* Sorts the tables, keeps the largest excluded files and writes the note. */
 void prof_finish(struct profile *p);
 
-/* The source of file i (its bytes, which need not end with a newline). */
+/* The source of file i (its bytes, which need not end with a newline). The pseudo-file
+ * <native> has none: setting it does nothing. */
 int prof_set_source(struct profile *p, size_t i, const char *text, size_t len);
+
+/* Appends the points of src to dst (0 or -SCRY_E_NO_MEMORY). */
+int prof_timeline_append(struct prof_timeline *dst, const struct prof_point *pts, size_t n);
+/* Sorts by time, then, when there are more than max points, merges runs of ceil(n / max)
+ * neighbours into one that keeps the latest time and the largest footprint (the agent's rule),
+ * so that peaks survive. */
+void prof_timeline_reduce(struct prof_timeline *tl, size_t max);
+void prof_timeline_free(struct prof_timeline *tl);
 
 /* Seconds charged to profiled lines (python + native + sys over every line). */
 double prof_charged_sec(const struct profile *p);

@@ -1,20 +1,75 @@
 /* The Scalene-compatible profile writer. Every percentage is of the total sampled time (python +
  * native + sys seconds of every sample of every process, charged to a profiled line or not), so
  * files, lines and functions compare directly; a file whose lines add up to more than 100% (only
- * through rounding) is scaled back to 100 as Scalene does. */
+ * through rounding) is scaled back to 100 as Scalene does. Memory numbers are in Scalene's units
+ * (MB = 1048576 bytes) and only written when some process profiled memory: a CPU-only profile
+ * keeps the zero placeholders it always had. */
 #include "render/profile_json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "render/json_writer.h"
+
+#define MIB 1048576.0
+/* Leaks are reported at or above this likelihood (Scalene's 1 - 0.05)... */
+#define LEAK_LIKELIHOOD 0.95
+/* ...and only when the program's footprint grew by at least this % of what it allocated. */
+#define LEAK_GROWTH_PERCENT 1.0
 
 /* One reported row: a source line (summed over the functions charged on it) or a function. */
 struct row {
     uint32_t lineno;
     double py, nat, sys; /* seconds */
     uint64_t samples;
+    /* Memory summed over the lines it covers (peak: the largest); tl owned by the row. */
+    uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
+        execs, copy_bytes, leak_mallocs, leak_frees;
+    struct prof_timeline tl;
 };
+
+/* What every row's numbers are relative to. */
+struct wctx {
+    const struct profile *p;
+    const struct profile_json_opts *o;
+    double pct;     /* seconds -> percent of the total, scaled for the file */
+    unsigned ncpus; /* at least 1 */
+    /* Memory: the whole profile's malloc bytes and net growth (malloc - free, at least 0). */
+    double total_malloc;
+    int64_t program_growth;
+};
+
+static void row_add(struct row *r, const struct prof_line *l)
+{
+    r->py += l->python_sec;
+    r->nat += l->native_sec;
+    r->sys += l->sys_sec;
+    r->samples += l->samples;
+    r->malloc_bytes += l->malloc_bytes;
+    r->python_bytes += l->python_bytes;
+    r->malloc_samples += l->malloc_samples;
+    r->free_bytes += l->free_bytes;
+    if (l->peak_bytes > r->peak_bytes)
+        r->peak_bytes = l->peak_bytes;
+    r->hw_sum_bytes += l->hw_sum_bytes;
+    r->execs += l->execs;
+    r->copy_bytes += l->copy_bytes;
+    r->leak_mallocs += l->leak_mallocs;
+    r->leak_frees += l->leak_frees;
+    if (prof_timeline_append(&r->tl, l->timeline.pts, l->timeline.n) != 0)
+        abort(); /* as the strbuf does: scry cannot go on without memory */
+}
+
+/* The row's net growth in bytes: what it allocated and did not free, never more than the whole
+ * program grew (a line cannot have leaked more than the program kept). */
+static double row_growth(const struct row *r, const struct wctx *c)
+{
+    int64_t net = (int64_t)r->malloc_bytes - (int64_t)r->free_bytes;
+    if (net > c->program_growth)
+        net = c->program_growth;
+    return net > 0 ? (double)net : 0;
+}
 
 void profile_json_scalene_line(struct strbuf *sb, const char *s)
 {
@@ -46,10 +101,61 @@ static void zero_fields(struct json_writer *w)
     jw_arr_end(w);
 }
 
-/* pct: seconds -> percent of the total, scaled for the file. */
-static void write_row(struct json_writer *w, const char *text, bool scalene_escape,
-                      const struct row *r, double pct, unsigned ncpus, bool is_line)
+static void write_timeline(struct json_writer *w, const struct prof_timeline *tl)
 {
+    jw_arr_begin(w);
+    for (size_t i = 0; i < tl->n; i++) {
+        jw_arr_begin(w);
+        jw_int(w, tl->pts[i].t);
+        jw_double(w, (double)tl->pts[i].bytes / MIB);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+}
+
+/* Scalene's memory fields of a row (docs/json-schema.md, "Line and function entries"), in the
+ * order of the placeholders, plus scry's n_free_mb. */
+static void memory_fields(struct json_writer *w, struct row *r, const struct wctx *c)
+{
+    static const char *const gpu[] = {"n_gpu_percent", "n_gpu_avg_memory_mb",
+                                      "n_gpu_peak_memory_mb"};
+    for (size_t i = 0; i < 3; i++) {
+        jw_key(w, gpu[i]);
+        jw_int(w, 0);
+    }
+    double malloc_b = (double)r->malloc_bytes, peak = (double)r->peak_bytes;
+    double avg = r->execs ? (double)r->hw_sum_bytes / (double)r->execs : 0;
+    double elapsed = c->p->elapsed_sec;
+    double pyfrac = malloc_b > 0 ? (double)r->python_bytes / malloc_b : 0;
+    double usage = c->total_malloc > 0 ? malloc_b / c->total_malloc : 0;
+    jw_key(w, "n_malloc_mb");
+    jw_double(w, malloc_b / MIB);
+    jw_key(w, "n_mallocs");
+    jw_uint(w, r->malloc_samples);
+    jw_key(w, "n_avg_mb");
+    jw_double(w, (avg < peak ? avg : peak) / MIB);
+    jw_key(w, "n_peak_mb");
+    jw_double(w, peak / MIB);
+    jw_key(w, "n_growth_mb");
+    jw_double(w, row_growth(r, c) / MIB);
+    jw_key(w, "n_python_fraction"); /* a sample's Python bytes can exceed its net bytes */
+    jw_double(w, pyfrac < 1 ? pyfrac : 1);
+    jw_key(w, "n_usage_fraction");
+    jw_double(w, usage < 1 ? usage : 1);
+    jw_key(w, "n_copy_mb_s");
+    jw_double(w, elapsed > 0 ? (double)r->copy_bytes / MIB / elapsed : 0);
+    jw_key(w, "n_free_mb");
+    jw_double(w, (double)r->free_bytes / MIB);
+    prof_timeline_reduce(&r->tl, PROF_MAX_POINTS);
+    jw_key(w, "memory_samples");
+    write_timeline(w, &r->tl);
+}
+
+static void write_row(struct json_writer *w, const char *text, bool scalene_escape,
+                      struct row *r, const struct wctx *c, bool is_line)
+{
+    double pct = c->pct;
+    unsigned ncpus = c->ncpus;
     struct strbuf sb = STRBUF_INIT;
     jw_obj_begin(w);
     jw_key(w, "line");
@@ -75,7 +181,10 @@ static void write_row(struct json_writer *w, const char *text, bool scalene_esca
     jw_key(w, "cpu_samples_list");
     jw_arr_begin(w);
     jw_arr_end(w);
-    zero_fields(w);
+    if (c->p->mem.on)
+        memory_fields(w, r, c);
+    else
+        zero_fields(w);
     if (is_line) {
         /* Not computed yet (Scalene derives them from the AST): the line itself, 0 for none. */
         jw_key(w, "start_region_line");
@@ -93,12 +202,18 @@ static void write_row(struct json_writer *w, const char *text, bool scalene_esca
     sb_release(&sb);
 }
 
-static bool keep(const struct row *r, double pct, const struct profile_json_opts *o)
+/* Memory that makes a row worth keeping in a reduced profile whatever its time. */
+static bool has_memory(const struct row *r)
 {
-    if (!o->reduced)
+    return r->malloc_bytes > 0 || r->copy_bytes > 0;
+}
+
+static bool keep(const struct row *r, const struct wctx *c)
+{
+    if (!c->o->reduced || has_memory(r))
         return true;
-    double total = (r->py + r->nat + r->sys) * pct;
-    return r->samples > 0 && total > 0 && total >= o->cpu_percent_threshold;
+    double total = (r->py + r->nat + r->sys) * c->pct;
+    return r->samples > 0 && total > 0 && total >= c->o->cpu_percent_threshold;
 }
 
 /* Per file: [first, end) of p->lines, its rows by line number and its functions. */
@@ -106,6 +221,7 @@ struct file_view {
     uint32_t file;
     size_t first, end;
     double sec;
+    bool memory; /* some line allocated or copied */
 };
 
 static int cmp_fileview(const void *a, const void *b)
@@ -132,10 +248,73 @@ static int cmp_funcrow(const void *a, const void *b, void *prof)
     return strcmp(fx->qualname, fy->qualname);
 }
 
-static void write_file(struct json_writer *w, const struct profile *p,
-                       const struct profile_json_opts *o, const struct file_view *fv,
+/* Laplace's rule of succession over the line's peak-setting allocations: each one freed later
+ * is a success (docs/json-schema.md, "leaks"). */
+static double leak_likelihood(const struct row *r)
+{
+    return 1.0 - (double)(r->leak_frees + 1) / (double)(r->leak_mallocs - r->leak_frees + 2);
+}
+
+static bool leak_reported(const struct row *r, double growth_rate)
+{
+    /* In integers, so that exactly 0.95 (18 unfreed of 18) is in: 1 - (f+1)/(m-f+2) >= 0.95. */
+    return r->leak_mallocs > 0 && growth_rate >= LEAK_GROWTH_PERCENT &&
+           20 * (r->leak_frees + 1) <= r->leak_mallocs - r->leak_frees + 2;
+}
+
+static int cmp_leak(const void *a, const void *b)
+{
+    const struct row *x = *(const struct row *const *)a, *y = *(const struct row *const *)b;
+    double lx = leak_likelihood(x), ly = leak_likelihood(y);
+    if (lx != ly)
+        return lx > ly ? -1 : 1;
+    return x->lineno < y->lineno ? -1 : x->lineno > y->lineno;
+}
+
+/* The program's footprint growth as a % of what it allocated (Scalene's growth_rate). */
+static double growth_rate(const struct profile *p)
+{
+    const struct prof_memory *m = &p->mem;
+    if (m->malloc_bytes == 0 || m->free_bytes >= m->malloc_bytes)
+        return 0;
+    return 100.0 * (double)(m->malloc_bytes - m->free_bytes) / (double)m->malloc_bytes;
+}
+
+/* "leaks": {"<lineno>": {"likelihood", "velocity_mb_s"}} by likelihood, largest first. */
+static void write_leaks(struct json_writer *w, struct row *rows, size_t nrows,
+                        const struct wctx *c)
+{
+    const struct row **leaks = calloc(nrows + 1, sizeof(*leaks));
+    if (!leaks)
+        abort();
+    size_t n = 0;
+    double rate = growth_rate(c->p), elapsed = c->p->elapsed_sec;
+    for (size_t i = 0; i < nrows && c->p->mem.on; i++)
+        if (leak_reported(&rows[i], rate))
+            leaks[n++] = &rows[i];
+    if (n > 1)
+        qsort(leaks, n, sizeof(*leaks), cmp_leak);
+    jw_key(w, "leaks");
+    jw_obj_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "%u", leaks[i]->lineno);
+        jw_key(w, key);
+        jw_obj_begin(w);
+        jw_key(w, "likelihood");
+        jw_double(w, leak_likelihood(leaks[i]));
+        jw_key(w, "velocity_mb_s");
+        jw_double(w, elapsed > 0 ? row_growth(leaks[i], c) / MIB / elapsed : 0);
+        jw_obj_end(w);
+    }
+    jw_obj_end(w);
+    free(leaks);
+}
+
+static void write_file(struct json_writer *w, struct wctx *c, const struct file_view *fv,
                        double total)
 {
+    const struct profile *p = c->p;
     const struct prof_file *f = &p->files[fv->file];
     /* Rows by line number: lines are sorted by (file, line, func), so equal lines are adjacent. */
     size_t nrows = 0;
@@ -149,11 +328,7 @@ static void write_file(struct json_writer *w, const struct profile *p,
         const struct prof_line *l = &p->lines[i];
         if (nrows == 0 || rows[nrows - 1].lineno != l->line)
             rows[nrows++] = (struct row){.lineno = l->line};
-        struct row *r = &rows[nrows - 1];
-        r->py += l->python_sec;
-        r->nat += l->native_sec;
-        r->sys += l->sys_sec;
-        r->samples += l->samples;
+        row_add(&rows[nrows - 1], l);
         pct_sum += l->python_sec + l->native_sec + l->sys_sec;
         size_t k = 0;
         while (k < nfrows && frows[k].func != l->func)
@@ -161,20 +336,16 @@ static void write_file(struct json_writer *w, const struct profile *p,
         if (k == nfrows)
             frows[nfrows++] = (struct func_row){.func = l->func,
                                                 .r.lineno = p->funcs[l->func].first_line};
-        frows[k].r.py += l->python_sec;
-        frows[k].r.nat += l->native_sec;
-        frows[k].r.sys += l->sys_sec;
-        frows[k].r.samples += l->samples;
+        row_add(&frows[k].r, l);
     }
-    double pct = total > 0 ? 100.0 / total : 0;
-    if (pct_sum * pct > 100)
-        pct = 100.0 / pct_sum;
-    unsigned ncpus = o->ncpus ? o->ncpus : 1;
+    c->pct = total > 0 ? 100.0 / total : 0;
+    if (pct_sum * c->pct > 100)
+        c->pct = 100.0 / pct_sum;
 
     jw_key(w, f->name);
     jw_obj_begin(w);
     jw_key(w, "percent_cpu_time");
-    jw_double(w, fv->sec * pct);
+    jw_double(w, fv->sec * c->pct);
     jw_key(w, "n_samples");
     uint64_t fsamples = 0;
     for (size_t i = 0; i < nrows; i++)
@@ -186,20 +357,21 @@ static void write_file(struct json_writer *w, const struct profile *p,
     if (f->src_read) {
         for (size_t n = 1; n <= f->nsrc; n++) {
             struct row zero = {.lineno = (uint32_t)n};
-            const struct row *r = &zero;
+            struct row *r = &zero;
             while (next < nrows && rows[next].lineno < n)
                 next++; /* line 0 (no line) has no source text: reported below */
             if (next < nrows && rows[next].lineno == n)
                 r = &rows[next++];
-            if (keep(r, pct, o))
-                write_row(w, f->src[n - 1], true, r, pct, ncpus, true);
+            if (keep(r, c))
+                write_row(w, f->src[n - 1], true, r, c, true);
         }
     }
-    /* Sampled lines without source: the file was unreadable, shorter than the line, or line 0. */
+    /* Sampled lines without source: the file was unreadable (or <native>), shorter than the
+     * line, or line 0. */
     for (size_t i = 0; i < nrows; i++)
         if ((!f->src_read || rows[i].lineno == 0 || rows[i].lineno > f->nsrc) &&
-            keep(&rows[i], pct, o))
-            write_row(w, "", false, &rows[i], pct, ncpus, true);
+            keep(&rows[i], c))
+            write_row(w, "", false, &rows[i], c, true);
     jw_arr_end(w);
 
     jw_key(w, "functions");
@@ -207,16 +379,18 @@ static void write_file(struct json_writer *w, const struct profile *p,
     if (nfrows > 1)
         qsort_r(frows, nfrows, sizeof(*frows), cmp_funcrow, (void *)p);
     for (size_t i = 0; i < nfrows; i++)
-        if (keep(&frows[i].r, pct, o))
-            write_row(w, p->funcs[frows[i].func].qualname, false, &frows[i].r, pct, ncpus, false);
+        if (keep(&frows[i].r, c))
+            write_row(w, p->funcs[frows[i].func].qualname, false, &frows[i].r, c, false);
     jw_arr_end(w);
-    jw_key(w, "leaks");
-    jw_obj_begin(w);
-    jw_obj_end(w);
+    write_leaks(w, rows, nrows, c);
     jw_key(w, "imports");
     jw_arr_begin(w);
     jw_arr_end(w);
     jw_obj_end(w);
+    for (size_t i = 0; i < nrows; i++)
+        prof_timeline_free(&rows[i].tl);
+    for (size_t i = 0; i < nfrows; i++)
+        prof_timeline_free(&frows[i].r.tl);
     free(rows);
     free(frows);
 }
@@ -225,6 +399,15 @@ static void write_files(struct json_writer *w, const struct profile *p,
                         const struct profile_json_opts *o)
 {
     double total = prof_total_sec(p);
+    const struct prof_memory *m = &p->mem;
+    struct wctx c = {
+        .p = p,
+        .o = o,
+        .ncpus = o->ncpus ? o->ncpus : 1,
+        .total_malloc = (double)m->malloc_bytes,
+        .program_growth =
+            m->malloc_bytes > m->free_bytes ? (int64_t)(m->malloc_bytes - m->free_bytes) : 0,
+    };
     struct file_view *fvs = calloc(p->nfiles + 1, sizeof(*fvs));
     if (!fvs)
         abort();
@@ -234,7 +417,9 @@ static void write_files(struct json_writer *w, const struct profile *p,
         fv->file = p->lines[i].file;
         fv->first = i;
         while (i < p->nlines && p->lines[i].file == fv->file) {
-            fv->sec += p->lines[i].python_sec + p->lines[i].native_sec + p->lines[i].sys_sec;
+            const struct prof_line *l = &p->lines[i];
+            fv->sec += l->python_sec + l->native_sec + l->sys_sec;
+            fv->memory |= l->malloc_bytes > 0 || l->copy_bytes > 0;
             i++;
         }
         fv->end = i;
@@ -245,9 +430,9 @@ static void write_files(struct json_writer *w, const struct profile *p,
     jw_obj_begin(w);
     for (size_t i = 0; i < nfv; i++) {
         double share = total > 0 ? fvs[i].sec * 100.0 / total : 0;
-        if (o->reduced && (share <= 0 || share < o->cpu_percent_threshold))
+        if (o->reduced && !fvs[i].memory && (share <= 0 || share < o->cpu_percent_threshold))
             continue;
-        write_file(w, p, o, &fvs[i], total);
+        write_file(w, &c, &fvs[i], total);
     }
     jw_obj_end(w);
     free(fvs);
@@ -383,6 +568,29 @@ static void write_native_stacks(struct json_writer *w, const struct profile *p)
     sb_release(&name);
 }
 
+/* Scalene's whole-program memory keys. */
+static void write_memory_globals(struct json_writer *w, const struct profile *p)
+{
+    const struct prof_memory *m = &p->mem;
+    jw_key(w, "alloc_samples");
+    jw_uint(w, m->alloc_samples);
+    jw_key(w, "growth_rate");
+    jw_double(w, growth_rate(p));
+    jw_key(w, "max_footprint_mb");
+    jw_double(w, (double)m->max_footprint / MIB);
+    jw_key(w, "max_footprint_python_fraction");
+    jw_double(w, m->max_footprint_python_fraction);
+    jw_key(w, "max_footprint_fname");
+    jw_str(w, m->have_at ? p->files[m->at_file].name : NULL);
+    jw_key(w, "max_footprint_lineno");
+    if (m->have_at)
+        jw_uint(w, m->at_line);
+    else
+        jw_null(w);
+    jw_key(w, "native_allocations_mb");
+    jw_double(w, (double)m->native_malloc_bytes / MIB);
+}
+
 void profile_json_write(const struct profile *p, const struct profile_json_opts *o,
                         struct strbuf *out)
 {
@@ -450,27 +658,36 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     }
     jw_arr_end(&w);
 
-    /* Memory and GPU: placeholders in Scalene's shape until those issues land. */
-    zero_key(&w, "alloc_samples");
-    zero_key(&w, "growth_rate");
-    zero_key(&w, "max_footprint_mb");
-    zero_key(&w, "max_footprint_python_fraction");
-    jw_key(&w, "max_footprint_fname");
-    jw_null(&w);
-    jw_key(&w, "max_footprint_lineno");
-    jw_null(&w);
-    zero_key(&w, "native_allocations_mb");
+    if (p->mem.on) {
+        write_memory_globals(&w, p);
+    } else {
+        /* Memory off: the placeholders in Scalene's shape, as before memory profiling. */
+        zero_key(&w, "alloc_samples");
+        zero_key(&w, "growth_rate");
+        zero_key(&w, "max_footprint_mb");
+        zero_key(&w, "max_footprint_python_fraction");
+        jw_key(&w, "max_footprint_fname");
+        jw_null(&w);
+        jw_key(&w, "max_footprint_lineno");
+        jw_null(&w);
+        zero_key(&w, "native_allocations_mb");
+    }
     jw_key(&w, "gpu");
     jw_bool(&w, false);
     jw_key(&w, "gpu_device");
     jw_str(&w, "");
     jw_key(&w, "memory");
-    jw_bool(&w, false);
+    jw_bool(&w, p->mem.on);
     jw_key(&w, "async_profile");
     jw_bool(&w, false);
     jw_key(&w, "samples");
-    jw_arr_begin(&w);
-    jw_arr_end(&w);
+    write_timeline(&w, &p->mem.footprint);
+    if (p->mem.on) {
+        jw_key(&w, "memory_sampling_window");
+        jw_uint(&w, p->mem.window);
+        jw_key(&w, "copy_mb");
+        jw_double(&w, (double)p->mem.copy_bytes / MIB);
+    }
     write_stacks(&w, p);
     write_native_stacks(&w, p);
 
