@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "reader/reader.h"
@@ -40,6 +41,20 @@ static void env_str(const char *name, char *out, size_t size)
     snprintf(out, size, "%s", v ? v : "");
 }
 
+/* A positive byte count; anything else keeps the default (with a warning). */
+static void env_bytes(const char *name, uint64_t *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || n == 0 || v[0] == '-')
+        log_warn("agent: ignoring %s=%s (not a positive number of bytes)", name, v);
+    else
+        *out = n;
+}
+
 static void read_config(void)
 {
     env_str("SCRY_PART_DIR", ag_cfg.part_dir, sizeof(ag_cfg.part_dir));
@@ -62,6 +77,11 @@ static void read_config(void)
     env_str("SCRY_PROGRAM_PATH", ag_cfg.program_path, sizeof(ag_cfg.program_path));
     env_str("SCRY_PROFILE_ONLY", ag_cfg.profile_only, sizeof(ag_cfg.profile_only));
     env_str("SCRY_PROFILE_EXCLUDE", ag_cfg.profile_exclude, sizeof(ag_cfg.profile_exclude));
+    ag_cfg.memory = env_flag("SCRY_MEMORY");
+    env_bytes("SCRY_ALLOCATION_WINDOW", &ag_mem_window);
+    env_bytes("SCRY_COPY_WINDOW", &ag_copy_window);
+    const char *leak = getenv("SCRY_LEAK_DETECTOR");
+    ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
 
 static bool is_ours(void)
@@ -97,8 +117,10 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
+    ag_mem_fork_child();
     if (!active)
         return;
+    ag_memq_fork_child();
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
     ag_unwind_fork_done(true, unwind_clean);
@@ -109,27 +131,38 @@ static void after_fork_child(void)
 
 __attribute__((constructor)) static void ag_init(void)
 {
+    ag_mem_hooks_init();
     const char *dir = getenv("SCRY_PART_DIR");
     if (!dir || !*dir)
         return;
     if (!dlsym(RTLD_DEFAULT, "Py_Version") && !dlsym(RTLD_DEFAULT, "_PyRuntime"))
         return; /* not a Python: a shell, a compiler, ... */
+    ag_mtls.guard++; /* the agent's own start-up is not the program's memory */
     read_config();
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
     if (rd_open_self(&self_reader) != 0 || py_runtime_open(self_reader, &ag_rt) != 0) {
         log_warn("agent: not profiling pid %d: %s", ag_pid, err_last_message());
+        ag_mtls.guard--;
         return;
+    }
+    if (ag_cfg.memory && ag_memq_init() != 0) {
+        log_warn("agent: memory profiling is off in pid %d (no memory for its queue)", ag_pid);
+        ag_cfg.memory = false;
     }
     if (ag_sampler_init() != 0)
         log_warn("agent: CPU sampling is off in pid %d", ag_pid);
     if (ag_collector_start() != 0) {
         log_warn("agent: cannot start the collector in pid %d: %s", ag_pid, strerror(errno));
+        ag_mtls.guard--;
         return;
     }
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
     active = true;
+    if (ag_cfg.memory)
+        atomic_store(&ag_mem_on, true);
+    ag_mtls.guard--;
 }
 
 __attribute__((destructor)) static void ag_fini(void)

@@ -36,6 +36,7 @@ struct ag_config {
     char program_path[4096];
     char profile_only[4096];   /* comma-separated, may be empty */
     char profile_exclude[4096];
+    bool memory; /* SCRY_MEMORY=1: allocations, footprint, copies (memory.h) */
 };
 
 /* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
@@ -160,7 +161,10 @@ extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart 
 
 /* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */
 struct ag_stats;
-int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec);
+struct ag_mem_stats;
+/* mem: the memory statistics, NULL when memory profiling is off. */
+int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                       double start_real_sec, double elapsed_sec);
 /* Creates (or removes) $SCRY_PART_DIR/live-<pid>, which tells the command that this process
  * will write a part: it waits a moment for processes that outlive the program. */
 void ag_live_marker(bool create);

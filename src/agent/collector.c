@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -40,6 +41,8 @@ struct ag_code {
 static struct ag_thread *threads; /* AG_MAX_THREADS entries, mmap'd */
 static size_t nthreads_used;      /* high-water mark */
 static struct ag_stats stats;
+static struct ag_mem_stats mstats;
+static uint32_t native_file = UINT32_MAX, native_func; /* the <native> pseudo-file, once seen */
 static struct py_code_cache code_cache;
 static struct hashmap code_by_addr; /* address -> index + 1 into codes */
 static struct ag_code *codes;
@@ -321,6 +324,48 @@ static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)
         a = attribute(s);
     charge(&a, cat, s->weight_ns);
     return a;
+}
+
+/* ---- memory samples ---- */
+
+static enum ag_rule always_profiled(const char *path)
+{
+    (void)path;
+    return AG_RULE_PROFILED;
+}
+
+/* Threads with no Python frame charge the pseudo-file <native>, line 0. */
+static bool native_where(struct ag_mwhere *w)
+{
+    if (native_file == UINT32_MAX) {
+        uint32_t f, fn;
+        if (ag_stats_file(&stats, "<native>", always_profiled, &f) ||
+            ag_stats_func(&stats, "<native>", f, 0, &fn))
+            return false;
+        native_file = f;
+        native_func = fn;
+    }
+    *w = (struct ag_mwhere){AG_MW_LINE, true, native_file, native_func, 0};
+    return true;
+}
+
+static void drain_memory(void)
+{
+    struct ag_mem_sample *s;
+    while ((s = ag_memq_peek())) {
+        struct ag_mwhere w = {.kind = AG_MW_FOOTPRINT_ONLY};
+        if (s->mflags & AG_M_NO_PYTHON) {
+            native_where(&w);
+        } else if (!(s->mflags & AG_M_STARTUP)) {
+            pychain.n = 0;
+            struct ag_attr a = attribute(&s->s);
+            if (a.kind == ATTR_LINE)
+                w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line};
+        }
+        ag_mem_record(&mstats, s, &w, start_mono_ns);
+        ag_memq_pop();
+    }
+    ag_mem_end_batch(&mstats);
 }
 
 /* ---- native stacks (with --stacks) ---- */
@@ -634,11 +679,13 @@ static void tick(bool flush)
     for (size_t i = 0; i < nthreads_used; i++)
         if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
             drain(&threads[i]);
+    drain_memory();
 }
 
 static void finish_locked(void)
 {
     atomic_store(&ag_running, false);
+    atomic_store(&ag_mem_on, false);
     for (size_t i = 0; i < nthreads_used; i++) {
         if (atomic_load(&threads[i].state) != AG_T_ACTIVE)
             continue;
@@ -652,7 +699,8 @@ static void finish_locked(void)
              ag_pid, (unsigned long long)stats.samples, (unsigned long long)calls, hns / 1e6,
              calls ? hns / 1e3 / calls : 0.0, collector_cpu_ns / 1e6,
              (unsigned long long)stats.dropped);
-    if (ag_write_part_file(&stats, start_real_sec, elapsed) != 0)
+    ag_mem_finish(&mstats);
+    if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
     atomic_store(&finished, true);
 }
@@ -660,6 +708,7 @@ static void finish_locked(void)
 static void *collector_main(void *arg)
 {
     (void)arg;
+    ag_mtls.guard = 1; /* the agent's own allocations and copies are not the program's */
     uint64_t rng = hm_hash64((uint64_t)ag_pid ^ ag_now_ns(CLOCK_MONOTONIC));
     atomic_store(&collector_tid, (int)syscall(SYS_gettid));
     uint64_t started = ag_now_ns(CLOCK_MONOTONIC);
@@ -709,6 +758,8 @@ static int spawn_collector(void)
 static void reset_state(void)
 {
     ag_stats_init(&stats);
+    ag_mem_stats_free(&mstats);
+    native_file = UINT32_MAX;
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
     last_scan_ns = 0;

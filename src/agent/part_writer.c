@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
 #include "common/strbuf.h"
@@ -98,8 +99,80 @@ static void write_native(const struct ag_stats *st, struct json_writer *w)
     jw_uint(w, c->overflow);
 }
 
-static void write_body(const struct ag_stats *st, double start_real_sec, double elapsed_sec,
-                       struct json_writer *w)
+static void write_timeline(struct json_writer *w, const struct ag_timeline *tl)
+{
+    jw_arr_begin(w);
+    for (uint32_t i = 0; tl && i < tl->n; i++) {
+        jw_arr_begin(w);
+        jw_uint(w, tl->t[i]);
+        jw_uint(w, tl->v[i]);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+}
+
+static void key_uint(struct json_writer *w, const char *key, uint64_t v)
+{
+    jw_key(w, key);
+    jw_uint(w, v);
+}
+
+/* memory and memory_lines (docs/agent-protocol.md, "Memory"). */
+static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
+{
+    jw_key(w, "memory");
+    jw_obj_begin(w);
+    key_uint(w, "window", ag_mem_window);
+    key_uint(w, "copy_window", ag_copy_window);
+    jw_key(w, "leak_detector");
+    jw_bool(w, ag_leak_on);
+    key_uint(w, "alloc_samples", m->alloc_samples);
+    key_uint(w, "copy_samples", m->copy_samples);
+    key_uint(w, "malloc_bytes", m->malloc_bytes);
+    key_uint(w, "free_bytes", m->free_bytes);
+    key_uint(w, "python_bytes", m->python_bytes);
+    key_uint(w, "copy_bytes", m->copy_bytes);
+    key_uint(w, "native_malloc_bytes", m->native_malloc_bytes);
+    key_uint(w, "startup_malloc_bytes", m->startup_malloc_bytes);
+    key_uint(w, "max_footprint_bytes", m->max_footprint);
+    jw_key(w, "max_footprint_at");
+    if (m->max_at_line) {
+        jw_arr_begin(w);
+        jw_uint(w, m->max_file);
+        jw_int(w, m->max_line);
+        jw_arr_end(w);
+    } else {
+        jw_null(w);
+    }
+    jw_key(w, "max_footprint_python_fraction");
+    jw_double(w, m->max_python_fraction);
+    key_uint(w, "final_footprint_bytes", m->footprint);
+    jw_key(w, "timeline");
+    write_timeline(w, &m->timeline);
+    jw_obj_end(w);
+
+    jw_key(w, "memory_lines");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < m->nlines; i++) {
+        const struct ag_mline *l = &m->lines[i];
+        jw_arr_begin(w);
+        jw_uint(w, l->file);
+        jw_int(w, l->line);
+        jw_uint(w, l->func);
+        const uint64_t nums[] = {l->malloc_bytes, l->python_bytes, l->malloc_samples,
+                                 l->free_bytes,   l->peak,         l->hw_sum,
+                                 l->execs,        l->copy_bytes,   l->leak_mallocs,
+                                 l->leak_frees};
+        for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
+            jw_uint(w, nums[k]);
+        write_timeline(w, l->timeline);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+}
+
+static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                       double start_real_sec, double elapsed_sec, struct json_writer *w)
 {
     jw_obj_begin(w);
     jw_key(w, "format");
@@ -199,6 +272,8 @@ static void write_body(const struct ag_stats *st, double start_real_sec, double 
     }
     if (ag_cfg.stacks && ag_unwind_ok)
         write_native(st, w);
+    if (mem)
+        write_memory(mem, w);
     jw_key(w, "excluded");
     jw_arr_begin(w);
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));
@@ -234,14 +309,15 @@ void ag_live_marker(bool create)
         close(fd);
 }
 
-int ag_write_part_file(const struct ag_stats *st, double start_real_sec, double elapsed_sec)
+int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                       double start_real_sec, double elapsed_sec)
 {
     struct strbuf sb = STRBUF_INIT;
     struct json_writer w;
     char path[4200], tmp[4300];
     int err = 0;
     jw_init(&w, &sb, false);
-    write_body(st, start_real_sec, elapsed_sec, &w);
+    write_body(st, mem, start_real_sec, elapsed_sec, &w);
     sb_addch(&sb, '\n');
     snprintf(path, sizeof(path), "%s/part-%d.json", ag_cfg.part_dir, ag_pid);
     snprintf(tmp, sizeof(tmp), "%s/.part-%d.json.tmp", ag_cfg.part_dir, ag_pid);

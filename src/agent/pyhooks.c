@@ -1,13 +1,19 @@
 /* The agent's few calls into CPython's C API, all made from one pending call (run by the main
- * thread with the GIL held, between two bytecodes): it registers os.register_at_fork hooks so
- * that the collector thread is not alive when os.fork() counts the process's threads (CPython
- * 3.12+ warns on stderr about forking a multi-threaded process) and is started again after it.
+ * thread with the GIL held, between two bytecodes):
+ * - with memory profiling, it wraps Python's MEM and OBJ allocators (PyMem_SetAllocator, as
+ *   tracemalloc does at run time): the wrappers only mark the thread as inside Python's
+ *   allocator while the original runs, so that the malloc/mmap hooks under them count those
+ *   bytes as Python's (memory.h);
+ * - it registers os.register_at_fork hooks so that the collector thread is not alive when
+ *   os.fork() counts the process's threads (CPython 3.12+ warns on stderr about forking a
+ *   multi-threaded process) and is started again after it.
  * The API is looked up with dlsym: the agent is not linked against any particular Python. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "common/log.h"
 #include "cpython/objects.h"
 
@@ -35,7 +41,75 @@ static struct {
     void (*incref)(PyObject *);
     void (*err_clear)(void);
     PyObject *none;
+    PyObject *(*call_args)(PyObject *, ...);
+    void (*mem_get)(int, void *);
+    void (*mem_set)(int, void *);
 } api;
+
+/* ---- Python's allocators ---- */
+
+struct pymem_allocator { /* PyMemAllocatorEx */
+    void *ctx;
+    void *(*malloc)(void *, size_t);
+    void *(*calloc)(void *, size_t, size_t);
+    void *(*realloc)(void *, void *, size_t);
+    void (*free)(void *, void *);
+};
+
+enum { PYMEM_DOMAIN_MEM = 1, PYMEM_DOMAIN_OBJ = 2 };
+
+static struct pymem_allocator original[3];
+static bool allocators_wrapped;
+
+static void *wrap_malloc(void *ctx, size_t n)
+{
+    const struct pymem_allocator *o = ctx;
+    ag_mtls.in_pymem++;
+    void *p = o->malloc(o->ctx, n);
+    ag_mtls.in_pymem--;
+    return p;
+}
+
+static void *wrap_calloc(void *ctx, size_t n, size_t size)
+{
+    const struct pymem_allocator *o = ctx;
+    ag_mtls.in_pymem++;
+    void *p = o->calloc(o->ctx, n, size);
+    ag_mtls.in_pymem--;
+    return p;
+}
+
+static void *wrap_realloc(void *ctx, void *old, size_t n)
+{
+    const struct pymem_allocator *o = ctx;
+    ag_mtls.in_pymem++;
+    void *p = o->realloc(o->ctx, old, n);
+    ag_mtls.in_pymem--;
+    return p;
+}
+
+static void wrap_free(void *ctx, void *p)
+{
+    const struct pymem_allocator *o = ctx;
+    ag_mtls.in_pymem++;
+    o->free(o->ctx, p);
+    ag_mtls.in_pymem--;
+}
+
+static void wrap_allocators(void)
+{
+    if (allocators_wrapped || !api.mem_get || !api.mem_set)
+        return;
+    static const int domains[] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    for (size_t i = 0; i < 2; i++) {
+        int d = domains[i];
+        api.mem_get(d, &original[d]);
+        struct pymem_allocator w = {&original[d], wrap_malloc, wrap_calloc, wrap_realloc,
+                                    wrap_free};
+        api.mem_set(d, &w);
+    }
+    allocators_wrapped = true;
+}
 
 static _Atomic bool scheduled;
 static _Atomic bool installed;
@@ -101,10 +175,49 @@ static void put_ref(PyObject *o)
         api.decref(o);
 }
 
+/* The last atexit callback (registered first): the program is over, what the interpreter frees
+ * while it finalizes is not the program's memory. */
+static PyObject *at_exit(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    atomic_store(&ag_mem_on, false);
+    return none();
+}
+
+static struct py_method_def at_exit_def = {"_scry_at_exit", at_exit, METH_NOARGS, NULL};
+
+static void register_at_exit(void)
+{
+    static bool done;
+    if (done)
+        return;
+    PyObject *mod = api.import_module("atexit"), *reg = NULL, *fn = NULL, *res = NULL;
+    if (mod)
+        reg = api.get_attr(mod, "register");
+    if (reg)
+        fn = api.cfunction_new(&at_exit_def, NULL, NULL);
+    if (fn)
+        res = api.call_args(reg, fn, NULL);
+    if (res)
+        done = true;
+    else
+        api.err_clear();
+    put_ref(res);
+    put_ref(fn);
+    put_ref(reg);
+    put_ref(mod);
+}
+
 /* Runs in the main thread with the GIL held. */
 static int install(void *arg)
 {
     (void)arg;
+    if (ag_cfg.memory) {
+        wrap_allocators();
+        register_at_exit();
+    }
+    atomic_store(&ag_mem_python_ready, true);
     PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
     PyObject *fns[3] = {NULL, NULL, NULL};
     static const char *const keys[3] = {"before", "after_in_parent", "after_in_child"};
@@ -156,6 +269,9 @@ static bool load_api(void)
     SYM(incref, "Py_IncRef");
     SYM(err_clear, "PyErr_Clear");
     SYM(none, "_Py_NoneStruct");
+    SYM(call_args, "PyObject_CallFunctionObjArgs");
+    SYM(mem_get, "PyMem_GetAllocator");
+    SYM(mem_set, "PyMem_SetAllocator");
 #undef SYM
     return api.add_pending_call && api.import_module && api.get_attr && api.cfunction_new &&
            api.dict_new && api.dict_set && api.tuple_new && api.call && api.decref &&

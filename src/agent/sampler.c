@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "common/log.h"
 #include "cpython/opcodes.h"
 
@@ -388,6 +389,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
 {
     (void)sig;
     int saved_errno = errno;
+    ag_mtls.guard++; /* whatever the handler copies is not the program's */
     uint64_t t0 = ag_now_ns(CLOCK_MONOTONIC);
     uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
     struct ag_thread *t = (struct ag_thread *)(v & ~(uintptr_t)63);
@@ -433,6 +435,7 @@ out:
     atomic_fetch_add_explicit(&ag_handler_ns, ag_now_ns(CLOCK_MONOTONIC) - t0,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&ag_handler_calls, 1, memory_order_relaxed);
+    ag_mtls.guard--;
     errno = saved_errno;
 }
 

@@ -29,15 +29,23 @@ static const char run_usage[] =
     "usage: scry run [options] prog.py [---] [args]\n"
     "       scry run [options] -m module [args]\n"
     "\n"
-    "Runs the program with scry's agent and writes its CPU profile: for each line and function\n"
-    "of your code, the share of the time spent running Python, in native code (C extensions,\n"
-    "builtins) and off the CPU (sleep, I/O, locks). Children that run Python are profiled too.\n"
+    "Runs the program with scry's agent and writes its profile: for each line and function of\n"
+    "your code, the share of the time spent running Python, in native code (C extensions,\n"
+    "builtins) and off the CPU (sleep, I/O, locks), and the memory it allocated (through\n"
+    "Python's allocator or natively), its peak, growth, copy volume and likely leaks.\n"
+    "Children that run Python are profiled too.\n"
     "Options stop at the program name; what follows it is the program's own command line.\n"
     "\n"
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
     "      --python PATH               the Python to run (default: python3 on PATH)\n"
     "  -m MODULE                       run a module, as python -m does\n"
-    "      --cpu-only                  profile CPU time only (the only mode so far)\n"
+    "      --cpu-only                  profile CPU time only (no memory, copies or leaks)\n"
+    "      --memory                    profile memory too (the default)\n"
+    "      --allocation-sampling-window B\n"
+    "                                  bytes a thread allocates (net) between two memory\n"
+    "                                  samples (default 1048576)\n"
+    "      --memory-leak-detector / --no-memory-leak-detector\n"
+    "                                  report lines whose allocations look leaked (default on)\n"
     "      --cpu-sampling-rate S       mean seconds between samples (default 0.01)\n"
     "      --use-virtual-time          count time on the CPU only, not sleep or I/O\n"
     "      --profile-all               profile every file, the standard library included\n"
@@ -65,6 +73,8 @@ struct run_opts {
     int nargs;
     double rate;
     bool virtual_time, profile_all, system_libs, reduced, no_view, stacks;
+    bool memory, leak_detector;
+    unsigned long long window; /* --allocation-sampling-window */
     const char *only, *exclude;
     const char *program_path;
     double threshold;
@@ -74,12 +84,17 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
     enum {
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
-        O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS,
+        O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
+        O_LEAKS, O_NO_LEAKS,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
         {"python", required_argument, NULL, O_PYTHON},
         {"cpu-only", no_argument, NULL, O_CPU_ONLY},
+        {"memory", no_argument, NULL, O_MEMORY},
+        {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
+        {"memory-leak-detector", no_argument, NULL, O_LEAKS},
+        {"no-memory-leak-detector", no_argument, NULL, O_NO_LEAKS},
         {"cpu-sampling-rate", required_argument, NULL, O_RATE},
         {"use-virtual-time", no_argument, NULL, O_VIRTUAL},
         {"profile-all", no_argument, NULL, O_ALL},
@@ -100,6 +115,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->python = "python3";
     o->rate = 0.01;
     o->threshold = 1.0;
+    o->memory = true;
+    o->leak_detector = true;
+    o->window = 1048576;
     *help = false;
     opterr = 0;
     optind = 1;
@@ -131,7 +149,26 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->python = optarg;
             break;
         case O_CPU_ONLY:
-            break; /* CPU is the only mode until memory profiling lands */
+            o->memory = false;
+            break;
+        case O_MEMORY:
+            o->memory = true;
+            break;
+        case O_WINDOW:
+            errno = 0;
+            o->window = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || o->window == 0)
+                return err_fail(SCRY_E_USAGE,
+                                "--allocation-sampling-window needs a number of bytes above 0 "
+                                "(such as 1048576), not '%s'",
+                                optarg);
+            break;
+        case O_LEAKS:
+            o->leak_detector = true;
+            break;
+        case O_NO_LEAKS:
+            o->leak_detector = false;
+            break;
         case O_RATE:
             errno = 0;
             o->rate = strtod(optarg, &end);
@@ -248,8 +285,9 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64];
+    char rate[64], window[32];
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
+    snprintf(window, sizeof(window), "%llu", o->window);
     int err;
     if ((err = set_env("LD_PRELOAD", sb_str(&pre))) || (err = set_env("SCRY_PART_DIR", part_dir)) ||
         (err = set_env("SCRY_CPU_SAMPLING_RATE", rate)) ||
@@ -259,7 +297,10 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_ONLY", o->only ? o->only : "")) ||
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
         (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
-        (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0"))) {
+        (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
+        (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
+        (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
+        (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0"))) {
     }
     sb_release(&pre);
     return err;

@@ -1,0 +1,202 @@
+/* The collector's accounting of memory samples (docs/agent-protocol.md, "Memory"). Runs on the
+ * collector thread only, whose own allocations the hooks never count. */
+#include "agent/memstats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends the point being built, halving the points first when they are all taken. */
+static void push(struct ag_timeline *tl)
+{
+    if (tl->n == AG_TIMELINE_POINTS) {
+        for (uint32_t i = 0; i < AG_TIMELINE_POINTS / 2; i++) {
+            uint64_t a = tl->v[2 * i], b = tl->v[2 * i + 1];
+            tl->t[i] = tl->t[2 * i + 1];
+            tl->v[i] = a > b ? a : b;
+        }
+        tl->n = AG_TIMELINE_POINTS / 2;
+        tl->stride *= 2;
+    }
+    tl->t[tl->n] = tl->pend_t;
+    tl->v[tl->n] = tl->pend_v;
+    tl->n++;
+    tl->pend_count = 0;
+}
+
+void ag_timeline_add(struct ag_timeline *tl, uint64_t t, uint64_t v)
+{
+    if (!tl->stride)
+        tl->stride = 1;
+    if (tl->pend_count == 0 || v > tl->pend_v)
+        tl->pend_v = v;
+    tl->pend_t = t;
+    if (++tl->pend_count >= tl->stride)
+        push(tl);
+}
+
+void ag_timeline_flush(struct ag_timeline *tl)
+{
+    if (tl->pend_count)
+        push(tl);
+}
+
+void ag_mem_stats_init(struct ag_mem_stats *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void ag_mem_stats_free(struct ag_mem_stats *m)
+{
+    for (size_t i = 0; i < m->nlines; i++)
+        free(m->lines[i].timeline);
+    free(m->lines);
+    hm_free(&m->line_by_key);
+    hm_free(&m->last_by_tid);
+    ag_mem_stats_init(m);
+}
+
+static struct ag_mline *line_of(struct ag_mem_stats *m, const struct ag_mwhere *w)
+{
+    uint64_t key = ((uint64_t)(w->file + 1) << 32) | (uint32_t)w->line, v;
+    if (hm_get(&m->line_by_key, key, &v))
+        return &m->lines[v - 1];
+    if (m->nlines == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        struct ag_mline *n = realloc(m->lines, ncap * sizeof(*n));
+        if (!n)
+            return NULL;
+        m->lines = n;
+        m->cap = ncap;
+    }
+    struct ag_timeline *tl = calloc(1, sizeof(*tl));
+    if (!tl || hm_put(&m->line_by_key, key, m->nlines + 1) != 0) {
+        free(tl);
+        return NULL;
+    }
+    struct ag_mline *l = &m->lines[m->nlines++];
+    *l = (struct ag_mline){.file = w->file, .func = w->func, .line = w->line, .timeline = tl};
+    return l;
+}
+
+static void close_execution(struct ag_mline *l)
+{
+    if (!l->open)
+        return;
+    l->hw_sum += l->cur_hw;
+    l->execs++;
+    l->cur = l->cur_hw = 0;
+    l->open = false;
+}
+
+/* A thread's consecutive samples on different lines: the first line's execution is over. */
+static void moved_to(struct ag_mem_stats *m, int tid, struct ag_mline *l)
+{
+    uint64_t idx = (uint64_t)(l - m->lines) + 1, last;
+    uint64_t key = (uint64_t)(uint32_t)tid + 1;
+    if (hm_get(&m->last_by_tid, key, &last) && last != idx)
+        close_execution(&m->lines[last - 1]);
+    (void)hm_put(&m->last_by_tid, key, idx);
+}
+
+/* The oldest waiting new-maximum sample is decided once two more batches have set a new
+ * maximum: reclaimed if its allocation was freed before the second of them was sampled. */
+static void leak_candidate(struct ag_mem_stats *m, uint32_t line, uint64_t seq, uint64_t ptr)
+{
+    m->pending[m->npending].line = line;
+    m->pending[m->npending].seq = seq;
+    m->pending[m->npending].ptr = ptr;
+    if (++m->npending < 3)
+        return;
+    uint64_t freed_at = 0;
+    int fate = ag_memq_leak_fate(m->pending[0].ptr, m->pending[0].seq, &freed_at);
+    struct ag_mline *l = &m->lines[m->pending[0].line];
+    if (fate >= 0) {
+        l->leak_mallocs++;
+        if (fate == 1 && freed_at <= m->pending[2].seq)
+            l->leak_frees++;
+    }
+    m->pending[0] = m->pending[1];
+    m->pending[1] = m->pending[2];
+    m->npending = 2;
+}
+
+void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
+                   const struct ag_mwhere *w, uint64_t start_ns)
+{
+    struct ag_mline *l = w->kind == AG_MW_LINE ? line_of(m, w) : NULL;
+    if (s->kind == AG_M_COPY) {
+        m->copy_samples++;
+        m->copy_bytes += s->bytes;
+        if (l)
+            l->copy_bytes += s->bytes;
+        return;
+    }
+    uint64_t t = s->time_ns > start_ns ? s->time_ns - start_ns : 0;
+    bool new_max = false;
+    m->alloc_samples++;
+    if (s->kind == AG_M_MALLOC) {
+        m->malloc_bytes += s->bytes;
+        m->python_bytes += s->python_bytes;
+        if (s->mflags & AG_M_STARTUP)
+            m->startup_malloc_bytes += s->bytes;
+        if (l && w->native)
+            m->native_malloc_bytes += s->bytes;
+        m->footprint += s->bytes;
+        if (m->footprint > m->max_footprint) {
+            m->max_footprint = m->footprint;
+            m->max_at_line = l != NULL && !w->native;
+            m->max_file = w->file;
+            m->max_line = w->line;
+            m->max_python_fraction = s->bytes ? (double)s->python_bytes / (double)s->bytes : 0;
+            new_max = true;
+        }
+    } else {
+        m->free_bytes += s->bytes;
+        m->footprint = m->footprint > s->bytes ? m->footprint - s->bytes : 0;
+    }
+    ag_timeline_add(&m->timeline, t, m->footprint);
+    if (!l)
+        return;
+    moved_to(m, s->tid, l);
+    if (s->kind == AG_M_MALLOC) {
+        l->malloc_bytes += s->bytes;
+        l->python_bytes += s->python_bytes;
+        l->malloc_samples++;
+        l->cur += s->bytes;
+        if (l->cur > m->footprint) /* a line cannot hold more than there is */
+            l->cur = m->footprint;
+    } else {
+        l->free_bytes += s->bytes;
+        l->cur = l->cur > s->bytes ? l->cur - s->bytes : 0;
+    }
+    l->open = true;
+    if (l->cur > l->cur_hw)
+        l->cur_hw = l->cur;
+    if (l->cur > l->peak)
+        l->peak = l->cur;
+    ag_timeline_add(l->timeline, t, m->footprint);
+    if (new_max && ag_leak_on && s->ptr && m->max_footprint > AG_LEAK_MIN_FOOTPRINT) {
+        m->batch_max.valid = true;
+        m->batch_max.line = (uint32_t)(l - m->lines);
+        m->batch_max.seq = s->seq;
+        m->batch_max.ptr = s->ptr;
+    }
+}
+
+void ag_mem_end_batch(struct ag_mem_stats *m)
+{
+    if (!m->batch_max.valid)
+        return;
+    leak_candidate(m, m->batch_max.line, m->batch_max.seq, m->batch_max.ptr);
+    m->batch_max.valid = false;
+}
+
+void ag_mem_finish(struct ag_mem_stats *m)
+{
+    for (size_t i = 0; i < m->nlines; i++) {
+        close_execution(&m->lines[i]);
+        ag_timeline_flush(m->lines[i].timeline);
+    }
+    ag_timeline_flush(&m->timeline);
+    hm_clear(&m->last_by_tid);
+}

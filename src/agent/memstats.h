@@ -1,0 +1,90 @@
+/* The collector's memory statistics: the footprint (running sum of the samples), its maximum
+ * and timeline, and per source line the bytes allocated, freed and copied, the Python share,
+ * the peak of one execution, and the leak counts. Semantics: docs/agent-protocol.md, "Memory". */
+#ifndef SCRY_AGENT_MEMSTATS_H
+#define SCRY_AGENT_MEMSTATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/memory.h"
+#include "common/hashmap.h"
+
+#define AG_TIMELINE_POINTS 100
+#define AG_LEAK_MIN_FOOTPRINT (100ULL << 20) /* leak tracking starts above this footprint */
+
+/* At most AG_TIMELINE_POINTS points [time, value]: when full, neighbours merge in pairs (the
+ * later time, the larger value) and each later point stands for twice as many samples. */
+struct ag_timeline {
+    uint32_t n;
+    uint64_t stride;     /* samples per point */
+    uint64_t pend_count; /* samples gathered into the point being built */
+    uint64_t pend_t, pend_v;
+    uint64_t t[AG_TIMELINE_POINTS], v[AG_TIMELINE_POINTS];
+};
+
+void ag_timeline_add(struct ag_timeline *tl, uint64_t t, uint64_t v);
+/* Appends the point being built (before writing). */
+void ag_timeline_flush(struct ag_timeline *tl);
+
+/* Memory charged to one source line (file, line); func is the first function seen there. */
+struct ag_mline {
+    uint32_t file, func;
+    int32_t line;
+    uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, copy_bytes;
+    uint64_t cur, cur_hw; /* this execution's net bytes and their maximum */
+    bool open;            /* an execution is under way */
+    uint64_t peak, hw_sum, execs;
+    uint64_t leak_mallocs, leak_frees;
+    struct ag_timeline *timeline;
+};
+
+/* Where the collector charged a sample. */
+struct ag_mwhere {
+    enum { AG_MW_FOOTPRINT_ONLY, AG_MW_LINE } kind;
+    bool native; /* the line is <native> */
+    uint32_t file, func;
+    int32_t line;
+};
+
+struct ag_mem_stats {
+    struct hashmap line_by_key;   /* (file + 1) << 32 | line -> index + 1 */
+    struct hashmap last_by_tid;   /* thread -> index + 1 of the line of its last sample */
+    struct ag_mline *lines;
+    size_t nlines, cap;
+    uint64_t alloc_samples, copy_samples;
+    uint64_t malloc_bytes, free_bytes, python_bytes, copy_bytes;
+    uint64_t native_malloc_bytes, startup_malloc_bytes;
+    uint64_t footprint, max_footprint;
+    bool max_at_line;
+    uint32_t max_file;
+    int32_t max_line;
+    double max_python_fraction;
+    struct ag_timeline timeline;
+    /* Malloc samples that set a new maximum, waiting for their fate (oldest first). */
+    struct {
+        uint32_t line;
+        uint64_t seq, ptr;
+    } pending[3];
+    int npending;
+    /* The last malloc sample of the batch being drained that set a new maximum. */
+    struct {
+        bool valid;
+        uint32_t line;
+        uint64_t seq, ptr;
+    } batch_max;
+};
+
+void ag_mem_stats_init(struct ag_mem_stats *m);
+void ag_mem_stats_free(struct ag_mem_stats *m);
+/* Accounts one sample; start_ns: the process's start (CLOCK_MONOTONIC). */
+void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
+                   const struct ag_mwhere *w, uint64_t start_ns);
+/* The collector drained a batch of samples: at most one leak candidate per batch (as Scalene),
+ * so that only growth that lasts over many collector periods looks like a leak. */
+void ag_mem_end_batch(struct ag_mem_stats *m);
+/* Ends every open execution and completes the timelines (before writing the part). */
+void ag_mem_finish(struct ag_mem_stats *m);
+
+#endif
