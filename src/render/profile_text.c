@@ -1,6 +1,9 @@
 /* The annotated-source view of a profile. The document is first read into small tables (checking
  * every type the view relies on), then printed: per file a header, the source lines at or above
- * the threshold with `...` for the hidden stretches, a function summary, and the totals. Text
+ * the threshold with `...` for the hidden stretches, a function summary, and the totals. When the
+ * profile has memory ("memory": true) the memory columns of Scalene's terminal view follow the
+ * CPU ones, with a footprint sparkline on top and possible leaks after each file; without it the
+ * view is exactly the CPU one. Text
  * from the file (source, names, the note) is printed with control characters replaced, so a
  * profile cannot drive the terminal. */
 #include "render/profile_text.h"
@@ -18,10 +21,24 @@
 #define DIM "\033[2m"
 #define RESET "\033[0m"
 
+/* Lines and functions using at least this share of all allocated bytes are highlighted. */
+#define HOT_USAGE_FRACTION 0.33
+/* Points of the sparklines: the whole program's footprint, and each row's. */
+#define SPARK_PROGRAM 27
+#define SPARK_ROW 9
+
 struct trow {
     long lineno;
     const char *text;
     double py, nat, sys;
+    /* Memory (read only when the profile has memory): MB, fractions, MB/s. */
+    double malloc_mb, pyfrac, growth_mb, peak_mb, usage, copy_mb_s;
+    const json_t *samples; /* memory_samples, [[ns, MB], ...] */
+};
+
+struct tleak {
+    long lineno;
+    double likelihood, velocity;
 };
 
 struct tfile {
@@ -29,11 +46,16 @@ struct tfile {
     double pct;
     struct trow *lines, *funcs;
     size_t nlines, nfuncs;
+    struct tleak *leaks;
+    size_t nleaks;
 };
 
 struct tprof {
     struct tfile *files;
     size_t nfiles;
+    bool memory;
+    double max_footprint_mb, growth_rate, native_mb;
+    const json_t *samples;
 };
 
 static int bad(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -63,7 +85,40 @@ static int get_num(const json_t *o, const char *key, double *out, const char *ct
     return 0;
 }
 
-static int read_rows(const json_t *arr, const char *ctx, struct trow **out, size_t *n)
+/* memory_samples: absent, null or [[ns, MB], ...]. */
+static int get_samples(const json_t *o, const char *key, const json_t **out, const char *ctx)
+{
+    const json_t *v = json_object_get(o, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    bool ok = json_is_array(v);
+    for (size_t i = 0; ok && i < json_array_size(v); i++) {
+        const json_t *pt = json_array_get(v, i);
+        ok = json_is_array(pt) && json_array_size(pt) >= 2 &&
+             json_is_number(json_array_get(pt, 1));
+    }
+    if (!ok)
+        return bad("the document", "%s.%s is not [[ns, MB], ...]", ctx, key);
+    *out = v;
+    return 0;
+}
+
+static int read_memory(const json_t *r, struct trow *row, const char *ctx)
+{
+    int err;
+    if ((err = get_num(r, "n_malloc_mb", &row->malloc_mb, ctx)) ||
+        (err = get_num(r, "n_python_fraction", &row->pyfrac, ctx)) ||
+        (err = get_num(r, "n_growth_mb", &row->growth_mb, ctx)) ||
+        (err = get_num(r, "n_peak_mb", &row->peak_mb, ctx)) ||
+        (err = get_num(r, "n_usage_fraction", &row->usage, ctx)) ||
+        (err = get_num(r, "n_copy_mb_s", &row->copy_mb_s, ctx)))
+        return err;
+    return get_samples(r, "memory_samples", &row->samples, ctx);
+}
+
+static int read_rows(const json_t *arr, const char *ctx, bool memory, struct trow **out,
+                     size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -98,7 +153,8 @@ static int read_rows(const json_t *arr, const char *ctx, struct trow **out, size
         rows[i].text = json_is_string(t) ? json_string_value(t) : "";
         if ((err = get_num(r, "n_cpu_percent_python", &rows[i].py, sub)) ||
             (err = get_num(r, "n_cpu_percent_c", &rows[i].nat, sub)) ||
-            (err = get_num(r, "n_sys_percent", &rows[i].sys, sub)))
+            (err = get_num(r, "n_sys_percent", &rows[i].sys, sub)) ||
+            (memory && (err = read_memory(r, &rows[i], sub))))
             break;
     }
     if (err) {
@@ -110,11 +166,52 @@ static int read_rows(const json_t *arr, const char *ctx, struct trow **out, size
     return 0;
 }
 
+static int cmp_leak(const void *a, const void *b)
+{
+    const struct tleak *x = a, *y = b;
+    if (x->likelihood != y->likelihood)
+        return x->likelihood > y->likelihood ? -1 : 1;
+    return x->lineno < y->lineno ? -1 : x->lineno > y->lineno;
+}
+
+/* "leaks": {"<lineno>": {"likelihood", "velocity_mb_s"}}, most likely first. */
+static int read_leaks(const json_t *leaks, const char *ctx, struct tfile *tf)
+{
+    if (!leaks || json_is_null(leaks))
+        return 0;
+    if (!json_is_object(leaks))
+        return bad("the document", "%s.leaks is not an object", ctx);
+    tf->leaks = calloc(json_object_size(leaks) + 1, sizeof(*tf->leaks));
+    if (!tf->leaks)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    const char *key;
+    const json_t *v;
+    char sub[700];
+    json_object_foreach((json_t *)leaks, key, v)
+    {
+        snprintf(sub, sizeof(sub), "%s.leaks[\"%.20s\"]", ctx, key);
+        char *end;
+        long lineno = strtol(key, &end, 10);
+        if (*end || end == key || lineno < 0 || !json_is_object(v))
+            return bad("the document", "%s is not a line's leak", sub);
+        struct tleak *l = &tf->leaks[tf->nleaks++];
+        l->lineno = lineno;
+        int err;
+        if ((err = get_num(v, "likelihood", &l->likelihood, sub)) ||
+            (err = get_num(v, "velocity_mb_s", &l->velocity, sub)))
+            return err;
+    }
+    if (tf->nleaks > 1)
+        qsort(tf->leaks, tf->nleaks, sizeof(*tf->leaks), cmp_leak);
+    return 0;
+}
+
 static void free_tprof(struct tprof *tp)
 {
     for (size_t i = 0; i < tp->nfiles; i++) {
         free(tp->files[i].lines);
         free(tp->files[i].funcs);
+        free(tp->files[i].leaks);
     }
     free(tp->files);
 }
@@ -152,6 +249,14 @@ static int load(const json_t *root, struct tprof *tp)
     memset(tp, 0, sizeof(*tp));
     if (!json_is_object(root))
         return bad("the document", "it is not a JSON object");
+    tp->memory = json_is_true(json_object_get(root, "memory"));
+    int err;
+    if (tp->memory &&
+        ((err = get_num(root, "max_footprint_mb", &tp->max_footprint_mb, "the document")) ||
+         (err = get_num(root, "growth_rate", &tp->growth_rate, "the document")) ||
+         (err = get_num(root, "native_allocations_mb", &tp->native_mb, "the document")) ||
+         (err = get_samples(root, "samples", &tp->samples, "the document"))))
+        return err;
     const json_t *files = json_object_get(root, "files");
     if (!files || json_is_null(files))
         return 0;
@@ -170,14 +275,18 @@ static int load(const json_t *root, struct tprof *tp)
             return bad("the document", "%s is not an object", ctx);
         struct tfile *tf = &tp->files[tp->nfiles++];
         tf->name = name;
-        int err = get_num(f, "percent_cpu_time", &tf->pct, ctx);
+        err = get_num(f, "percent_cpu_time", &tf->pct, ctx);
         char sub[700];
         snprintf(sub, sizeof(sub), "%s.lines", ctx);
         if (!err)
-            err = read_rows(json_object_get(f, "lines"), sub, &tf->lines, &tf->nlines);
+            err = read_rows(json_object_get(f, "lines"), sub, tp->memory, &tf->lines,
+                            &tf->nlines);
         snprintf(sub, sizeof(sub), "%s.functions", ctx);
         if (!err)
-            err = read_rows(json_object_get(f, "functions"), sub, &tf->funcs, &tf->nfuncs);
+            err = read_rows(json_object_get(f, "functions"), sub, tp->memory, &tf->funcs,
+                            &tf->nfuncs);
+        if (!err && tp->memory)
+            err = read_leaks(json_object_get(f, "leaks"), ctx, tf);
         if (err)
             return err;
         if (tf->nlines > 1)
@@ -238,17 +347,72 @@ static void pct_cell(char *buf, size_t n, double v)
         snprintf(buf, n, "%.0f%%", v);
 }
 
-static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const char *label,
-                    const struct trow *r)
+/* A size in Scalene's peak format: "123M", or "1.50G" from 1024 MB; blank under 0.5 MB. */
+static void size_cell(char *buf, size_t n, double mb)
+{
+    if (!(mb >= 0.5))
+        buf[0] = 0;
+    else if (mb < 1024)
+        snprintf(buf, n, "%.0fM", mb);
+    else
+        snprintf(buf, n, "%.2fG", mb / 1024);
+}
+
+/* Up to `points` bars (▁ to █) of the footprints of a [[ns, MB], ...] timeline, scaled to
+ * [0, max]; longer timelines are cut into `points` runs, each shown by its largest value (a
+ * peak never disappears). Returns the number of bars written. */
+static size_t add_spark(struct strbuf *sb, const json_t *samples, size_t points, double max)
+{
+    static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    size_t n = json_array_size(samples), k = n < points ? n : points;
+    for (size_t i = 0; i < k; i++) {
+        double v = 0;
+        for (size_t j = i * n / k; j < (i + 1) * n / k; j++) {
+            double x = json_number_value(json_array_get(json_array_get(samples, j), 1));
+            if (x > v)
+                v = x;
+        }
+        int level = max > 0 ? (int)(v / max * 7 + 0.5) : 0;
+        sb_adds(sb, bars[level < 0 ? 0 : level > 7 ? 7 : level]);
+    }
+    return k;
+}
+
+static void add_memory_cells(struct strbuf *sb, const struct tprof *tp, const struct trow *r)
+{
+    char py[16] = "", net[16], peak[16], use[16], copy[16] = "";
+    if (r->malloc_mb > 0)
+        snprintf(py, sizeof(py), "%.0f%%", r->pyfrac * 100);
+    size_cell(net, sizeof(net), r->growth_mb);
+    size_cell(peak, sizeof(peak), r->peak_mb);
+    pct_cell(use, sizeof(use), r->usage * 100);
+    if (r->copy_mb_s >= 0.5)
+        snprintf(copy, sizeof(copy), "%.0f", r->copy_mb_s);
+    sb_addf(sb, " %6s │ %6s │ %6s │ ", py, net, peak);
+    /* The bars are 3 bytes each but one column wide: pad by hand. */
+    size_t bars = add_spark(sb, r->samples, SPARK_ROW, tp->max_footprint_mb);
+    sb_addf(sb, "%*s %4s │ %6s │", (int)(SPARK_ROW - bars), "", use, copy);
+}
+
+static bool hot(const struct tprof *tp, const struct trow *r)
+{
+    return row_total(r) >= PROFILE_TEXT_HOT_PERCENT ||
+           (tp->memory && r->usage >= HOT_USAGE_FRACTION);
+}
+
+static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const struct tprof *tp,
+                    const char *label, const struct trow *r)
 {
     char py[16], nat[16], sys[16];
     pct_cell(py, sizeof(py), r->py);
     pct_cell(nat, sizeof(nat), r->nat);
     pct_cell(sys, sizeof(sys), r->sys);
-    bool hot = o->color && row_total(r) >= PROFILE_TEXT_HOT_PERCENT;
-    if (hot)
+    bool is_hot = o->color && hot(tp, r);
+    if (is_hot)
         sb_adds(sb, HOT);
     sb_addf(sb, "%6s │ %6s │ %6s │ %6s │", label, py, nat, sys);
+    if (tp->memory)
+        add_memory_cells(sb, tp, r);
     struct strbuf text = STRBUF_INIT;
     add_display(&text, r->text ? r->text : "");
     if (text.len) {
@@ -256,39 +420,66 @@ static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const 
         sb_add(sb, text.buf, text.len);
     }
     sb_release(&text);
-    if (hot)
+    if (is_hot)
         sb_adds(sb, RESET);
     sb_addch(sb, '\n');
 }
 
-static void add_header(struct strbuf *sb, const struct profile_text_opts *o, const char *last)
+static void add_header(struct strbuf *sb, const struct profile_text_opts *o,
+                       const struct tprof *tp, const char *last)
 {
     if (o->color)
         sb_adds(sb, BOLD);
-    sb_adds(sb, "       │   Time │        │        │\n");
-    sb_addf(sb, "  Line │ Python │ native │ system │ %s\n", last);
+    if (tp->memory) {
+        sb_adds(sb, "       │   Time │        │        │ Memory │        │        │"
+                    "                │   Copy │\n");
+        sb_addf(sb, "  Line │ Python │ native │ system │ Python │ net MB │   peak │"
+                    " timeline/%%     │   MB/s │ %s\n",
+                last);
+    } else {
+        sb_adds(sb, "       │   Time │        │        │\n");
+        sb_addf(sb, "  Line │ Python │ native │ system │ %s\n", last);
+    }
     if (o->color)
         sb_adds(sb, RESET);
-    sb_adds(sb, "───────┼────────┼────────┼────────┼────────────────────────────────────────\n");
+    sb_adds(sb, "───────┼────────┼────────┼────────┼");
+    if (tp->memory)
+        sb_adds(sb, "────────┼────────┼────────┼────────────────┼────────┼");
+    sb_adds(sb, "────────────────────────────────────────\n");
 }
 
-static void add_gap(struct strbuf *sb, const struct profile_text_opts *o)
+static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const struct tprof *tp)
 {
     if (o->color)
         sb_adds(sb, DIM);
     sb_adds(sb, "   ... │        │        │        │");
+    if (tp->memory)
+        sb_adds(sb, "        │        │        │                │        │");
     if (o->color)
         sb_adds(sb, RESET);
     sb_addch(sb, '\n');
 }
 
-static bool shown(const struct trow *r, double threshold)
+/* At or above the threshold in time, or (with memory) in share of the allocated bytes, or
+ * copying at least 0.5 MB/s (the copy column's own threshold). */
+static bool shown(const struct tprof *tp, const struct trow *r, double threshold)
 {
-    return row_total(r) >= threshold;
+    return row_total(r) >= threshold ||
+           (tp->memory && ((r->usage > 0 && r->usage * 100 >= threshold) || r->copy_mb_s >= 0.5));
 }
 
-static void add_file(struct strbuf *sb, const struct profile_text_opts *o, const struct tfile *f,
-                     double sampled_sec)
+static bool file_shown(const struct tprof *tp, const struct tfile *f, double threshold)
+{
+    if (f->pct >= threshold)
+        return true;
+    for (size_t i = 0; tp->memory && i < f->nlines; i++)
+        if (shown(tp, &f->lines[i], threshold))
+            return true;
+    return false;
+}
+
+static void add_file(struct strbuf *sb, const struct profile_text_opts *o, const struct tprof *tp,
+                     const struct tfile *f, double sampled_sec)
 {
     if (o->color)
         sb_adds(sb, BOLD);
@@ -302,47 +493,62 @@ static void add_file(struct strbuf *sb, const struct profile_text_opts *o, const
 
     size_t nshown = 0;
     for (size_t i = 0; i < f->nlines; i++)
-        nshown += shown(&f->lines[i], o->threshold);
+        nshown += shown(tp, &f->lines[i], o->threshold);
     if (nshown == 0) {
         sb_addf(sb, "(no line reaches %g%% of the time)\n", o->threshold);
     } else {
-        add_header(sb, o, "source");
+        add_header(sb, o, tp, "source");
         long prev = 0; /* last line number printed */
         bool printed = false;
         for (size_t i = 0; i < f->nlines; i++) {
             const struct trow *r = &f->lines[i];
-            if (!shown(r, o->threshold))
+            if (!shown(tp, r, o->threshold))
                 continue;
             if ((printed && r->lineno > prev + 1) || (!printed && r->lineno > 1))
-                add_gap(sb, o);
+                add_gap(sb, o, tp);
             char label[24];
             snprintf(label, sizeof(label), "%ld", r->lineno);
-            add_row(sb, o, label, r);
+            add_row(sb, o, tp, label, r);
             prev = r->lineno;
             printed = true;
         }
         if (f->nlines && f->lines[f->nlines - 1].lineno > prev)
-            add_gap(sb, o);
+            add_gap(sb, o, tp);
     }
+    for (size_t i = 0; i < f->nleaks; i++)
+        sb_addf(sb, "Possible memory leak at line %ld (likelihood %.0f%%, velocity %.2f MB/s)\n",
+                f->leaks[i].lineno, f->leaks[i].likelihood * 100, f->leaks[i].velocity);
 
     size_t nf = 0;
     for (size_t i = 0; i < f->nfuncs; i++)
-        nf += shown(&f->funcs[i], o->threshold);
+        nf += shown(tp, &f->funcs[i], o->threshold);
     if (nf) {
         sb_addch(sb, '\n');
         sb_adds(sb, "function summary for ");
         add_display(sb, f->name);
         sb_addch(sb, '\n');
-        add_header(sb, o, "function");
+        add_header(sb, o, tp, "function");
         for (size_t i = 0; i < f->nfuncs; i++) {
-            if (!shown(&f->funcs[i], o->threshold))
+            if (!shown(tp, &f->funcs[i], o->threshold))
                 continue;
             char label[24];
             snprintf(label, sizeof(label), "%ld", f->funcs[i].lineno);
-            add_row(sb, o, label, &f->funcs[i]);
+            add_row(sb, o, tp, label, &f->funcs[i]);
         }
     }
     sb_addch(sb, '\n');
+}
+
+/* Scalene's title line: the whole program's footprint over the run. */
+static void add_memory_usage(struct strbuf *sb, const struct tprof *tp)
+{
+    sb_adds(sb, "Memory usage: ");
+    if (add_spark(sb, tp->samples, SPARK_PROGRAM, tp->max_footprint_mb))
+        sb_addch(sb, ' ');
+    sb_addf(sb, "(max: %.2f MB, growth rate: %.0f%%", tp->max_footprint_mb, tp->growth_rate);
+    if (tp->native_mb > 0)
+        sb_addf(sb, ", %.2f MB from native threads", tp->native_mb);
+    sb_adds(sb, ")\n\n");
 }
 
 int profile_text_render(const json_t *root, const struct profile_text_opts *o, struct strbuf *out)
@@ -386,13 +592,15 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         sb_adds(out, "\n\n");
     }
 
+    if (tp.memory)
+        add_memory_usage(out, &tp);
     size_t hidden = 0;
     for (size_t i = 0; i < tp.nfiles; i++) {
-        if (tp.files[i].pct < o->threshold) {
+        if (!file_shown(&tp, &tp.files[i], o->threshold)) {
             hidden++;
             continue;
         }
-        add_file(out, o, &tp.files[i], sampled);
+        add_file(out, o, &tp, &tp.files[i], sampled);
     }
     if (hidden)
         sb_addf(out, "%zu file%s under %g%% of the time not shown (--cpu-percent-threshold)\n",

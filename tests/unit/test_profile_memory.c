@@ -11,6 +11,7 @@
 #include "analysis/profile.h"
 #include "common/error.h"
 #include "render/profile_json.h"
+#include "render/profile_text.h"
 #include "testlib.h"
 
 #define MB 1048576LL
@@ -497,7 +498,52 @@ static void test_cpu_only_unchanged(void)
     sb_release(&sb);
 }
 
+/* The terminal view of the same profile: the footprint line, the memory columns, memory-only
+ * lines and files shown at the CPU threshold, the leak line. */
+static void test_text(void)
+{
+    struct profile p;
+    merge_ab(&p);
+    CHECK_EQ(prof_set_source(&p, 0, source, strlen(source)), 0);
+    struct strbuf sb = STRBUF_INIT, out = STRBUF_INIT;
+    struct profile_json_opts jo = {.version = "1", .program = "/app/app.py"};
+    profile_json_write(&p, &jo, &sb);
+    prof_free(&p);
+    struct profile_text_opts o = {.threshold = 1};
+    CHECK_EQ(profile_text_render_bytes(sb_str(&sb), sb.len, "x", &o, &out), 0);
+    const char *t = sb_str(&out);
+    static const char *const want[] = {
+        /* samples 2, 22, 62, 32 MB scaled to the 62 MB maximum */
+        "Memory usage: ▁▃█▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB from native threads)\n",
+        "  Line │ Python │ native │ system │ Python │ net MB │   peak │ timeline/%     │   MB/s │ "
+        "source\n",
+        /* 17% Python, 60 MB grown, 40 MB peak, 20 and 42 of 62 MB, 83% of all bytes */
+        "    12 │    50% │        │        │    17% │    60M │    40M │ ▃▆         83% │        │"
+        "     x.append(bytearray(1 << 20))\n",
+        /* no time, but memory: shown */
+        "    14 │        │        │        │   100% │        │     5M │ ▅          14% │      8 │"
+        "     z = bytes(x[0])\n",
+        "Possible memory leak at line 12 (likelihood 98%, velocity 30.00 MB/s)\n",
+        "    10 │    50% │        │        │    29% │    60M │    40M │ ▃▆▅        97% │      8 │"
+        " main\n",
+        "<native>: 0.0% of the time",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (!strstr(t, want[i]))
+            tl_fail(__FILE__, __LINE__, "the view lacks \"%s\":\n%s", want[i], t);
+    CHECK(strstr(t, "    13 │") == NULL); /* 0.5% of the time, no memory */
+    /* Colour: line 12 is hot by time, line 14 is not hot (14% of the bytes). */
+    sb_reset(&out);
+    o.color = true;
+    CHECK_EQ(profile_text_render_bytes(sb_str(&sb), sb.len, "x", &o, &out), 0);
+    CHECK(strstr(sb_str(&out), "\033[1;31m    12 │") != NULL);
+    CHECK(strstr(sb_str(&out), "\033[1;31m    14 │") == NULL);
+    sb_release(&out);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
     TL(test_leak_rule), TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
     TL(test_cpu_only_unchanged),
