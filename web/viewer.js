@@ -81,7 +81,8 @@
             text: isLine ? sourceText(e.line) : String(e.line == null ? '' : e.line),
             py: py, nat: nat, sys: sys, time: py + nat + sys,
             samples: num(e.n_samples),
-            malloc: num(e.n_malloc_mb), peak: num(e.n_peak_mb),
+            malloc: num(e.n_malloc_mb), peak: num(e.n_peak_mb), growth: num(e.n_growth_mb),
+            usage: num(e.n_usage_fraction) * 100,
             pyfrac: num(e.n_python_fraction), copy: num(e.n_copy_mb_s),
             timeline: sparkMax, spark: ms,
             gpu: num(e.n_gpu_percent), gpuavg: num(e.n_gpu_avg_memory_mb),
@@ -121,6 +122,8 @@
         {id: 'samples', label: 'Samples', w: 66, fmt: fmtInt, title: 'samples behind the numbers'},
         {id: 'malloc', label: 'Alloc MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'memory allocated (n_malloc_mb)'},
         {id: 'peak', label: 'Peak MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'peak memory (n_peak_mb)'},
+        {id: 'growth', label: 'Net MB', w: 72, fmt: fmtNum, title: 'allocated and not freed (n_growth_mb)'},
+        {id: 'usage', label: 'Mem %', w: 64, fmt: fmtPct, title: 'share of all bytes allocated (n_usage_fraction)'},
         {id: 'pyfrac', label: 'Py mem', w: 72, fmt: (v) => fmtPct(v * 100), title: 'share allocated by Python (n_python_fraction)'},
         {id: 'timeline', label: 'Timeline', w: 72, spark: true, title: 'memory over the run (memory_samples); sorts by its peak'},
         {id: 'copy', label: 'Copy MB/s', w: 74, fmt: fmtNum, title: 'copy volume (n_copy_mb_s)'},
@@ -143,7 +146,10 @@
      * column takes the rest, at least 320 px. */
     const COLGROUP = '<colgroup>' + cols.map((c) => (c.w ? '<col style="width:' + c.w + 'px">' : '<col>')).join('') + '</colgroup>';
     const TABLE_MIN_W = cols.reduce((s, c) => s + (c.w || 320), 0);
-    const hasMemory = ['malloc', 'peak', 'timeline', 'copy'].some((k) => colMax[k] > 0);
+    const hasMemory = ['malloc', 'peak', 'growth', 'timeline', 'copy'].some((k) => colMax[k] > 0);
+    /* Row sparklines share the program's scale (Scalene's [0, max footprint]) so that heights
+     * compare between rows; a profile without it scales each row to its own peak. */
+    const FOOTPRINT_MAX = num(P.max_footprint_mb);
     const hasGPU = ['gpu', 'gpuavg', 'gpupeak'].some((k) => colMax[k] > 0);
 
     const state = {hideQuiet: false, threshold: THRESHOLD_DEFAULT};
@@ -181,7 +187,7 @@
                 w(r.sys) + 'px"></i></span>' + '<span class="tnum">' + fmtPct(v) + '</span></td>';
         }
         case 'timeline':
-            return '<td>' + sparkSVG(r.spark, r.timeline) + '</td>';
+            return '<td>' + sparkSVG(r.spark, FOOTPRINT_MAX > 0 ? FOOTPRINT_MAX : r.timeline) + '</td>';
         case 'src': {
             let t = '';
             if (r.leak) {
@@ -378,6 +384,7 @@
         if (num(P.cpu_sampling_rate) > 0) add('every', (num(P.cpu_sampling_rate) * 1000).toFixed(1) + ' ms' + (P.use_virtual_time ? ' (CPU time)' : ' (wall clock)'));
         if (num(P.max_footprint_mb) > 0) add('max footprint', fmtNum(num(P.max_footprint_mb)) + ' MB');
         if (num(P.growth_rate) > 0) add('growth', fmtPct(num(P.growth_rate)));
+        if (num(P.native_allocations_mb) > 0) add('native threads', fmtNum(num(P.native_allocations_mb)) + ' MB');
         if (P.gpu && P.gpu_device) add('accelerator', P.gpu_device);
         add('files', String(files.length));
         let h = '<h1 id="program">' + esc(prog + args) + '</h1><div class="summary">' + items.join('') + '</div>';
