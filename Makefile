@@ -89,6 +89,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# The agent's memory accounting is plain C with no hooks in it: tested on its own, with the hooks'
+# address table stubbed in the test.
+$(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
 $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,218 @@
+/* Unit tests for the agent's memory accounting (src/agent/memstats.c), fed with hand-made samples
+ * whose true footprint, per-line peak and leak fate are known. The hooks' address table is
+ * replaced by a stub that says which sample allocations were freed, and when. */
+#include <stdlib.h>
+
+#include "agent/memstats.h"
+#include "testlib.h"
+
+bool ag_leak_on = true;
+
+/* The stub of the hooks' leak table: fate of sample seq, by seq. */
+static struct {
+    int fate; /* 1 freed, 0 live, -1 unknown */
+    uint64_t freed_at;
+} fates[4096];
+
+int ag_memq_leak_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_seq)
+{
+    (void)ptr;
+    if (seq >= 4096)
+        return -1;
+    *freed_seq = fates[seq].freed_at;
+    return fates[seq].fate;
+}
+
+static uint64_t next_seq;
+
+static void sample(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes,
+                   uint64_t python_bytes, int tid, uint32_t file, int32_t line)
+{
+    static struct ag_mem_sample s;
+    s.seq = next_seq++;
+    s.kind = kind;
+    s.mflags = 0;
+    s.bytes = bytes;
+    s.python_bytes = python_bytes;
+    s.ptr = 0x1000 + s.seq * 16;
+    s.time_ns = 1000 + s.seq;
+    s.tid = tid;
+    struct ag_mwhere w = {AG_MW_LINE, false, file, 0, line};
+    ag_mem_record(m, &s, &w, 0);
+}
+
+static const struct ag_mline *line(const struct ag_mem_stats *m, int32_t lineno)
+{
+    for (size_t i = 0; i < m->nlines; i++)
+        if (m->lines[i].line == lineno)
+            return &m->lines[i];
+    return NULL;
+}
+
+#define MB (1ULL << 20)
+
+/* 200 MB kept: malloc bytes, peak and footprint are exactly the samples' sum. */
+static void test_kept_allocations(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    for (int i = 0; i < 200; i++)
+        sample(&m, AG_M_MALLOC, MB, MB, 1, 0, 3);
+    ag_mem_finish(&m);
+    const struct ag_mline *l = line(&m, 3);
+    CHECK(l != NULL);
+    CHECK_EQ_U64(l->malloc_bytes, 200 * MB);
+    CHECK_EQ_U64(l->python_bytes, 200 * MB);
+    CHECK_EQ_U64(l->malloc_samples, 200);
+    CHECK_EQ_U64(l->peak, 200 * MB);
+    CHECK_EQ_U64(l->execs, 1);
+    CHECK_EQ_U64(l->hw_sum, 200 * MB);
+    CHECK_EQ_U64(m.max_footprint, 200 * MB);
+    CHECK_EQ_U64(m.footprint, 200 * MB);
+    CHECK(m.max_at_line && m.max_line == 3);
+    ag_mem_stats_free(&m);
+}
+
+/* 10 MB allocated then freed, 100 times on one line: 1000 MB allocated, peak 10 MB. */
+static void test_churn_on_one_line(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    for (int i = 0; i < 100; i++) {
+        sample(&m, AG_M_MALLOC, 10 * MB, 10 * MB, 1, 0, 4);
+        sample(&m, AG_M_FREE, 10 * MB, 0, 1, 0, 4);
+    }
+    ag_mem_finish(&m);
+    const struct ag_mline *l = line(&m, 4);
+    CHECK_EQ_U64(l->malloc_bytes, 1000 * MB);
+    CHECK_EQ_U64(l->free_bytes, 1000 * MB);
+    CHECK_EQ_U64(l->peak, 10 * MB);
+    CHECK_EQ_U64(m.max_footprint, 10 * MB);
+    CHECK_EQ_U64(m.footprint, 0);
+    ag_mem_stats_free(&m);
+}
+
+/* Allocated on line A, freed on line B, in a loop: A's executions end when the thread moves to
+ * B, so A's peak is one allocation, not the sum; B never goes below 0. */
+static void test_alloc_here_free_there(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    for (int i = 0; i < 50; i++) {
+        sample(&m, AG_M_MALLOC, 10 * MB, 0, 1, 0, 10);
+        sample(&m, AG_M_FREE, 10 * MB, 0, 1, 0, 11);
+    }
+    ag_mem_finish(&m);
+    const struct ag_mline *a = line(&m, 10), *b = line(&m, 11);
+    CHECK_EQ_U64(a->peak, 10 * MB);
+    CHECK_EQ_U64(a->execs, 50);
+    CHECK_EQ_U64(a->hw_sum, 500 * MB); /* average per execution: 10 MB */
+    CHECK_EQ_U64(b->peak, 0);
+    CHECK_EQ_U64(b->free_bytes, 500 * MB);
+    ag_mem_stats_free(&m);
+}
+
+/* Two threads on different lines do not end each other's executions. */
+static void test_threads_keep_their_lines(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    for (int i = 0; i < 10; i++) {
+        sample(&m, AG_M_MALLOC, MB, 0, 1, 0, 20);
+        sample(&m, AG_M_MALLOC, MB, 0, 2, 0, 30);
+    }
+    ag_mem_finish(&m);
+    CHECK_EQ_U64(line(&m, 20)->peak, 10 * MB);
+    CHECK_EQ_U64(line(&m, 30)->peak, 10 * MB);
+    CHECK_EQ_U64(line(&m, 20)->execs, 1);
+    ag_mem_stats_free(&m);
+}
+
+/* Free samples beyond what was allocated never take the footprint below 0, and a line's
+ * current bytes never exceed the footprint. */
+static void test_footprint_clamped(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    sample(&m, AG_M_FREE, 50 * MB, 0, 1, 0, 5);
+    CHECK_EQ_U64(m.footprint, 0);
+    sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 5);
+    CHECK_EQ_U64(m.footprint, 5 * MB);
+    CHECK_EQ_U64(line(&m, 5)->peak, 5 * MB);
+    ag_mem_stats_free(&m);
+}
+
+/* The timeline keeps at most 100 points, in time order, and keeps the maximum. */
+static void test_timeline_bounded_keeps_max(void)
+{
+    struct ag_timeline tl = {0};
+    for (uint64_t i = 0; i < 100000; i++)
+        ag_timeline_add(&tl, i, i == 54321 ? 999999 : i % 7);
+    ag_timeline_flush(&tl);
+    CHECK(tl.n <= AG_TIMELINE_POINTS);
+    CHECK(tl.n >= AG_TIMELINE_POINTS / 2);
+    uint64_t max = 0;
+    for (uint32_t i = 0; i < tl.n; i++) {
+        if (i)
+            CHECK(tl.t[i] > tl.t[i - 1]);
+        if (tl.v[i] > max)
+            max = tl.v[i];
+    }
+    CHECK_EQ_U64(max, 999999);
+    CHECK_EQ_U64(tl.t[tl.n - 1], 99999);
+}
+
+/* Leaks: a batch that sets a new maximum (above 100 MiB) offers its last such sample; never
+ * freed -> leak_mallocs only; freed before the second next candidate -> reclaimed too. */
+static void test_leak_candidates(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    sample(&m, AG_M_MALLOC, 101 * MB, 0, 1, 0, 1); /* above the gate: first candidate */
+    ag_mem_end_batch(&m);
+    for (int i = 0; i < 30; i++) { /* leaking line 2: one new maximum per batch */
+        uint64_t seq = next_seq;
+        fates[seq].fate = 0;
+        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 2);
+        ag_mem_end_batch(&m);
+    }
+    for (int i = 0; i < 30; i++) { /* line 3: each peak freed right after the next one */
+        uint64_t seq = next_seq;
+        fates[seq].fate = 1;
+        fates[seq].freed_at = seq + 2;
+        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 3);
+        ag_mem_end_batch(&m);
+    }
+    ag_mem_finish(&m);
+    const struct ag_mline *leaky = line(&m, 2), *fine = line(&m, 3);
+    CHECK_EQ_U64(leaky->leak_mallocs, 30);
+    CHECK_EQ_U64(leaky->leak_frees, 0);
+    CHECK_EQ_U64(fine->leak_mallocs, 28); /* the last two stay undecided */
+    CHECK_EQ_U64(fine->leak_frees, 28);
+    ag_mem_stats_free(&m);
+}
+
+/* Below 100 MiB nothing is a leak candidate; several new maxima in one batch count once. */
+static void test_leak_gate_and_batches(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    for (int i = 0; i < 50; i++) {
+        sample(&m, AG_M_MALLOC, MB, 0, 1, 0, 7);
+        ag_mem_end_batch(&m);
+    }
+    CHECK_EQ(m.npending, 0);
+    for (int i = 0; i < 100; i++)
+        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 7);
+    ag_mem_end_batch(&m);
+    CHECK_EQ(m.npending, 1);
+    ag_mem_stats_free(&m);
+}
+
+static const struct tl_test tests[] = {
+    TL(test_kept_allocations),   TL(test_churn_on_one_line),
+    TL(test_alloc_here_free_there), TL(test_threads_keep_their_lines),
+    TL(test_footprint_clamped),  TL(test_timeline_bounded_keeps_max),
+    TL(test_leak_candidates),    TL(test_leak_gate_and_batches),
+};
+TL_MAIN(tests)
