@@ -1,0 +1,505 @@
+"""End-to-end tests of `scry run`'s memory profile (issue 4) against ground truth, on every
+installed Python 3.11-3.13: bytes allocated, freed, held and copied per line, Python versus
+native memory, the footprint, leak detection, threads with no Python frame, children, and that
+the program's output and exit status stay what they are without scry.
+
+The ground truth is in tests/targets/mem_*.py, whose lines carry `# @name` markers:
+- mem_lines.py: 200 MiB of bytearrays kept by one line; 1000 MiB allocated and freed 10 MiB at a
+  time by another; numpy arrays and libc malloc through ctypes (native); 2 million small strs
+  (Python); 500 MiB copied by slice assignment (a memcpy, checked with an LD_PRELOAD counter);
+- mem_leak.py: a loop that leaks 5 MiB a round and two that do not (each in its own process);
+- mem_native_thread.py: 64 MiB malloc'ed by a raw pthread (native_alloc_thread.c, built here);
+- mem_stress.py: 16 threads allocating and freeing concurrently;
+- mem_children.py: memory allocated by a forked child and by spawned multiprocessing children.
+
+MB means MiB (1,048,576 bytes) everywhere, as in the profile. The sampler charges a line with
+the *net* bytes its thread allocated since the thread's previous sample, a sample every time that
+net reaches the window W (default 1 MiB): totals are exact to within W per thread, which is what
+most tolerances below are made of. The agent counts a block's usable size (the C library rounds
+a 1 MiB + 1 request up to its page, +0.4%), which the 2% tolerances absorb.
+"""
+
+import importlib.util
+import json
+import math
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import (TARGETS, assert_same_behaviour, check_profile, file_detail, line_entry,
+                      run_plain, run_profiled)
+
+_spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
+groundtruth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(groundtruth)
+
+MB = 1 << 20
+W_MB = 1.0  # the default sampling window, in MB
+NATIVE = "<native>"
+
+LINES = TARGETS / "mem_lines.py"
+LEAK = TARGETS / "mem_leak.py"
+NATIVE_THREAD = TARGETS / "mem_native_thread.py"
+STRESS = TARGETS / "mem_stress.py"
+CHILDREN = TARGETS / "mem_children.py"
+
+# Per line and per function.
+MEMORY_FIELDS = ("n_malloc_mb", "n_mallocs", "n_python_fraction", "n_usage_fraction",
+                 "n_peak_mb", "n_avg_mb", "n_growth_mb", "n_free_mb", "n_copy_mb_s")
+# Issue 4's thresholds: a native buffer below 0.1 Python, many small Python objects above 0.9.
+MAX_NATIVE_PYTHON_FRACTION = 0.10
+MIN_PYTHON_FRACTION = 0.90
+MALLOC_TOLERANCE = 0.02  # the issue's "within 2%" of a known allocation
+COPY_TOLERANCE = 0.10  # the issue's "copy volume within 10%"
+MIN_LEAK_LIKELIHOOD = 0.95  # the spec's reporting threshold
+# The copy sampler charges a line the bytes its thread copied since the last copy sample, a
+# sample each time they reach 8 MiB (SCRY_COPY_WINDOW's default): a line that copies nothing
+# may still be charged less than that window of earlier lines' copies.
+COPY_WINDOW_MB = 8.0
+
+
+def marker(path, name):
+    (lineno,) = groundtruth.marker_lines(path)[name]
+    return lineno
+
+
+# ---- runs, shared between tests, and the profile's memory schema ----------------------------
+
+
+@pytest.fixture(scope="session")
+def mem_run(tmp_path_factory):
+    """mem_run(python, script, args=(), options=(), env=None, plain=False) -> Ran: each distinct
+    run made once per session (plain=True: without scry). env: variables added for both runs.
+    A failed run fails every test that asks for it, without running it again."""
+    cache = {}
+
+    def run(python, script, args=(), options=(), env=None, plain=False):
+        key = (python, str(script), tuple(args), tuple(options), tuple(sorted((env or {}).items())),
+               plain)
+        if key not in cache:
+            mp = pytest.MonkeyPatch()
+            try:
+                for k, v in (env or {}).items():
+                    mp.setenv(k, v)  # conftest.program_env() copies os.environ for each run
+                if plain:
+                    cache[key] = run_plain(python, script, args)
+                else:
+                    out = tmp_path_factory.mktemp("mem") / "profile.json"
+                    cache[key] = run_profiled(python, script, args, outfile=out, options=options)
+            except BaseException as e:  # pytest.fail's exception is a BaseException
+                cache[key] = e
+                raise
+            finally:
+                mp.undo()
+        found = cache[key]
+        if isinstance(found, BaseException):
+            pytest.fail(f"the shared run of {script} {' '.join(args)} {' '.join(options)} "
+                        f"failed earlier: {found}")
+        return found
+
+    return run
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_timeline(points, where, max_mb=None):
+    assert isinstance(points, list), (where, points)
+    last = -1
+    for p in points:
+        assert isinstance(p, list) and len(p) == 2 and _number(p[0]) and _number(p[1]), (where, p)
+        assert p[0] >= last and p[1] >= 0, (where, points)
+        if max_mb is not None:
+            # A point is the footprint at that moment, never above its maximum.
+            assert p[1] <= max_mb * 1.001 + 1e-6, (where, p, max_mb)
+        last = p[0]
+
+
+def check_memory_schema(profile):
+    """The memory fields of the profile (globals, every line and function, leaks) have their
+    types and ranges, and agree with each other."""
+    for field in ("max_footprint_mb", "growth_rate", "native_allocations_mb", "elapsed_time_sec"):
+        assert _number(profile.get(field)), (field, profile.get(field))
+    assert isinstance(profile.get("memory"), bool), profile.get("memory")
+    assert isinstance(profile.get("alloc_samples"), int) and profile["alloc_samples"] >= 0
+    assert profile["max_footprint_mb"] >= 0 and profile["native_allocations_mb"] >= 0
+    footprint = profile["max_footprint_mb"]
+    _check_timeline(profile.get("samples"), "samples", footprint)
+    usage = 0.0
+    for name, detail in profile["files"].items():
+        for kind in ("lines", "functions"):
+            for e in detail[kind]:
+                where = (name, kind, e.get("lineno"), e.get("line"))
+                for field in MEMORY_FIELDS:
+                    if field == "n_free_mb" and not profile["memory"]:
+                        # A scry addition, left out of CPU-only profiles (json-schema.md).
+                        assert field not in e, (where, field, e[field])
+                        continue
+                    assert _number(e.get(field)), (where, field, e.get(field))
+                    assert e[field] >= 0, (where, field, e[field])
+                assert e["n_python_fraction"] <= 1 + 1e-9, (where, e["n_python_fraction"])
+                assert e["n_usage_fraction"] <= 1 + 1e-9, (where, e["n_usage_fraction"])
+                # What a line held at once is part of what it allocated and of the footprint.
+                assert e["n_peak_mb"] <= e["n_malloc_mb"] * 1.001 + 1e-6, (where, e)
+                assert e["n_peak_mb"] <= footprint * 1.001 + 1e-6, (where, e, footprint)
+                assert e["n_avg_mb"] <= e["n_peak_mb"] * 1.001 + 1e-6, (where, e)
+                _check_timeline(e.get("memory_samples"), where, footprint)
+                if kind == "lines":
+                    usage += e["n_usage_fraction"]
+        leaks = detail.get("leaks")
+        assert isinstance(leaks, dict), (name, leaks)
+        for lineno, leak in leaks.items():
+            assert lineno.isdigit(), (name, lineno)
+            assert _number(leak.get("likelihood")) and _number(leak.get("velocity_mb_s")), leak
+            assert MIN_LEAK_LIKELIHOOD <= leak["likelihood"] <= 1, (name, lineno, leak)
+            assert leak["velocity_mb_s"] >= 0, (name, lineno, leak)
+    assert usage <= 1 + 1e-6, f"the lines' n_usage_fraction add up to {usage}"
+    if profile["memory"]:
+        assert isinstance(profile.get("memory_sampling_window"), int), profile.keys()
+        assert _number(profile.get("copy_mb")) and profile["copy_mb"] >= 0, profile.get("copy_mb")
+        assert profile["alloc_samples"] >= sum(
+            e["n_mallocs"] for d in profile["files"].values() for e in d["lines"]), \
+            "fewer alloc_samples than the lines' malloc samples"
+
+
+def load_memory_profile(ran):
+    """The profile of a run under scry, checked against the CPU schema (conftest) and the memory
+    one. The "<native>" pseudo-file is left out of the CPU check only: its one line is line 0
+    (docs/agent-protocol.md), which conftest.check_profile predates (it wants lineno >= 1)."""
+    path = ran.profile_path
+    assert path.is_file(), f"no profile at {path}; {ran.describe()}"
+    try:
+        profile = json.loads(path.read_text())
+    except ValueError as e:
+        pytest.fail(f"{path} is not JSON ({e}); {ran.describe()}")
+    check_profile({**profile, "files": {k: v for k, v in profile["files"].items()
+                                        if k != NATIVE}})
+    check_memory_schema(profile)
+    return profile
+
+
+def detail_of(profile, path, ran):
+    detail = file_detail(profile, path)
+    assert detail is not None, (f"{path} is not among the profile's files: "
+                                f"{list(profile['files'])}; {ran.describe()}")
+    return detail
+
+
+def mem_line(detail, lineno):
+    """The line entry with its memory fields (zeros when the line is not listed)."""
+    e = line_entry(detail, lineno)
+    return {**{f: 0 for f in MEMORY_FIELDS}, "memory_samples": [], **e}
+
+
+def describe(e):
+    return ("line {lineno}: malloc {n_malloc_mb:.2f} MB in {n_mallocs} samples, python "
+            "{n_python_fraction:.3f}, free {n_free_mb:.2f}, peak {n_peak_mb:.2f}, avg "
+            "{n_avg_mb:.2f}, growth {n_growth_mb:.2f}, copy {n_copy_mb_s:.2f} MB/s, usage "
+            "{n_usage_fraction:.3f}").format(**e)
+
+
+def near(got, want, rel=0.0, abs_=0.0):
+    return abs(got - want) <= want * rel + abs_
+
+
+def lines_run(mem_run, python, sections=(), options=()):
+    """(run, profile, detail of mem_lines.py, the target's JSON line) under scry."""
+    ran = mem_run(python, LINES, sections, options)
+    assert ran.returncode == 0, ran.describe()
+    truth = json.loads(ran.stdout.decode().splitlines()[-1])
+    profile = load_memory_profile(ran)
+    return ran, profile, detail_of(profile, LINES, ran), truth
+
+
+# ---- mem_lines.py: every section in one run --------------------------------------------------
+
+
+def test_lines_output_and_status_unchanged(mem_run, python_exe):
+    assert_same_behaviour(mem_run(python_exe, LINES, plain=True), mem_run(python_exe, LINES))
+
+
+def test_kept_bytearrays(mem_run, python_exe):
+    """200 MiB in 1 MiB bytearrays kept by one line (a list comprehension)."""
+    _, profile, detail, _ = lines_run(mem_run, python_exe)
+    assert profile["memory"] is True
+    e = mem_line(detail, marker(LINES, "keep200"))
+    where = describe(e)
+    assert near(e["n_malloc_mb"], 200, MALLOC_TOLERANCE), f"want 200 MB +-2%: {where}"
+    # Held at the end and at once: 200 MB, to within the window (W) and the blocks' rounding.
+    assert 190 <= e["n_growth_mb"] <= 210, f"want growth near 200 MB: {where}"
+    assert near(e["n_peak_mb"], 200, MALLOC_TOLERANCE), f"want a 200 MB peak: {where}"
+    # The line ran once: its average execution held what its one execution did.
+    assert near(e["n_avg_mb"], 200, MALLOC_TOLERANCE), f"want an average of 200 MB: {where}"
+    # Every buffer is a bytearray, whose storage comes from PyObject_Malloc.
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, where
+    # Nothing is freed: at most the window of other lines' frees lands here.
+    assert e["n_free_mb"] <= 2 * W_MB, where
+    # Each 1 MiB (+1 byte) buffer crosses the 1 MiB window by itself: a sample per buffer,
+    # fewer only where small frees pending in the thread's counter push one to the next.
+    assert 150 <= e["n_mallocs"] <= 205, f"want a malloc sample per buffer: {where}"
+    assert e["memory_samples"], f"no footprint timeline for the line: {where}"
+    # Zeroing the buffers is a memset, not a copy (an LD_PRELOAD counter saw 0.002 MB).
+    assert e["n_copy_mb_s"] * profile["elapsed_time_sec"] < COPY_WINDOW_MB + 1, where
+    # The function holding the comprehension (on 3.11 the comprehension is a function of its
+    # own) is charged the same.
+    names = ("keep200", "keep200.<locals>.<listcomp>")
+    funcs = [f for f in detail["functions"] if f["line"] in names]
+    assert funcs, f"no function entry {names}: {[f['line'] for f in detail['functions']]}"
+    top = max(funcs, key=lambda f: f["n_malloc_mb"])
+    assert near(top["n_malloc_mb"], 200, MALLOC_TOLERANCE), f"{top['line']}: {describe(top)}"
+
+
+def test_allocate_and_free_1gb(mem_run, python_exe):
+    """100 bytearrays of 10 MiB allocated and freed by one line, one alive at a time."""
+    _, profile, detail, _ = lines_run(mem_run, python_exe)
+    e = mem_line(detail, marker(LINES, "churn1g"))
+    where = describe(e)
+    assert near(e["n_malloc_mb"], 1000, MALLOC_TOLERANCE), f"want 1000 MB +-2%: {where}"
+    assert near(e["n_free_mb"], 1000, MALLOC_TOLERANCE), f"want 1000 MB freed +-2%: {where}"
+    # Nothing is kept: the net is 0 to within the window; 5 MB is half a buffer, so a lost free
+    # (or a malloc counted twice) shows.
+    assert abs(e["n_growth_mb"]) <= 5, f"want growth near 0: {where}"
+    # One 10 MiB buffer alive at a time: its peak is 10 MB, +-W; two alive would be 20.
+    assert 9 <= e["n_peak_mb"] <= 12, f"want a 10 MB peak: {where}"
+    # Each 10 MiB allocation crosses the window by itself: one sample each.
+    assert 95 <= e["n_mallocs"] <= 110, f"want ~100 malloc samples: {where}"
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, where
+    # A memset of 1000 MB to zero is not a copy.
+    assert e["n_copy_mb_s"] * profile["elapsed_time_sec"] < COPY_WINDOW_MB + 1, where
+
+
+def test_native_buffers_are_native(mem_run, python_exe):
+    """numpy's data and libc's malloc through ctypes count as native, at their true size."""
+    _, _, detail, truth = lines_run(mem_run, python_exe)
+    e = mem_line(detail, marker(LINES, "ctypes"))
+    assert near(e["n_malloc_mb"], 100, MALLOC_TOLERANCE), f"ctypes malloc(100 MiB): {describe(e)}"
+    assert e["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, f"ctypes: {describe(e)}"
+    if not truth["numpy"]:
+        pytest.skip(f"numpy is not installed for {python_exe} (ctypes checked)")
+    e = mem_line(detail, marker(LINES, "numpy"))
+    assert near(e["n_malloc_mb"], 200, MALLOC_TOLERANCE), f"numpy 8 x 25 MiB: {describe(e)}"
+    assert e["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, f"numpy: {describe(e)}"
+
+
+def test_small_objects_are_python(mem_run, python_exe):
+    """2,000,000 short strs and their list, made by one line, come from Python's allocator."""
+    _, _, detail, truth = lines_run(mem_run, python_exe)
+    e = mem_line(detail, marker(LINES, "small"))
+    low, high = (b / MB for b in truth["small_bytes"])
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
+    # The truth lies between the objects' own sizes (what tracemalloc counts: 106.8 MB on 3.12)
+    # and the same rounded to pymalloc's 16-byte classes, held in its 1 MiB arenas (pools
+    # waste ~1%); pymalloc may reuse a few MB its arenas had free before the line (5% below).
+    assert 0.95 * low <= e["n_malloc_mb"] <= 1.03 * high + W_MB, (
+        f"want {low:.1f}-{high:.1f} MB: {describe(e)}")
+
+
+def test_copy_volume(mem_run, python_exe):
+    """50 copies of 10 MiB by slice assignment (memcpy; an LD_PRELOAD counter saw 500.0 MB)."""
+    _, profile, detail, _ = lines_run(mem_run, python_exe)
+    e = mem_line(detail, marker(LINES, "copy500"))
+    copied = e["n_copy_mb_s"] * profile["elapsed_time_sec"]
+    assert near(copied, 500, COPY_TOLERANCE), (
+        f"copy: {copied:.1f} MB ({e['n_copy_mb_s']:.2f} MB/s x {profile['elapsed_time_sec']:.2f}"
+        f" s), want 500 MB +-10%: {describe(e)}")
+
+
+def test_footprint_of_all_sections(mem_run, python_exe):
+    """The peak footprint holds what the sections keep, and not much more."""
+    _, profile, detail, truth = lines_run(mem_run, python_exe)
+    low, high = (b / MB for b in truth["small_bytes"])
+    kept = 200 + 100 + 10 + (200 if truth["numpy"] else 0)  # the copy's destination: 10
+    # What `import numpy` allocates is up to its BLAS (70 MB of anonymous mappings here, which
+    # tracemalloc does not see): taken from the profile's own line for it.
+    numpy_import = mem_line(detail, marker(LINES, "numpy_import"))["n_malloc_mb"]
+    got = profile["max_footprint_mb"]
+    # Above it by at most: interpreter start-up and other imports, the copy's 10 MiB source,
+    # the 16 MB list of sizes the small section makes afterwards, and 2% of rounding.
+    assert 0.98 * (kept + low) <= got <= 1.02 * (kept + high) + numpy_import + 40, (
+        f"max_footprint_mb {got:.1f}, kept {kept + low:.1f}-{kept + high:.1f} MB, numpy's "
+        f"import {numpy_import:.1f} MB")
+    assert profile["memory_sampling_window"] == MB, profile["memory_sampling_window"]
+    # Every copy of the program: the copy line's 500 MB, the copy source's 10 MB (made by
+    # doubling), numpy's import 6 MB (an LD_PRELOAD counter: 516 MB in the sections), and the
+    # interpreter's own start-up copies (a few MB).
+    assert 500 <= profile["copy_mb"] <= 540, profile["copy_mb"]
+    assert profile["samples"], "no footprint timeline"
+    assert profile["alloc_samples"] > 0
+    assert profile["native_allocations_mb"] <= W_MB, (
+        f"{profile['native_allocations_mb']:.2f} MB charged to <native>: this program has no "
+        f"thread without a Python frame")
+
+
+# ---- options ----------------------------------------------------------------------------------
+
+
+def test_cpu_only_has_no_memory(mem_run, python_exe):
+    _, profile, detail, _ = lines_run(mem_run, python_exe, ["keep200"], ["--cpu-only"])
+    assert profile["memory"] is False
+    for field in ("max_footprint_mb", "native_allocations_mb", "alloc_samples", "growth_rate"):
+        assert profile[field] == 0, (field, profile[field])
+    assert profile["samples"] == []
+    for name, d in profile["files"].items():
+        assert d["leaks"] == {}, (name, d["leaks"])
+        for e in d["lines"] + d["functions"]:
+            assert all(e.get(f, 0) == 0 for f in MEMORY_FIELDS), (name, e)
+            assert e["memory_samples"] == [], (name, e)
+    assert NATIVE not in profile["files"]
+    # The scry additions are left out, so a CPU-only profile is what it was before memory.
+    assert "memory_sampling_window" not in profile and "copy_mb" not in profile
+
+
+def test_sampling_window_10mb(mem_run, python_exe):
+    """With a 10 MiB window the kept 200 MiB are still right to within the window."""
+    _, profile, detail, _ = lines_run(mem_run, python_exe, ["keep200"],
+                                      ["--allocation-sampling-window", "10485760"])
+    e = mem_line(detail, marker(LINES, "keep200"))
+    assert profile["memory"] is True
+    assert 200 - 10 <= e["n_malloc_mb"] <= 201 + 10, f"want 200 MB +-10 MB: {describe(e)}"
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
+    assert profile["memory_sampling_window"] == 10 * MB, profile["memory_sampling_window"]
+    # The window is in effect: one sample per ten buffers, not one per buffer.
+    assert 18 <= e["n_mallocs"] <= 21, f"want ~20 malloc samples: {describe(e)}"
+
+
+def test_pythonmalloc_malloc(mem_run, python_exe):
+    """PYTHONMALLOC=malloc (no pymalloc): same output, same numbers for the kept buffers."""
+    env = {"PYTHONMALLOC": "malloc"}
+    plain = mem_run(python_exe, LINES, ["keep200"], env=env, plain=True)
+    ran = mem_run(python_exe, LINES, ["keep200"], env=env)
+    assert_same_behaviour(plain, ran)
+    profile = load_memory_profile(ran)
+    e = mem_line(detail_of(profile, LINES, ran), marker(LINES, "keep200"))
+    assert near(e["n_malloc_mb"], 200, MALLOC_TOLERANCE), describe(e)
+    assert 190 <= e["n_growth_mb"] <= 210, describe(e)
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
+
+
+# ---- leaks ------------------------------------------------------------------------------------
+
+
+def leak_run(mem_run, python, section, options=()):
+    ran = mem_run(python, LEAK, [section], options)
+    # The output is known: the same as without scry (checked by hand, see mem_leak.py).
+    want = {"leak": "leak: 80 buffers, 419430400 bytes held\n",
+            "noleak": "noleak: 90 MiB held, last buffer 15597568 bytes\n",
+            "noleak_del": "noleak_del: 90 MiB held, last buffer 15597568 bytes\n"}[section]
+    assert (ran.returncode, ran.stdout.decode(), ran.stderr) == (0, want, b""), ran.describe()
+    profile = load_memory_profile(ran)
+    return profile, detail_of(profile, LEAK, ran)
+
+
+def test_leaking_loop_is_flagged(mem_run, python_exe):
+    profile, detail = leak_run(mem_run, python_exe, "leak")
+    lineno = marker(LEAK, "leak")
+    e = mem_line(detail, lineno)
+    assert near(e["n_malloc_mb"], 400, MALLOC_TOLERANCE), describe(e)
+    assert profile["growth_rate"] >= 1, profile["growth_rate"]
+    leak = detail["leaks"].get(str(lineno))
+    assert leak is not None, (f"line {lineno} (80 x 5 MiB kept) is not in leaks: "
+                              f"{detail['leaks']}; {describe(e)}")
+    # Rule of succession over ~60 new peaks past 100 MiB, none freed: about 0.98.
+    assert leak["likelihood"] >= MIN_LEAK_LIKELIHOOD, leak
+    assert leak["velocity_mb_s"] > 0, leak
+    assert set(detail["leaks"]) == {str(lineno)}, f"other lines flagged: {detail['leaks']}"
+
+
+@pytest.mark.parametrize("section", ["noleak", "noleak_del"])
+def test_loop_that_frees_is_not_flagged(mem_run, python_exe, section):
+    profile, detail = leak_run(mem_run, python_exe, section)
+    e = mem_line(detail, marker(LEAK, section))
+    # The test means something only if the detector had every reason to look at the loop:
+    # it allocated what it did (5 to 15 MiB, 795 MiB in all), past 100 MB of footprint, and
+    # the program grew (90 MB held) by more than the 1% at which leaks are reported.
+    assert near(e["n_malloc_mb"], 795, MALLOC_TOLERANCE), describe(e)
+    assert profile["max_footprint_mb"] > 100 and profile["growth_rate"] >= 1, (
+        profile["max_footprint_mb"], profile["growth_rate"])
+    assert detail["leaks"] == {}, f"{section}: flagged {detail['leaks']}; {describe(e)}"
+
+
+def test_leak_detector_off(mem_run, python_exe):
+    profile, _ = leak_run(mem_run, python_exe, "leak", ["--no-memory-leak-detector"])
+    assert profile["memory"] is True
+    for name, d in profile["files"].items():
+        assert d["leaks"] == {}, (name, d["leaks"])
+
+
+# ---- threads without Python, many threads, children -------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def native_thread_lib(tmp_path_factory):
+    """tests/targets/native_alloc_thread.c built into a shared library (needs gcc)."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        pytest.skip("gcc is not installed: it builds tests/targets/native_alloc_thread.c "
+                    "(apt-get install gcc)")
+    out = tmp_path_factory.mktemp("native") / "native_alloc_thread.so"
+    cp = subprocess.run([gcc, "-O1", "-shared", "-fPIC", "-pthread", "-o", str(out),
+                         str(TARGETS / "native_alloc_thread.c")],
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, f"building {out} failed:\n{cp.stderr}"
+    return out
+
+
+def test_raw_pthread_allocations_are_native(mem_run, python_exe, native_thread_lib):
+    args = [str(native_thread_lib)]
+    ran = mem_run(python_exe, NATIVE_THREAD, args)
+    assert_same_behaviour(mem_run(python_exe, NATIVE_THREAD, args, plain=True), ran)
+    profile = load_memory_profile(ran)
+    got = profile["native_allocations_mb"]
+    # 64 blocks of 1 MiB; the thread ends with less than the window unsampled (-1 MB), and the
+    # C library rounds each block up to its page (+0.4%): 10% is the issue's allowance.
+    assert near(got, 64, 0.10), f"native_allocations_mb {got:.2f}, want 64 +-10%"
+    assert NATIVE in profile["files"], f"no {NATIVE} file: {list(profile['files'])}"
+    native = profile["files"][NATIVE]
+    total = sum(e.get("n_malloc_mb", 0) for e in native["lines"])
+    assert near(total, got, 0.001, 0.01), (f"{NATIVE}'s lines have {total:.2f} MB, "
+                                           f"native_allocations_mb {got:.2f}")
+    assert all(e["lineno"] == 0 for e in native["lines"]), native["lines"]
+    # The thread's memory is not charged to the line that started it (the line itself
+    # allocates next to nothing; 8 MB would be the thread's stack, if it were counted).
+    e = mem_line(detail_of(profile, NATIVE_THREAD, ran), marker(NATIVE_THREAD, "native_call"))
+    assert e["n_malloc_mb"] < 16, describe(e)
+
+
+def test_stress_16_threads(mem_run, python_exe):
+    ran = mem_run(python_exe, STRESS)
+    assert_same_behaviour(mem_run(python_exe, STRESS, plain=True), ran)
+    assert ran.returncode == 5, ran.describe()
+    profile = load_memory_profile(ran)
+    assert profile["memory"] is True and profile["alloc_samples"] > 0
+    # Sane: objects of 1-4 MiB are made, and at most 16 threads x 33 objects of at most 4 MiB
+    # (plus the interpreter and numpy) are alive at once.
+    assert 1 <= profile["max_footprint_mb"] <= 16 * 33 * 4 + 100, profile["max_footprint_mb"]
+    detail = detail_of(profile, STRESS, ran)
+    assert sum(e["n_malloc_mb"] for e in detail["lines"]) > 0
+
+
+def test_fork_child_memory(mem_run, python_exe):
+    ran = mem_run(python_exe, CHILDREN, ["fork"])
+    assert_same_behaviour(mem_run(python_exe, CHILDREN, ["fork"], plain=True), ran)
+    profile = load_memory_profile(ran)
+    assert profile["memory"] is True and profile["processes"] >= 2, profile["processes"]
+    detail = detail_of(profile, CHILDREN, ran)
+    parent = mem_line(detail, marker(CHILDREN, "parent_alloc"))
+    child = mem_line(detail, marker(CHILDREN, "fork_child_alloc"))
+    # 20 and 40 buffers of 1 MiB: 2%, or the window (a child inherits its parent's counters).
+    assert near(parent["n_malloc_mb"], 20, MALLOC_TOLERANCE, W_MB), describe(parent)
+    assert near(child["n_malloc_mb"], 40, MALLOC_TOLERANCE, W_MB), (
+        f"the forked child's line (it ends with os._exit): {describe(child)}")
+    # At most both processes' memory, with each one's start-up.
+    assert 40 <= profile["max_footprint_mb"] <= 60 + 40, profile["max_footprint_mb"]
+
+
+def test_spawn_children_memory(mem_run, python_exe):
+    ran = mem_run(python_exe, CHILDREN, ["spawn"])
+    assert_same_behaviour(mem_run(python_exe, CHILDREN, ["spawn"], plain=True), ran)
+    profile = load_memory_profile(ran)
+    assert profile["memory"] is True and profile["processes"] >= 3, profile["processes"]
+    e = mem_line(detail_of(profile, CHILDREN, ran), marker(CHILDREN, "spawn_child_alloc"))
+    # Two children, 30 buffers of 1 MiB each: 2%, plus a window per child.
+    assert near(e["n_malloc_mb"], 60, MALLOC_TOLERANCE, 2 * W_MB), describe(e)
+    assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
