@@ -170,8 +170,8 @@ static bool is_timeline(const json_t *tl)
 
 /* The byte and sample counters of `memory`, each optional (absent reads 0). */
 static const char *const mem_counts[] = {
-    "window",      "copy_window",        "alloc_samples",       "copy_samples",
-    "malloc_bytes", "free_bytes",        "python_bytes",        "copy_bytes",
+    "window",       "copy_window",         "alloc_samples",        "copy_samples",
+    "malloc_bytes", "free_bytes",          "python_bytes",         "copy_bytes",
     "native_malloc_bytes", "startup_malloc_bytes", "max_footprint_bytes", "final_footprint_bytes",
 };
 
