@@ -1,17 +1,23 @@
-"""Overhead of `scry run --cpu-only` against no profiler, side by side with Scalene, py-spy, Austin
-and pyinstrument, on the ten pyperformance benchmarks of Scalene's paper (workload.py).
+"""Overhead of `scry run` against no profiler, side by side with its peers, on the ten
+pyperformance benchmarks of Scalene's paper (workload.py). Two modes:
+
+  cpu   `scry run --cpu-only` with Scalene --cpu-only, py-spy, Austin and pyinstrument
+  full  everything on: `scry run` as it runs by default (CPU, memory, copy volume, leak
+        detection) with Scalene profiling memory (its default) and memray
 
 Run through bench/overhead/run.sh, which makes the virtual environment; see docs/PERFORMANCE.md
 for the method. Options:
 
     --quick            2 rounds, ~1 s per run (a smoke test of the harness, not a measurement)
+    --mode cpu|full|all  which tools (default cpu; all: both sets, one baseline)
     --rounds N         rounds (default 5); every (benchmark, tool) pair runs once per round
     --target S         seconds one baseline run should take (default 2.5); sets the iterations
     --benchmarks a,b   a subset of workload.NAMES
-    --tools a,b        a subset of the tools (base is always run)
+    --tools a,b        tools by name, instead of the mode's (base is always run)
     --scry PATH        the scry binary (default build/scry)
     --no-write         print the table only; do not write results/<date>.md and .json
-    --name STEM        write results/STEM.md and .json instead
+    --name STEM        write results/STEM.md and .json instead (default: the date, then
+                       -full or -all for those modes, then -quick for --quick)
 
 Within a round the benchmarks run one after another and, for each, every tool once, in an order
 rotated from round to round, so slow drifts of the machine (other jobs, thermal state) fall on all
@@ -42,7 +48,12 @@ from workload import NAMES  # noqa: E402
 PY = sys.executable
 BIN = os.path.dirname(PY)
 SLOW = 8  # a run taking longer than SLOW x the baseline's is stopped
-TOOLS = ["base", "scry", "scalene", "py-spy", "austin", "pyinstrument"]
+MODES = {
+    "cpu": ["base", "scry", "scalene", "py-spy", "austin", "pyinstrument"],
+    "full": ["base", "scry-full", "scalene-full", "memray"],
+}
+MODES["all"] = MODES["cpu"] + MODES["full"][1:]
+TOOLS = MODES["all"]
 LABELS = {
     "base": "no profiler",
     "scry": "scry run --cpu-only --no-view",
@@ -50,6 +61,9 @@ LABELS = {
     "py-spy": "py-spy record (100 Hz)",
     "austin": "austin -i 10ms",
     "pyinstrument": "pyinstrument (1 ms)",
+    "scry-full": "scry run --no-view (CPU, memory, copy, leaks)",
+    "scalene-full": "scalene run (CPU, memory, copy, leaks)",
+    "memray": "memray run",
 }
 
 
@@ -61,9 +75,22 @@ def command(tool, args, work, scry):
     if tool == "scry":
         return [scry, "run", "--cpu-only", "--no-view", "--python", PY,
                 "-o", os.path.join(work, "scry.json"), WORKLOAD, "---", *args]
+    if tool == "scry-full":
+        # Memory, copy volume and the leak detector are on by default: no option needed.
+        return [scry, "run", "--no-view", "--python", PY,
+                "-o", os.path.join(work, "scry.json"), WORKLOAD, "---", *args]
     if tool == "scalene":
         return [os.path.join(BIN, "scalene"), "run", "--cpu-only",
                 "-o", os.path.join(work, "scalene.json"), WORKLOAD, "---", *args]
+    if tool == "scalene-full":
+        # Without --cpu-only Scalene profiles memory, copy volume and leaks (its defaults).
+        return [os.path.join(BIN, "scalene"), "run",
+                "-o", os.path.join(work, "scalene.json"), WORKLOAD, "---", *args]
+    if tool == "memray":
+        # Its defaults: every allocation through the Python allocators and malloc is recorded
+        # (no native stacks, no pymalloc tracing), into a capture file it writes as it goes.
+        return [PY, "-m", "memray", "run", "-q", "-o", os.path.join(work, "memray.bin"),
+                "--force", *prog]
     if tool == "py-spy":
         return [os.path.join(BIN, "py-spy"), "record", "-o", os.path.join(work, "py-spy.raw"),
                 "--format", "raw", "--", PY, *prog]
@@ -109,7 +136,7 @@ def run_once(tool, name, iterations, scry, timeout):
 
 def available(tool, scry):
     """None when `tool` runs a tiny program here, else why not."""
-    if tool == "scry" and not (os.path.isfile(scry) and os.access(scry, os.X_OK)):
+    if tool.startswith("scry") and not (os.path.isfile(scry) and os.access(scry, os.X_OK)):
         return f"{scry} is not built"
     try:
         # One real iteration: a program that exits at once can end before a sampler attaches.
@@ -121,6 +148,9 @@ def available(tool, scry):
 
 def tool_version(tool, scry):
     argv = {"scry": [scry, "version"], "scalene": [os.path.join(BIN, "scalene"), "--version"],
+            "scry-full": [scry, "version"],
+            "scalene-full": [os.path.join(BIN, "scalene"), "--version"],
+            "memray": [PY, "-m", "memray", "--version"],
             "py-spy": [os.path.join(BIN, "py-spy"), "--version"],
             "austin": [os.path.join(BIN, "austin"), "--version"],
             "pyinstrument": [os.path.join(BIN, "pyinstrument"), "--version"],
@@ -202,7 +232,8 @@ def main():
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--target", type=float)
     ap.add_argument("--benchmarks", default=",".join(NAMES))
-    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--mode", choices=sorted(MODES), default="cpu")
+    ap.add_argument("--tools", help="comma-separated tool names (default: the mode's)")
     ap.add_argument("--scry", default=os.path.join(REPO, "build", "scry"))
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--name", help="file name stem under results/ (default: the date)")
@@ -213,7 +244,8 @@ def main():
     for b in benches:
         if b not in NAMES:
             sys.exit(f"unknown benchmark {b}; known: {', '.join(NAMES)}")
-    tools = ["base"] + [t for t in args.tools.split(",") if t and t != "base"]
+    wanted = args.tools.split(",") if args.tools else MODES[args.mode]
+    tools = ["base"] + [t for t in wanted if t and t != "base"]
     for t in tools:
         if t not in TOOLS:
             sys.exit(f"unknown tool {t}; known: {', '.join(TOOLS)}")
@@ -279,7 +311,9 @@ def main():
         if args.no_write:
             return
         now = datetime.datetime.now()
-        stem = args.name or (now.strftime("%Y-%m-%d") + ("-quick" if args.quick else ""))
+        stem = args.name or (now.strftime("%Y-%m-%d")
+                             + ("" if args.mode == "cpu" else f"-{args.mode}")
+                             + ("-quick" if args.quick else ""))
         outdir = os.path.join(HERE, "results")
         os.makedirs(outdir, exist_ok=True)
         try:
@@ -303,12 +337,15 @@ def main():
         env += [f"- {t}: {versions[t]}" for t in active if t != "base"]
         env += [f"- {t}: not measured: {unavailable[t]}" for t in unavailable]
         md = (f"# Profiler overhead, {stem}\n\nMade by `bench/overhead/run.sh"
-              f"{' --quick' if args.quick else ''}`; method in docs/PERFORMANCE.md.\n\n"
+              f"{' --quick' if args.quick else ''}"
+              f"{'' if args.mode == 'cpu' else ' --mode ' + args.mode}`; "
+              f"method in docs/PERFORMANCE.md.\n\n"
               + "\n".join(env) + "\n\n" + text + "\n")
         with open(os.path.join(outdir, stem + ".md"), "w") as f:
             f.write(md)
         with open(os.path.join(outdir, stem + ".json"), "w") as f:
-            json.dump({"rounds": rounds, "target": target, "iterations": iterations,
+            json.dump({"mode": args.mode, "rounds": rounds, "target": target,
+                       "iterations": iterations,
                        "versions": versions, "unavailable": unavailable, "results": results,
                        "too_slow": sorted(f"{b} {t}" for b, t in too_slow), "rounds_done": done},
                       f, indent=1)

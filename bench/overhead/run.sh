@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Profiler overhead benchmark: scry run --cpu-only against no profiler, Scalene, py-spy, Austin and
-# pyinstrument on the ten pyperformance benchmarks of Scalene's paper. One command:
+# Profiler overhead benchmark on the ten pyperformance benchmarks of Scalene's paper. One command:
 #
-#   bench/overhead/run.sh [--quick] [overhead.py options]
+#   bench/overhead/run.sh [--quick] [--mode cpu|full|all] [overhead.py options]
+#
+# --mode cpu (the default): scry run --cpu-only against no profiler, Scalene --cpu-only, py-spy,
+# Austin and pyinstrument. --mode full: everything on (scry run's default: CPU, memory, copy
+# volume, leaks) against no profiler, Scalene with memory and memray. --mode all: both.
 #
 # Makes (once) a virtual environment with the benchmarks and the peer profilers, builds scry if
 # needed, runs bench/overhead/overhead.py, and writes bench/overhead/results/<date>.md (and .json).
@@ -19,7 +22,7 @@ venv=${BENCH_VENV:-$repo/build/bench-venv}
 # Pinned so that runs on different days compare. docutils 0.18.1 is what pyperformance's
 # bm_docutils asks for; austin-dist 4.x needs glibc 2.38, older than Debian 12 has.
 packages=(pyperformance==1.14.0 pyperf==2.11.0 docutils==0.18.1 sympy==1.14.0
-          scalene==2.4.0 py-spy==0.4.3 austin-dist==3.7.0 pyinstrument==5.1.3)
+          scalene==2.4.0 py-spy==0.4.3 austin-dist==3.7.0 pyinstrument==5.1.3 memray==1.20.0)
 stamp="$venv/.scry-bench-${packages[*]// /_}"
 stamp=${stamp//[^A-Za-z0-9._\/-]/_}
 if [ ! -e "$stamp" ]; then
