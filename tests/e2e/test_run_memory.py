@@ -290,9 +290,10 @@ def test_small_objects_are_python(mem_run, python_exe):
     low, high = (b / MB for b in truth["small_bytes"])
     assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
     # The truth lies between the objects' own sizes (what tracemalloc counts: 106.8 MB on 3.12)
-    # and the same rounded to pymalloc's 16-byte classes, held in its 1 MiB arenas (pools
-    # waste ~1%); pymalloc may reuse a few MB its arenas had free before the line (5% below).
-    assert 0.95 * low <= e["n_malloc_mb"] <= 1.03 * high + W_MB, (
+    # and the same rounded to pymalloc's 16-byte classes, held in its 1 MiB arenas, whose pools
+    # lose about 2% to their headers and to the arena's alignment (4% above; seen: 1.4%);
+    # pymalloc may reuse a few MB its arenas had free before the line (5% below).
+    assert 0.95 * low <= e["n_malloc_mb"] <= 1.04 * high + W_MB, (
         f"want {low:.1f}-{high:.1f} MB: {describe(e)}")
 
 
@@ -391,8 +392,10 @@ def leak_run(mem_run, python, section, options=()):
     return profile, detail_of(profile, LEAK, ran)
 
 
-def test_leaking_loop_is_flagged(mem_run, python_exe):
-    profile, detail = leak_run(mem_run, python_exe, "leak")
+@pytest.mark.parametrize("options", [[], ["--memory-leak-detector"]], ids=["default", "option"])
+def test_leaking_loop_is_flagged(mem_run, python_exe, options):
+    """Flagged with the detector on, as it is by default and with its option."""
+    profile, detail = leak_run(mem_run, python_exe, "leak", options)
     lineno = marker(LEAK, "leak")
     e = mem_line(detail, lineno)
     assert near(e["n_malloc_mb"], 400, MALLOC_TOLERANCE), describe(e)
