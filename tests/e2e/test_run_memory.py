@@ -157,6 +157,18 @@ def check_memory_schema(profile):
             assert leak["velocity_mb_s"] >= 0, (name, lineno, leak)
     assert usage <= 1 + 1e-6, f"the lines' n_usage_fraction add up to {usage}"
     if profile["memory"]:
+        # A line's growth is never more than the whole program's: growth_rate % of everything
+        # allocated, which any line's n_malloc_mb / n_usage_fraction gives.
+        lines = [e for d in profile["files"].values() for e in d["lines"]
+                 if e["n_usage_fraction"] > 0]
+        if lines:
+            top = max(lines, key=lambda e: e["n_malloc_mb"])
+            program_growth = profile["growth_rate"] / 100 * (
+                top["n_malloc_mb"] / top["n_usage_fraction"])
+            for e in lines:
+                assert e["n_growth_mb"] <= program_growth * 1.001 + 0.01, (
+                    f"line {e['lineno']} grew {e['n_growth_mb']:.2f} MB, the program "
+                    f"{program_growth:.2f} MB")
         assert isinstance(profile.get("memory_sampling_window"), int), profile.keys()
         assert _number(profile.get("copy_mb")) and profile["copy_mb"] >= 0, profile.get("copy_mb")
         assert profile["alloc_samples"] >= sum(
