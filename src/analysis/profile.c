@@ -212,13 +212,15 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
         return bad(what, "\"memory_lines\" is not an array");
     for (size_t i = 0; i < json_array_size(ml); i++) {
         const json_t *l = json_array_get(ml, i);
-        bool ok = json_is_array(l) && json_array_size(l) == 14 &&
+        /* live_bytes (the 15th) came later: a part without it still reads. */
+        size_t n = json_array_size(l);
+        bool ok = json_is_array(l) && (n == 14 || n == 15) &&
                   is_count(json_array_get(l, 0), (int64_t)nfiles - 1) &&
                   is_count(json_array_get(l, 1), PROF_MAX_LINE) &&
                   is_count(json_array_get(l, 2), (int64_t)nfuncs - 1) &&
                   is_timeline(json_array_get(l, 13));
-        for (size_t k = 3; ok && k < 13; k++)
-            ok = is_count(json_array_get(l, k), INT64_MAX);
+        for (size_t k = 3; ok && k < n; k++)
+            ok = k == 13 || is_count(json_array_get(l, k), INT64_MAX);
         /* Laplace's rule needs frees <= mallocs (a free counts only a counted malloc). */
         if (ok && json_integer_value(json_array_get(l, 12)) >
                       json_integer_value(json_array_get(l, 11)))
@@ -228,7 +230,7 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
                        "memory_lines[%zu] is not [file index, line, function index, "
                        "malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, "
                        "hw_sum_bytes, execs, copy_bytes, leak_mallocs, leak_frees <= "
-                       "leak_mallocs, [[ns, bytes], ...]] with indexes in range",
+                       "leak_mallocs, [[ns, bytes], ...], live_bytes] with indexes in range",
                        i);
     }
     return 0;
@@ -796,9 +798,12 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
 {
     for (size_t i = 0; i < json_array_size(ml); i++) {
         const json_t *e = json_array_get(ml, i);
-        uint64_t v[13];
-        for (size_t k = 3; k < 13; k++)
+        uint64_t v[15];
+        for (size_t k = 3; k < 15; k++)
             v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
+        /* Without live_bytes, what the line allocated and did not free itself. */
+        if (json_array_size(e) < 15)
+            v[14] = v[3] > v[6] ? v[3] - v[6] : 0;
         struct prof_line *l;
         int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
                           (uint32_t)json_integer_value(json_array_get(e, 1)),
@@ -816,6 +821,7 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
         l->copy_bytes += v[10];
         l->leak_mallocs += v[11];
         l->leak_frees += v[12];
+        l->live_bytes += v[14];
         if ((err = add_points(&l->timeline, json_array_get(e, 13), start_ns)))
             return err;
     }

@@ -25,7 +25,7 @@ struct row {
     uint64_t samples;
     /* Memory summed over the lines it covers (peak: the largest); tl owned by the row. */
     uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
-        execs, copy_bytes, leak_mallocs, leak_frees;
+        execs, copy_bytes, leak_mallocs, leak_frees, live_bytes;
     struct prof_timeline tl;
 };
 
@@ -57,15 +57,17 @@ static void row_add(struct row *r, const struct prof_line *l)
     r->copy_bytes += l->copy_bytes;
     r->leak_mallocs += l->leak_mallocs;
     r->leak_frees += l->leak_frees;
+    r->live_bytes += l->live_bytes;
     if (prof_timeline_append(&r->tl, l->timeline.pts, l->timeline.n) != 0)
         abort(); /* as the strbuf does: scry cannot go on without memory */
 }
 
-/* The row's net growth in bytes: what it allocated and did not free, never more than the whole
- * program grew (a line cannot have leaked more than the program kept). */
+/* The row's net growth in bytes: what it allocated and was never freed (live_bytes: wherever
+ * the free happened, so a line that allocates what another frees does not grow), never more
+ * than the whole program grew (a line cannot have kept more than the program did). */
 static double row_growth(const struct row *r, const struct wctx *c)
 {
-    int64_t net = (int64_t)r->malloc_bytes - (int64_t)r->free_bytes;
+    int64_t net = (int64_t)r->live_bytes;
     if (net > c->program_growth)
         net = c->program_growth;
     return net > 0 ? (double)net : 0;

@@ -41,7 +41,8 @@ static const char part_a[] =
     "[1,0,1,2097152,0,2,0,2097152,2097152,1,0,0,0,[[500000000,2097152]]]]}";
 
 /* A child (pid 101) started 0.5 s after the program and ran 1 s: 20 MiB more on line 12 at its
- * 0.1 s (the program's 0.6 s), nothing freed; its file list has only app.py. */
+ * 0.1 s (the program's 0.6 s), 12 MiB of which another line freed (live_bytes 8 MiB: a part in
+ * the newer 15-entry format); its file list has only app.py. */
 static const char part_b[] =
     "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":101,"
     "\"start_time_absolute\":1001.0,\"elapsed_sec\":1.0,"
@@ -51,7 +52,7 @@ static const char part_b[] =
     "\"free_bytes\":0,\"max_footprint_bytes\":20971520,\"max_footprint_at\":[0,12],"
     "\"max_footprint_python_fraction\":0.25,\"timeline\":[[100000000,20971520]]},"
     "\"memory_lines\":[[0,12,0,20971520,0,20,0,20971520,20971520,1,0,0,0,"
-    "[[100000000,20971520]]]]}";
+    "[[100000000,20971520]],8388608]]}";
 
 static const char source[] = "def main():\n"
                              "\n"
@@ -140,6 +141,7 @@ static void test_merge(void)
         CHECK_EQ(l->hw_sum_bytes, 60 * MB);
         CHECK_EQ(l->execs, 3);
         CHECK_EQ(l->leak_mallocs, 40);
+        CHECK_EQ(l->live_bytes, 48 * MB); /* 40 - 0 of the program's, 8 of the child's */
         static const int64_t tl[][2] = {{600000000, 20 * MB}, {1000000000, 42 * MB}};
         check_points(&l->timeline, tl, 2, __LINE__);
     }
@@ -276,7 +278,7 @@ static void test_json(void)
     CHECK(num(l12, "n_usage_fraction") == 60.0 / 72.0);
     CHECK(num(l12, "n_peak_mb") == 40);
     CHECK(num(l12, "n_avg_mb") == 20); /* 60 MiB over 3 executions */
-    CHECK(num(l12, "n_growth_mb") == 60);
+    CHECK(num(l12, "n_growth_mb") == 48); /* live bytes, not malloc - free */
     CHECK(num(l12, "n_free_mb") == 0);
     CHECK(num(l12, "n_copy_mb_s") == 0);
     CHECK(num(l12, "n_cpu_percent_python") == 50);
@@ -305,16 +307,16 @@ static void test_json(void)
     CHECK(num(fn, "n_malloc_mb") == 70);
     CHECK(num(fn, "n_peak_mb") == 40);
     CHECK(num(fn, "n_avg_mb") == 10);
-    CHECK(num(fn, "n_growth_mb") == 60);
+    CHECK(num(fn, "n_growth_mb") == 48);
     CHECK(num(fn, "n_copy_mb_s") == 8);
     CHECK_EQ(json_array_size(json_object_get(fn, "memory_samples")), 3);
 
-    /* 40 peak-setting allocations, none freed: 1 - 1/42; 60 MiB grown over 2 s. */
+    /* 40 peak-setting allocations, none freed: 1 - 1/42; 48 MiB grown over 2 s. */
     const json_t *leaks = json_object_get(f, "leaks");
     CHECK_EQ(json_object_size(leaks), 1);
     const json_t *lk = json_object_get(leaks, "12");
     CHECK(lk && num(lk, "likelihood") == 1.0 - 1.0 / 42.0);
-    CHECK(lk && num(lk, "velocity_mb_s") == 30);
+    CHECK(lk && num(lk, "velocity_mb_s") == 24);
 
     /* <native>: no source, only the line with data. */
     const json_t *nat = json_object_get(files, "<native>");
@@ -441,6 +443,8 @@ static void test_bad_memory_keys(void)
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,2,3,[]]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,\"1\",0,1,1,1,0,0,0,[]]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[[5,-5]]]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],-1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1]]}",
     };
     struct profile p;
     prof_init(&p);
@@ -517,14 +521,14 @@ static void test_text(void)
         "Memory usage: ▁▃█▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB from native threads)\n",
         "  Line │ Python │ native │ system │ Python │ net MB │   peak │ timeline/%     │   MB/s │ "
         "source\n",
-        /* 17% Python, 60 MB grown, 40 MB peak, 20 and 42 of 62 MB, 83% of all bytes */
-        "    12 │    50% │        │        │    17% │    60M │    40M │ ▃▆         83% │        │"
+        /* 17% Python, 48 MB grown, 40 MB peak, 20 and 42 of 62 MB, 83% of all bytes */
+        "    12 │    50% │        │        │    17% │    48M │    40M │ ▃▆         83% │        │"
         "     x.append(bytearray(1 << 20))\n",
         /* no time, but memory: shown */
         "    14 │        │        │        │   100% │        │     5M │ ▅          14% │      8 │"
         "     z = bytes(x[0])\n",
-        "Possible memory leak at line 12 (likelihood 98%, velocity 30.00 MB/s)\n",
-        "    10 │    50% │        │        │    29% │    60M │    40M │ ▃▆▅        97% │      8 │"
+        "Possible memory leak at line 12 (likelihood 98%, velocity 24.00 MB/s)\n",
+        "    10 │    50% │        │        │    29% │    48M │    40M │ ▃▆▅        97% │      8 │"
         " main\n",
         "<native>: 0.0% of the time",
     };
