@@ -62,12 +62,15 @@ static void row_add(struct row *r, const struct prof_line *l)
         abort(); /* as the strbuf does: scry cannot go on without memory */
 }
 
-/* The row's net growth in bytes: what it allocated and was never freed (live_bytes: wherever
- * the free happened, so a line that allocates what another frees does not grow), never more
- * than the whole program grew (a line cannot have kept more than the program did). */
+/* The row's net growth in bytes: what it allocated and did not free itself (malloc - free),
+ * and no more than its samples' allocations still live at the end (live_bytes: so a line whose
+ * allocations another line frees does not grow), nor than the whole program grew (a line cannot
+ * have kept more than the program did). */
 static double row_growth(const struct row *r, const struct wctx *c)
 {
-    int64_t net = (int64_t)r->live_bytes;
+    int64_t net = (int64_t)r->malloc_bytes - (int64_t)r->free_bytes;
+    if (net > (int64_t)r->live_bytes)
+        net = (int64_t)r->live_bytes;
     if (net > c->program_growth)
         net = c->program_growth;
     return net > 0 ? (double)net : 0;

@@ -17,7 +17,8 @@
 #define MB 1048576LL
 
 /* The program (pid 100, 2 s from Unix time 1000.5): line 12 allocates 40 MiB in 40 peak-setting
- * samples that are never freed; line 14 only allocates, frees and copies (no CPU sample); a
+ * samples that are never freed; line 14 only allocates, frees and copies (no CPU sample; its
+ * live_bytes disagrees with its own frees); a
  * thread without Python frames allocates 2 MiB (<native>). Its footprint: 2 MiB at 0.5 s,
  * 42 MiB at 1 s, 32 MiB at 1.8 s. */
 static const char part_a[] =
@@ -37,7 +38,7 @@ static const char part_a[] =
     "\"memory_lines\":["
     "[0,12,0,41943040,10485760,40,0,41943040,41943040,2,0,40,0,[[1000000000,44040192]]],"
     "[0,14,0,10485760,10485760,10,10485760,5242880,10485760,4,16777216,0,0,"
-    "[[1800000000,33554432]]],"
+    "[[1800000000,33554432]],10485760],"
     "[1,0,1,2097152,0,2,0,2097152,2097152,1,0,0,0,[[500000000,2097152]]]]}";
 
 /* A child (pid 101) started 0.5 s after the program and ran 1 s: 20 MiB more on line 12 at its
@@ -278,7 +279,7 @@ static void test_json(void)
     CHECK(num(l12, "n_usage_fraction") == 60.0 / 72.0);
     CHECK(num(l12, "n_peak_mb") == 40);
     CHECK(num(l12, "n_avg_mb") == 20); /* 60 MiB over 3 executions */
-    CHECK(num(l12, "n_growth_mb") == 48); /* live bytes, not malloc - free */
+    CHECK(num(l12, "n_growth_mb") == 48); /* live bytes, below malloc - free */
     CHECK(num(l12, "n_free_mb") == 0);
     CHECK(num(l12, "n_copy_mb_s") == 0);
     CHECK(num(l12, "n_cpu_percent_python") == 50);
@@ -292,6 +293,7 @@ static void test_json(void)
     CHECK(num(l14, "n_cpu_percent_python") == 0 && num(l14, "n_samples") == 0);
     CHECK(num(l14, "n_malloc_mb") == 10);
     CHECK(num(l14, "n_free_mb") == 10);
+    /* It freed what it allocated: no growth, whatever live_bytes (10 MiB) says. */
     CHECK(num(l14, "n_growth_mb") == 0);
     CHECK(num(l14, "n_python_fraction") == 1);
     CHECK(num(l14, "n_avg_mb") == 2.5);
