@@ -25,7 +25,8 @@ struct row {
     uint64_t samples;
     /* Memory summed over the lines it covers (peak: the largest); tl owned by the row. */
     uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
-        execs, copy_bytes, leak_mallocs, leak_frees, live_bytes;
+        execs, copy_bytes, leak_mallocs, leak_frees;
+    uint64_t kept_bytes; /* the sum of its lines' line_kept() */
     struct prof_timeline tl;
 };
 
@@ -39,6 +40,15 @@ struct wctx {
     double total_malloc;
     int64_t program_growth;
 };
+
+/* What a line allocated and did not free itself (malloc - free), and no more than its samples'
+ * allocations still live at the end (live_bytes, which also sees frees by other lines: a line
+ * whose allocations another line frees does not grow). */
+static uint64_t line_kept(const struct prof_line *l)
+{
+    uint64_t net = l->malloc_bytes > l->free_bytes ? l->malloc_bytes - l->free_bytes : 0;
+    return net < l->live_bytes ? net : l->live_bytes;
+}
 
 static void row_add(struct row *r, const struct prof_line *l)
 {
@@ -57,20 +67,16 @@ static void row_add(struct row *r, const struct prof_line *l)
     r->copy_bytes += l->copy_bytes;
     r->leak_mallocs += l->leak_mallocs;
     r->leak_frees += l->leak_frees;
-    r->live_bytes += l->live_bytes;
+    r->kept_bytes += line_kept(l);
     if (prof_timeline_append(&r->tl, l->timeline.pts, l->timeline.n) != 0)
         abort(); /* as the strbuf does: scry cannot go on without memory */
 }
 
-/* The row's net growth in bytes: what it allocated and did not free itself (malloc - free),
- * and no more than its samples' allocations still live at the end (live_bytes: so a line whose
- * allocations another line frees does not grow), nor than the whole program grew (a line cannot
- * have kept more than the program did). */
+/* The row's net growth in bytes: what its lines kept, never more than the whole program grew
+ * (a line cannot have kept more than the program did). */
 static double row_growth(const struct row *r, const struct wctx *c)
 {
-    int64_t net = (int64_t)r->malloc_bytes - (int64_t)r->free_bytes;
-    if (net > (int64_t)r->live_bytes)
-        net = (int64_t)r->live_bytes;
+    int64_t net = (int64_t)r->kept_bytes;
     if (net > c->program_growth)
         net = c->program_growth;
     return net > 0 ? (double)net : 0;
