@@ -200,8 +200,7 @@ static inline void on_copy(size_t n)
 static void freeing_block(void *p)
 {
     uint64_t n = real.usable(p);
-    if (ag_leak_on)
-        ag_memq_note_freed((uint64_t)(uintptr_t)p);
+    ag_memq_note_freed((uint64_t)(uintptr_t)p);
     on_free(n);
 }
 
@@ -263,7 +262,7 @@ static void *counted_realloc(void *old, void *(*fn)(void *, size_t, size_t), siz
     saved = errno;
     if (p) { /* on failure the old block is untouched */
         uint64_t after = real.usable(p);
-        if (old && p != old && ag_leak_on)
+        if (old && p != old)
             ag_memq_note_freed((uint64_t)(uintptr_t)old);
         if (after > before)
             on_alloc(p, after - before);
@@ -413,8 +412,7 @@ AG_EXPORT int munmap(void *addr, size_t len)
         KEEP_ERRNO_BEGIN;
         uint64_t n = ag_maps_remove((uint64_t)(uintptr_t)addr, page_round(len));
         if (n) {
-            if (ag_leak_on)
-                ag_memq_note_freed((uint64_t)(uintptr_t)addr);
+            ag_memq_note_freed((uint64_t)(uintptr_t)addr);
             on_free(n);
         }
         KEEP_ERRNO_END;

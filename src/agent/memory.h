@@ -35,6 +35,7 @@ enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY };
 enum ag_mem_flags {
     AG_M_STARTUP = 1,   /* taken before the interpreter ran Python code */
     AG_M_NO_PYTHON = 2, /* the thread had no Python frame: charged to <native> */
+    AG_M_UNTRACKED = 4, /* its allocation's address could not be remembered: its fate is unknown */
 };
 
 /* One queued sample. */
@@ -64,11 +65,11 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
 struct ag_mem_sample *ag_memq_peek(void);
 void ag_memq_pop(void);
 void ag_memq_fork_child(void);
-/* Leak tracking: the hooks report every freed block (or unmapped mapping); the collector asks
- * whether the allocation of the malloc sample seq (at ptr) was freed: 1 freed (*freed_seq: the
- * queue position then), 0 not freed, -1 unknown (its entry was reused). */
+/* The fate of malloc samples' allocations: the hooks report every freed block (or unmapped
+ * mapping); the collector asks about sample seq (at ptr): 1 freed (*freed_at: the queue position
+ * then; asked once, the answer is not kept), 0 still allocated, -1 unknown (not tracked). */
 void ag_memq_note_freed(uint64_t ptr);
-int ag_memq_leak_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_seq);
+int ag_memq_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_at);
 uint64_t ag_memq_position(void);
 /* The anonymous mappings counted so far, by address: add (false: table full, not counted) and
  * remove (the bytes it had, 0 if not ours; a prefix of it may be removed). */

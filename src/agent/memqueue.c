@@ -2,7 +2,8 @@
  * - a multi-producer single-consumer queue of fixed slots: a producer reserves the next position
  *   with a compare-and-swap (never when the queue is full), writes the slot, then publishes it;
  *   the collector takes slots in position order;
- * - the recent malloc samples' addresses (leak tracking: was the allocation ever freed?);
+ * - the addresses of the malloc samples' allocations, so that the collector learns which were
+ *   freed (and when): the memory each line still holds, and the leak rule;
  * - the anonymous mappings counted, so that munmap counts only what mmap counted.
  * All memory here comes from mmap at start; nothing allocates or locks. */
 #include <dlfcn.h>
@@ -14,7 +15,11 @@
 
 #define QUEUE_SLOTS 256   /* samples waiting for the collector (~1.2 MiB) */
 #define SCRATCH_COUNT 16  /* threads that can read their stack for a sample at once */
-#define LEAK_SLOTS 16384  /* recent malloc samples' addresses, direct-mapped */
+#define TRACK_BUCKETS 2048 /* sample addresses: 8-way buckets, one cache line of addresses each */
+#define TRACK_WAYS 8
+#define TRACK_EMPTY 0
+#define TRACK_FREED 1 /* freed; the collector has not taken note yet */
+#define TRACK_BUSY 2  /* being filled in */
 #define MAP_SLOTS 16384   /* anonymous mappings counted */
 #define MAP_PROBES 64
 #define MAP_TOMB UINT64_MAX
@@ -25,11 +30,13 @@ static _Atomic uint64_t head, tail;
 static void *scratch[SCRATCH_COUNT];
 static _Atomic int scratch_busy[SCRATCH_COUNT];
 
-static struct leak_entry {
-    _Atomic uint64_t ptr;
-    _Atomic uint64_t seq;
-    _Atomic uint64_t freed; /* queue position + 1 when freed */
-} *leaks;
+/* An entry is EMPTY -> BUSY -> the address (live) -> FREED (by a hook) -> EMPTY (once the
+ * collector has read its fate): a freed entry is reused only after the collector saw it. */
+static struct track_bucket {
+    _Atomic uint64_t ptr[TRACK_WAYS];
+    _Atomic uint64_t seq[TRACK_WAYS];
+    _Atomic uint64_t freed[TRACK_WAYS]; /* queue position when freed */
+} *tracks;
 
 static struct map_entry {
     _Atomic uint64_t addr;
@@ -41,12 +48,12 @@ static uint64_t (*gilstate)(void); /* PyGILState_GetThisThreadState */
 int ag_memq_init(void)
 {
     slots = ag_real_mmap(QUEUE_SLOTS * sizeof(*slots));
-    leaks = ag_real_mmap(LEAK_SLOTS * sizeof(*leaks));
+    tracks = ag_real_mmap(TRACK_BUCKETS * sizeof(*tracks));
     maps = ag_real_mmap(MAP_SLOTS * sizeof(*maps));
     for (int i = 0; i < SCRATCH_COUNT; i++)
         scratch[i] = ag_real_mmap(AG_SCRATCH_SIZE);
     *(void **)&gilstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    if (!slots || !leaks || !maps || !gilstate)
+    if (!slots || !tracks || !maps || !gilstate)
         return -1;
     for (int i = 0; i < SCRATCH_COUNT; i++)
         if (!scratch[i])
@@ -71,9 +78,26 @@ static void give_scratch(int i)
         atomic_store_explicit(&scratch_busy[i], 0, memory_order_release);
 }
 
-static size_t leak_index(uint64_t ptr)
+static struct track_bucket *bucket_of(uint64_t ptr)
 {
-    return (size_t)(hm_hash64(ptr) & (LEAK_SLOTS - 1));
+    return &tracks[hm_hash64(ptr) & (TRACK_BUCKETS - 1)];
+}
+
+/* Remembers the address of sample seq's allocation; false when its bucket is full. */
+static bool track(uint64_t ptr, uint64_t seq)
+{
+    struct track_bucket *b = bucket_of(ptr);
+    for (int w = 0; w < TRACK_WAYS; w++) {
+        uint64_t expected = TRACK_EMPTY;
+        if (atomic_load_explicit(&b->ptr[w], memory_order_relaxed) != TRACK_EMPTY ||
+            !atomic_compare_exchange_strong(&b->ptr[w], &expected, TRACK_BUSY))
+            continue;
+        atomic_store_explicit(&b->seq[w], seq, memory_order_relaxed);
+        atomic_store_explicit(&b->freed[w], 0, memory_order_relaxed);
+        atomic_store_explicit(&b->ptr[w], ptr, memory_order_release);
+        return true;
+    }
+    return false;
 }
 
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, uint64_t ptr,
@@ -112,13 +136,8 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     give_scratch(sc);
     if (python && m->s.depth == 0)
         m->mflags |= AG_M_NO_PYTHON;
-    if (kind == AG_M_MALLOC && ptr && ag_leak_on) {
-        struct leak_entry *e = &leaks[leak_index(ptr)];
-        atomic_store_explicit(&e->ptr, 0, memory_order_relaxed);
-        atomic_store_explicit(&e->seq, h, memory_order_relaxed);
-        atomic_store_explicit(&e->freed, 0, memory_order_relaxed);
-        atomic_store_explicit(&e->ptr, ptr, memory_order_release);
-    }
+    if (kind == AG_M_MALLOC && (!ptr || ptr <= TRACK_BUSY || !track(ptr, h)))
+        m->mflags |= AG_M_UNTRACKED;
     atomic_store_explicit(&m->ready, h + 1, memory_order_release);
     return true;
 }
@@ -156,28 +175,38 @@ void ag_memq_fork_child(void)
 
 void ag_memq_note_freed(uint64_t ptr)
 {
-    if (!leaks)
+    if (!tracks || ptr <= TRACK_BUSY)
         return;
-    struct leak_entry *e = &leaks[leak_index(ptr)];
-    uint64_t cur = atomic_load_explicit(&e->ptr, memory_order_relaxed);
-    if (cur != ptr || !atomic_compare_exchange_strong(&e->ptr, &cur, 0))
+    struct track_bucket *b = bucket_of(ptr);
+    for (int w = 0; w < TRACK_WAYS; w++) {
+        uint64_t cur = atomic_load_explicit(&b->ptr[w], memory_order_relaxed);
+        if (cur != ptr)
+            continue;
+        /* One thread frees a given block: the position is written before the state says so. */
+        atomic_store_explicit(&b->freed[w], atomic_load(&head), memory_order_relaxed);
+        atomic_compare_exchange_strong(&b->ptr[w], &cur, TRACK_FREED);
         return;
-    atomic_store_explicit(&e->freed, atomic_load(&head) + 1, memory_order_release);
+    }
 }
 
-int ag_memq_leak_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_seq)
+int ag_memq_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_at)
 {
-    if (!leaks)
+    if (!tracks || ptr <= TRACK_BUSY)
         return -1;
-    struct leak_entry *e = &leaks[leak_index(ptr)];
-    if (atomic_load_explicit(&e->seq, memory_order_acquire) != seq)
-        return -1;
-    uint64_t f = atomic_load_explicit(&e->freed, memory_order_acquire);
-    if (f) {
-        *freed_seq = f - 1;
+    struct track_bucket *b = bucket_of(ptr);
+    for (int w = 0; w < TRACK_WAYS; w++) {
+        if (atomic_load_explicit(&b->seq[w], memory_order_acquire) != seq)
+            continue;
+        uint64_t cur = atomic_load_explicit(&b->ptr[w], memory_order_acquire);
+        if (cur == ptr)
+            return 0;
+        if (cur != TRACK_FREED)
+            continue;
+        *freed_at = atomic_load_explicit(&b->freed[w], memory_order_relaxed);
+        atomic_store_explicit(&b->ptr[w], TRACK_EMPTY, memory_order_release);
         return 1;
     }
-    return atomic_load_explicit(&e->ptr, memory_order_acquire) == ptr ? 0 : -1;
+    return -1;
 }
 
 /* ---- anonymous mappings ---- */

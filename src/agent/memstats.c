@@ -50,6 +50,7 @@ void ag_mem_stats_free(struct ag_mem_stats *m)
     for (size_t i = 0; i < m->nlines; i++)
         free(m->lines[i].timeline);
     free(m->lines);
+    free(m->live);
     hm_free(&m->line_by_key);
     hm_free(&m->last_by_tid);
     ag_mem_stats_init(m);
@@ -100,24 +101,67 @@ static void moved_to(struct ag_mem_stats *m, int tid, struct ag_mline *l)
 
 /* The oldest waiting new-maximum sample is decided once two more batches have set a new
  * maximum: reclaimed if its allocation was freed before the second of them was sampled. */
-static void leak_candidate(struct ag_mem_stats *m, uint32_t line, uint64_t seq, uint64_t ptr)
+static void leak_candidate(struct ag_mem_stats *m)
 {
-    m->pending[m->npending].line = line;
-    m->pending[m->npending].seq = seq;
-    m->pending[m->npending].ptr = ptr;
+    m->pending[m->npending].line = m->batch_max.line;
+    m->pending[m->npending].seq = m->batch_max.seq;
+    m->pending[m->npending].tracked = m->batch_max.tracked;
+    m->pending[m->npending].freed = m->batch_max.freed;
+    m->pending[m->npending].freed_at = m->batch_max.freed_at;
     if (++m->npending < 3)
         return;
-    uint64_t freed_at = 0;
-    int fate = ag_memq_leak_fate(m->pending[0].ptr, m->pending[0].seq, &freed_at);
     struct ag_mline *l = &m->lines[m->pending[0].line];
-    if (fate >= 0) {
+    if (m->pending[0].tracked) {
         l->leak_mallocs++;
-        if (fate == 1 && freed_at <= m->pending[2].seq)
+        if (m->pending[0].freed && m->pending[0].freed_at <= m->pending[2].seq)
             l->leak_frees++;
     }
     m->pending[0] = m->pending[1];
     m->pending[1] = m->pending[2];
     m->npending = 2;
+}
+
+static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint32_t line)
+{
+    if (m->nlive == m->cap_live) {
+        size_t ncap = m->cap_live ? m->cap_live * 2 : 256;
+        struct ag_live *n = realloc(m->live, ncap * sizeof(*n));
+        if (!n)
+            return; /* its bytes stay charged to its line */
+        m->live = n;
+        m->cap_live = ncap;
+    }
+    m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, line};
+}
+
+/* Takes note of the sample allocations freed since the last look. */
+static void scan_live(struct ag_mem_stats *m)
+{
+    for (size_t i = 0; i < m->nlive;) {
+        struct ag_live *r = &m->live[i];
+        uint64_t freed_at = 0;
+        int fate = ag_memq_fate(r->ptr, r->seq, &freed_at);
+        if (fate == 0) {
+            i++;
+            continue;
+        }
+        if (fate == 1) {
+            if (r->line != UINT32_MAX) {
+                struct ag_mline *l = &m->lines[r->line];
+                l->live_bytes = l->live_bytes > r->bytes ? l->live_bytes - r->bytes : 0;
+            }
+            for (int k = 0; k < m->npending; k++)
+                if (m->pending[k].seq == r->seq) {
+                    m->pending[k].freed = true;
+                    m->pending[k].freed_at = freed_at;
+                }
+            if (m->batch_max.valid && m->batch_max.seq == r->seq) {
+                m->batch_max.freed = true; /* freed within its own batch */
+                m->batch_max.freed_at = freed_at;
+            }
+        }
+        *r = m->live[--m->nlive]; /* unknown (-1): no longer tracked; its bytes stay */
+    }
 }
 
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
@@ -155,10 +199,13 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
         m->footprint = m->footprint > s->bytes ? m->footprint - s->bytes : 0;
     }
     ag_timeline_add(&m->timeline, t, m->footprint);
+    if (s->kind == AG_M_MALLOC && !(s->mflags & AG_M_UNTRACKED))
+        remember_live(m, s, l ? (uint32_t)(l - m->lines) : UINT32_MAX);
     if (!l)
         return;
     moved_to(m, s->tid, l);
     if (s->kind == AG_M_MALLOC) {
+        l->live_bytes += s->bytes;
         l->malloc_bytes += s->bytes;
         l->python_bytes += s->python_bytes;
         l->malloc_samples++;
@@ -175,24 +222,27 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     if (l->cur > l->peak)
         l->peak = l->cur;
     ag_timeline_add(l->timeline, t, m->footprint);
-    if (new_max && ag_leak_on && s->ptr && m->max_footprint > AG_LEAK_MIN_FOOTPRINT) {
+    if (new_max && ag_leak_on && m->max_footprint > AG_LEAK_MIN_FOOTPRINT) {
         m->batch_max.valid = true;
+        m->batch_max.tracked = !(s->mflags & AG_M_UNTRACKED);
         m->batch_max.line = (uint32_t)(l - m->lines);
         m->batch_max.seq = s->seq;
-        m->batch_max.ptr = s->ptr;
+        m->batch_max.freed = false;
     }
 }
 
 void ag_mem_end_batch(struct ag_mem_stats *m)
 {
-    if (!m->batch_max.valid)
-        return;
-    leak_candidate(m, m->batch_max.line, m->batch_max.seq, m->batch_max.ptr);
-    m->batch_max.valid = false;
+    scan_live(m);
+    if (m->batch_max.valid) {
+        leak_candidate(m);
+        m->batch_max.valid = false;
+    }
 }
 
 void ag_mem_finish(struct ag_mem_stats *m)
 {
+    scan_live(m);
     for (size_t i = 0; i < m->nlines; i++) {
         close_execution(&m->lines[i]);
         ag_timeline_flush(m->lines[i].timeline);

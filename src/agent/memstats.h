@@ -37,7 +37,14 @@ struct ag_mline {
     bool open;            /* an execution is under way */
     uint64_t peak, hw_sum, execs;
     uint64_t leak_mallocs, leak_frees;
+    uint64_t live_bytes; /* its malloc samples whose allocation is still there */
     struct ag_timeline *timeline;
+};
+
+/* A malloc sample whose allocation has not been freed (as far as the collector knows). */
+struct ag_live {
+    uint64_t seq, ptr, bytes;
+    uint32_t line; /* index into lines, UINT32_MAX: charged to no line */
 };
 
 /* Where the collector charged a sample. */
@@ -62,17 +69,21 @@ struct ag_mem_stats {
     int32_t max_line;
     double max_python_fraction;
     struct ag_timeline timeline;
+    struct ag_live *live;
+    size_t nlive, cap_live;
     /* Malloc samples that set a new maximum, waiting for their fate (oldest first). */
     struct {
         uint32_t line;
-        uint64_t seq, ptr;
+        uint64_t seq;
+        bool tracked, freed;
+        uint64_t freed_at;
     } pending[3];
     int npending;
     /* The last malloc sample of the batch being drained that set a new maximum. */
     struct {
-        bool valid;
+        bool valid, tracked, freed;
         uint32_t line;
-        uint64_t seq, ptr;
+        uint64_t seq, freed_at;
     } batch_max;
 };
 
@@ -81,8 +92,9 @@ void ag_mem_stats_free(struct ag_mem_stats *m);
 /* Accounts one sample; start_ns: the process's start (CLOCK_MONOTONIC). */
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns);
-/* The collector drained a batch of samples: at most one leak candidate per batch (as Scalene),
- * so that only growth that lasts over many collector periods looks like a leak. */
+/* The collector drained a batch of samples: asks which allocations of earlier malloc samples have
+ * been freed since, and takes at most one leak candidate per batch (as Scalene), so that only
+ * growth that lasts over many collector periods looks like a leak. */
 void ag_mem_end_batch(struct ag_mem_stats *m);
 /* Ends every open execution and completes the timelines (before writing the part). */
 void ag_mem_finish(struct ag_mem_stats *m);

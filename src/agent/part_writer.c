@@ -166,6 +166,7 @@ static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
         for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++)
             jw_uint(w, nums[k]);
         write_timeline(w, l->timeline);
+        jw_uint(w, l->live_bytes);
         jw_arr_end(w);
     }
     jw_arr_end(w);

@@ -14,12 +14,12 @@ static struct {
     uint64_t freed_at;
 } fates[4096];
 
-int ag_memq_leak_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_seq)
+int ag_memq_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_at)
 {
     (void)ptr;
     if (seq >= 4096)
         return -1;
-    *freed_seq = fates[seq].freed_at;
+    *freed_at = fates[seq].freed_at;
     return fates[seq].fate;
 }
 
@@ -93,14 +93,18 @@ static void test_churn_on_one_line(void)
 }
 
 /* Allocated on line A, freed on line B, in a loop: A's executions end when the thread moves to
- * B, so A's peak is one allocation, not the sum; B never goes below 0. */
+ * B, so A's peak is one allocation, not the sum; B never goes below 0; A holds nothing at the
+ * end because its allocations were freed (wherever that happened). */
 static void test_alloc_here_free_there(void)
 {
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
     for (int i = 0; i < 50; i++) {
+        fates[next_seq].fate = 1;
+        fates[next_seq].freed_at = next_seq + 1;
         sample(&m, AG_M_MALLOC, 10 * MB, 0, 1, 0, 10);
         sample(&m, AG_M_FREE, 10 * MB, 0, 1, 0, 11);
+        ag_mem_end_batch(&m);
     }
     ag_mem_finish(&m);
     const struct ag_mline *a = line(&m, 10), *b = line(&m, 11);
@@ -109,6 +113,8 @@ static void test_alloc_here_free_there(void)
     CHECK_EQ_U64(a->hw_sum, 500 * MB); /* average per execution: 10 MB */
     CHECK_EQ_U64(b->peak, 0);
     CHECK_EQ_U64(b->free_bytes, 500 * MB);
+    CHECK_EQ_U64(a->live_bytes, 0);
+    CHECK_EQ_U64(m.nlive, 0);
     ag_mem_stats_free(&m);
 }
 
@@ -189,6 +195,9 @@ static void test_leak_candidates(void)
     CHECK_EQ_U64(leaky->leak_frees, 0);
     CHECK_EQ_U64(fine->leak_mallocs, 28); /* the last two stay undecided */
     CHECK_EQ_U64(fine->leak_frees, 28);
+    /* What each line still holds: the leaked line all of it, the other nothing. */
+    CHECK_EQ_U64(leaky->live_bytes, 150 * MB);
+    CHECK_EQ_U64(fine->live_bytes, 0);
     ag_mem_stats_free(&m);
 }
 
