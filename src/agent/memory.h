@@ -66,11 +66,10 @@ struct ag_mem_sample *ag_memq_peek(void);
 void ag_memq_pop(void);
 void ag_memq_fork_child(void);
 /* The fate of malloc samples' allocations: the hooks report every freed block (or unmapped
- * mapping); the collector asks about sample seq (at ptr): 1 freed (*freed_at: the queue position
- * then; asked once, the answer is not kept), 0 still allocated, -1 unknown (not tracked). */
+ * mapping); when it is a sample's allocation, the free goes into a log that the collector reads
+ * in order: which sample (seq) and the queue position when it was freed. */
 void ag_memq_note_freed(uint64_t ptr);
-int ag_memq_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_at);
-uint64_t ag_memq_position(void);
+bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at);
 /* The anonymous mappings counted so far, by address: add (false: table full, not counted) and
  * remove (the bytes it had, 0 if not ours; a prefix of it may be removed). */
 bool ag_maps_add(uint64_t addr, uint64_t len);

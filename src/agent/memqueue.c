@@ -2,8 +2,8 @@
  * - a multi-producer single-consumer queue of fixed slots: a producer reserves the next position
  *   with a compare-and-swap (never when the queue is full), writes the slot, then publishes it;
  *   the collector takes slots in position order;
- * - the addresses of the malloc samples' allocations, so that the collector learns which were
- *   freed (and when): the memory each line still holds, and the leak rule;
+ * - the addresses of the malloc samples' allocations, and a log of those freed (which sample,
+ *   when) that the collector reads: the memory each line still holds, and the leak rule;
  * - the anonymous mappings counted, so that munmap counts only what mmap counted.
  * All memory here comes from mmap at start; nothing allocates or locks. */
 #include <dlfcn.h>
@@ -18,8 +18,8 @@
 #define TRACK_BUCKETS 2048 /* sample addresses: 8-way buckets, one cache line of addresses each */
 #define TRACK_WAYS 8
 #define TRACK_EMPTY 0
-#define TRACK_FREED 1 /* freed; the collector has not taken note yet */
-#define TRACK_BUSY 2  /* being filled in */
+#define TRACK_BUSY 1  /* being filled in */
+#define FREED_SLOTS 16384 /* freed sample allocations waiting for the collector */
 #define MAP_SLOTS 16384   /* anonymous mappings counted */
 #define MAP_PROBES 64
 #define MAP_TOMB UINT64_MAX
@@ -30,13 +30,19 @@ static _Atomic uint64_t head, tail;
 static void *scratch[SCRATCH_COUNT];
 static _Atomic int scratch_busy[SCRATCH_COUNT];
 
-/* An entry is EMPTY -> BUSY -> the address (live) -> FREED (by a hook) -> EMPTY (once the
- * collector has read its fate): a freed entry is reused only after the collector saw it. */
+/* An entry is EMPTY -> BUSY -> the address (live) -> EMPTY again when the block is freed, once
+ * the free is in the log. */
 static struct track_bucket {
     _Atomic uint64_t ptr[TRACK_WAYS];
     _Atomic uint64_t seq[TRACK_WAYS];
-    _Atomic uint64_t freed[TRACK_WAYS]; /* queue position when freed */
 } *tracks;
+
+/* The log of freed sample allocations: the same reserve-then-publish protocol as the queue. */
+static struct freed_event {
+    _Atomic uint64_t ready; /* position + 1 once written */
+    uint64_t seq, freed_at;
+} *freed_log;
+static _Atomic uint64_t freed_head, freed_tail;
 
 static struct map_entry {
     _Atomic uint64_t addr;
@@ -49,11 +55,12 @@ int ag_memq_init(void)
 {
     slots = ag_real_mmap(QUEUE_SLOTS * sizeof(*slots));
     tracks = ag_real_mmap(TRACK_BUCKETS * sizeof(*tracks));
+    freed_log = ag_real_mmap(FREED_SLOTS * sizeof(*freed_log));
     maps = ag_real_mmap(MAP_SLOTS * sizeof(*maps));
     for (int i = 0; i < SCRATCH_COUNT; i++)
         scratch[i] = ag_real_mmap(AG_SCRATCH_SIZE);
     *(void **)&gilstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    if (!slots || !tracks || !maps || !gilstate)
+    if (!slots || !tracks || !freed_log || !maps || !gilstate)
         return -1;
     for (int i = 0; i < SCRATCH_COUNT; i++)
         if (!scratch[i])
@@ -93,7 +100,6 @@ static bool track(uint64_t ptr, uint64_t seq)
             !atomic_compare_exchange_strong(&b->ptr[w], &expected, TRACK_BUSY))
             continue;
         atomic_store_explicit(&b->seq[w], seq, memory_order_relaxed);
-        atomic_store_explicit(&b->freed[w], 0, memory_order_relaxed);
         atomic_store_explicit(&b->ptr[w], ptr, memory_order_release);
         return true;
     }
@@ -158,17 +164,14 @@ void ag_memq_pop(void)
     atomic_fetch_add_explicit(&tail, 1, memory_order_release);
 }
 
-uint64_t ag_memq_position(void)
-{
-    return atomic_load_explicit(&head, memory_order_relaxed);
-}
-
 void ag_memq_fork_child(void)
 {
     /* Slots other threads had reserved will never be written here: carry on after them (the
      * positions go on, so no slot's old ready mark can be taken for a new one). */
     uint64_t h = atomic_load(&head);
     atomic_store(&tail, h);
+    h = atomic_load(&freed_head);
+    atomic_store(&freed_tail, h);
     for (int i = 0; i < SCRATCH_COUNT; i++)
         atomic_store(&scratch_busy[i], 0);
 }
@@ -179,34 +182,39 @@ void ag_memq_note_freed(uint64_t ptr)
         return;
     struct track_bucket *b = bucket_of(ptr);
     for (int w = 0; w < TRACK_WAYS; w++) {
-        uint64_t cur = atomic_load_explicit(&b->ptr[w], memory_order_relaxed);
-        if (cur != ptr)
+        if (atomic_load_explicit(&b->ptr[w], memory_order_acquire) != ptr)
             continue;
-        /* One thread frees a given block: the position is written before the state says so. */
-        atomic_store_explicit(&b->freed[w], atomic_load(&head), memory_order_relaxed);
-        atomic_compare_exchange_strong(&b->ptr[w], &cur, TRACK_FREED);
+        /* One thread frees a given block. With the log full, the entry stays: the sample
+         * counts as still allocated, never as freed when it was not. */
+        uint64_t seq = atomic_load_explicit(&b->seq[w], memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&freed_head, memory_order_relaxed);
+        do {
+            if (h - atomic_load_explicit(&freed_tail, memory_order_acquire) >= FREED_SLOTS)
+                return;
+        } while (!atomic_compare_exchange_weak(&freed_head, &h, h + 1));
+        struct freed_event *e = &freed_log[h % FREED_SLOTS];
+        e->seq = seq;
+        e->freed_at = atomic_load(&head);
+        atomic_store_explicit(&b->ptr[w], TRACK_EMPTY, memory_order_release);
+        atomic_store_explicit(&e->ready, h + 1, memory_order_release);
         return;
     }
 }
 
-int ag_memq_fate(uint64_t ptr, uint64_t seq, uint64_t *freed_at)
+bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at)
 {
-    if (!tracks || ptr <= TRACK_BUSY)
-        return -1;
-    struct track_bucket *b = bucket_of(ptr);
-    for (int w = 0; w < TRACK_WAYS; w++) {
-        if (atomic_load_explicit(&b->seq[w], memory_order_acquire) != seq)
-            continue;
-        uint64_t cur = atomic_load_explicit(&b->ptr[w], memory_order_acquire);
-        if (cur == ptr)
-            return 0;
-        if (cur != TRACK_FREED)
-            continue;
-        *freed_at = atomic_load_explicit(&b->freed[w], memory_order_relaxed);
-        atomic_store_explicit(&b->ptr[w], TRACK_EMPTY, memory_order_release);
-        return 1;
-    }
-    return -1;
+    if (!freed_log)
+        return false;
+    uint64_t t = atomic_load_explicit(&freed_tail, memory_order_relaxed);
+    if (t == atomic_load_explicit(&freed_head, memory_order_acquire))
+        return false;
+    struct freed_event *e = &freed_log[t % FREED_SLOTS];
+    if (atomic_load_explicit(&e->ready, memory_order_acquire) != t + 1)
+        return false;
+    *seq = e->seq;
+    *freed_at = e->freed_at;
+    atomic_store_explicit(&freed_tail, t + 1, memory_order_release);
+    return true;
 }
 
 /* ---- anonymous mappings ---- */

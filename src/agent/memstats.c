@@ -51,6 +51,7 @@ void ag_mem_stats_free(struct ag_mem_stats *m)
         free(m->lines[i].timeline);
     free(m->lines);
     free(m->live);
+    hm_free(&m->live_by_seq);
     hm_free(&m->line_by_key);
     hm_free(&m->last_by_tid);
     ag_mem_stats_init(m);
@@ -131,36 +132,59 @@ static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s,
         m->live = n;
         m->cap_live = ncap;
     }
+    if (hm_put(&m->live_by_seq, s->seq + 1, m->nlive + 1) != 0)
+        return;
     m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, line};
 }
 
-/* Takes note of the sample allocations freed since the last look. */
-static void scan_live(struct ag_mem_stats *m)
+/* Sample seq's allocation was freed at queue position freed_at; false if the sample is not
+ * known (yet). */
+static bool freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
 {
-    for (size_t i = 0; i < m->nlive;) {
-        struct ag_live *r = &m->live[i];
-        uint64_t freed_at = 0;
-        int fate = ag_memq_fate(r->ptr, r->seq, &freed_at);
-        if (fate == 0) {
-            i++;
-            continue;
+    uint64_t idx;
+    if (!hm_get(&m->live_by_seq, seq + 1, &idx))
+        return false;
+    struct ag_live *r = &m->live[idx - 1];
+    if (r->line != UINT32_MAX) {
+        struct ag_mline *l = &m->lines[r->line];
+        l->live_bytes = l->live_bytes > r->bytes ? l->live_bytes - r->bytes : 0;
+    }
+    for (int k = 0; k < m->npending; k++)
+        if (m->pending[k].seq == seq) {
+            m->pending[k].freed = true;
+            m->pending[k].freed_at = freed_at;
         }
-        if (fate == 1) {
-            if (r->line != UINT32_MAX) {
-                struct ag_mline *l = &m->lines[r->line];
-                l->live_bytes = l->live_bytes > r->bytes ? l->live_bytes - r->bytes : 0;
-            }
-            for (int k = 0; k < m->npending; k++)
-                if (m->pending[k].seq == r->seq) {
-                    m->pending[k].freed = true;
-                    m->pending[k].freed_at = freed_at;
-                }
-            if (m->batch_max.valid && m->batch_max.seq == r->seq) {
-                m->batch_max.freed = true; /* freed within its own batch */
-                m->batch_max.freed_at = freed_at;
-            }
-        }
-        *r = m->live[--m->nlive]; /* unknown (-1): no longer tracked; its bytes stay */
+    if (m->batch_max.valid && m->batch_max.seq == seq) {
+        m->batch_max.freed = true; /* freed within its own batch */
+        m->batch_max.freed_at = freed_at;
+    }
+    hm_del(&m->live_by_seq, seq + 1);
+    if (idx != m->nlive) { /* the last record takes its place */
+        *r = m->live[m->nlive - 1];
+        (void)hm_put(&m->live_by_seq, r->seq + 1, idx);
+    }
+    m->nlive--;
+    return true;
+}
+
+/* Takes note of the sample allocations freed since the last look. */
+static void take_frees(struct ag_mem_stats *m)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < m->ndeferred; i++)
+        if (!freed(m, m->deferred[i].seq, m->deferred[i].freed_at) &&
+            ++m->deferred[i].tries < 100)
+            m->deferred[kept++] = m->deferred[i];
+    m->ndeferred = kept;
+    uint64_t seq, freed_at;
+    while (ag_memq_next_freed(&seq, &freed_at)) {
+        if (freed(m, seq, freed_at) ||
+            m->ndeferred == sizeof(m->deferred) / sizeof(m->deferred[0]))
+            continue; /* (no room: the sample stays charged as allocated) */
+        m->deferred[m->ndeferred].seq = seq;
+        m->deferred[m->ndeferred].freed_at = freed_at;
+        m->deferred[m->ndeferred].tries = 0;
+        m->ndeferred++;
     }
 }
 
@@ -233,7 +257,7 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
 
 void ag_mem_end_batch(struct ag_mem_stats *m)
 {
-    scan_live(m);
+    take_frees(m);
     if (m->batch_max.valid) {
         leak_candidate(m);
         m->batch_max.valid = false;
@@ -242,7 +266,7 @@ void ag_mem_end_batch(struct ag_mem_stats *m)
 
 void ag_mem_finish(struct ag_mem_stats *m)
 {
-    scan_live(m);
+    take_frees(m);
     for (size_t i = 0; i < m->nlines; i++) {
         close_execution(&m->lines[i]);
         ag_timeline_flush(m->lines[i].timeline);

@@ -71,6 +71,13 @@ struct ag_mem_stats {
     struct ag_timeline timeline;
     struct ag_live *live;
     size_t nlive, cap_live;
+    struct hashmap live_by_seq; /* seq + 1 -> index + 1 into live */
+    /* Frees logged before their sample was taken into account (tried again next batch). */
+    struct {
+        uint64_t seq, freed_at;
+        uint32_t tries;
+    } deferred[256];
+    size_t ndeferred;
     /* Malloc samples that set a new maximum, waiting for their fate (oldest first). */
     struct {
         uint32_t line;
@@ -92,8 +99,8 @@ void ag_mem_stats_free(struct ag_mem_stats *m);
 /* Accounts one sample; start_ns: the process's start (CLOCK_MONOTONIC). */
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns);
-/* The collector drained a batch of samples: asks which allocations of earlier malloc samples have
- * been freed since, and takes at most one leak candidate per batch (as Scalene), so that only
+/* The collector drained a batch of samples: reads which allocations of malloc samples have been
+ * freed since (ag_memq_next_freed), and takes at most one leak candidate per batch (as Scalene), so that only
  * growth that lasts over many collector periods looks like a leak. */
 void ag_mem_end_batch(struct ag_mem_stats *m);
 /* Ends every open execution and completes the timelines (before writing the part). */
