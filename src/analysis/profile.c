@@ -1017,6 +1017,11 @@ static const char *make_note(struct profile *p)
                             "the program ran for %.3f s, too short to sample at the sampling rate "
                             "(mean %g s): nothing was recorded",
                             p->elapsed_sec, p->sampling_rate_sec);
+    if (p->samples == 0)
+        return arena_printf(&p->arena,
+                            "the program ran for %.3f s, too short to sample its CPU time at the "
+                            "sampling rate (mean %g s): only its memory was recorded",
+                            p->elapsed_sec, p->sampling_rate_sec);
     if (p->nlines > 0)
         return NULL;
     struct strbuf sb = STRBUF_INIT;
