@@ -334,6 +334,9 @@ def main():
         env = [f"- date: {now.isoformat(timespec='seconds')}, scry commit {rev}",
                f"- machine: {os.cpu_count()} CPUs ({cpu}), {platform.platform()}",
                f"- python: {platform.python_version()} ({PY})"]
+        if any(t.startswith("scry") for t in active):
+            env.append(f"- scry binary: {scry} (the commit above is the checkout's; --scry may "
+                       f"name another build)")
         env += [f"- {t}: {versions[t]}" for t in active if t != "base"]
         env += [f"- {t}: not measured: {unavailable[t]}" for t in unavailable]
         md = (f"# Profiler overhead, {stem}\n\nMade by `bench/overhead/run.sh"

@@ -411,6 +411,7 @@ def test_leaking_loop_is_flagged(mem_run, python_exe, options):
     lineno = marker(LEAK, "leak")
     e = mem_line(detail, lineno)
     assert near(e["n_malloc_mb"], 400, MALLOC_TOLERANCE), describe(e)
+    assert near(e["n_growth_mb"], 400, MALLOC_TOLERANCE), f"all of it is kept: {describe(e)}"
     assert profile["growth_rate"] >= 1, profile["growth_rate"]
     leak = detail["leaks"].get(str(lineno))
     assert leak is not None, (f"line {lineno} (80 x 5 MiB kept) is not in leaks: "
@@ -431,6 +432,11 @@ def test_loop_that_frees_is_not_flagged(mem_run, python_exe, section):
     assert near(e["n_malloc_mb"], 795, MALLOC_TOLERANCE), describe(e)
     assert profile["max_footprint_mb"] > 100 and profile["growth_rate"] >= 1, (
         profile["max_footprint_mb"], profile["growth_rate"])
+    # What the loop's line keeps: at most its last buffer (14.9 MB; the function's return
+    # frees it, on another line), whichever line the frees happen on (noleak_del: the del's).
+    assert e["n_growth_mb"] <= 15.6, f"{section}: the loop frees what it allocates: {describe(e)}"
+    base = mem_line(detail, marker(LEAK, f"{section}_base"))
+    assert near(base["n_growth_mb"], 90, MALLOC_TOLERANCE), f"90 MiB kept: {describe(base)}"
     assert detail["leaks"] == {}, f"{section}: flagged {detail['leaks']}; {describe(e)}"
 
 
