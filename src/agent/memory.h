@@ -33,7 +33,8 @@ extern bool ag_leak_on;         /* SCRY_LEAK_DETECTOR */
 enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY };
 
 enum ag_mem_flags {
-    AG_M_STARTUP = 1,   /* taken before the interpreter ran Python code */
+    AG_M_STARTUP = 1,   /* before the interpreter ran Python code, or in its main thread with no
+                           Python frame (compiling the script): counted in the footprint only */
     AG_M_NO_PYTHON = 2, /* the thread had no Python frame: charged to <native> */
     AG_M_UNTRACKED = 4, /* its allocation's address could not be remembered: its fate is unknown */
 };

@@ -140,8 +140,11 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     if (tstate)
         ag_walk_stack(tstate, tid, &m->s, scratch[sc]);
     give_scratch(sc);
+    /* No Python frame: a native thread's allocation (<native>), except on the main thread,
+     * where it is the interpreter's own work (compiling the script) and counts in the
+     * footprint only. */
     if (python && m->s.depth == 0)
-        m->mflags |= AG_M_NO_PYTHON;
+        m->mflags |= tid == ag_pid ? AG_M_STARTUP : AG_M_NO_PYTHON;
     if (kind == AG_M_MALLOC && (!ptr || ptr <= TRACK_BUSY || !track(ptr, h)))
         m->mflags |= AG_M_UNTRACKED;
     atomic_store_explicit(&m->ready, h + 1, memory_order_release);

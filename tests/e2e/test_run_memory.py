@@ -178,16 +178,14 @@ def check_memory_schema(profile):
 
 def load_memory_profile(ran):
     """The profile of a run under scry, checked against the CPU schema (conftest) and the memory
-    one. The "<native>" pseudo-file is left out of the CPU check only: its one line is line 0
-    (docs/agent-protocol.md), which conftest.check_profile predates (it wants lineno >= 1)."""
+    one (the "<native>" pseudo-file's one line is line 0, docs/agent-protocol.md)."""
     path = ran.profile_path
     assert path.is_file(), f"no profile at {path}; {ran.describe()}"
     try:
         profile = json.loads(path.read_text())
     except ValueError as e:
         pytest.fail(f"{path} is not JSON ({e}); {ran.describe()}")
-    check_profile({**profile, "files": {k: v for k, v in profile["files"].items()
-                                        if k != NATIVE}})
+    check_profile(profile)
     check_memory_schema(profile)
     return profile
 
