@@ -145,6 +145,9 @@ int ag_collector_start(void);
 /* Stops sampling, drains, and writes the part; safe to call twice and from any thread except a
  * signal handler that interrupted the collector. */
 void ag_collector_finish(void);
+/* Resolves what the rings and the memory queue hold now, while the code objects of the samples
+ * are still alive (the program is ending: the interpreter is about to free them). */
+void ag_collector_drain(void);
 /* fork: the collector thread is stopped (joined) before, so that the process has only the
  * program's threads when it forks (CPython 3.12+ warns about forking a multi-threaded process),
  * and started again after. In the child, statistics start from nothing. */

@@ -823,6 +823,20 @@ void ag_collector_finish(void)
     }
 }
 
+void ag_collector_drain(void)
+{
+    if (atomic_load(&finish_started) || !atomic_load(&ag_running))
+        return;
+    ag_mtls.guard++;
+    take_lock();
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
+            drain(&threads[i]);
+    drain_memory();
+    drop_lock();
+    ag_mtls.guard--;
+}
+
 void ag_collector_pause(void)
 {
     if (!collector_started || pthread_equal(pthread_self(), collector))

@@ -85,6 +85,35 @@ static void give_scratch(int i)
         atomic_store_explicit(&scratch_busy[i], 0, memory_order_release);
 }
 
+/* Both rings (samples, freed allocations): a producer reserves the next position unless the
+ * ring is full, writes its slot, then publishes it by setting the slot's ready mark to the
+ * position + 1; the consumer takes positions in order, each once it is published. */
+static bool ring_reserve(_Atomic uint64_t *h, _Atomic uint64_t *t, uint64_t size, uint64_t *pos)
+{
+    uint64_t p = atomic_load_explicit(h, memory_order_relaxed);
+    do {
+        if (p - atomic_load_explicit(t, memory_order_acquire) >= size)
+            return false;
+    } while (!atomic_compare_exchange_weak(h, &p, p + 1));
+    *pos = p;
+    return true;
+}
+
+/* The consumer's next position if it is published. */
+static bool ring_next(_Atomic uint64_t *h, _Atomic uint64_t *t, _Atomic uint64_t *ready_of_slot0,
+                      size_t stride, uint64_t size, uint64_t *pos)
+{
+    uint64_t p = atomic_load_explicit(t, memory_order_relaxed);
+    if (p == atomic_load_explicit(h, memory_order_acquire))
+        return false;
+    _Atomic uint64_t *ready =
+        (_Atomic uint64_t *)((unsigned char *)ready_of_slot0 + (size_t)(p % size) * stride);
+    if (atomic_load_explicit(ready, memory_order_acquire) != p + 1)
+        return false;
+    *pos = p;
+    return true;
+}
+
 static struct track_bucket *bucket_of(uint64_t ptr)
 {
     return &tracks[hm_hash64(ptr) & (TRACK_BUCKETS - 1)];
@@ -116,13 +145,11 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     int sc = -1;
     if (tstate && (sc = take_scratch()) < 0)
         return false;
-    uint64_t h = atomic_load_explicit(&head, memory_order_relaxed);
-    do {
-        if (h - atomic_load_explicit(&tail, memory_order_acquire) >= QUEUE_SLOTS) {
-            give_scratch(sc);
-            return false;
-        }
-    } while (!atomic_compare_exchange_weak(&head, &h, h + 1));
+    uint64_t h;
+    if (!ring_reserve(&head, &tail, QUEUE_SLOTS, &h)) {
+        give_scratch(sc);
+        return false;
+    }
     struct ag_mem_sample *m = &slots[h % QUEUE_SLOTS];
     m->seq = h;
     m->kind = kind;
@@ -153,13 +180,10 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
 
 struct ag_mem_sample *ag_memq_peek(void)
 {
-    if (!slots)
+    uint64_t t;
+    if (!slots || !ring_next(&head, &tail, &slots[0].ready, sizeof(*slots), QUEUE_SLOTS, &t))
         return NULL;
-    uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
-    if (t == atomic_load_explicit(&head, memory_order_acquire))
-        return NULL;
-    struct ag_mem_sample *m = &slots[t % QUEUE_SLOTS];
-    return atomic_load_explicit(&m->ready, memory_order_acquire) == t + 1 ? m : NULL;
+    return &slots[t % QUEUE_SLOTS];
 }
 
 void ag_memq_pop(void)
@@ -189,12 +213,9 @@ void ag_memq_note_freed(uint64_t ptr)
             continue;
         /* One thread frees a given block. With the log full, the entry stays: the sample
          * counts as still allocated, never as freed when it was not. */
-        uint64_t seq = atomic_load_explicit(&b->seq[w], memory_order_relaxed);
-        uint64_t h = atomic_load_explicit(&freed_head, memory_order_relaxed);
-        do {
-            if (h - atomic_load_explicit(&freed_tail, memory_order_acquire) >= FREED_SLOTS)
-                return;
-        } while (!atomic_compare_exchange_weak(&freed_head, &h, h + 1));
+        uint64_t seq = atomic_load_explicit(&b->seq[w], memory_order_relaxed), h;
+        if (!ring_reserve(&freed_head, &freed_tail, FREED_SLOTS, &h))
+            return;
         struct freed_event *e = &freed_log[h % FREED_SLOTS];
         e->seq = seq;
         e->freed_at = atomic_load(&head);
@@ -206,14 +227,11 @@ void ag_memq_note_freed(uint64_t ptr)
 
 bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at)
 {
-    if (!freed_log)
+    uint64_t t;
+    if (!freed_log || !ring_next(&freed_head, &freed_tail, &freed_log[0].ready,
+                                 sizeof(*freed_log), FREED_SLOTS, &t))
         return false;
-    uint64_t t = atomic_load_explicit(&freed_tail, memory_order_relaxed);
-    if (t == atomic_load_explicit(&freed_head, memory_order_acquire))
-        return false;
-    struct freed_event *e = &freed_log[t % FREED_SLOTS];
-    if (atomic_load_explicit(&e->ready, memory_order_acquire) != t + 1)
-        return false;
+    const struct freed_event *e = &freed_log[t % FREED_SLOTS];
     *seq = e->seq;
     *freed_at = e->freed_at;
     atomic_store_explicit(&freed_tail, t + 1, memory_order_release);

@@ -175,13 +175,16 @@ static void put_ref(PyObject *o)
         api.decref(o);
 }
 
-/* The last atexit callback (registered first): the program is over, what the interpreter frees
- * while it finalizes is not the program's memory. */
+/* The last atexit callback (registered first): the program is over. What the interpreter frees
+ * while it finalizes is not the program's memory, and the samples waiting in the rings and the
+ * memory queue are resolved now, before finalization frees their code objects (a short
+ * program's samples may all be waiting). */
 static PyObject *at_exit(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
     atomic_store(&ag_mem_on, false);
+    ag_collector_drain();
     return none();
 }
 
@@ -213,10 +216,9 @@ static void register_at_exit(void)
 static int install(void *arg)
 {
     (void)arg;
-    if (ag_cfg.memory) {
+    if (ag_cfg.memory)
         wrap_allocators();
-        register_at_exit();
-    }
+    register_at_exit();
     atomic_store(&ag_mem_python_ready, true);
     PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
     PyObject *fns[3] = {NULL, NULL, NULL};

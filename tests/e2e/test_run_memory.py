@@ -27,7 +27,7 @@ import subprocess
 
 import pytest
 
-from conftest import (TARGETS, assert_same_behaviour, check_profile, file_detail, line_entry,
+from conftest import (TARGETS, assert_same_behaviour, file_detail, line_entry, load_profile,
                       run_plain, run_profiled)
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
@@ -43,6 +43,7 @@ LEAK = TARGETS / "mem_leak.py"
 NATIVE_THREAD = TARGETS / "mem_native_thread.py"
 STRESS = TARGETS / "mem_stress.py"
 CHILDREN = TARGETS / "mem_children.py"
+HUGE = TARGETS / "mem_huge.py"
 
 # Per line and per function.
 MEMORY_FIELDS = ("n_malloc_mb", "n_mallocs", "n_python_fraction", "n_usage_fraction",
@@ -179,13 +180,7 @@ def check_memory_schema(profile):
 def load_memory_profile(ran):
     """The profile of a run under scry, checked against the CPU schema (conftest) and the memory
     one (the "<native>" pseudo-file's one line is line 0, docs/agent-protocol.md)."""
-    path = ran.profile_path
-    assert path.is_file(), f"no profile at {path}; {ran.describe()}"
-    try:
-        profile = json.loads(path.read_text())
-    except ValueError as e:
-        pytest.fail(f"{path} is not JSON ({e}); {ran.describe()}")
-    check_profile(profile)
+    profile = load_profile(ran)
     check_memory_schema(profile)
     return profile
 
@@ -495,6 +490,26 @@ def test_stress_16_threads(mem_run, python_exe):
     assert 1 <= profile["max_footprint_mb"] <= 16 * 33 * 4 + 100, profile["max_footprint_mb"]
     detail = detail_of(profile, STRESS, ran)
     assert sum(e["n_malloc_mb"] for e in detail["lines"]) > 0
+
+
+def test_huge_allocations(mem_run, python_exe):
+    """A 4 GiB anonymous mapping is counted when mapped and when unmapped (the mmap/munmap
+    hooks); a 2**60-byte request that fails counts nothing and the program still sees its
+    MemoryError."""
+    ran = mem_run(python_exe, HUGE)
+    assert_same_behaviour(mem_run(python_exe, HUGE, plain=True), ran)
+    assert ran.returncode == 4, ran.describe()
+    profile = load_memory_profile(ran)
+    detail = detail_of(profile, HUGE, ran)
+    mapped = mem_line(detail, marker(HUGE, "map"))
+    unmapped = mem_line(detail, marker(HUGE, "unmap"))
+    failed = mem_line(detail, marker(HUGE, "fail"))
+    # Exact to the window: the mapping is one 4096 MiB allocation.
+    assert near(mapped["n_malloc_mb"], 4096, 0, W_MB), describe(mapped)
+    assert mapped["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, describe(mapped)
+    assert near(unmapped["n_free_mb"], 4096, 0, W_MB), describe(unmapped)
+    assert failed["n_malloc_mb"] <= W_MB, describe(failed)
+    assert 4096 <= profile["max_footprint_mb"] <= 4096 + 100, profile["max_footprint_mb"]
 
 
 def test_fork_child_memory(mem_run, python_exe):
