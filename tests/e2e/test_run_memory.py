@@ -27,8 +27,8 @@ import subprocess
 
 import pytest
 
-from conftest import (TARGETS, assert_same_behaviour, file_detail, line_entry, load_profile,
-                      run_plain, run_profiled)
+from conftest import (SCRY, TARGETS, assert_same_behaviour, file_detail, line_entry,
+                      load_profile, run_plain, run_profiled)
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
@@ -537,3 +537,16 @@ def test_spawn_children_memory(mem_run, python_exe):
     # Two children, 30 buffers of 1 MiB each: 2%, plus a window per child.
     assert near(e["n_malloc_mb"], 60, MALLOC_TOLERANCE, 2 * W_MB), describe(e)
     assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(e)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "1e6", ""])
+def test_bad_sampling_window_is_a_usage_error(value, tmp_path):
+    """A window that is not a positive byte count is refused before anything runs."""
+    marker_file = tmp_path / "ran"
+    script = tmp_path / "prog.py"
+    script.write_text(f"open({str(marker_file)!r}, 'w').close()\n")
+    cp = subprocess.run([str(SCRY), "run", "--allocation-sampling-window", value, str(script)],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 2, (cp.returncode, cp.stderr)
+    assert "[usage]" in cp.stderr and "--allocation-sampling-window" in cp.stderr, cp.stderr
+    assert not marker_file.exists(), "the program ran despite the bad option"
