@@ -148,6 +148,8 @@ void ag_collector_finish(void);
 /* Resolves what the rings and the memory queue hold now, while the code objects of the samples
  * are still alive (the program is ending: the interpreter is about to free them). */
 void ag_collector_drain(void);
+/* Makes the collector run its next tick now (async-signal-safe: one write to an eventfd). */
+void ag_collector_wake(void);
 /* fork: the collector thread is stopped (joined) before, so that the process has only the
  * program's threads when it forks (CPython 3.12+ warns about forking a multi-threaded process),
  * and started again after. In the child, statistics start from nothing. */

@@ -802,6 +802,12 @@ static void wake(void)
     (void)r;
 }
 
+void ag_collector_wake(void)
+{
+    if (wake_fd >= 0)
+        wake();
+}
+
 void ag_collector_finish(void)
 {
     if (atomic_fetch_add(&finish_started, 1) == 0) {

@@ -62,6 +62,7 @@ int ag_memq_init(void);
  * queued now (queue full, no scratch buffer): the caller keeps the bytes for the next try. */
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, uint64_t ptr,
                   int tid);
+extern _Atomic uint64_t ag_memq_deferred; /* emits that failed (their bytes were kept) */
 /* Collector: the oldest written sample, or NULL; then pop it. */
 struct ag_mem_sample *ag_memq_peek(void);
 void ag_memq_pop(void);

@@ -7,14 +7,16 @@
  * - the anonymous mappings counted, so that munmap counts only what mmap counted.
  * All memory here comes from mmap at start; nothing allocates or locks. */
 #include <dlfcn.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
 #include "agent/memory.h"
 #include "common/hashmap.h"
 
-#define QUEUE_SLOTS 256   /* samples waiting for the collector (~1.2 MiB) */
-#define SCRATCH_COUNT 16  /* threads that can read their stack for a sample at once */
+#define QUEUE_SLOTS 1024  /* samples waiting for the collector (~4.7 MiB, touched as used) */
+#define SCRATCH_COUNT 32  /* threads that can read their stack for a sample at once */
+#define SCRATCH_TRIES 100 /* rounds (with a yield between) to wait for a scratch buffer */
 #define TRACK_BUCKETS 2048 /* sample addresses: 8-way buckets, one cache line of addresses each */
 #define TRACK_WAYS 8
 #define TRACK_EMPTY 0
@@ -68,13 +70,21 @@ int ag_memq_init(void)
     return 0;
 }
 
+_Atomic uint64_t ag_memq_deferred;
+
+/* A free scratch buffer; when all are taken (many threads sampling at once), waits a little for
+ * one: a thread that gave up would keep its bytes, and lose them if it ended before its next
+ * sample. */
 static int take_scratch(void)
 {
-    for (int i = 0; i < SCRATCH_COUNT; i++) {
-        int expected = 0;
-        if (atomic_load_explicit(&scratch_busy[i], memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong(&scratch_busy[i], &expected, 1))
-            return i;
+    for (int round = 0; round < SCRATCH_TRIES; round++) {
+        for (int i = 0; i < SCRATCH_COUNT; i++) {
+            int expected = 0;
+            if (atomic_load_explicit(&scratch_busy[i], memory_order_relaxed) == 0 &&
+                atomic_compare_exchange_strong(&scratch_busy[i], &expected, 1))
+                return i;
+        }
+        sched_yield();
     }
     return -1;
 }
@@ -143,11 +153,14 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     bool python = atomic_load_explicit(&ag_mem_python_ready, memory_order_acquire);
     uint64_t tstate = python ? gilstate() : 0;
     int sc = -1;
-    if (tstate && (sc = take_scratch()) < 0)
+    if (tstate && (sc = take_scratch()) < 0) {
+        atomic_fetch_add_explicit(&ag_memq_deferred, 1, memory_order_relaxed);
         return false;
+    }
     uint64_t h;
     if (!ring_reserve(&head, &tail, QUEUE_SLOTS, &h)) {
         give_scratch(sc);
+        atomic_fetch_add_explicit(&ag_memq_deferred, 1, memory_order_relaxed);
         return false;
     }
     struct ag_mem_sample *m = &slots[h % QUEUE_SLOTS];
@@ -175,6 +188,9 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     if (kind == AG_M_MALLOC && (!ptr || ptr <= TRACK_BUSY || !track(ptr, h)))
         m->mflags |= AG_M_UNTRACKED;
     atomic_store_explicit(&m->ready, h + 1, memory_order_release);
+    /* A quarter full: the collector is behind its usual pace (a tick every 10 ms). */
+    if (h - atomic_load_explicit(&tail, memory_order_relaxed) == QUEUE_SLOTS / 4)
+        ag_collector_wake();
     return true;
 }
 

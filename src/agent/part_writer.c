@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
@@ -147,6 +148,7 @@ static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
     jw_key(w, "max_footprint_python_fraction");
     jw_double(w, m->max_python_fraction);
     key_uint(w, "final_footprint_bytes", m->footprint);
+    key_uint(w, "deferred_samples", atomic_load(&ag_memq_deferred));
     jw_key(w, "timeline");
     write_timeline(w, &m->timeline);
     jw_obj_end(w);
