@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command (`make demo`): profiles the bundled examples/hotspots.py with
-# `scry run` (per-line Python / native / system time), then shows what `scry stacks` sees in the
+# `scry run` (per-line Python / native / system time) and examples/memory.py (per-line memory:
+# allocations, growth, copies, a leak), then shows what `scry stacks` sees in the
 # bundled examples/demo.py process, as text and as JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,10 @@ trap 'kill "$pid" 2>/dev/null || true; rm -rf "$out"' EXIT
 
 echo "\$ build/scry run -o $out/scry-profile.json examples/hotspots.py"
 build/scry run --python "$(command -v "$py")" -o "$out/scry-profile.json" examples/hotspots.py
+echo
+
+echo "\$ build/scry run -o $out/memory-profile.json examples/memory.py"
+build/scry run --python "$(command -v "$py")" -o "$out/memory-profile.json" examples/memory.py
 echo
 
 "$py" examples/demo.py >"$ready" &
