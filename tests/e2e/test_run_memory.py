@@ -22,6 +22,7 @@ a 1 MiB + 1 request up to its page, +0.4%), which the 2% tolerances absorb.
 import importlib.util
 import json
 import math
+import os
 import shutil
 import subprocess
 
@@ -311,6 +312,28 @@ def test_copy_volume(mem_run, python_exe):
     assert near(copied, 500, COPY_TOLERANCE), (
         f"copy: {copied:.1f} MB ({e['n_copy_mb_s']:.2f} MB/s x {profile['elapsed_time_sec']:.2f}"
         f" s), want 500 MB +-10%: {describe(e)}")
+
+
+STATIC_PYTHON = "/usr/bin/python3.11"  # Debian's: libpython inside the executable
+
+
+def test_static_python(mem_run):
+    """Debian's static interpreter: the allocator and PyMem hooks are found in the executable
+    itself; kept bytes, the Python/native split and copies as on the shared builds."""
+    if not os.access(STATIC_PYTHON, os.X_OK):
+        pytest.skip(f"{STATIC_PYTHON} (Debian's static Python 3.11) is not installed")
+    ran, profile, detail, _ = lines_run(mem_run, STATIC_PYTHON, ["keep200", "ctypes", "copy500"])
+    assert_same_behaviour(mem_run(STATIC_PYTHON, LINES, ["keep200", "ctypes", "copy500"],
+                                  plain=True), ran)
+    kept = mem_line(detail, marker(LINES, "keep200"))
+    assert near(kept["n_malloc_mb"], 200, MALLOC_TOLERANCE), describe(kept)
+    assert kept["n_python_fraction"] > MIN_PYTHON_FRACTION, describe(kept)
+    native = mem_line(detail, marker(LINES, "ctypes"))
+    assert near(native["n_malloc_mb"], 100, MALLOC_TOLERANCE), describe(native)
+    assert native["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, describe(native)
+    copy = mem_line(detail, marker(LINES, "copy500"))
+    copied = copy["n_copy_mb_s"] * profile["elapsed_time_sec"]
+    assert near(copied, 500, COPY_TOLERANCE), describe(copy)
 
 
 def test_footprint_of_all_sections(mem_run, python_exe):
