@@ -361,6 +361,8 @@ static void drain_memory(void)
             struct ag_attr a = attribute(&s->s);
             if (a.kind == ATTR_LINE)
                 w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line};
+            if (a.kind == ATTR_LINE && a.stack && s->kind == AG_M_MALLOC)
+                stats.stacks[a.stack - 1].malloc_bytes += s->bytes; /* memory flame graph */
         }
         ag_mem_record(&mstats, s, &w, start_mono_ns);
         ag_memq_pop();

@@ -250,7 +250,7 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
         jw_arr_begin(w);
         for (size_t i = 0; i < st->nstacks; i++) {
             const struct ag_stack *x = &st->stacks[i];
-            if (!x->samples)
+            if (!x->samples && !x->malloc_bytes)
                 continue;
             jw_arr_begin(w);
             jw_arr_begin(w);
@@ -267,6 +267,8 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
             jw_double(w, x->sec[AG_PYTHON]);
             jw_double(w, x->sec[AG_NATIVE]);
             jw_double(w, x->sec[AG_SYS]);
+            if (mem)
+                jw_uint(w, x->malloc_bytes);
             jw_arr_end(w);
         }
         jw_arr_end(w);

@@ -63,6 +63,7 @@ struct ag_stack {
     uint32_t off, depth;
     double sec[3];
     uint64_t samples;
+    uint64_t malloc_bytes; /* memory samples charged to this stack (with memory on) */
 };
 
 #define AG_MAX_STACKS 10000 /* distinct stacks kept; samples of further ones are counted apart */

@@ -337,11 +337,14 @@ static int check_part(const json_t *part, const char *what)
         for (size_t i = 0; i < json_array_size(stacks); i++) {
             const json_t *st = json_array_get(stacks, i);
             const json_t *fr = json_array_get(st, 0);
-            bool ok = json_is_array(st) && json_array_size(st) == 5 && json_is_array(fr) &&
+            /* A sixth entry, with memory on: the bytes of the memory samples of this stack. */
+            size_t n = json_is_array(st) ? json_array_size(st) : 0;
+            bool ok = (n == 5 || n == 6) && json_is_array(fr) &&
                       json_array_size(fr) > 0 && json_array_size(fr) <= PROF_MAX_DEPTH &&
                       is_count(json_array_get(st, 1), INT64_MAX) &&
                       is_seconds(json_array_get(st, 2)) && is_seconds(json_array_get(st, 3)) &&
-                      is_seconds(json_array_get(st, 4));
+                      is_seconds(json_array_get(st, 4)) &&
+                      (n == 5 || is_count(json_array_get(st, 5), INT64_MAX));
             for (size_t f = 0; ok && f < json_array_size(fr); f++) {
                 const json_t *x = json_array_get(fr, f);
                 ok = json_is_array(x) && json_array_size(x) == 3 &&
@@ -352,7 +355,7 @@ static int check_part(const json_t *part, const char *what)
             if (!ok)
                 return bad(what,
                            "stacks[%zu] is not [[[file index, function index, line], ...], "
-                           "samples, python_sec, native_sec, sys_sec]",
+                           "samples, python_sec, native_sec, sys_sec(, malloc_bytes)]",
                            i);
         }
     }
@@ -496,7 +499,7 @@ static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t fu
 
 /* Merges one stack (frames already in merged indexes). */
 static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t depth, double py,
-                     double nat, double sys, uint64_t samples)
+                     double nat, double sys, uint64_t samples, uint64_t malloc_bytes)
 {
     struct strbuf key = STRBUF_INIT;
     sb_addch(&key, 's');
@@ -528,6 +531,7 @@ static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t d
     st->native_sec += nat;
     st->sys_sec += sys;
     st->samples += samples;
+    st->malloc_bytes += malloc_bytes;
     return 0;
 }
 
@@ -937,10 +941,12 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
                                             umap[json_integer_value(json_array_get(x, 1))],
                                             (uint32_t)json_integer_value(json_array_get(x, 2))};
         }
+        const json_t *bytes = json_array_get(st, 5); /* absent: NULL, read as 0 */
         err = add_stack(p, chain, depth, json_number_value(json_array_get(st, 2)),
                         json_number_value(json_array_get(st, 3)),
                         json_number_value(json_array_get(st, 4)),
-                        (uint64_t)json_integer_value(json_array_get(st, 1)));
+                        (uint64_t)json_integer_value(json_array_get(st, 1)),
+                        (uint64_t)json_integer_value(bytes));
     }
     if (!err)
         err = merge_native(p, part, fmap, umap);

@@ -111,6 +111,7 @@ struct prof_stack {
     uint32_t off, depth;
     double python_sec, native_sec, sys_sec;
     uint64_t samples;
+    uint64_t malloc_bytes; /* memory samples' bytes (memory_stacks) */
 };
 
 /* A native frame (scry run --stacks): the module and symbol dladdr gave (symbol "" when the

@@ -84,9 +84,11 @@ void stk_write_folded(const struct stk_tree *t, struct strbuf *out);
 int stk_parse_folded(struct stk_tree *t, const char *text, size_t len, const char *what);
 
 /* Adds the "stacks" of a profile document (Scalene's format, which `scry run --stacks` writes)
- * weighted by sample count, to the "before" side when `before` is set. A profile without stacks
- * gives -SCRY_E_BAD_PROFILE saying to record with --stacks; a malformed one names the entry. */
-int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what, bool before);
+ * weighted by sample count, or with `memory` its "memory_stacks" weighted by MB allocated, to
+ * the "before" side when `before` is set. A profile without them gives -SCRY_E_BAD_PROFILE
+ * saying to record with --stacks; a malformed one names the entry. */
+int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what, bool before,
+                    bool memory);
 
 /* A frame string of Scalene's stacks ("FILE QUALNAME:LINE;") as scry's frame text
  * "QUALNAME (FILE:LINE)"; text it cannot split is kept as it is. */

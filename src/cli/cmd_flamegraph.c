@@ -29,6 +29,8 @@ static const char flamegraph_usage[] =
     "--min-pct 0.01 --max-depth 32; objects are matched between snapshots by path).\n"
     "\n"
     "  -o, --output FILE   write to FILE (default: standard output)\n"
+    "      --memory        the memory flame graph: widths are the MB each call stack\n"
+    "                      allocated (a profile recorded with --stacks, memory on)\n"
     "      --folded        write folded stacks ('frame;frame;frame COUNT', outermost frame\n"
     "                      first, one line per stack) instead of the SVG\n"
     "      --diff A B      differential graph of profile A (before) and B (after): width is\n"
@@ -54,7 +56,8 @@ static int write_output(const char *path, const struct strbuf *sb)
 /* Reads a profile's stacks into t (one side of a differential tree when before is set); the
  * program's name goes to *program when asked (a string of the document, valid until it is
  * released through *doc). */
-static int load_profile_stacks(const char *path, struct stk_tree *t, bool before, json_t **doc)
+static int load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
+                               json_t **doc)
 {
     char *data = NULL;
     size_t len = 0;
@@ -77,7 +80,7 @@ static int load_profile_stacks(const char *path, struct stk_tree *t, bool before
         return err_fail(SCRY_E_BAD_PROFILE,
                         "%s is not a profile: not JSON (line %d, column %d: %s)", path, jerr.line,
                         jerr.column, jerr.text);
-    err = stk_add_profile(t, root, path, before);
+    err = stk_add_profile(t, root, path, before, memory);
     if (err || !doc)
         json_decref(root);
     else
@@ -112,7 +115,7 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
     struct strbuf out = STRBUF_INIT;
     json_t *doc = NULL;
     int status = CLI_EXIT_OK;
-    if (load_profile_stacks(path, &t, false, &doc) != 0 || stk_finish(&t) != 0) {
+    if (load_profile_stacks(path, &t, false, false, &doc) != 0 || stk_finish(&t) != 0) {
         status = cli_report_error(false);
         goto out;
     }
@@ -138,6 +141,7 @@ int cmd_flamegraph(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"outfile", required_argument, NULL, 'o'},
         {"folded", no_argument, NULL, 'F'},
+        {"memory", no_argument, NULL, 'M'},
         {"diff", no_argument, NULL, 'D'},
         {"min-pct", required_argument, NULL, 'p'},
         {"min-bytes", required_argument, NULL, 'b'},
@@ -150,6 +154,7 @@ int cmd_flamegraph(int argc, char **argv)
     };
     const char *outfile = NULL, *title = NULL;
     bool folded = false, diff = false, min_bytes_given = false, pct_given = false;
+    bool memory = false; /* the memory flame graph (memory_stacks, MB allocated) */
     struct stk_cut cut = {0};
     struct fg_opts fo = {.unit = "samples", .palette = FG_PALETTE_KIND};
     opterr = 0;
@@ -162,6 +167,9 @@ int cmd_flamegraph(int argc, char **argv)
             break;
         case 'F':
             folded = true;
+            break;
+        case 'M':
+            memory = true;
             break;
         case 'D':
             diff = true;
@@ -227,6 +235,9 @@ int cmd_flamegraph(int argc, char **argv)
                                                  "(scry flamegraph scry-profile.json -o cpu.svg)"
                                                : "give one profile (or --diff BEFORE AFTER)");
     if (cli_is_snapshot(argv[optind])) {
+        if (memory)
+            return cli_usage_error(false, "--memory draws a profile's memory flame graph; a heap "
+                                          "snapshot's graph is always by retained bytes");
         if (!folded && !outfile && isatty(1))
             return cli_usage_error(false, "give -o FILE.svg for the SVG (or --folded to print the "
                                           "folded stacks)");
@@ -256,12 +267,12 @@ int cmd_flamegraph(int argc, char **argv)
     json_t *doc = NULL;
     int status = CLI_EXIT_OK;
     if (diff) {
-        if (load_profile_stacks(argv[optind], &t, true, NULL) != 0 ||
-            load_profile_stacks(argv[optind + 1], &t, false, &doc) != 0) {
+        if (load_profile_stacks(argv[optind], &t, true, memory, NULL) != 0 ||
+            load_profile_stacks(argv[optind + 1], &t, false, memory, &doc) != 0) {
             status = cli_report_error(false);
             goto out;
         }
-    } else if (load_profile_stacks(argv[optind], &t, false, &doc) != 0) {
+    } else if (load_profile_stacks(argv[optind], &t, false, memory, &doc) != 0) {
         status = cli_report_error(false);
         goto out;
     }
@@ -288,18 +299,23 @@ int cmd_flamegraph(int argc, char **argv)
             stk_format_weight(&sub, root->total_before);
             sb_adds(&sub, " -> ");
             stk_format_weight(&sub, root->total);
-            sb_adds(&sub, " samples");
+            sb_adds(&sub, memory ? " MB allocated" : " samples");
         } else {
             if (program)
                 sb_addf(&sub, "%s: ", program);
             stk_format_weight(&sub, root->total);
-            sb_adds(&sub, " samples");
+            sb_adds(&sub, memory ? " MB allocated" : " samples");
         }
         if (cut.min_pct > 0)
             sb_addf(&sub, "; frames under %g%% folded into [other]", cut.min_pct);
         if (cut.max_depth > 0)
             sb_addf(&sub, "; deeper than %u folded", cut.max_depth);
-        fo.title = title ? title : diff ? "Differential CPU flame graph" : "CPU flame graph";
+        if (memory)
+            fo.unit = "MB";
+        fo.title = title     ? title
+                   : memory ? (diff ? "Differential memory flame graph" : "Memory flame graph")
+                   : diff   ? "Differential CPU flame graph"
+                            : "CPU flame graph";
         fo.subtitle = sb_str(&sub);
         fg_write_svg(draw, &fo, &out);
     }

@@ -465,6 +465,8 @@ static void write_stacks(struct json_writer *w, const struct profile *p)
     jw_arr_begin(w);
     for (size_t i = 0; i < p->nstacks; i++) {
         const struct prof_stack *st = &p->stacks[i];
+        if (!st->samples)
+            continue; /* a stack only memory samples had (memory_stacks) */
         jw_arr_begin(w);
         jw_arr_begin(w);
         for (uint32_t f = 0; f < st->depth; f++) {
@@ -492,6 +494,50 @@ static void write_stacks(struct json_writer *w, const struct profile *p)
     }
     jw_arr_end(w);
     sb_release(&frame);
+}
+
+/* The fields after "kind" of a Python frame in Scalene's CombinedStackFrame. */
+static void py_frame_fields(struct json_writer *w, const struct profile *p, uint32_t file,
+                            uint32_t func, uint32_t line)
+{
+    jw_key(w, "display_name");
+    jw_str(w, p->funcs[func].qualname);
+    jw_key(w, "filename_or_module");
+    jw_str(w, p->files[file].name);
+    jw_key(w, "line");
+    jw_uint(w, line);
+    jw_key(w, "ip");
+    jw_null(w);
+    jw_key(w, "offset");
+    jw_null(w);
+}
+
+/* Scalene's "memory_stacks": [[[{"kind": "py", "display_name", "filename_or_module", "line",
+ * "ip": null, "offset": null}, ...outermost first], MB], ...]: the MB of the malloc samples of
+ * each call stack (recorded with --stacks and memory on). */
+static void write_memory_stacks(struct json_writer *w, const struct profile *p)
+{
+    jw_key(w, "memory_stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const struct prof_stack *st = &p->stacks[i];
+        if (!st->malloc_bytes)
+            continue;
+        jw_arr_begin(w);
+        jw_arr_begin(w);
+        for (uint32_t f = 0; f < st->depth; f++) {
+            const struct prof_sframe *fr = &p->sframes[st->off + f];
+            jw_obj_begin(w);
+            jw_key(w, "kind");
+            jw_str(w, "py");
+            py_frame_fields(w, p, fr->file, fr->func, fr->line);
+            jw_obj_end(w);
+        }
+        jw_arr_end(w);
+        jw_double(w, (double)st->malloc_bytes / MIB);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
 }
 
 /* A native frame's name: its symbol, or module+0xoffset when the address has none. */
@@ -558,16 +604,7 @@ static void write_native_stacks(struct json_writer *w, const struct profile *p)
                 jw_key(w, "offset");
                 jw_uint(w, f->offset);
             } else {
-                jw_key(w, "display_name");
-                jw_str(w, p->funcs[it->func].qualname);
-                jw_key(w, "filename_or_module");
-                jw_str(w, p->files[it->file].name);
-                jw_key(w, "line");
-                jw_uint(w, it->line);
-                jw_key(w, "ip");
-                jw_null(w);
-                jw_key(w, "offset");
-                jw_null(w);
+                py_frame_fields(w, p, it->file, it->func, it->line);
             }
             jw_obj_end(w);
         }
@@ -700,6 +737,8 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
         jw_double(&w, (double)p->mem.copy_bytes / MIB);
     }
     write_stacks(&w, p);
+    if (p->mem.on)
+        write_memory_stacks(&w, p);
     write_native_stacks(&w, p);
 
     write_files(&w, p, o);

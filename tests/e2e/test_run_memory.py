@@ -314,6 +314,31 @@ def test_copy_volume(mem_run, python_exe):
         f" s), want 500 MB +-10%: {describe(e)}")
 
 
+def test_memory_stacks_and_flame_graph(mem_run, python_exe):
+    """With --stacks, memory_stacks (Scalene's format) gives the MB each call stack allocated,
+    and `scry flamegraph --memory` draws them: the kept 200 MiB sit under keep200's stack."""
+    ran, profile, _, _ = lines_run(mem_run, python_exe, ["keep200", "churn1g"], ["--stacks"])
+    line = marker(LINES, "keep200")
+    stacks = profile["memory_stacks"]
+    assert isinstance(stacks, list) and stacks, profile.keys()
+    weights = {}
+    for frames, mb in stacks:
+        assert frames and all(f["kind"] == "py" and f["ip"] is None for f in frames), frames
+        leaf = frames[-1]
+        weights[(leaf["display_name"], leaf["line"])] = mb
+    kept = [mb for (name, lineno), mb in weights.items() if lineno == line]
+    assert kept and near(kept[0], 200, MALLOC_TOLERANCE), weights
+    churn = [mb for (name, lineno), mb in weights.items()
+             if lineno == marker(LINES, "churn1g")]
+    assert churn and near(churn[0], 1000, MALLOC_TOLERANCE), weights
+    cp = subprocess.run([str(SCRY), "flamegraph", "--memory", "--folded", str(ran.profile_path)],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    folded = {ln.rsplit(" ", 1)[0]: float(ln.rsplit(" ", 1)[1]) for ln in cp.stdout.splitlines()}
+    ours = [w for stack, w in folded.items() if stack.endswith(f"mem_lines.py:{line})")]
+    assert ours and near(ours[0], 200, MALLOC_TOLERANCE), cp.stdout
+
+
 STATIC_PYTHON = "/usr/bin/python3.11"  # Debian's: libpython inside the executable
 
 

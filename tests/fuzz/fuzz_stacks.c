@@ -60,7 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (doc) {
         struct stk_tree t;
         stk_init(&t, false);
-        if (stk_add_profile(&t, doc, "fuzz", false) == 0 && stk_finish(&t) == 0)
+        if (stk_add_profile(&t, doc, "fuzz", false, false) == 0 && stk_finish(&t) == 0)
+            render_all(&t);
+        stk_free(&t);
+        stk_init(&t, false);
+        if (stk_add_profile(&t, doc, "fuzz", false, true) == 0 && stk_finish(&t) == 0)
             render_all(&t);
         stk_free(&t);
         json_decref(doc);

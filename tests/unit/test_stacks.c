@@ -151,7 +151,7 @@ static void test_profile_stacks(void)
     CHECK(root != NULL);
     struct stk_tree t;
     stk_init(&t, false);
-    CHECK_EQ(stk_add_profile(&t, root, "p.json", false), 0);
+    CHECK_EQ(stk_add_profile(&t, root, "p.json", false, false), 0);
     CHECK_EQ(stk_finish(&t), 0);
     struct strbuf out = STRBUF_INIT;
     folded_of(&t, &out);
@@ -164,7 +164,7 @@ static void test_profile_stacks(void)
     /* Before side of a differential tree. */
     root = json_loads("{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 5}]]}", 0, &jerr);
     stk_init(&t, true);
-    CHECK_EQ(stk_add_profile(&t, root, "p.json", true), 0);
+    CHECK_EQ(stk_add_profile(&t, root, "p.json", true, false), 0);
     CHECK_EQ(stk_finish(&t), 0);
     CHECK(t.nodes[STK_ROOT].total_before == 5 && t.nodes[STK_ROOT].total == 0);
     stk_free(&t);
@@ -175,7 +175,7 @@ static void test_profile_stacks(void)
     for (size_t i = 0; i < 2; i++) {
         root = json_loads(none[i], 0, &jerr);
         stk_init(&t, false);
-        CHECK(stk_add_profile(&t, root, "p.json", false) == -SCRY_E_BAD_PROFILE);
+        CHECK(stk_add_profile(&t, root, "p.json", false, false) == -SCRY_E_BAD_PROFILE);
         CHECK(strstr(err_last_message(), "no call stacks") != NULL);
         CHECK(strstr(err_last_message(), "scry run --stacks") != NULL);
         stk_free(&t);
@@ -189,11 +189,54 @@ static void test_profile_stacks(void)
         root = json_loads(badd[i], 0, &jerr);
         CHECK(root != NULL);
         stk_init(&t, false);
-        CHECK(stk_add_profile(&t, root, "p.json", false) == -SCRY_E_BAD_PROFILE);
+        CHECK(stk_add_profile(&t, root, "p.json", false, false) == -SCRY_E_BAD_PROFILE);
         CHECK(strstr(err_last_message(), "stacks") != NULL);
         stk_free(&t);
         json_decref(root);
     }
+    sb_release(&out);
+}
+
+/* memory_stacks (Scalene's format: frame objects, MB): weights in MB, frames as "NAME
+ * (FILE:LINE)"; a profile without them says how to record them. */
+static void test_profile_memory_stacks(void)
+{
+    const char *doc =
+        "{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]], \"memory_stacks\": ["
+        " [[{\"kind\": \"py\", \"display_name\": \"<module>\", \"filename_or_module\": "
+        "\"/a.py\", \"line\": 1, \"ip\": null, \"offset\": null},"
+        "   {\"kind\": \"py\", \"display_name\": \"load\", \"filename_or_module\": \"/a.py\","
+        " \"line\": 7, \"ip\": null, \"offset\": null}], 200.5],"
+        " [[{\"kind\": \"py\", \"display_name\": \"<module>\", \"filename_or_module\": "
+        "\"/a.py\", \"line\": 2, \"ip\": null, \"offset\": null}], 10]"
+        "]}";
+    json_error_t jerr;
+    json_t *root = json_loads(doc, 0, &jerr);
+    CHECK(root != NULL);
+    struct stk_tree t;
+    stk_init(&t, false);
+    CHECK_EQ(stk_add_profile(&t, root, "p.json", false, true), 0);
+    CHECK_EQ(stk_finish(&t), 0);
+    CHECK(t.nodes[STK_ROOT].total == 210.5);
+    struct strbuf out = STRBUF_INIT;
+    folded_of(&t, &out);
+    CHECK(strstr(sb_str(&out), "<module> (/a.py:1);load (/a.py:7) 200.5") != NULL);
+    CHECK(strstr(sb_str(&out), "<module> (/a.py:2) 10") != NULL);
+    stk_free(&t);
+    json_decref(root);
+
+    root = json_loads("{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]]}", 0, &jerr);
+    stk_init(&t, false);
+    CHECK(stk_add_profile(&t, root, "p.json", false, true) == -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "no memory call stacks") != NULL);
+    stk_free(&t);
+    json_decref(root);
+    root = json_loads("{\"memory_stacks\": [[[\"/a.py f:1;\"], 3]]}", 0, &jerr);
+    stk_init(&t, false);
+    CHECK(stk_add_profile(&t, root, "p.json", false, true) == -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "memory_stacks[0]") != NULL);
+    stk_free(&t);
+    json_decref(root);
     sb_release(&out);
 }
 
@@ -387,7 +430,7 @@ static void test_weights_and_trimming(void)
 }
 
 static const struct tl_test tests[] = {
-    TL(test_weights_and_trimming),
+    TL(test_profile_memory_stacks), TL(test_weights_and_trimming),
     TL(test_folded_round_trip), TL(test_escaping),    TL(test_parse_errors),
     TL(test_diff_lines),        TL(test_scalene_frames), TL(test_profile_stacks),
     TL(test_cut_min_pct),       TL(test_cut_max_depth), TL(test_cut_diff),
