@@ -669,6 +669,15 @@ static void wall_samples(uint64_t now, bool flush)
     }
 }
 
+/* Everything the threads' rings and the memory queue hold. */
+static void drain_all(void)
+{
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
+            drain(&threads[i]);
+    drain_memory();
+}
+
 static void tick(bool flush)
 {
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
@@ -678,10 +687,7 @@ static void tick(bool flush)
     }
     if (!ag_cfg.virtual_time)
         wall_samples(now, flush);
-    for (size_t i = 0; i < nthreads_used; i++)
-        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
-            drain(&threads[i]);
-    drain_memory();
+    drain_all();
 }
 
 static void finish_locked(void)
@@ -837,10 +843,7 @@ void ag_collector_drain(void)
         return;
     ag_mtls.guard++;
     take_lock();
-    for (size_t i = 0; i < nthreads_used; i++)
-        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
-            drain(&threads[i]);
-    drain_memory();
+    drain_all();
     drop_lock();
     ag_mtls.guard--;
 }

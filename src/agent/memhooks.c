@@ -32,7 +32,6 @@ static struct {
     void (*free)(void *);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
-    void *(*reallocarray)(void *, size_t, size_t);
     int (*posix_memalign)(void **, size_t, size_t);
     void *(*aligned_alloc)(size_t, size_t);
     void *(*memalign)(size_t, size_t);
@@ -112,7 +111,6 @@ static void resolve(void)
     SYM(calloc, "calloc");
     SYM(free, "free");
     SYM(realloc, "realloc");
-    SYM(reallocarray, "reallocarray");
     SYM(posix_memalign, "posix_memalign");
     SYM(aligned_alloc, "aligned_alloc");
     SYM(memalign, "memalign");
@@ -250,15 +248,34 @@ AG_EXPORT void free(void *p)
     real.free(p);
 }
 
-/* realloc counts the change of the block's usable size. */
-static void *counted_realloc(void *old, void *(*fn)(void *, size_t, size_t), size_t a, size_t b)
+static void *boot_realloc(void *old, size_t n)
 {
+    void *p = ready() ? malloc(n) : boot_alloc(n);
+    if (p && old) {
+        size_t have = boot_size(old);
+        slow_move(p, old, have < n ? have : n);
+    }
+    return p;
+}
+
+/* realloc counts the change of the block's usable size. */
+AG_EXPORT void *realloc(void *old, size_t n)
+{
+    if (old && in_boot(old))
+        return boot_realloc(old, n);
+    if (!ready())
+        return boot_alloc(n);
     if (!counting())
-        return fn(old, a, b);
+        return real.realloc(old, n);
     int saved = errno;
+    if (old && n == 0) { /* glibc frees the block and returns NULL */
+        freeing_block(old);
+        errno = saved;
+        return real.realloc(old, 0);
+    }
     uint64_t before = old ? real.usable(old) : 0;
     errno = saved;
-    void *p = fn(old, a, b);
+    void *p = real.realloc(old, n);
     saved = errno;
     if (p) { /* on failure the old block is untouched */
         uint64_t after = real.usable(p);
@@ -273,55 +290,14 @@ static void *counted_realloc(void *old, void *(*fn)(void *, size_t, size_t), siz
     return p;
 }
 
-static void *call_realloc(void *old, size_t n, size_t unused)
-{
-    (void)unused;
-    return real.realloc(old, n);
-}
-
-static void *call_reallocarray(void *old, size_t n, size_t size)
-{
-    return real.reallocarray(old, n, size);
-}
-
-static void *boot_realloc(void *old, size_t n)
-{
-    void *p = ready() ? malloc(n) : boot_alloc(n);
-    if (p && old) {
-        size_t have = boot_size(old);
-        slow_move(p, old, have < n ? have : n);
-    }
-    return p;
-}
-
-AG_EXPORT void *realloc(void *old, size_t n)
-{
-    if (old && in_boot(old))
-        return boot_realloc(old, n);
-    if (!ready())
-        return boot_alloc(n);
-    if (old && n == 0) {
-        /* glibc frees the block and returns NULL */
-        if (counting()) {
-            KEEP_ERRNO_BEGIN;
-            freeing_block(old);
-            KEEP_ERRNO_END;
-        }
-        return real.realloc(old, 0);
-    }
-    return counted_realloc(old, call_realloc, n, 0);
-}
-
+/* As glibc's: realloc of n * size, refused on overflow. */
 AG_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
-    if ((old && in_boot(old)) || !ready()) {
-        if (size && n > SIZE_MAX / size) {
-            errno = ENOMEM;
-            return NULL;
-        }
-        return realloc(old, n * size);
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
     }
-    return counted_realloc(old, call_reallocarray, n, size);
+    return realloc(old, n * size);
 }
 
 AG_EXPORT int posix_memalign(void **out, size_t align, size_t n)

@@ -212,9 +212,8 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
         return bad(what, "\"memory_lines\" is not an array");
     for (size_t i = 0; i < json_array_size(ml); i++) {
         const json_t *l = json_array_get(ml, i);
-        /* live_bytes (the 15th) came later: a part without it still reads. */
         size_t n = json_array_size(l);
-        bool ok = json_is_array(l) && (n == 14 || n == 15) &&
+        bool ok = json_is_array(l) && n == 15 &&
                   is_count(json_array_get(l, 0), (int64_t)nfiles - 1) &&
                   is_count(json_array_get(l, 1), PROF_MAX_LINE) &&
                   is_count(json_array_get(l, 2), (int64_t)nfuncs - 1) &&
@@ -805,9 +804,6 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
         uint64_t v[15];
         for (size_t k = 3; k < 15; k++)
             v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
-        /* Without live_bytes, what the line allocated and did not free itself. */
-        if (json_array_size(e) < 15)
-            v[14] = v[3] > v[6] ? v[3] - v[6] : 0;
         struct prof_line *l;
         int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
                           (uint32_t)json_integer_value(json_array_get(e, 1)),

@@ -64,8 +64,7 @@ struct prof_line {
      * largest of any part. All zero for a line of a CPU-only part. */
     uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
         execs, copy_bytes, leak_mallocs, leak_frees;
-    /* Bytes of its malloc samples never freed, wherever the free happened (a part without
-     * live_bytes: its malloc - free, at least 0). */
+    /* Bytes of its malloc samples never freed, wherever the free happened. */
     uint64_t live_bytes;
     struct prof_timeline timeline; /* at most PROF_MAX_POINTS after prof_finish */
 };

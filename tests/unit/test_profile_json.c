@@ -47,19 +47,7 @@ static json_t *write_doc(bool reduced, double threshold, struct strbuf *sb)
     };
     profile_json_write(&p, &o, sb);
     prof_free(&p);
-    json_error_t err;
-    json_t *doc = json_loads(sb_str(sb), 0, &err);
-    if (!doc)
-        tl_fail(__FILE__, __LINE__, "not JSON: %s", err.text);
-    return doc;
-}
-
-static double num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_number(v))
-        tl_fail(__FILE__, __LINE__, "no number %s", key);
-    return json_number_value(v);
+    return tl_json_parse(sb_str(sb));
 }
 
 static void test_top_level(void)
@@ -86,14 +74,14 @@ static void test_top_level(void)
     CHECK_STR(json_string_value(json_array_get(json_object_get(d, "args"), 0)), "--fast");
     CHECK_EQ(json_array_size(json_object_get(d, "args")), 1);
     CHECK_STR(json_string_value(json_object_get(d, "python_version")), "3.12.1");
-    CHECK(num(d, "elapsed_time_sec") == 4.25);
-    CHECK(num(d, "start_time_absolute") == 1000.5);
-    CHECK(num(d, "start_time_perf") == 55.5);
-    CHECK(num(d, "n_samples") == 400);
-    CHECK(num(d, "processes") == 1);
-    CHECK(num(d, "main_thread_id") == 777);
-    CHECK(num(d, "sampled_time_sec") == 4.0);
-    CHECK(num(d, "cpu_sampling_rate") == 0.01);
+    CHECK(tl_json_num(d, "elapsed_time_sec") == 4.25);
+    CHECK(tl_json_num(d, "start_time_absolute") == 1000.5);
+    CHECK(tl_json_num(d, "start_time_perf") == 55.5);
+    CHECK(tl_json_num(d, "n_samples") == 400);
+    CHECK(tl_json_num(d, "processes") == 1);
+    CHECK(tl_json_num(d, "main_thread_id") == 777);
+    CHECK(tl_json_num(d, "sampled_time_sec") == 4.0);
+    CHECK(tl_json_num(d, "cpu_sampling_rate") == 0.01);
     /* Numbers in their shortest exact form, not 0.01000000000000000021. */
     CHECK(strstr(sb_str(&sb), "\"cpu_sampling_rate\": 0.01,") != NULL);
     CHECK(json_is_null(json_object_get(d, "max_footprint_fname")));
@@ -101,7 +89,7 @@ static void test_top_level(void)
     CHECK(json_object_get(d, "note") == NULL);
     const json_t *ex = json_array_get(json_object_get(d, "excluded"), 0);
     CHECK_STR(json_string_value(json_object_get(ex, "rule")), "system_library");
-    CHECK(num(ex, "seconds") == 1.47);
+    CHECK(tl_json_num(ex, "seconds") == 1.47);
     /* The files, largest first. */
     const char *first = json_object_iter_key(json_object_iter(json_object_get(d, "files")));
     CHECK_STR(first, "/app/app.py");
@@ -116,31 +104,31 @@ static void test_lines_and_functions(void)
     if (!d)
         return;
     const json_t *f = json_object_get(json_object_get(d, "files"), "/app/app.py");
-    CHECK(num(f, "percent_cpu_time") == 50.0); /* 2.0 of 4.0 s */
+    CHECK(tl_json_num(f, "percent_cpu_time") == 50.0); /* 2.0 of 4.0 s */
     const json_t *lines = json_object_get(f, "lines");
     CHECK_EQ(json_array_size(lines), 3); /* every source line, zeros included */
     const json_t *l1 = json_array_get(lines, 0), *l2 = json_array_get(lines, 1),
                  *l3 = json_array_get(lines, 2);
-    CHECK(num(l1, "lineno") == 1 && num(l1, "n_cpu_percent_python") == 0);
-    CHECK(num(l1, "n_samples") == 0 && num(l1, "n_core_utilization") == 0);
+    CHECK(tl_json_num(l1, "lineno") == 1 && tl_json_num(l1, "n_cpu_percent_python") == 0);
+    CHECK(tl_json_num(l1, "n_samples") == 0 && tl_json_num(l1, "n_core_utilization") == 0);
     CHECK_STR(json_string_value(json_object_get(l1, "line")), "def f():\n");
     /* Line 2: both functions' time on it, summed. */
-    CHECK(num(l2, "lineno") == 2);
-    CHECK(num(l2, "n_cpu_percent_python") == 25.0);
-    CHECK(num(l2, "n_cpu_percent_c") == 12.5);
-    CHECK(num(l2, "n_sys_percent") == 0);
-    CHECK(num(l2, "n_samples") == 151);
-    CHECK(num(l2, "n_core_utilization") == 0.5); /* all on the CPU, over 2 CPUs */
+    CHECK(tl_json_num(l2, "lineno") == 2);
+    CHECK(tl_json_num(l2, "n_cpu_percent_python") == 25.0);
+    CHECK(tl_json_num(l2, "n_cpu_percent_c") == 12.5);
+    CHECK(tl_json_num(l2, "n_sys_percent") == 0);
+    CHECK(tl_json_num(l2, "n_samples") == 151);
+    CHECK(tl_json_num(l2, "n_core_utilization") == 0.5); /* all on the CPU, over 2 CPUs */
     CHECK_STR(json_string_value(json_object_get(l2, "line")),
               "    if a \\u003c b \\u0026 c \\u003e d:\n");
     CHECK(strstr(sb_str(&sb), "\"    if a \\\\u003c b \\\\u0026 c \\\\u003e d:\\n\"") != NULL);
-    CHECK(num(l3, "n_sys_percent") == 12.5);
-    CHECK(num(l3, "start_region_line") == 3 && num(l3, "end_region_line") == 3);
-    CHECK(num(l3, "start_function_line") == 0);
+    CHECK(tl_json_num(l3, "n_sys_percent") == 12.5);
+    CHECK(tl_json_num(l3, "start_region_line") == 3 && tl_json_num(l3, "end_region_line") == 3);
+    CHECK(tl_json_num(l3, "start_function_line") == 0);
     static const char *const zero[] = {"n_gpu_percent", "n_malloc_mb", "n_mallocs", "n_peak_mb",
                                        "n_python_fraction", "n_usage_fraction", "n_copy_mb_s"};
     for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
-        CHECK(num(l2, zero[i]) == 0);
+        CHECK(tl_json_num(l2, zero[i]) == 0);
     CHECK(json_is_array(json_object_get(l2, "memory_samples")));
     CHECK(json_is_array(json_object_get(l2, "cpu_samples_list")));
     CHECK(json_is_object(json_object_get(f, "leaks")));
@@ -151,11 +139,11 @@ static void test_lines_and_functions(void)
     CHECK_EQ(json_array_size(fns), 2);
     const json_t *fn = json_array_get(fns, 0);
     CHECK_STR(json_string_value(json_object_get(fn, "line")), "f");
-    CHECK(num(fn, "lineno") == 1);
-    CHECK(num(fn, "n_cpu_percent_python") == 25.0);
-    CHECK(num(fn, "n_cpu_percent_c") == 12.5);
-    CHECK(num(fn, "n_sys_percent") == 12.5);
-    CHECK(num(fn, "n_samples") == 200);
+    CHECK(tl_json_num(fn, "lineno") == 1);
+    CHECK(tl_json_num(fn, "n_cpu_percent_python") == 25.0);
+    CHECK(tl_json_num(fn, "n_cpu_percent_c") == 12.5);
+    CHECK(tl_json_num(fn, "n_sys_percent") == 12.5);
+    CHECK(tl_json_num(fn, "n_samples") == 200);
     CHECK(json_object_get(fn, "start_region_line") == NULL);
     CHECK_STR(json_string_value(json_object_get(json_array_get(fns, 1), "line")), "<lambda>");
 
@@ -164,9 +152,9 @@ static void test_lines_and_functions(void)
     CHECK(g != NULL);
     CHECK_EQ(json_array_size(json_object_get(g, "lines")), 1);
     const json_t *gl = json_array_get(json_object_get(g, "lines"), 0);
-    CHECK(num(gl, "lineno") == 9);
+    CHECK(tl_json_num(gl, "lineno") == 9);
     CHECK_STR(json_string_value(json_object_get(gl, "line")), "");
-    CHECK(fabs(num(gl, "n_cpu_percent_python") - 0.75) < 1e-12);
+    CHECK(fabs(tl_json_num(gl, "n_cpu_percent_python") - 0.75) < 1e-12);
     json_decref(d);
     sb_release(&sb);
 }
@@ -182,7 +170,7 @@ static void test_reduced(void)
     const json_t *f = json_object_get(files, "/app/app.py");
     const json_t *lines = json_object_get(f, "lines");
     CHECK_EQ(json_array_size(lines), 1); /* only line 2 (37.5%); line 3 has 12.5% */
-    CHECK(num(json_array_get(lines, 0), "lineno") == 2);
+    CHECK(tl_json_num(json_array_get(lines, 0), "lineno") == 2);
     CHECK_EQ(json_array_size(json_object_get(f, "functions")), 1);
     json_decref(d);
     sb_reset(&sb);

@@ -36,14 +36,14 @@ static const char part_a[] =
     "\"final_footprint_bytes\":33554432,"
     "\"timeline\":[[500000000,2097152],[1000000000,44040192],[1800000000,33554432]]},"
     "\"memory_lines\":["
-    "[0,12,0,41943040,10485760,40,0,41943040,41943040,2,0,40,0,[[1000000000,44040192]]],"
+    "[0,12,0,41943040,10485760,40,0,41943040,41943040,2,0,40,0,[[1000000000,44040192]],"
+    "41943040],"
     "[0,14,0,10485760,10485760,10,10485760,5242880,10485760,4,16777216,0,0,"
     "[[1800000000,33554432]],10485760],"
-    "[1,0,1,2097152,0,2,0,2097152,2097152,1,0,0,0,[[500000000,2097152]]]]}";
+    "[1,0,1,2097152,0,2,0,2097152,2097152,1,0,0,0,[[500000000,2097152]],2097152]]}";
 
 /* A child (pid 101) started 0.5 s after the program and ran 1 s: 20 MiB more on line 12 at its
- * 0.1 s (the program's 0.6 s), 12 MiB of which another line freed (live_bytes 8 MiB: a part in
- * the newer 15-entry format); its file list has only app.py. */
+ * 0.1 s (the program's 0.6 s), 12 MiB of which another line freed (live_bytes 8 MiB); its file list has only app.py. */
 static const char part_b[] =
     "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":101,"
     "\"start_time_absolute\":1001.0,\"elapsed_sec\":1.0,"
@@ -182,7 +182,7 @@ static void test_timeline_reduce(void)
                 10 + k, 100 + k);
         for (int i = 0; i < 100; i++)
             sb_addf(&sb, "%s[%d,%d]", i ? "," : "", i * 1000, k * 100 + i);
-        sb_adds(&sb, "]]]}");
+        sb_adds(&sb, "],1]]}");
         parts[k] = sb_detach(&sb);
     }
     struct profile p;
@@ -216,21 +216,7 @@ static json_t *write_doc(const struct profile *p, bool reduced, double threshold
         .ncpus = 1,
     };
     profile_json_write(p, &o, sb);
-    json_error_t err;
-    json_t *doc = json_loads(sb_str(sb), 0, &err);
-    if (!doc)
-        tl_fail(__FILE__, __LINE__, "not JSON: %s", err.text);
-    return doc;
-}
-
-static double num(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    if (!json_is_number(v)) {
-        tl_fail(__FILE__, __LINE__, "no number %s", key);
-        return NAN;
-    }
-    return json_number_value(v);
+    return tl_json_parse(sb_str(sb));
 }
 
 static const json_t *line_entry(const json_t *file, long lineno)
@@ -255,15 +241,15 @@ static void test_json(void)
         return;
     }
     CHECK(json_is_true(json_object_get(d, "memory")));
-    CHECK(num(d, "alloc_samples") == 72);
-    CHECK(num(d, "growth_rate") == 100.0 * (62 * MB) / (double)(72 * MB));
-    CHECK(num(d, "max_footprint_mb") == 62);
-    CHECK(num(d, "max_footprint_python_fraction") == 0.5);
+    CHECK(tl_json_num(d, "alloc_samples") == 72);
+    CHECK(tl_json_num(d, "growth_rate") == 100.0 * (62 * MB) / (double)(72 * MB));
+    CHECK(tl_json_num(d, "max_footprint_mb") == 62);
+    CHECK(tl_json_num(d, "max_footprint_python_fraction") == 0.5);
     CHECK_STR(json_string_value(json_object_get(d, "max_footprint_fname")), "/app/app.py");
-    CHECK(num(d, "max_footprint_lineno") == 12);
-    CHECK(num(d, "native_allocations_mb") == 2);
-    CHECK(num(d, "memory_sampling_window") == 1048576);
-    CHECK(num(d, "copy_mb") == 16);
+    CHECK(tl_json_num(d, "max_footprint_lineno") == 12);
+    CHECK(tl_json_num(d, "native_allocations_mb") == 2);
+    CHECK(tl_json_num(d, "memory_sampling_window") == 1048576);
+    CHECK(tl_json_num(d, "copy_mb") == 16);
     const json_t *s = json_object_get(d, "samples");
     CHECK_EQ(json_array_size(s), 4);
     CHECK(json_integer_value(json_array_get(json_array_get(s, 2), 0)) == 1000000000);
@@ -273,16 +259,16 @@ static void test_json(void)
     const json_t *f = json_object_get(files, "/app/app.py");
     const json_t *l12 = line_entry(f, 12);
     CHECK(l12 != NULL);
-    CHECK(num(l12, "n_malloc_mb") == 60);
-    CHECK(num(l12, "n_mallocs") == 60);
-    CHECK(num(l12, "n_python_fraction") == 10.0 / 60.0);
-    CHECK(num(l12, "n_usage_fraction") == 60.0 / 72.0);
-    CHECK(num(l12, "n_peak_mb") == 40);
-    CHECK(num(l12, "n_avg_mb") == 20); /* 60 MiB over 3 executions */
-    CHECK(num(l12, "n_growth_mb") == 48); /* live bytes, below malloc - free */
-    CHECK(num(l12, "n_free_mb") == 0);
-    CHECK(num(l12, "n_copy_mb_s") == 0);
-    CHECK(num(l12, "n_cpu_percent_python") == 50);
+    CHECK(tl_json_num(l12, "n_malloc_mb") == 60);
+    CHECK(tl_json_num(l12, "n_mallocs") == 60);
+    CHECK(tl_json_num(l12, "n_python_fraction") == 10.0 / 60.0);
+    CHECK(tl_json_num(l12, "n_usage_fraction") == 60.0 / 72.0);
+    CHECK(tl_json_num(l12, "n_peak_mb") == 40);
+    CHECK(tl_json_num(l12, "n_avg_mb") == 20); /* 60 MiB over 3 executions */
+    CHECK(tl_json_num(l12, "n_growth_mb") == 48); /* live bytes, below malloc - free */
+    CHECK(tl_json_num(l12, "n_free_mb") == 0);
+    CHECK(tl_json_num(l12, "n_copy_mb_s") == 0);
+    CHECK(tl_json_num(l12, "n_cpu_percent_python") == 50);
     const json_t *ms = json_object_get(l12, "memory_samples");
     CHECK_EQ(json_array_size(ms), 2);
     CHECK(json_integer_value(json_array_get(json_array_get(ms, 0), 0)) == 600000000);
@@ -290,42 +276,42 @@ static void test_json(void)
 
     const json_t *l14 = line_entry(f, 14);
     CHECK(l14 != NULL);
-    CHECK(num(l14, "n_cpu_percent_python") == 0 && num(l14, "n_samples") == 0);
-    CHECK(num(l14, "n_malloc_mb") == 10);
-    CHECK(num(l14, "n_free_mb") == 10);
+    CHECK(tl_json_num(l14, "n_cpu_percent_python") == 0 && tl_json_num(l14, "n_samples") == 0);
+    CHECK(tl_json_num(l14, "n_malloc_mb") == 10);
+    CHECK(tl_json_num(l14, "n_free_mb") == 10);
     /* It freed what it allocated: no growth, whatever live_bytes (10 MiB) says. */
-    CHECK(num(l14, "n_growth_mb") == 0);
-    CHECK(num(l14, "n_python_fraction") == 1);
-    CHECK(num(l14, "n_avg_mb") == 2.5);
-    CHECK(num(l14, "n_peak_mb") == 5);
-    CHECK(num(l14, "n_copy_mb_s") == 8); /* 16 MiB over 2 s */
+    CHECK(tl_json_num(l14, "n_growth_mb") == 0);
+    CHECK(tl_json_num(l14, "n_python_fraction") == 1);
+    CHECK(tl_json_num(l14, "n_avg_mb") == 2.5);
+    CHECK(tl_json_num(l14, "n_peak_mb") == 5);
+    CHECK(tl_json_num(l14, "n_copy_mb_s") == 8); /* 16 MiB over 2 s */
     const json_t *l13 = line_entry(f, 13);
-    CHECK(l13 && num(l13, "n_malloc_mb") == 0 &&
+    CHECK(l13 && tl_json_num(l13, "n_malloc_mb") == 0 &&
           json_array_size(json_object_get(l13, "memory_samples")) == 0);
 
     /* main: lines 12 and 14 summed, the larger peak, every point. */
     const json_t *fn = json_array_get(json_object_get(f, "functions"), 0);
     CHECK_STR(json_string_value(json_object_get(fn, "line")), "main");
-    CHECK(num(fn, "n_malloc_mb") == 70);
-    CHECK(num(fn, "n_peak_mb") == 40);
-    CHECK(num(fn, "n_avg_mb") == 10);
-    CHECK(num(fn, "n_growth_mb") == 48);
-    CHECK(num(fn, "n_copy_mb_s") == 8);
+    CHECK(tl_json_num(fn, "n_malloc_mb") == 70);
+    CHECK(tl_json_num(fn, "n_peak_mb") == 40);
+    CHECK(tl_json_num(fn, "n_avg_mb") == 10);
+    CHECK(tl_json_num(fn, "n_growth_mb") == 48);
+    CHECK(tl_json_num(fn, "n_copy_mb_s") == 8);
     CHECK_EQ(json_array_size(json_object_get(fn, "memory_samples")), 3);
 
     /* 40 peak-setting allocations, none freed: 1 - 1/42; 48 MiB grown over 2 s. */
     const json_t *leaks = json_object_get(f, "leaks");
     CHECK_EQ(json_object_size(leaks), 1);
     const json_t *lk = json_object_get(leaks, "12");
-    CHECK(lk && num(lk, "likelihood") == 1.0 - 1.0 / 42.0);
-    CHECK(lk && num(lk, "velocity_mb_s") == 24);
+    CHECK(lk && tl_json_num(lk, "likelihood") == 1.0 - 1.0 / 42.0);
+    CHECK(lk && tl_json_num(lk, "velocity_mb_s") == 24);
 
     /* <native>: no source, only the line with data. */
     const json_t *nat = json_object_get(files, "<native>");
     CHECK(nat != NULL);
     CHECK_EQ(json_array_size(json_object_get(nat, "lines")), 1);
     const json_t *nl = json_array_get(json_object_get(nat, "lines"), 0);
-    CHECK(num(nl, "lineno") == 0 && num(nl, "n_malloc_mb") == 2);
+    CHECK(tl_json_num(nl, "lineno") == 0 && tl_json_num(nl, "n_malloc_mb") == 2);
     CHECK_STR(json_string_value(json_object_get(nl, "line")), "");
     CHECK_STR(json_string_value(json_object_get(
                   json_array_get(json_object_get(nat, "functions"), 0), "line")),
@@ -367,8 +353,8 @@ static void leak_doc(long long malloc, long long freed, int m, int f, struct str
              "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,\"samples\":1},"
              "\"files\":[\"/a.py\"],\"functions\":[[\"f\",0,1]],\"lines\":[],"
              "\"memory\":{\"malloc_bytes\":%lld,\"free_bytes\":%lld},"
-             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,[]]]}",
-             malloc, freed, malloc, m, f);
+             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,[],%lld]]}",
+             malloc, freed, malloc, m, f, malloc);
     struct profile p;
     prof_init(&p);
     CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", 7), 0);
@@ -391,7 +377,7 @@ static void test_leak_rule(void)
     leak_doc(8 * MB, 0, 18, 0, &sb);
     json_t *d = json_loads(sb_str(&sb), 0, &err);
     const json_t *lk = json_object_get(leaks_of(d), "3");
-    CHECK(lk && num(lk, "likelihood") == 1.0 - 1.0 / 20.0 && num(lk, "velocity_mb_s") == 2);
+    CHECK(lk && tl_json_num(lk, "likelihood") == 1.0 - 1.0 / 20.0 && tl_json_num(lk, "velocity_mb_s") == 2);
     json_decref(d);
     /* 17: 0.947, not reported. */
     sb_reset(&sb);
@@ -405,7 +391,7 @@ static void test_leak_rule(void)
     leak_doc(8 * MB, 0, 40, 1, &sb);
     d = json_loads(sb_str(&sb), 0, &err);
     lk = json_object_get(leaks_of(d), "3");
-    CHECK(lk && num(lk, "likelihood") == 1.0 - 2.0 / 41.0);
+    CHECK(lk && tl_json_num(lk, "likelihood") == 1.0 - 2.0 / 41.0);
     json_decref(d);
     sb_reset(&sb);
     leak_doc(8 * MB, 0, 40, 2, &sb);
@@ -416,7 +402,7 @@ static void test_leak_rule(void)
     sb_reset(&sb);
     leak_doc(200 * MB, 199 * MB, 40, 0, &sb);
     d = json_loads(sb_str(&sb), 0, &err);
-    CHECK(d && num(d, "growth_rate") == 0.5);
+    CHECK(d && tl_json_num(d, "growth_rate") == 0.5);
     CHECK(d && json_object_size(leaks_of(d)) == 0);
     json_decref(d);
     sb_release(&sb);
@@ -441,10 +427,11 @@ static void test_bad_memory_keys(void)
         MEM_HEAD "\"memory_lines\":[]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":{}}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,1,1,0,1,0,1,1,1,0,0,0,[]]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,2,3,[]]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,\"1\",0,1,1,1,0,0,0,[]]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[[5,-5]]]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[]]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,1,1,0,1,0,1,1,1,0,0,0,[],1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,2,3,[],1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,\"1\",0,1,1,1,0,0,0,[],1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[[5,-5]],1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],-1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1]]}",
     };
@@ -460,7 +447,7 @@ static void test_bad_memory_keys(void)
     /* The same shape, well formed, is taken: the refusals above are about their faults. */
     static const char good[] =
         MEM_HEAD "\"memory\":{\"max_footprint_at\":null,\"timeline\":[]},"
-                 "\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,2,2,[[5,5]]]]}";
+                 "\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,2,2,[[5,5]],1]]}";
     CHECK_EQ(prof_add_part_text(&p, good, strlen(good), "x", 0), 0);
     CHECK(p.mem.on && !p.mem.have_at);
     prof_free(&p);

@@ -1,6 +1,7 @@
 /* The unit-test harness: runs every test (or those named on the command line). */
 #include "testlib.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,6 +19,25 @@ void tl_fail(const char *file, int line, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     tl_failures++;
+}
+
+json_t *tl_json_parse(const char *text)
+{
+    json_error_t err;
+    json_t *doc = json_loads(text, 0, &err);
+    if (!doc)
+        tl_fail(__FILE__, __LINE__, "not JSON: %s", err.text);
+    return doc;
+}
+
+double tl_json_num(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v)) {
+        tl_fail(__FILE__, __LINE__, "no number %s", key);
+        return NAN;
+    }
+    return json_number_value(v);
 }
 
 const char *tl_tmpdir(void)

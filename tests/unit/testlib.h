@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 extern int tl_failures; /* failures in the current test */
 
 void tl_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -52,6 +54,12 @@ int tl_run(const struct tl_test *tests, size_t n, int argc, char **argv);
     {                                                                                              \
         return tl_run(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);                        \
     }
+
+/* JSON documents a test wrote (jansson): the parsed text (NULL, and a failure, if it is not
+ * JSON), and a number field of an object (NAN, and a failure, if it is not a number: no
+ * comparison with it holds). */
+json_t *tl_json_parse(const char *text);
+double tl_json_num(const json_t *obj, const char *key);
 
 /* A fresh temporary directory for this test binary (removed at exit unless the test failed). */
 const char *tl_tmpdir(void);
