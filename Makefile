@@ -56,11 +56,13 @@ demo: all
 deps:
 	@scripts/install-deps.sh build
 
-$(BUILD)/obj/%.o: %.c
+# Every object waits for deps (order-only), so that `make -j` never compiles before the -dev
+# packages are installed.
+$(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/agent-obj/%.o: %.c
+$(BUILD)/agent-obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
 

@@ -34,6 +34,12 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
 
 _artifacts = {"dir": None, "n": 0}
 
+# A shell that starts this test run in the background leaves SIGINT ignored, and an ignored signal
+# stays ignored across exec: every target (with or without scry) would then shrug off Ctrl-C and
+# the SIGINT tests would test nothing. A handler (unlike SIG_IGN) is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def run_scry(args, timeout=SCRY_TIMEOUT_S, **kwargs):
     """Runs scry with `args` (strings) and returns the CompletedProcess (text, captured).
