@@ -39,8 +39,8 @@ int cli_check_target(int pid, const char *core, const char *exe);
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Writes buf to path through a temporary name in the same directory, renamed over path, so a
- * reader never sees half a file; returns 0 or records an io_error. */
+/* Writes buf to path through common/outfile.h (an unpredictable temporary name in the same
+ * directory, renamed over path; mode 0600); returns 0 or records an io_error. */
 int cli_write_file_atomic(const char *path, const struct strbuf *sb);
 /* Writes buf to stdout and flushes; returns 0 or records an io_error. */
 int cli_write_stdout(const struct strbuf *buf);

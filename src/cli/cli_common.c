@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/outfile.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 
@@ -102,28 +103,7 @@ int cli_option_error(bool json, int c, char **argv)
 
 int cli_write_file_atomic(const char *path, const struct strbuf *sb)
 {
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
-        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
-    }
-    return 0;
+    return outfile_write_all(path, sb->buf ? sb->buf : "", sb->len, OUTFILE_PRIVATE);
 }
 
 int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json)

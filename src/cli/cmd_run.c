@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/outfile.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
 
@@ -618,6 +619,12 @@ int cmd_run(int argc, char **argv)
     if (find_agent(agent, sizeof(agent)) != 0)
         return cli_report_error(false);
 
+    /* The profile's file is created now, before the program runs: a path that cannot be
+     * written fails here instead of losing the profile at the end. */
+    struct outfile out;
+    if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0)
+        return cli_report_error(false);
+
     const char *tmp = getenv("TMPDIR");
     char part_dir[PATH_MAX];
     snprintf(part_dir, sizeof(part_dir), "%s/scry-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -626,6 +633,7 @@ int cmd_run(int argc, char **argv)
         if (!mkdtemp(part_dir)) {
             err_fail(SCRY_E_IO, "cannot create a directory for the profile's parts in /tmp: %s",
                      strerror(errno));
+            outfile_abort(&out);
             return cli_report_error(false);
         }
     }
@@ -640,6 +648,7 @@ int cmd_run(int argc, char **argv)
     if (setup_env(&o, agent, part_dir, program_path) != 0 || spawn(&o, &pid) != 0) {
         remove_part_dir(part_dir);
         prof_free(&p);
+        outfile_abort(&out);
         return cli_report_error(false);
     }
     int st = wait_child(pid);
@@ -677,7 +686,12 @@ int cmd_run(int argc, char **argv)
     };
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    if (cli_write_file_atomic(o.outfile, &json) != 0) {
+    int werr = outfile_write(&out, json.buf ? json.buf : "", json.len);
+    if (werr)
+        outfile_abort(&out);
+    else
+        werr = outfile_commit(&out);
+    if (werr) {
         cli_report_error(false);
         if (status == 0)
             status = CLI_EXIT_ERROR;
