@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/infile.h"
 #include "render/profile_html.h"
 #include "render/profile_text.h"
 
@@ -44,24 +45,7 @@ static const char view_usage[] =
     "                                standard output\n";
 int cli_read_file(const char *path, char **data, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot open %s: %s", path, strerror(errno));
-    struct strbuf sb = STRBUF_INIT;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-        sb_add(&sb, buf, n);
-    int failed = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (failed) {
-        sb_release(&sb);
-        return err_fail(SCRY_E_IO, "cannot read %s: %s", path, strerror(saved));
-    }
-    *len = sb.len;
-    *data = sb_detach(&sb);
-    return 0;
+    return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
 }
 
 bool cli_parse_percent(const char *s, double *out)
