@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sanitize.h"
 
 /* Without libm: the binary links none. */
 static double max_d(double a, double b)
@@ -116,14 +117,33 @@ int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out)
         text = "?";
         len = 1;
     }
+    /* Control characters, bidirectional controls and bytes that are not UTF-8 are cleaned by
+     * common/sanitize.h's rule, so no output of the tree (folded lines on a terminal, the SVG,
+     * speedscope) carries them; each replacement takes at most 3 bytes. */
     char small[256];
-    char *s = len < sizeof(small) ? small : malloc(len + 1);
+    char *s = len < sizeof(small) / 3 ? small : malloc(3 * len + 1);
     if (!s)
         return oom();
-    for (size_t i = 0; i < len; i++) {
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
         char c = text[i];
-        s[i] = c == ';' ? ':' : (c == '\n' || c == '\r' || c == '\0') ? ' ' : c;
+        if (c == ';' || c == '\n' || c == '\r' || c == '\0' || c == '\t') {
+            s[o++] = c == ';' ? ':' : ' ';
+            i++;
+            continue;
+        }
+        const char *repl;
+        size_t n = san_next(text + i, len - i, &repl);
+        if (repl) {
+            memcpy(s + o, repl, strlen(repl));
+            o += strlen(repl);
+        } else {
+            memcpy(s + o, text + i, n);
+            o += n;
+        }
+        i += n;
     }
+    len = o;
     s[len] = '\0';
     int err = 0;
     if ((t->nframes + 1) * 2 > t->ftab_cap && (err = ftab_grow(t)) != 0)

@@ -48,9 +48,9 @@ struct stk_tree {
 void stk_init(struct stk_tree *t, bool diff);
 void stk_free(struct stk_tree *t);
 
-/* The index of a frame text (interned). A ';' inside it becomes ':', a line break a space, and
- * spaces around it are trimmed ("?" if nothing is left), so every frame survives the folded
- * format. */
+/* The index of a frame text (interned). A ';' inside it becomes ':', a line break or tab a space,
+ * other controls are cleaned (common/sanitize.h), and spaces around it are trimmed ("?" if
+ * nothing is left), so every frame survives the folded format and no output carries controls. */
 int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out);
 /* The child of parent with that frame, made if missing. */
 int stk_child(struct stk_tree *t, uint32_t parent, uint32_t frame, uint32_t *out);

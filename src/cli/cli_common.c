@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/outfile.h"
+#include "common/sanitize.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 
@@ -41,9 +42,10 @@ int cli_report_error(bool json)
         fflush(stdout);
         sb_release(&sb);
     } else {
-        fprintf(stderr, "scry: error: %s [%s]\n", msg, err_code_name(code));
+        /* Messages quote paths, names and profile keys: cleaned like every text shown. */
+        fprintf(stderr, "scry: error: %s [%s]\n", san_str(msg), err_code_name(code));
         if (hint && *hint)
-            fprintf(stderr, "hint: %s\n", hint);
+            fprintf(stderr, "hint: %s\n", san_str(hint));
     }
     return code == SCRY_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 }

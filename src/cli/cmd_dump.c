@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "common/sanitize.h"
 #include "cpython/heap_walk.h"
 #include "cpython/memcache.h"
 #include "cpython/runtime.h"
@@ -338,9 +339,9 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
     double mib = 1024.0 * 1024.0;
     double rate = r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0;
     sb_addf(out, "wrote %s: %llu objects, %llu references, %llu roots, %.1f MiB of objects\n",
-            o->output, (unsigned long long)r->hs.objects, (unsigned long long)r->hs.edges,
+            san_str(o->output), (unsigned long long)r->hs.objects, (unsigned long long)r->hs.edges,
             (unsigned long long)r->hs.roots, (double)r->hs.bytes / mib);
-    sb_addf(out, "Python %s, %s %d", rt->version_str, o->core ? "core of pid" : "pid", pid);
+    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str), o->core ? "core of pid" : "pid", pid);
     if (r->rss)
         sb_addf(out, ", RSS %.1f MiB", (double)r->rss / mib);
     sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",

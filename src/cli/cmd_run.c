@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "common/sanitize.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
 
@@ -400,10 +401,10 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
         }
         if (cli_read_file(path, &data, &len) == 0) {
             if (prof_add_part_text(p, data, len, names[i], child) != 0)
-                fprintf(stderr, "scry: warning: %s; skipped\n", err_last_message());
+                fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
             free(data);
         } else {
-            fprintf(stderr, "scry: warning: %s; skipped\n", err_last_message());
+            fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
         }
         free(names[i]);
     }
@@ -423,7 +424,7 @@ static void read_sources(struct profile *p)
         if (cli_read_file(name, &data, &len) != 0)
             continue;
         if (prof_set_source(p, i, data, len) != 0)
-            fprintf(stderr, "scry: warning: %s\n", err_last_message());
+            fprintf(stderr, "scry: warning: %s\n", san_str(err_last_message()));
         free(data);
     }
 }
@@ -562,7 +563,8 @@ static void print_view(const struct strbuf *json, const char *path, double thres
     struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc), .threshold = threshold};
     struct strbuf text = STRBUF_INIT;
     if (profile_text_render_bytes(json->buf ? json->buf : "", json->len, path, &to, &text) != 0) {
-        fprintf(stderr, "scry: warning: cannot show the profile: %s\n", err_last_message());
+        fprintf(stderr, "scry: warning: cannot show the profile: %s\n",
+                san_str(err_last_message()));
     } else {
         FILE *f = to_stdout ? stdout : stderr;
         fputc('\n', f);
@@ -698,7 +700,8 @@ int cmd_run(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli %s\n",
-                o.outfile, (unsigned long long)p.samples, p.elapsed_sec, o.outfile);
+                san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
+                san_str(o.outfile));
         if (!o.no_view)
             print_view(&json, o.outfile, o.threshold);
     }

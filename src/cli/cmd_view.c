@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/infile.h"
+#include "common/sanitize.h"
 #include "render/profile_html.h"
 #include "render/profile_text.h"
 
@@ -161,21 +162,21 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
         char abs[PATH_MAX];
         const char *shown = realpath(tmp, abs) ? abs : tmp;
         if (open_in_browser(shown)) {
-            fprintf(stderr, "scry: opened %s in the browser\n", shown);
+            fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
         } else {
-            printf("%s\n", shown);
+            printf("%s\n", san_str(shown));
             fprintf(stderr,
                     "scry: wrote the page to %s; %s: open it in a browser on a machine with "
                     "one (the file is self-contained), or write it where you want with "
                     "'scry view --html -o FILE'\n",
-                    shown,
+                    san_str(shown),
                     (getenv("DISPLAY") && *getenv("DISPLAY")) ||
                             (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"))
                         ? "no browser could be started ($BROWSER, xdg-open)"
                         : "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset)");
         }
     } else {
-        printf("%s\n", tmp);
+        printf("%s\n", san_str(tmp));
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
