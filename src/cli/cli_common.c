@@ -59,12 +59,22 @@ int cli_usage_error(bool json, const char *fmt, ...)
     return cli_report_error(json);
 }
 
+int cli_stdout_error(void)
+{
+    /* io_error's default hint is about paths: none was given here. */
+    return err_fail_hint(SCRY_E_IO,
+                         "standard output was closed, or the disk or pipe it goes to is full or "
+                         "gone; write to a file with -o where the command has it",
+                         "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+}
+
 int cli_write_stdout(const struct strbuf *buf)
 {
+    errno = 0;
     if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len)
-        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        return cli_stdout_error();
     if (fflush(stdout) != 0)
-        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        return cli_stdout_error();
     return 0;
 }
 
@@ -150,6 +160,26 @@ int cli_check_target(int pid, const char *core, const char *exe)
     if (exe && !core)
         return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
     return 0;
+}
+
+void cli_target_error(int pid)
+{
+    if (pid <= 0)
+        return;
+    if (err_last_code() == SCRY_E_READ_FAILED && rd_pid_exited(pid)) {
+        err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while it was being read", pid);
+    } else if (err_last_code() == SCRY_E_PERMISSION_DENIED && geteuid() == 0) {
+        /* The default hint says to run as root: wrong advice to root. */
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", err_last_message());
+        err_fail_hint(SCRY_E_PERMISSION_DENIED,
+                      "scry already runs as root, so the kernel refused for another reason: "
+                      "this container lacks CAP_SYS_PTRACE (start it with --cap-add SYS_PTRACE), "
+                      "/proc/sys/kernel/yama/ptrace_scope is 3, an LSM (AppArmor, SELinux) "
+                      "forbids it, or the process belongs to another container or user "
+                      "namespace (pid 1 of a sandbox often does)",
+                      "%s", msg);
+    }
 }
 
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)

@@ -489,6 +489,7 @@ int cmd_dump(int argc, char **argv)
         status = cli_report_error(false);
     goto out;
 fail:
+    cli_target_error(o.pid);
     status = cli_report_error(o.json);
     snap_writer_abort(ds.w);
     if (ds.graph)

@@ -179,7 +179,7 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
         printf("%s\n", san_str(tmp));
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        cli_stdout_error();
         status = cli_report_error(false);
     }
 out:

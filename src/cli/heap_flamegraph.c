@@ -104,7 +104,7 @@ int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out)
         draw = &cutt;
     }
     if (g->folded) {
-        stk_write_folded(draw, out);
+        err = stk_write_folded(draw, out);
         goto out;
     }
     const struct stk_node *root = &draw->nodes[STK_ROOT];
