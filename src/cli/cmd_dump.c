@@ -150,9 +150,9 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
 
 struct dump_sink {
     struct snap_writer *w;
-    bool graph;             /* graph_out is open */
+    bool graph;               /* graph_out is open */
     struct outfile graph_out; /* mode 0600: it holds what the snapshot holds */
-    struct strbuf line;     /* lines not yet written */
+    struct strbuf line;       /* lines not yet written */
 };
 
 static int graph_flush(struct dump_sink *d)
@@ -339,9 +339,11 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
     double mib = 1024.0 * 1024.0;
     double rate = r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0;
     sb_addf(out, "wrote %s: %llu objects, %llu references, %llu roots, %.1f MiB of objects\n",
-            san_str(o->output), (unsigned long long)r->hs.objects, (unsigned long long)r->hs.edges,
-            (unsigned long long)r->hs.roots, (double)r->hs.bytes / mib);
-    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str), o->core ? "core of pid" : "pid", pid);
+            san_str(o->output), (unsigned long long)r->hs.objects,
+            (unsigned long long)r->hs.edges, (unsigned long long)r->hs.roots,
+            (double)r->hs.bytes / mib);
+    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str), o->core ? "core of pid" : "pid",
+            pid);
     if (r->rss)
         sb_addf(out, ", RSS %.1f MiB", (double)r->rss / mib);
     sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",

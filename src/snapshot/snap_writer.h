@@ -7,8 +7,8 @@
  *
  * Calling sequence: snap_writer_open; any number of snap_add_* and snap_set_meta (in any order);
  * then exactly one of snap_writer_close (writes a temporary file made by common/outfile.h,
- * fsyncs, renames it to path) or snap_writer_abort (nothing is left on disk). After an snap_add_* failure only abort is
- * allowed. Not thread-safe: one thread feeds one writer. */
+ * fsyncs, renames it to path) or snap_writer_abort (nothing is left on disk). After an
+ * snap_add_* failure only abort is allowed. Not thread-safe: one thread feeds one writer. */
 #ifndef SCRY_SNAPSHOT_SNAP_WRITER_H
 #define SCRY_SNAPSHOT_SNAP_WRITER_H
 

@@ -22,7 +22,8 @@ static char *clean(const char *s, size_t len)
 static void test_kept(void)
 {
     CHECK_CLEAN("app.session.Session.close", "app.session.Session.close");
-    CHECK_CLEAN("caf\xc3\xa9 \xf0\x9f\x90\x8d \xe6\x97\xa5", "caf\xc3\xa9 \xf0\x9f\x90\x8d \xe6\x97\xa5");
+    CHECK_CLEAN("caf\xc3\xa9 \xf0\x9f\x90\x8d \xe6\x97\xa5",
+                "caf\xc3\xa9 \xf0\x9f\x90\x8d \xe6\x97\xa5");
     CHECK_CLEAN("\xc2\xa0", "\xc2\xa0");         /* U+00A0: just after the C1 block */
     CHECK_CLEAN("\xef\xbf\xbd", "\xef\xbf\xbd"); /* U+FFFD */
     CHECK_CLEAN("\xef\xb7\xb0", "\xef\xb7\xb0"); /* U+FDF0: just after the noncharacters */

@@ -136,7 +136,7 @@ static void test_json_utf8_kept(void)
     CHECK_JSON("\xee\x80\x80", "\"\xee\x80\x80\"");                /* U+E000, just above */
     CHECK_JSON("\xef\xbf\xbd", "\"\xef\xbf\xbd\"");                /* U+FFFD */
     CHECK_JSON("\xf0\x9f\x90\x8d", "\"\xf0\x9f\x90\x8d\"");        /* U+1F40D snake */
-    CHECK_JSON("\xf4\x8f\xbf\xbd", "\"\xf4\x8f\xbf\xbd\"");        /* U+10FFFD, the last character */
+    CHECK_JSON("\xf4\x8f\xbf\xbd", "\"\xf4\x8f\xbf\xbd\"");/* U+10FFFD */
     CHECK_JSON("\xe6\x97\xa5\xe6\x9c\xac", "\"\xe6\x97\xa5\xe6\x9c\xac\"");
 }
 
