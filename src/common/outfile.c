@@ -41,6 +41,18 @@ static void random_suffix(char *out, size_t n)
     out[n] = 0;
 }
 
+/* 1 or 2 if path (links followed) is the very file our stdout or stderr is, else -1. */
+static int same_as_stdio(const char *path)
+{
+    struct stat p, f;
+    if (stat(path, &p) != 0)
+        return -1;
+    for (int fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &f) == 0 && f.st_dev == p.st_dev && f.st_ino == p.st_ino)
+            return fd;
+    return -1;
+}
+
 int outfile_open(struct outfile *of, const char *path, mode_t mode)
 {
     of->fd = -1;
@@ -48,6 +60,19 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
     if (!path || !*path)
         return err_fail(SCRY_E_IO, "the output path is empty");
     struct stat st;
+    int own = same_as_stdio(path);
+    if (own >= 0) {
+        /* -o /dev/stdout and the like: our own output, written in place (replacing the link
+         * would replace /dev/stdout itself). */
+        of->fd = fcntl(own, F_DUPFD_CLOEXEC, 3);
+        if (of->fd < 0)
+            return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
+        if (!(of->path = strdup(path))) {
+            outfile_abort(of);
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        }
+        return 0;
+    }
     if (lstat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return err_fail_hint(SCRY_E_IO, "give the path of a file to write",

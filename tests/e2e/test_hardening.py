@@ -336,6 +336,18 @@ def test_another_users_plantings_change_nothing(heap_and_profile, one_python, tm
         shutil.rmtree(shared, ignore_errors=True)
 
 
+def test_dev_stdout_is_written_not_replaced(heap_and_profile):
+    """-o /dev/stdout is the one symlink written through: it leads to our own stdout (as root,
+    replacing it would replace the system's /dev/stdout)."""
+    _, heap, prof = heap_and_profile
+    before = os.readlink("/dev/stdout")
+    cp = ok_bytes("view", "--format", "folded", "-o", "/dev/stdout", prof)
+    assert b"pwned" in cp.stdout
+    cp = ok_bytes("flamegraph", "--folded", "-o", "/dev/stdout", heap)
+    assert b"pwned" in cp.stdout
+    assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == before
+
+
 def test_dump_graph_does_not_follow_a_symlink(hostile, one_python, tmp_path):
     t = hostile(one_python)
     victim = tmp_path / "victim"
