@@ -37,8 +37,9 @@ int cli_parse_report_options(int argc, char **argv, const char *usage, long *top
 struct rd_reader;
 int cli_check_target(int pid, const char *core, const char *exe);
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
-/* After a failure on a live target (pid > 0): a read_failed of a process that has exited or is
- * exiting becomes no_such_process, the error that says what happened. */
+/* After a failure on a live target (pid > 0): read_failed, not_python or io_error of a process
+ * that has exited or is exiting becomes no_such_process, the error that says what happened;
+ * permission_denied as root gets a hint that does not say to run as root. */
 void cli_target_error(int pid);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

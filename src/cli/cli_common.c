@@ -166,7 +166,11 @@ void cli_target_error(int pid)
 {
     if (pid <= 0)
         return;
-    if (err_last_code() == SCRY_E_READ_FAILED && rd_pid_exited(pid)) {
+    enum scry_err code = err_last_code();
+    /* A process that exits while it is read fails reads (read_failed) or loses its files under
+     * /proc/PID/root (not_python, io_error): say what happened. */
+    if ((code == SCRY_E_READ_FAILED && rd_pid_exited(pid, 100)) ||
+        ((code == SCRY_E_NOT_PYTHON || code == SCRY_E_IO) && rd_pid_exited(pid, 0))) {
         err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while it was being read", pid);
     } else if (err_last_code() == SCRY_E_PERMISSION_DENIED && geteuid() == 0) {
         /* The default hint says to run as root: wrong advice to root. */

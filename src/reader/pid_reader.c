@@ -403,15 +403,16 @@ static int probe_read(struct rd_reader *rd)
     return 0;
 }
 
-bool rd_pid_exited(int pid)
+bool rd_pid_exited(int pid, int wait_ms)
 {
-    for (int i = 0; i < 5; i++) {
+    for (int waited = 0;; waited += 20) {
         if (process_exiting(pid))
             return true;
+        if (waited >= wait_ms)
+            return false;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    return false;
 }
 
 int rd_open_pid(int pid, struct rd_reader **out)

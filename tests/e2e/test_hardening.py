@@ -514,17 +514,27 @@ def test_root_refused_is_not_told_to_run_as_root(tmp_path):
     assert "run as root" not in err and "already runs as root" in err, err
 
 
-def test_a_process_that_exits_is_no_such_process(one_python, tmp_path):
-    """Short-lived interpreters, read at every point of their lives: an error is always
-    no_such_process (or not_python before the runtime is up), never read_failed."""
+def test_a_process_that_exits_is_no_such_process(pythons, one_python):
+    """Interpreters killed at every point of a read (before the attach, while _PyRuntime is
+    read, while the image is opened through /proc/PID/root, while frames are read): the error
+    is always no_such_process, never read_failed, not_python or io_error."""
+    python = pythons.get("3.13") or one_python
     codes = {}
-    for i in range(12):
-        p = subprocess.Popen([one_python, "-c", "x = [str(i) for i in range(100000)]"],
-                             stdout=subprocess.DEVNULL)
-        time.sleep(0.01 * i)
-        cp = run_bytes(scry("stacks", "--json", "--pid", p.pid))
-        p.wait()
-        if cp.returncode:
-            code = json.loads(cp.stdout)["error"]["code"]
-            codes[code] = codes.get(code, 0) + 1
-    assert set(codes) <= {"no_such_process", "not_python"}, codes
+    for i in range(40):
+        p = subprocess.Popen([python, "-c", "import time\nx = [str(i) for i in range(300000)]\n"
+                              "print('r', flush=True)\ntime.sleep(10)"], stdout=subprocess.PIPE)
+        try:
+            assert p.stdout.readline() == b"r\n"
+            s = subprocess.Popen(scry("stacks", "--json", "--pid", p.pid),
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            time.sleep(0.0005 * (i % 20))
+        finally:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+        out = s.communicate(timeout=SCRY_TIMEOUT_S)[0]
+        assert s.returncode >= 0, f"scry died of signal {-s.returncode}"
+        if s.returncode:
+            err = json.loads(out)["error"]
+            codes.setdefault(err["code"], err["message"])
+    assert set(codes) <= {"no_such_process"}, codes
