@@ -77,8 +77,11 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
         if (S_ISDIR(st.st_mode))
             return err_fail_hint(SCRY_E_IO, "give the path of a file to write",
                                  "cannot write %s: it is a directory", path);
-        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-            /* Named on purpose (/dev/null, a pipe): written in place, never replaced. */
+        if ((S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) &&
+            (st.st_uid == geteuid() || st.st_uid == 0)) {
+            /* Named on purpose (/dev/null, one's own pipe): written in place, never replaced.
+             * Another user's FIFO in a shared folder is replaced like any file: opening it
+             * would wait for that user's reader. */
             of->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
             if (of->fd < 0)
                 return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));

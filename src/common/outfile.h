@@ -19,9 +19,9 @@ struct outfile {
     char *tmp;  /* the temporary file; NULL when writing straight to a device or FIFO */
 };
 
-/* Creates the temporary file for path. An existing character device or FIFO at path (say
- * /dev/null), or a path that leads to our own stdout or stderr (/dev/stdout), is written in
- * place; a directory is refused. Returns 0 or records an
+/* Creates the temporary file for path. An existing character device or FIFO at path owned by
+ * us or by root (say /dev/null), or a path that leads to our own stdout or stderr (/dev/stdout),
+ * is written in place; a directory is refused. Returns 0 or records an
  * io_error (the message names the target, not the temporary name). */
 int outfile_open(struct outfile *of, const char *path, mode_t mode);
 /* Writes all of buf at the current offset; returns 0 or records an io_error. */

@@ -207,21 +207,24 @@ def run_with_known_pid(argv, plant, cwd=None, umask=None):
     finally:
         os.write(w, b"x")
         os.close(w)
-    chunks = []
     deadline = time.monotonic() + 120
+    while True:  # stderr is small: the pipe holds it until the end
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            os.close(err_r)
+            pytest.fail(f"{argv} did not finish in 120 s")
+        time.sleep(0.01)
+    chunks = []
     while True:
         c = os.read(err_r, 65536)
         if not c:
             break
         chunks.append(c)
     os.close(err_r)
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-        time.sleep(0.01)
     return os.waitstatus_to_exitcode(status), b"".join(chunks)
 
 
@@ -332,6 +335,28 @@ def test_another_users_plantings_change_nothing(heap_and_profile, one_python, tm
                 s2 = os.lstat(old)
                 assert s2.st_uid == nobody.pw_uid and s2.st_size == 0, (
                     f"{name}: scry wrote into nobody's {old}")
+        # nobody's FIFO at the target: opening it would wait for nobody's reader; replaced.
+        fifo_target = shared / "out-fifo.svg"
+
+        def plant_fifo(pid):
+            child = os.fork()
+            if child == 0:
+                try:
+                    os.setgid(nobody.pw_gid)
+                    os.setuid(nobody.pw_uid)
+                    os.mkfifo(fifo_target, 0o666)
+                    os._exit(0)
+                except BaseException:
+                    os._exit(1)
+            _, st = os.waitpid(child, 0)
+            assert os.waitstatus_to_exitcode(st) == 0
+
+        t0 = time.monotonic()
+        rc, err = run_with_known_pid(scry("flamegraph", heap, "-o", fifo_target), plant_fifo)
+        assert rc == 0, err.decode(errors="replace")
+        assert time.monotonic() - t0 < 10
+        st = os.lstat(fifo_target)
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600
     finally:
         shutil.rmtree(shared, ignore_errors=True)
 
