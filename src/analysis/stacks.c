@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sanitize.h"
 
 /* Without libm: the binary links none. */
 static double max_d(double a, double b)
@@ -116,14 +117,33 @@ int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out)
         text = "?";
         len = 1;
     }
+    /* Control characters, bidirectional controls and bytes that are not UTF-8 are cleaned by
+     * common/sanitize.h's rule, so no output of the tree (folded lines on a terminal, the SVG,
+     * speedscope) carries them; each replacement takes at most 3 bytes. */
     char small[256];
-    char *s = len < sizeof(small) ? small : malloc(len + 1);
+    char *s = len < sizeof(small) / 3 ? small : malloc(3 * len + 1);
     if (!s)
         return oom();
-    for (size_t i = 0; i < len; i++) {
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
         char c = text[i];
-        s[i] = c == ';' ? ':' : (c == '\n' || c == '\r' || c == '\0') ? ' ' : c;
+        if (c == ';' || c == '\n' || c == '\r' || c == '\0' || c == '\t') {
+            s[o++] = c == ';' ? ':' : ' ';
+            i++;
+            continue;
+        }
+        const char *repl;
+        size_t n = san_next(text + i, len - i, &repl);
+        if (repl) {
+            memcpy(s + o, repl, strlen(repl));
+            o += strlen(repl);
+        } else {
+            memcpy(s + o, text + i, n);
+            o += n;
+        }
+        i += n;
     }
+    len = o;
     s[len] = '\0';
     int err = 0;
     if ((t->nframes + 1) * 2 > t->ftab_cap && (err = ftab_grow(t)) != 0)
@@ -344,17 +364,55 @@ void stk_format_weight(struct strbuf *out, double w)
     sb_adds(out, buf);
 }
 
-void stk_write_folded(const struct stk_tree *t, struct strbuf *out)
+/* The exact size of stk_write_folded's text: each line repeats its whole path, so a tree of n
+ * nodes can need O(n^2) bytes (a chain with weight on every frame). */
+static int folded_size(const struct stk_tree *t, uint64_t *size)
+{
+    uint64_t *path = malloc(t->nnodes * sizeof(*path)); /* bytes of a node's path, ';'s in */
+    if (!path)
+        return oom();
+    uint64_t total = 0;
+    char buf[STK_WEIGHT_MAX];
+    path[STK_ROOT] = 0;
+    for (size_t i = 1; i < t->nnodes; i++) {
+        const struct stk_node *n = &t->nodes[i];
+        /* A parent always precedes its children. */
+        path[i] = path[n->parent] + (n->parent == STK_ROOT ? 0 : 1) + strlen(t->frames[n->frame]);
+        if (n->self != 0 || (t->diff && n->self_before != 0)) {
+            total += path[i] + 2; /* the space and the newline */
+            total += (uint64_t)snprintf(buf, sizeof(buf), "%.17g", n->self) + 8;
+            if (t->diff)
+                total += (uint64_t)snprintf(buf, sizeof(buf), "%.17g", n->self_before) + 9;
+        }
+    }
+    free(path);
+    *size = total;
+    return 0;
+}
+
+int stk_write_folded(const struct stk_tree *t, struct strbuf *out)
 {
     if (t->nnodes == 0)
-        return;
+        return 0;
+    uint64_t size;
+    int err = folded_size(t, &size);
+    if (err)
+        return err;
+    if (size > STK_FOLDED_MAX)
+        return err_fail_hint(SCRY_E_TOO_LARGE,
+                             "give a smaller --max-depth or a larger --min-pct, or draw the SVG",
+                             "the folded stacks would take about %.1f GiB, more than the %llu MiB "
+                             "scry writes (each line repeats its whole stack, so deep chains "
+                             "grow with the square of their depth)",
+                             (double)size / (1 << 30),
+                             (unsigned long long)(STK_FOLDED_MAX >> 20));
     uint32_t depth = 0;
     for (size_t i = 0; i < t->nnodes; i++)
         depth = t->nodes[i].depth > depth ? t->nodes[i].depth : depth;
     /* Depth-first in sibling order, keeping the path of the node being visited. */
     uint32_t *path = malloc((depth + 2) * sizeof(*path));
     if (!path)
-        return;
+        return oom();
     uint32_t node = t->nodes[STK_ROOT].first_child;
     while (node != STK_NONE) {
         const struct stk_node *n = &t->nodes[node];
@@ -383,6 +441,7 @@ void stk_write_folded(const struct stk_tree *t, struct strbuf *out)
             node = t->nodes[node].next_sibling;
     }
     free(path);
+    return 0;
 }
 
 static bool is_space(char c)

@@ -48,9 +48,9 @@ struct stk_tree {
 void stk_init(struct stk_tree *t, bool diff);
 void stk_free(struct stk_tree *t);
 
-/* The index of a frame text (interned). A ';' inside it becomes ':', a line break a space, and
- * spaces around it are trimmed ("?" if nothing is left), so every frame survives the folded
- * format. */
+/* The index of a frame text (interned). A ';' inside it becomes ':', a line break or tab a space,
+ * other controls are cleaned (common/sanitize.h), and spaces around it are trimmed ("?" if
+ * nothing is left), so every frame survives the folded format and no output carries controls. */
 int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out);
 /* The child of parent with that frame, made if missing. */
 int stk_child(struct stk_tree *t, uint32_t parent, uint32_t frame, uint32_t *out);
@@ -75,9 +75,14 @@ struct stk_cut {
  * their totals exactly. */
 int stk_cut(const struct stk_tree *in, const struct stk_cut *c, struct stk_tree *out);
 
+/* The most folded text stk_write_folded makes: every line repeats its whole stack, so a deep
+ * chain with weight on each frame (a long linked list's retention) needs the square of its
+ * depth; past this the output is refused rather than built. */
+#define STK_FOLDED_MAX ((uint64_t)256 << 20)
 /* Brendan Gregg's folded stacks of a finished tree: one line per stack with a self weight,
- * `frame;frame;frame WEIGHT` (differential: `... BEFORE AFTER`), outermost frame first. */
-void stk_write_folded(const struct stk_tree *t, struct strbuf *out);
+ * `frame;frame;frame WEIGHT` (differential: `... BEFORE AFTER`), outermost frame first.
+ * Returns 0, or -SCRY_E_TOO_LARGE (recorded; nothing written) past STK_FOLDED_MAX. */
+int stk_write_folded(const struct stk_tree *t, struct strbuf *out);
 /* Adds folded lines to the tree (not finished). A differential tree wants two numbers per line.
  * Blank lines are skipped; a malformed one gives -SCRY_E_BAD_PROFILE naming `what` and its
  * line number. */

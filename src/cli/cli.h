@@ -37,11 +37,18 @@ int cli_parse_report_options(int argc, char **argv, const char *usage, long *top
 struct rd_reader;
 int cli_check_target(int pid, const char *core, const char *exe);
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
+/* After a failure on a live target (pid > 0): read_failed, not_python or io_error of a process
+ * that has exited or is exiting becomes no_such_process, the error that says what happened;
+ * permission_denied as root gets a hint that does not say to run as root. */
+void cli_target_error(int pid);
 /* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
 int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Writes buf to path through a temporary name in the same directory, renamed over path, so a
- * reader never sees half a file; returns 0 or records an io_error. */
+/* Writes buf to path through common/outfile.h (an unpredictable temporary name in the same
+ * directory, renamed over path; mode 0600); returns 0 or records an io_error. */
 int cli_write_file_atomic(const char *path, const struct strbuf *sb);
+/* Records an io_error for a failed write to stdout (errno says why), with a hint about stdout;
+ * returns the negative code. */
+int cli_stdout_error(void);
 /* Writes buf to stdout and flushes; returns 0 or records an io_error. */
 int cli_write_stdout(const struct strbuf *buf);
 /* Whether stdout should get colours (a terminal, NO_COLOR unset). */

@@ -10,6 +10,8 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 
@@ -40,9 +42,10 @@ int cli_report_error(bool json)
         fflush(stdout);
         sb_release(&sb);
     } else {
-        fprintf(stderr, "scry: error: %s [%s]\n", msg, err_code_name(code));
+        /* Messages quote paths, names and profile keys: cleaned like every text shown. */
+        fprintf(stderr, "scry: error: %s [%s]\n", san_str(msg), err_code_name(code));
         if (hint && *hint)
-            fprintf(stderr, "hint: %s\n", hint);
+            fprintf(stderr, "hint: %s\n", san_str(hint));
     }
     return code == SCRY_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 }
@@ -56,12 +59,22 @@ int cli_usage_error(bool json, const char *fmt, ...)
     return cli_report_error(json);
 }
 
+int cli_stdout_error(void)
+{
+    /* io_error's default hint is about paths: none was given here. */
+    return err_fail_hint(SCRY_E_IO,
+                         "standard output was closed, or the disk or pipe it goes to is full or "
+                         "gone; write to a file with -o where the command has it",
+                         "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+}
+
 int cli_write_stdout(const struct strbuf *buf)
 {
+    errno = 0;
     if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len)
-        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        return cli_stdout_error();
     if (fflush(stdout) != 0)
-        return err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        return cli_stdout_error();
     return 0;
 }
 
@@ -102,28 +115,7 @@ int cli_option_error(bool json, int c, char **argv)
 
 int cli_write_file_atomic(const char *path, const struct strbuf *sb)
 {
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid()) >= sizeof(tmp))
-        return err_fail(SCRY_E_IO, "the output path %s is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
-    bool ok = fwrite(sb->buf ? sb->buf : "", 1, sb->len, f) == sb->len;
-    int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(saved));
-    }
-    if (rename(tmp, path) != 0) {
-        saved = errno;
-        unlink(tmp);
-        return err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", tmp, path, strerror(saved));
-    }
-    return 0;
+    return outfile_write_all(path, sb->buf ? sb->buf : "", sb->len, OUTFILE_PRIVATE);
 }
 
 int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json)
@@ -168,6 +160,30 @@ int cli_check_target(int pid, const char *core, const char *exe)
     if (exe && !core)
         return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
     return 0;
+}
+
+void cli_target_error(int pid)
+{
+    if (pid <= 0)
+        return;
+    enum scry_err code = err_last_code();
+    /* A process that exits while it is read fails reads (read_failed) or loses its files under
+     * /proc/PID/root (not_python, io_error): say what happened. */
+    if ((code == SCRY_E_READ_FAILED && rd_pid_exited(pid, 100)) ||
+        ((code == SCRY_E_NOT_PYTHON || code == SCRY_E_IO) && rd_pid_exited(pid, 0))) {
+        err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while it was being read", pid);
+    } else if (err_last_code() == SCRY_E_PERMISSION_DENIED && geteuid() == 0) {
+        /* The default hint says to run as root: wrong advice to root. */
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", err_last_message());
+        err_fail_hint(SCRY_E_PERMISSION_DENIED,
+                      "scry already runs as root, so the kernel refused for another reason: "
+                      "this container lacks CAP_SYS_PTRACE (start it with --cap-add SYS_PTRACE), "
+                      "/proc/sys/kernel/yama/ptrace_scope is 3, an LSM (AppArmor, SELinux) "
+                      "forbids it, or the process belongs to another container or user "
+                      "namespace (pid 1 of a sandbox often does)",
+                      "%s", msg);
+    }
 }
 
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)

@@ -12,6 +12,7 @@
 #include "cli/heap_common.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 static const char analyze_usage[] =
@@ -31,11 +32,12 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
 {
     const struct snap *s = a->s;
     char b1[32], b2[32], b3[32];
+    struct strbuf path = STRBUF_INIT; /* a root path, cleaned before it is shown */
     fmt_bytes(s->shallow_total, b1, sizeof(b1));
     fmt_bytes(a->reachable_bytes, b2, sizeof(b2));
     sb_addf(out, "Heap of pid %u, Python %s: %u objects, %u references, %s; %" PRIu64
                  " objects (%s) reachable from %u roots\n",
-            s->meta.pid, s->meta.python_version, s->nobjects, s->nedges, b1,
+            s->meta.pid, san_str(s->meta.python_version), s->nobjects, s->nedges, b1,
             a->reachable_objects, b2, s->nroots);
     sb_adds(out, "\nTop retainers by retained size\n");
     sb_addf(out, "%11s %11s  %-32s %s\n", "retained", "shallow", "type", "root path");
@@ -43,10 +45,13 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
         uint32_t v = top[i];
         fmt_bytes(a->retained[v], b1, sizeof(b1));
         fmt_bytes(s->objects[v].size, b2, sizeof(b2));
-        sb_addf(out, "%11s %11s  %-32s ", b1, b2, snap_string(s, s->objects[v].type));
-        ha_path_inline(a, v, out);
+        sb_addf(out, "%11s %11s  %-32s ", b1, b2, san_str(snap_string(s, s->objects[v].type)));
+        sb_reset(&path);
+        ha_path_inline(a, v, &path);
+        san_addn(out, path.buf, path.len);
         sb_addch(out, '\n');
     }
+    sb_release(&path);
     if (ntop == 0)
         sb_adds(out, "  (none)\n");
     sb_adds(out, "\nTypes by retained size\n");
@@ -55,7 +60,7 @@ static void render_text(const struct heap_analysis *a, const uint32_t *top, size
         fmt_bytes(types[i].shallow, b1, sizeof(b1));
         fmt_bytes(types[i].retained, b2, sizeof(b2));
         sb_addf(out, "%11" PRIu64 " %11s %11s  %s\n", types[i].count, b1, b2,
-                snap_string(s, types[i].type));
+                san_str(snap_string(s, types[i].type)));
     }
     fmt_bytes(a->reachable_bytes, b1, sizeof(b1));
     if (s->meta.rss_bytes) {

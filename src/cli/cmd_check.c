@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 #include "snapshot/snap_reader.h"
 
@@ -137,8 +138,8 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     const struct snap_meta_info *m = snap_meta(s);
     char a[64], b[64];
     fmt_bytes(s->size, a, sizeof(a));
-    sb_addf(out, "%s: a valid scry heap snapshot (format %u.%u, %s)\n", path, s->major, s->minor,
-            a);
+    sb_addf(out, "%s: a valid scry heap snapshot (format %u.%u, %s)\n", san_str(path), s->major,
+            s->minor, a);
     fmt_bytes(s->shallow_total, a, sizeof(a));
     sb_addf(out, "  objects     %u (%s shallow)", s->nobjects, a);
     if (m->duplicate_objects)
@@ -155,7 +156,7 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     else
         sb_adds(out, "  contents    not captured\n");
     sb_addf(out, "  pid         %u\n  python      %s\n", m->pid,
-            m->python_version[0] ? m->python_version : "(unknown)");
+            m->python_version[0] ? san_str(m->python_version) : "(unknown)");
     if (m->rss_bytes) {
         fmt_bytes(m->rss_bytes, a, sizeof(a));
         sb_addf(out, "  rss         %s (the objects' shallow sizes are %.0f%% of it)\n", a,
@@ -166,7 +167,7 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     iso_time(b, sizeof(b), m->dump_time_us);
     sb_addf(out, "  dumped      %s (target paused %.1f ms)\n", b[0] ? b : "(unknown)",
             (double)m->pause_us / 1e3);
-    sb_addf(out, "  written by  %s\n", m->tool_version[0] ? m->tool_version : "(unknown)");
+    sb_addf(out, "  written by  %s\n", m->tool_version[0] ? san_str(m->tool_version) : "(unknown)");
 }
 
 int cmd_check(int argc, char **argv)

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 static const char diff_usage[] =
@@ -53,9 +54,9 @@ static void render_text(const struct side *b, const struct side *a, const struct
 {
     char x[32], y[32], z[32];
     struct strbuf path = STRBUF_INIT;
-    sb_addf(out, "Heap growth from %s (pid %u, Python %s) to %s (pid %u, Python %s)\n", b->path,
-            b->s.meta.pid, b->s.meta.python_version, a->path, a->s.meta.pid,
-            a->s.meta.python_version);
+    sb_addf(out, "Heap growth from %s (pid %u, Python %s) to %s (pid %u, Python %s)\n",
+            san_str(b->path), b->s.meta.pid, san_str(b->s.meta.python_version), san_str(a->path),
+            a->s.meta.pid, san_str(a->s.meta.python_version));
     fmt_bytes(b->a.reachable_bytes, x, sizeof(x));
     fmt_bytes(a->a.reachable_bytes, y, sizeof(y));
     fmt_delta(delta(b->a.reachable_bytes, a->a.reachable_bytes), z, sizeof(z));
@@ -84,7 +85,7 @@ static void render_text(const struct side *b, const struct side *a, const struct
         sb_reset(&path);
         hd_node_path(&d->tree, s->node, &path);
         sb_addf(out, "%11s %11s %11s %+9" PRId64 "  %s\n", x, y, z,
-                delta(s->objects_before, s->objects_after), sb_str(&path));
+                delta(s->objects_before, s->objects_after), san_str(sb_str(&path)));
     }
     if (shown == 0)
         sb_adds(out, "  (no retaining site changed)\n");
@@ -100,7 +101,7 @@ static void render_text(const struct side *b, const struct side *a, const struct
         fmt_bytes(t->shallow_after, y, sizeof(y));
         fmt_delta(delta(t->shallow_before, t->shallow_after), z, sizeof(z));
         sb_addf(out, "%11s %11s %11s %+9" PRId64 "  %s\n", x, y, z,
-                delta(t->count_before, t->count_after), t->type);
+                delta(t->count_before, t->count_after), san_str(t->type));
         shown++;
     }
     if (shown == 0)

@@ -13,6 +13,8 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
 #include "cpython/heap_walk.h"
 #include "cpython/memcache.h"
 #include "cpython/runtime.h"
@@ -148,17 +150,22 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
 
 struct dump_sink {
     struct snap_writer *w;
-    FILE *graph;
-    struct strbuf line;
+    bool graph;               /* graph_out is open */
+    struct outfile graph_out; /* mode 0600: it holds what the snapshot holds */
+    struct strbuf line;       /* lines not yet written */
 };
+
+static int graph_flush(struct dump_sink *d)
+{
+    int err = outfile_write(&d->graph_out, d->line.buf, d->line.len);
+    sb_reset(&d->line);
+    return err;
+}
 
 static int graph_line(struct dump_sink *d)
 {
     sb_addch(&d->line, '\n');
-    if (fwrite(d->line.buf, 1, d->line.len, d->graph) != d->line.len)
-        return err_fail(SCRY_E_IO, "cannot write the graph file: %s", strerror(errno));
-    sb_reset(&d->line);
-    return 0;
+    return d->line.len >= 65536 ? graph_flush(d) : 0;
 }
 
 static int sink_object(void *ctx, uint64_t addr, const char *type_name, uint64_t size,
@@ -332,9 +339,11 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
     double mib = 1024.0 * 1024.0;
     double rate = r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0;
     sb_addf(out, "wrote %s: %llu objects, %llu references, %llu roots, %.1f MiB of objects\n",
-            o->output, (unsigned long long)r->hs.objects, (unsigned long long)r->hs.edges,
-            (unsigned long long)r->hs.roots, (double)r->hs.bytes / mib);
-    sb_addf(out, "Python %s, %s %d", rt->version_str, o->core ? "core of pid" : "pid", pid);
+            san_str(o->output), (unsigned long long)r->hs.objects,
+            (unsigned long long)r->hs.edges, (unsigned long long)r->hs.roots,
+            (double)r->hs.bytes / mib);
+    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str), o->core ? "core of pid" : "pid",
+            pid);
     if (r->rss)
         sb_addf(out, ", RSS %.1f MiB", (double)r->rss / mib);
     sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",
@@ -413,7 +422,7 @@ int cmd_dump(int argc, char **argv)
     bool help;
     struct rd_reader *rd = NULL;
     struct py_runtime rt;
-    struct dump_sink ds = {NULL, NULL, STRBUF_INIT};
+    struct dump_sink ds = {.graph_out = {.fd = -1}, .line = STRBUF_INIT};
     struct dump_result res;
     struct strbuf out = STRBUF_INIT;
     int status = CLI_EXIT_OK, err;
@@ -430,8 +439,8 @@ int cmd_dump(int argc, char **argv)
         err = py_runtime_open(rd, &rt);
     if (!err)
         err = snap_writer_open(o.output, &ds.w);
-    if (!err && o.graph && !(ds.graph = fopen(o.graph, "w")))
-        err = err_fail(SCRY_E_IO, "cannot write %s: %s", o.graph, strerror(errno));
+    if (!err && o.graph && (err = outfile_open(&ds.graph_out, o.graph, OUTFILE_PRIVATE)) == 0)
+        ds.graph = true;
     if (err)
         goto fail;
 
@@ -445,12 +454,14 @@ int cmd_dump(int argc, char **argv)
     if (err)
         goto fail;
     if (ds.graph) {
-        FILE *g = ds.graph;
-        ds.graph = NULL;
-        if (fclose(g) != 0) {
-            err = err_fail(SCRY_E_IO, "cannot write %s: %s", o.graph, strerror(errno));
+        ds.graph = false;
+        err = graph_flush(&ds);
+        if (err) {
+            outfile_abort(&ds.graph_out);
             goto fail;
         }
+        if ((err = outfile_commit(&ds.graph_out)) != 0)
+            goto fail;
     }
     struct snap_meta meta = {
         .pid = (uint32_t)rd_pid(rd),
@@ -480,12 +491,11 @@ int cmd_dump(int argc, char **argv)
         status = cli_report_error(false);
     goto out;
 fail:
+    cli_target_error(o.pid);
     status = cli_report_error(o.json);
     snap_writer_abort(ds.w);
-    if (ds.graph) {
-        fclose(ds.graph);
-        unlink(o.graph);
-    }
+    if (ds.graph)
+        outfile_abort(&ds.graph_out);
 out:
     sb_release(&ds.line);
     sb_release(&out);

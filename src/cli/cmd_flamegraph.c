@@ -120,7 +120,10 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
         goto out;
     }
     if (folded) {
-        stk_write_folded(&t, &out);
+        if (stk_write_folded(&t, &out) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
     } else {
         struct speedscope_opts so = {.name = program_of(doc), .unit = "none",
                                      .exporter = "scry@" SCRY_VERSION};
@@ -191,7 +194,8 @@ int cmd_flamegraph(int argc, char **argv)
             errno = 0;
             long v = strtol(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 1 || v > 100000)
-                return cli_usage_error(false, "--max-depth needs a depth of at least 1, not '%s'",
+                return cli_usage_error(false,
+                                       "--max-depth needs a depth from 1 to 100000, not '%s'",
                                        optarg);
             cut.max_depth = (uint32_t)v;
             break;
@@ -290,7 +294,10 @@ int cmd_flamegraph(int argc, char **argv)
         draw = &cutt;
     }
     if (folded) {
-        stk_write_folded(draw, &out);
+        if (stk_write_folded(draw, &out) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
     } else {
         const char *program = program_of(doc);
         const struct stk_node *root = &draw->nodes[STK_ROOT];

@@ -13,6 +13,7 @@
 #include "cli/heap_common.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 #define MAX_HOPS 512
@@ -91,7 +92,7 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
         fmt_bytes(shallow, b1, sizeof(b1));
         fmt_bytes(retained, b2, sizeof(b2));
         sb_addf(out, "%u instances of %s: %s shallow, %s retained\n\nlargest by retained size\n",
-                nmatch, want, b1, b2);
+                nmatch, san_str(want), b1, b2);
         sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", "retained", "shallow", "address", "type",
                 "path");
     }
@@ -117,7 +118,7 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
             fmt_bytes(a->retained[v], b1, sizeof(b1));
             fmt_bytes(s->objects[v].size, b2, sizeof(b2));
             sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", b1, b2, ad,
-                    snap_string(s, s->objects[v].type), sb_str(&path));
+                    san_str(snap_string(s, s->objects[v].type)), san_str(sb_str(&path)));
         }
     }
     if (json) {
@@ -182,19 +183,20 @@ static int query_path(const struct heap_analysis *a, const char *arg, bool json,
     } else if (n == 0) {
         sb_addf(out, "0x%" PRIx64 " (%s) is not reachable from any root: it is garbage, or held "
                      "only by native code or weak references\n",
-                addr, snap_string(s, s->objects[v].type));
+                addr, san_str(snap_string(s, s->objects[v].type)));
     } else {
         for (size_t i = 0; i < n; i++) {
             const struct snap_object *o = &s->objects[hops[i].object];
-            const char *type = snap_string(s, o->type);
+            const char *type = san_str(snap_string(s, o->type));
+            const char *label = san_str(hops[i].label);
             if (i == 0) {
-                sb_addf(out, "%-30s %s\n", hops[i].label, type);
+                sb_addf(out, "%-30s %s\n", label, type);
             } else if (i + 1 < n) {
-                sb_addf(out, "  %-28s %s\n", hops[i].label, type);
+                sb_addf(out, "  %-28s %s\n", label, type);
             } else {
                 fmt_bytes(o->size, b1, sizeof(b1));
                 fmt_bytes(a->retained[hops[i].object], b2, sizeof(b2));
-                sb_addf(out, "  %-28s %s  (%s, retains %s)\n", hops[i].label, type, b1, b2);
+                sb_addf(out, "  %-28s %s  (%s, retains %s)\n", label, type, b1, b2);
             }
         }
         if (n == 1) { /* the object is a root itself */
@@ -324,8 +326,8 @@ static int query_locate(const struct heap_analysis *a, const char *want, bool js
             jw_bool(&w, approximate);
             jw_obj_end(&w);
         } else {
-            sb_addf(out, "%s  %s  %s:%s%u\n", sb_str(&name), snap_string(s, o->type), file,
-                    approximate ? "~" : "", line);
+            sb_addf(out, "%s  %s  %s:%s%u\n", san_str(sb_str(&name)),
+                    san_str(snap_string(s, o->type)), san_str(file), approximate ? "~" : "", line);
         }
     }
     if (json) {

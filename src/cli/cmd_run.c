@@ -22,6 +22,8 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
 
@@ -399,10 +401,10 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
         }
         if (cli_read_file(path, &data, &len) == 0) {
             if (prof_add_part_text(p, data, len, names[i], child) != 0)
-                fprintf(stderr, "scry: warning: %s; skipped\n", err_last_message());
+                fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
             free(data);
         } else {
-            fprintf(stderr, "scry: warning: %s; skipped\n", err_last_message());
+            fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
         }
         free(names[i]);
     }
@@ -422,7 +424,7 @@ static void read_sources(struct profile *p)
         if (cli_read_file(name, &data, &len) != 0)
             continue;
         if (prof_set_source(p, i, data, len) != 0)
-            fprintf(stderr, "scry: warning: %s\n", err_last_message());
+            fprintf(stderr, "scry: warning: %s\n", san_str(err_last_message()));
         free(data);
     }
 }
@@ -561,7 +563,8 @@ static void print_view(const struct strbuf *json, const char *path, double thres
     struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc), .threshold = threshold};
     struct strbuf text = STRBUF_INIT;
     if (profile_text_render_bytes(json->buf ? json->buf : "", json->len, path, &to, &text) != 0) {
-        fprintf(stderr, "scry: warning: cannot show the profile: %s\n", err_last_message());
+        fprintf(stderr, "scry: warning: cannot show the profile: %s\n",
+                san_str(err_last_message()));
     } else {
         FILE *f = to_stdout ? stdout : stderr;
         fputc('\n', f);
@@ -618,6 +621,12 @@ int cmd_run(int argc, char **argv)
     if (find_agent(agent, sizeof(agent)) != 0)
         return cli_report_error(false);
 
+    /* The profile's file is created now, before the program runs: a path that cannot be
+     * written fails here instead of losing the profile at the end. */
+    struct outfile out;
+    if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0)
+        return cli_report_error(false);
+
     const char *tmp = getenv("TMPDIR");
     char part_dir[PATH_MAX];
     snprintf(part_dir, sizeof(part_dir), "%s/scry-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -626,6 +635,7 @@ int cmd_run(int argc, char **argv)
         if (!mkdtemp(part_dir)) {
             err_fail(SCRY_E_IO, "cannot create a directory for the profile's parts in /tmp: %s",
                      strerror(errno));
+            outfile_abort(&out);
             return cli_report_error(false);
         }
     }
@@ -640,6 +650,7 @@ int cmd_run(int argc, char **argv)
     if (setup_env(&o, agent, part_dir, program_path) != 0 || spawn(&o, &pid) != 0) {
         remove_part_dir(part_dir);
         prof_free(&p);
+        outfile_abort(&out);
         return cli_report_error(false);
     }
     int st = wait_child(pid);
@@ -677,14 +688,20 @@ int cmd_run(int argc, char **argv)
     };
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    if (cli_write_file_atomic(o.outfile, &json) != 0) {
+    int werr = outfile_write(&out, json.buf ? json.buf : "", json.len);
+    if (werr)
+        outfile_abort(&out);
+    else
+        werr = outfile_commit(&out);
+    if (werr) {
         cli_report_error(false);
         if (status == 0)
             status = CLI_EXIT_ERROR;
     } else {
         fprintf(stderr,
                 "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli %s\n",
-                o.outfile, (unsigned long long)p.samples, p.elapsed_sec, o.outfile);
+                san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
+                san_str(o.outfile));
         if (!o.no_view)
             print_view(&json, o.outfile, o.threshold);
     }

@@ -226,6 +226,7 @@ int cmd_stacks(int argc, char **argv)
     if (!err)
         err = collect(rd, &rt, &a, &rep);
     if (err) {
+        cli_target_error(o.pid);
         status = cli_report_error(o.json);
         goto out;
     }

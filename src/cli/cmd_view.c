@@ -15,6 +15,8 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/infile.h"
+#include "common/sanitize.h"
 #include "render/profile_html.h"
 #include "render/profile_text.h"
 
@@ -44,24 +46,7 @@ static const char view_usage[] =
     "                                standard output\n";
 int cli_read_file(const char *path, char **data, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_fail(SCRY_E_IO, "cannot open %s: %s", path, strerror(errno));
-    struct strbuf sb = STRBUF_INIT;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-        sb_add(&sb, buf, n);
-    int failed = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (failed) {
-        sb_release(&sb);
-        return err_fail(SCRY_E_IO, "cannot read %s: %s", path, strerror(saved));
-    }
-    *len = sb.len;
-    *data = sb_detach(&sb);
-    return 0;
+    return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
 }
 
 bool cli_parse_percent(const char *s, double *out)
@@ -177,24 +162,24 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
         char abs[PATH_MAX];
         const char *shown = realpath(tmp, abs) ? abs : tmp;
         if (open_in_browser(shown)) {
-            fprintf(stderr, "scry: opened %s in the browser\n", shown);
+            fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
         } else {
-            printf("%s\n", shown);
+            printf("%s\n", san_str(shown));
             fprintf(stderr,
                     "scry: wrote the page to %s; %s: open it in a browser on a machine with "
                     "one (the file is self-contained), or write it where you want with "
                     "'scry view --html -o FILE'\n",
-                    shown,
+                    san_str(shown),
                     (getenv("DISPLAY") && *getenv("DISPLAY")) ||
                             (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"))
                         ? "no browser could be started ($BROWSER, xdg-open)"
                         : "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset)");
         }
     } else {
-        printf("%s\n", tmp);
+        printf("%s\n", san_str(tmp));
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        err_fail(SCRY_E_IO, "cannot write to standard output: %s", strerror(errno));
+        cli_stdout_error();
         status = cli_report_error(false);
     }
 out:

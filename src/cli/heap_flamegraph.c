@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
@@ -12,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "common/infile.h"
 #include "render/flamegraph_svg.h"
 #include "snapshot/format.h"
 
@@ -19,11 +21,14 @@ bool cli_is_snapshot(const char *path)
 {
     char magic[sizeof(SNAP_MAGIC)];
     size_t want = strlen(SNAP_MAGIC);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd;
+    uint64_t size;
+    if (infile_open(path, "file", 0, &fd, &size) != 0) {
+        err_clear();
         return false;
-    bool yes = fread(magic, 1, want, f) == want && memcmp(magic, SNAP_MAGIC, want) == 0;
-    fclose(f);
+    }
+    bool yes = read(fd, magic, want) == (ssize_t)want && memcmp(magic, SNAP_MAGIC, want) == 0;
+    close(fd);
     return yes;
 }
 
@@ -99,7 +104,7 @@ int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out)
         draw = &cutt;
     }
     if (g->folded) {
-        stk_write_folded(draw, out);
+        err = stk_write_folded(draw, out);
         goto out;
     }
     const struct stk_node *root = &draw->nodes[STK_ROOT];

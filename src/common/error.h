@@ -32,7 +32,10 @@
     X(NO_MEMORY, "out_of_memory", "free some memory and try again")                                \
     X(READ_FAILED, "read_failed",                                                                  \
       "the target's memory changed or is unmapped; try again")                                    \
-    X(INTERNAL, "internal_error", "this is a bug in scry: please report it with SCRY_LOG=debug output")
+    X(INTERNAL, "internal_error",                                                                  \
+      "this is a bug in scry: please report it with SCRY_LOG=debug output")                      \
+    X(TOO_LARGE, "too_large",                                                                      \
+      "the file is larger than scry reads; check that it is the file you meant")
 
 enum scry_err {
 #define SCRY_ERR_ENUM(name, code, hint) SCRY_E_##name,

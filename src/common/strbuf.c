@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sanitize.h"
+
 static void grow(struct strbuf *sb, size_t extra)
 {
     if (sb->len + extra + 1 <= sb->alloc)
@@ -117,7 +119,23 @@ void sb_add_json_str(struct strbuf *sb, const char *s, size_t len)
                 sb_adds(sb, "\\ufffd");
                 i++;
             } else {
-                sb_add(sb, p + i, n);
+                /* C1, bidirectional controls, separators and noncharacters (common/sanitize.h)
+                 * are escaped: the data stays exact and a terminal showing it sees no control. */
+                const char *repl;
+                if (n > 1 && (san_next(s + i, n, &repl), repl)) {
+                    uint32_t cp = n == 2   ? (uint32_t)(p[i] & 0x1f) << 6
+                                  : n == 3 ? (uint32_t)(p[i] & 0x0f) << 12
+                                           : (uint32_t)(p[i] & 0x07) << 18;
+                    for (size_t k = 1; k < n; k++)
+                        cp |= (uint32_t)(p[i + k] & 0x3f) << (6 * (n - 1 - k));
+                    if (cp >= 0x10000)
+                        sb_addf(sb, "\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10),
+                                0xdc00 + ((cp - 0x10000) & 0x3ff));
+                    else
+                        sb_addf(sb, "\\u%04x", cp);
+                } else {
+                    sb_add(sb, p + i, n);
+                }
                 i += n;
             }
         }

@@ -177,12 +177,13 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     rd_host_path(rd, image, host, sizeof(host));
     err = elf_open(host, &img);
     if (err) {
+        char why[512]; /* a copy: err_fail_hint writes over the last message */
+        snprintf(why, sizeof(why), "%s", err_last_message());
         return err_fail_hint(SCRY_E_NOT_PYTHON,
                              rd_kind(rd) == RD_CORE
                                  ? "pass the Python executable that made the core with --exe PATH"
                                  : NULL,
-                             "%s: cannot read %s to find the Python runtime: %s", who, host,
-                             err_last_message());
+                             "%s: cannot read %s to find the Python runtime: %s", who, host, why);
     }
     uint64_t first_vaddr = elf_first_load_vaddr(img);
     uint64_t value, size;
@@ -203,9 +204,13 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
 
     uint8_t head[24];
     err = rd_read(rd, rt->runtime_addr, head, sizeof(head));
+    if (err && (err == -SCRY_E_NO_SUCH_PROCESS || err == -SCRY_E_PERMISSION_DENIED))
+        goto out; /* it exited, or may not be read: say that, not "not Python" */
     if (err) {
+        char why[512]; /* a copy: err_fail writes over the last message */
+        snprintf(why, sizeof(why), "%s", err_last_message());
         err = err_fail(SCRY_E_NOT_PYTHON, "%s: cannot read _PyRuntime at 0x%llx: %s", who,
-                       (unsigned long long)rt->runtime_addr, err_last_message());
+                       (unsigned long long)rt->runtime_addr, why);
         goto out;
     }
     bool has_debug_offsets = memcmp(head, "xdebugpy", 8) == 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/infile.h"
 #include "common/log.h"
 
 #ifndef NT_FILE
@@ -577,11 +578,10 @@ int rd_open_core(const char *core_path, const char *exe_override, struct rd_read
     }
     st->fd = -1;
     rd->priv = st;
-    st->fd = open(core_path, O_RDONLY | O_CLOEXEC);
-    if (st->fd < 0) {
-        ret = err_fail(SCRY_E_IO, "cannot open core '%s': %s", core_path, strerror(errno));
+    uint64_t core_size;
+    ret = infile_open(core_path, "core", 0, &st->fd, &core_size);
+    if (ret)
         goto out;
-    }
     st->elf = elf_begin(st->fd, ELF_C_READ_MMAP, NULL);
     if (!st->elf || elf_kind(st->elf) != ELF_K_ELF) {
         ret = err_fail(SCRY_E_BAD_CORE, "'%s' is not a core file: not an ELF file", core_path);

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/hashmap.h"
+#include "common/infile.h"
 #include "reader/reader_impl.h"
 
 struct elf_symtab {
@@ -68,11 +69,11 @@ int elf_open(const char *path, struct elf_image **out)
     if (!img)
         return err_fail(SCRY_E_NO_MEMORY, "cannot allocate an ELF image");
     int ret = 0;
-    img->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (img->fd < 0) {
-        ret = err_fail(SCRY_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* The path may come from a core's file notes: never a FIFO or a device. */
+    uint64_t size;
+    ret = infile_open(path, "ELF file", 0, &img->fd, &size);
+    if (ret)
         goto out;
-    }
     img->elf = elf_begin(img->fd, ELF_C_READ_MMAP, NULL);
     if (!img->elf) {
         ret = err_fail(SCRY_E_NOT_PYTHON, "'%s': not an ELF file (%s)", path, elf_errmsg(-1));

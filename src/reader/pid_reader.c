@@ -107,6 +107,28 @@ static void install_handlers(void)
     }
 }
 
+/* True if the process is gone or on its way out: no /proc entry, a zombie, or PF_EXITING in
+ * the flags of /proc/PID/stat (its memory is being torn down, so reads fail as if unmapped). */
+static bool process_exiting(int pid)
+{
+    char path[64], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if (rd_proc_slurp(path, &text, &len) < 0)
+        return true;
+    bool gone = false;
+    const char *p = memrchr(text, ')', len); /* the command name may hold anything */
+    if (p) {
+        char state = 0;
+        unsigned long flags = 0;
+        /* ") S ppid pgrp session tty_nr tpgid flags" */
+        if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) == 2)
+            gone = state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
+    }
+    free(text);
+    return gone;
+}
+
 static int pid_read(struct rd_reader *rd, uint64_t addr, void *buf, size_t len)
 {
     size_t done = 0;
@@ -121,6 +143,9 @@ static int pid_read(struct rd_reader *rd, uint64_t addr, void *buf, size_t len)
             return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d has exited", rd->pid);
         if (n < 0 && errno == EPERM)
             return err_fail(SCRY_E_PERMISSION_DENIED, "not allowed to read the memory of pid %d",
+                            rd->pid);
+        if (n <= 0 && process_exiting(rd->pid))
+            return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while it was being read",
                             rd->pid);
         if (n <= 0)
             return err_fail(SCRY_E_READ_FAILED,
@@ -378,6 +403,18 @@ static int probe_read(struct rd_reader *rd)
     return 0;
 }
 
+bool rd_pid_exited(int pid, int wait_ms)
+{
+    for (int waited = 0;; waited += 20) {
+        if (process_exiting(pid))
+            return true;
+        if (waited >= wait_ms)
+            return false;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int rd_open_pid(int pid, struct rd_reader **out)
 {
     *out = NULL;
@@ -390,6 +427,8 @@ int rd_open_pid(int pid, struct rd_reader **out)
         return ret;
     if (state == 'Z' || state == 'X')
         return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d has exited (it is a zombie)", pid);
+    if (process_exiting(pid))
+        return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d is exiting", pid);
     if (tgid > 0 && tgid != pid) {
         log_info("pid %d is a thread of process %d: reading that process", pid, tgid);
         pid = tgid;

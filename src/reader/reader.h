@@ -38,6 +38,10 @@ int rd_open_self(struct rd_reader **out);
 /* Opens a reader on a live process. Fails with no_such_process, permission_denied (probed with
  * a real read, so ptrace_scope and capabilities are taken into account). Does not stop it. */
 int rd_open_pid(int pid, struct rd_reader **out);
+/* After a read of pid failed: true if the process has exited or is exiting, given up to
+ * wait_ms to get there (a process that unmaps its memory while it finalizes fails reads before
+ * it is gone). */
+bool rd_pid_exited(int pid, int wait_ms);
 
 /* Opens an ELF core file (as written by gcore or the kernel). exe_override, if not NULL, is the
  * path of the program's executable to use instead of the one named in the core (for a core

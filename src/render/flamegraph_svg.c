@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/fmt.h"
+#include "common/sanitize.h"
 
 #define FONT_SIZE 12
 #define CHAR_W (FONT_SIZE * 0.59) /* mean glyph width of Verdana at that size */
@@ -23,39 +24,6 @@ static double max_d(double a, double b)
     return a > b ? a : b;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if the bytes there are not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 /* Appends at most max_chars characters of s (SIZE_MAX: all) as XML text; returns how many
  * characters the whole of s has. */
 static size_t xml_text(struct strbuf *out, const char *s, size_t max_chars)
@@ -63,10 +31,11 @@ static size_t xml_text(struct strbuf *out, const char *s, size_t max_chars)
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), i = 0, chars = 0;
     while (i < n) {
-        size_t l = utf8_len(p + i, n - i);
+        const char *repl;
+        size_t l = san_next(s + i, n - i, &repl);
         if (chars < max_chars) {
-            if (l == 0)
-                sb_adds(out, "\xef\xbf\xbd");
+            if (repl) /* U+FFFD for bytes that are not UTF-8; '?' for what XML 1.0 refuses */
+                sb_adds(out, repl);
             else if (p[i] == '&')
                 sb_adds(out, "&amp;");
             else if (p[i] == '<')
@@ -75,12 +44,10 @@ static size_t xml_text(struct strbuf *out, const char *s, size_t max_chars)
                 sb_adds(out, "&gt;");
             else if (p[i] == '"')
                 sb_adds(out, "&quot;");
-            else if (p[i] < 0x20 || p[i] == 0x7f)
-                sb_addch(out, '?'); /* not allowed in XML 1.0 */
             else
                 sb_add(out, p + i, l);
         }
-        i += l ? l : 1;
+        i += l;
         chars++;
     }
     return chars;
@@ -88,11 +55,10 @@ static size_t xml_text(struct strbuf *out, const char *s, size_t max_chars)
 
 static size_t utf8_chars(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), i = 0, chars = 0;
     while (i < n) {
-        size_t l = utf8_len(p + i, n - i);
-        i += l ? l : 1;
+        const char *repl;
+        i += san_next(s + i, n - i, &repl);
         chars++;
     }
     return chars;

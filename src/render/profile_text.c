@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sanitize.h"
 
 #define BOLD "\033[1m"
 #define HOT "\033[1;31m"
@@ -300,7 +301,7 @@ static int load(const json_t *root, struct tprof *tp)
 }
 
 /* Text for the terminal: Scalene's \u0026 \u003c \u003e back to & < >, no trailing newline,
- * tabs expanded, other control characters shown as '?'. */
+ * tabs expanded, everything else cleaned by common/sanitize.h. */
 static void add_display(struct strbuf *sb, const char *s)
 {
     size_t col = 0, len = strlen(s);
@@ -326,13 +327,15 @@ static void add_display(struct strbuf *sb, const char *s)
                 sb_addch(sb, ' ');
                 col++;
             } while (col % 8);
-        } else if (c < 0x20 || c == 0x7f) {
-            sb_addch(sb, '?');
-            col++;
         } else {
-            sb_addch(sb, (char)c);
-            if ((c & 0xc0) != 0x80)
-                col++;
+            const char *repl; /* the one rule for terminal text: common/sanitize.h */
+            size_t n = san_next(s + i, len - i, &repl);
+            if (repl)
+                sb_adds(sb, repl);
+            else
+                sb_add(sb, s + i, n);
+            col++;
+            i += n - 1;
         }
     }
 }

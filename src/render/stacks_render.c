@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 #define C_BOLD "\033[1m"
@@ -18,16 +19,16 @@ void stacks_render_text(const struct stacks_report *r, bool color, struct strbuf
     const char *green = color ? C_GREEN : "", *yellow = color ? C_YELLOW : "";
     const char *reset = color ? C_RESET : "";
     if (r->source && r->source[0] && r->pid)
-        sb_addf(out, "%sCore %s%s of process %d", bold, r->source, reset, r->pid);
+        sb_addf(out, "%sCore %s%s of process %d", bold, san_str(r->source), reset, r->pid);
     else if (r->source && r->source[0])
-        sb_addf(out, "%sCore %s%s", bold, r->source, reset);
+        sb_addf(out, "%sCore %s%s", bold, san_str(r->source), reset);
     else
         sb_addf(out, "%sProcess %d%s", bold, r->pid, reset);
     if (r->command && r->command[0])
-        sb_addf(out, ": %s", r->command);
-    sb_addf(out, "\nPython %s%s%s", bold, r->python_version, reset);
+        sb_addf(out, ": %s", san_str(r->command));
+    sb_addf(out, "\nPython %s%s%s", bold, san_str(r->python_version), reset);
     if (r->python_path)
-        sb_addf(out, " %s(%s)%s", dim, r->python_path, reset);
+        sb_addf(out, " %s(%s)%s", dim, san_str(r->python_path), reset);
     sb_addch(out, '\n');
     if (r->nthreads == 0)
         sb_adds(out, "\nNo Python threads.\n");
@@ -42,15 +43,18 @@ void stacks_render_text(const struct stacks_report *r, bool color, struct strbuf
                 t->idle ? dim : green, t->idle ? "idle" : "active", reset,
                 t->gil ? ", gil" : "");
         if (t->name) {
+            /* Quoted as a JSON string, cleaned first (JSON keeps C1 and bidi controls). */
+            const char *name = san_str(t->name);
             sb_adds(out, ": ");
-            sb_add_json_str(out, t->name, strlen(t->name));
+            sb_add_json_str(out, name, strlen(name));
         }
         if (many_interps)
             sb_addf(out, " [interpreter %" PRId64 "]", t->interpreter_id);
         sb_addch(out, '\n');
         for (size_t f = 0; f < t->nframes; f++) {
             const struct stacks_frame *fr = &t->frames[f];
-            sb_addf(out, "    %s%s%s (%s%s:", yellow, fr->function, reset, dim, fr->file);
+            sb_addf(out, "    %s%s%s (%s%s:", yellow, san_str(fr->function), reset, dim,
+                    san_str(fr->file));
             if (fr->line >= 0)
                 sb_addf(out, "%d", fr->line);
             else

@@ -17,6 +17,7 @@
 
 #include "common/cursor.h"
 #include "common/error.h"
+#include "common/infile.h"
 #include "snapshot/crc32.h"
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -436,33 +437,25 @@ static int open_validated(struct snap *s, const char *name)
 int snap_open(const char *path, struct snap *out)
 {
     memset(out, 0, sizeof(*out));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_fail(SCRY_E_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return err_fail(SCRY_E_IO, "cannot stat %s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return err_fail(SCRY_E_IO, "%s is %s, not a snapshot file", path,
-                        S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
-    }
-    if (st.st_size > 0) {
-        if ((uint64_t)st.st_size > SIZE_MAX) {
+    /* Regular files only (a FIFO would block the open); mapped, so no cap on the size. */
+    int fd;
+    uint64_t fsize;
+    int err = infile_open(path, "snapshot", 0, &fd, &fsize);
+    if (err)
+        return err;
+    if (fsize > 0) {
+        if (fsize > SIZE_MAX) {
             close(fd);
-            return err_fail(SCRY_E_IO, "%s is too large to map", path);
+            return err_fail(SCRY_E_TOO_LARGE, "%s is too large to map", path);
         }
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
             return err_fail(SCRY_E_IO, "cannot map %s: %s", path, strerror(e));
         }
         out->base = p;
-        out->size = (size_t)st.st_size;
+        out->size = (size_t)fsize;
         out->mapped = true;
     }
     close(fd);

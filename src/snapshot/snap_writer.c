@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/hashmap.h" /* hm_hash64 */
+#include "common/outfile.h"
 #include "snapshot/crc32.h"
 #include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
 
@@ -190,8 +191,8 @@ struct raw_ref { /* a root, a location or a content */
     }
 
 struct snap_writer {
-    char *path, *tmp;
-    int fd;
+    char *path;
+    struct outfile out; /* out.fd: written with pwrite at the end */
     struct interner strings;
     struct recent recent[RECENT]; /* type names and labels: see intern_recent */
     VEC(struct snap_object) objects;
@@ -223,22 +224,17 @@ int snap_writer_open(const char *path, struct snap_writer **out)
     struct snap_writer *w = calloc(1, sizeof(*w));
     if (!w)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    w->fd = -1;
-    size_t n = strlen(path) + 32;
+    w->out.fd = -1;
     w->path = strdup(path);
-    w->tmp = malloc(n);
-    if (!w->path || !w->tmp) {
+    if (!w->path) {
         snap_writer_abort(w);
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     }
-    snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        int e = errno;
-        free(w->tmp); /* nothing to unlink */
-        w->tmp = NULL;
+    /* A snapshot holds the program's names and maybe its data: 0600, whoever reads the folder. */
+    int e = outfile_open(&w->out, path, OUTFILE_PRIVATE);
+    if (e) {
         snap_writer_abort(w);
-        return err_fail(SCRY_E_IO, "cannot create %s: %s", path, strerror(e));
+        return e;
     }
     /* String 0 is "" by definition. */
     uint32_t id;
@@ -324,10 +320,7 @@ void snap_writer_abort(struct snap_writer *w)
 {
     if (!w)
         return;
-    if (w->fd >= 0)
-        close(w->fd);
-    if (w->tmp)
-        unlink(w->tmp);
+    outfile_abort(&w->out);
     interner_free(&w->strings);
     free(w->objects.v);
     free(w->edges.v);
@@ -337,7 +330,6 @@ void snap_writer_abort(struct snap_writer *w)
     free(w->python_version);
     free(w->tool_version);
     free(w->path);
-    free(w->tmp);
     free(w);
 }
 
@@ -510,7 +502,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     struct addr_index index = {NULL, 0};
     uint32_t *first = NULL, *target = NULL, *label = NULL;
     uint8_t *kind = NULL;
-    struct out o = {.fd = w->fd};
+    struct out o = {.fd = w->out.fd};
     struct snap_write_stats st = {0};
 
     if (w->failed) {
@@ -705,26 +697,14 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     put_le32(header + 32, (uint32_t)nd);
     put_le32(header + 36, dir_crc);
     put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
-    if (!o.err && pwrite(w->fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
+    if (!o.err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
         o.err = errno ? errno : EIO;
-    if (!o.err && fsync(w->fd) != 0)
-        o.err = errno;
     if (o.err) {
-        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->tmp, strerror(o.err));
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->path, strerror(o.err));
         goto out;
     }
-    int fd = w->fd;
-    w->fd = -1;
-    if (close(fd) != 0) {
-        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->tmp, strerror(errno));
+    if ((err = outfile_commit(&w->out)) != 0)
         goto out;
-    }
-    if (rename(w->tmp, w->path) != 0) {
-        err = err_fail(SCRY_E_IO, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
-        goto out;
-    }
-    free(w->tmp); /* renamed: nothing left to unlink */
-    w->tmp = NULL;
 
     st.objects = nobj;
     st.edges = nedge;

@@ -6,9 +6,9 @@
  * at close a temporary address index of 32-64 bytes per object.
  *
  * Calling sequence: snap_writer_open; any number of snap_add_* and snap_set_meta (in any order);
- * then exactly one of snap_writer_close (writes <path>.tmp.<pid>, fsyncs, renames to path) or
- * snap_writer_abort (nothing is left on disk). After an snap_add_* failure only abort is
- * allowed. Not thread-safe: one thread feeds one writer. */
+ * then exactly one of snap_writer_close (writes a temporary file made by common/outfile.h,
+ * fsyncs, renames it to path) or snap_writer_abort (nothing is left on disk). After an
+ * snap_add_* failure only abort is allowed. Not thread-safe: one thread feeds one writer. */
 #ifndef SCRY_SNAPSHOT_SNAP_WRITER_H
 #define SCRY_SNAPSHOT_SNAP_WRITER_H
 
@@ -38,8 +38,8 @@ struct snap_write_stats {
     uint64_t shallow_bytes; /* sum of object sizes */
 };
 
-/* Creates <path>.tmp.<pid> now (so that a bad path fails before any walk). Returns 0 and *out, or
- * -SCRY_E_IO / -SCRY_E_NO_MEMORY. */
+/* Creates the temporary file (mode 0600) now, so that a bad path fails before any walk.
+ * Returns 0 and *out, or -SCRY_E_IO / -SCRY_E_NO_MEMORY. */
 int snap_writer_open(const char *path, struct snap_writer **out);
 
 /* An object. type_name is interned; content (content_len bytes, may hold NULs) is stored only if

@@ -129,15 +129,29 @@ static void test_json_ascii(void)
 static void test_json_utf8_kept(void)
 {
     CHECK_JSON("caf\xc3\xa9", "\"caf\xc3\xa9\"");                  /* U+00E9, 2 bytes */
-    CHECK_JSON("\xc2\x80", "\"\xc2\x80\"");                        /* U+0080, smallest 2-byte */
+    CHECK_JSON("\xc2\xa0", "\"\xc2\xa0\"");                        /* U+00A0, after the C1 block */
     CHECK_JSON("\xe2\x82\xac", "\"\xe2\x82\xac\"");                /* U+20AC euro */
     CHECK_JSON("\xe0\xa0\x80", "\"\xe0\xa0\x80\"");                /* U+0800, smallest 3-byte */
     CHECK_JSON("\xed\x9f\xbf", "\"\xed\x9f\xbf\"");                /* U+D7FF, just below surrogates */
     CHECK_JSON("\xee\x80\x80", "\"\xee\x80\x80\"");                /* U+E000, just above */
-    CHECK_JSON("\xef\xbf\xbf", "\"\xef\xbf\xbf\"");                /* U+FFFF */
+    CHECK_JSON("\xef\xbf\xbd", "\"\xef\xbf\xbd\"");                /* U+FFFD */
     CHECK_JSON("\xf0\x9f\x90\x8d", "\"\xf0\x9f\x90\x8d\"");        /* U+1F40D snake */
-    CHECK_JSON("\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\"");        /* U+10FFFF, the last */
+    CHECK_JSON("\xf4\x8f\xbf\xbd", "\"\xf4\x8f\xbf\xbd\"");/* U+10FFFD */
     CHECK_JSON("\xe6\x97\xa5\xe6\x9c\xac", "\"\xe6\x97\xa5\xe6\x9c\xac\"");
+}
+
+/* What common/sanitize.h hides is escaped instead: the data stays exact, a terminal showing the
+ * JSON sees no C1 control (U+009B is CSI), bidirectional control or noncharacter. */
+static void test_json_controls_escaped(void)
+{
+    CHECK_JSON("\xc2\x80", "\"\\u0080\"");        /* U+0080, smallest 2-byte */
+    CHECK_JSON("a\xc2\x9b" "31m", "\"a\\u009b31m\""); /* CSI */
+    CHECK_JSON("\xe2\x80\xae", "\"\\u202e\"");    /* RIGHT-TO-LEFT OVERRIDE */
+    CHECK_JSON("\xe2\x81\xa6", "\"\\u2066\"");    /* LEFT-TO-RIGHT ISOLATE */
+    CHECK_JSON("\xef\xbf\xbf", "\"\\uffff\"");    /* U+FFFF */
+    CHECK_JSON("\xef\xbf\xbe", "\"\\ufffe\"");    /* U+FFFE */
+    CHECK_JSON("\xf4\x8f\xbf\xbf", "\"\\udbff\\udfff\""); /* U+10FFFF, a noncharacter */
+    CHECK_JSON("\x1b]0;x\x07", "\"\\u001b]0;x\\u0007\"");  /* OSC: set the title */
 }
 
 static void test_json_invalid_utf8(void)
@@ -192,6 +206,7 @@ static const struct tl_test tests[] = {
     TL(test_detach),
     TL(test_json_ascii),
     TL(test_json_utf8_kept),
+    TL(test_json_controls_escaped),
     TL(test_json_invalid_utf8),
     TL(test_json_every_byte_is_valid_output),
 };

@@ -1,0 +1,37 @@
+/* The one way scry creates an output file (profiles, snapshots, reports, graphs): the data goes to
+ * a new file with an unpredictable name in the target's folder (created with O_EXCL|O_NOFOLLOW,
+ * so nothing planted there is ever opened or followed), is fsynced, and is renamed over the
+ * target, so a reader never sees half a file and a symlink at the target is replaced, not
+ * followed. The file gets exactly the given mode: every output of scry may hold the program's
+ * names, source or data, so each is OUTFILE_PRIVATE (0600; docs/SECURITY.md). */
+#ifndef SCRY_COMMON_OUTFILE_H
+#define SCRY_COMMON_OUTFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define OUTFILE_PRIVATE 0600
+
+struct outfile {
+    int fd;     /* write here (write/pwrite); -1 once committed or aborted */
+    char *path; /* the target */
+    char *tmp;  /* the temporary file; NULL when writing straight to a device or FIFO */
+};
+
+/* Creates the temporary file for path. An existing character device or FIFO at path owned by
+ * us or by root (say /dev/null), or a path that leads to our own stdout or stderr (/dev/stdout),
+ * is written in place; a directory is refused. Returns 0 or records an
+ * io_error (the message names the target, not the temporary name). */
+int outfile_open(struct outfile *of, const char *path, mode_t mode);
+/* Writes all of buf at the current offset; returns 0 or records an io_error. */
+int outfile_write(struct outfile *of, const void *buf, size_t len);
+/* Flushes the data to disk and renames the file over the target; always releases of. Returns 0
+ * or records an io_error (then the target is untouched and the temporary file removed). */
+int outfile_commit(struct outfile *of);
+/* Closes and removes the temporary file; the target is untouched. Safe to call twice. */
+void outfile_abort(struct outfile *of);
+/* The whole thing for data already in memory. */
+int outfile_write_all(const char *path, const void *buf, size_t len, mode_t mode);
+
+#endif
