@@ -28,6 +28,11 @@ enum hw_edge_kind {
     HW_EDGE_WEAK,      /* a weak reference: never retains */
 };
 
+/* Or'd into a kind: the reference was not read from a known layout but inferred by a
+ * conservative scan of an extension object's fixed-size body (a word equal to the address of an
+ * object). It retains like any other reference; views mark it. */
+#define HW_EDGE_INFERRED 0x80
+
 enum hw_object_flags {
     HW_OBJ_GC_TRACKED = 1, /* found on a GC list */
     HW_OBJ_IMMORTAL = 2,   /* 3.12+ immortal refcount */
