@@ -228,6 +228,21 @@ bool ha_is_structural(const struct heap_analysis *a, uint32_t obj)
     return false;
 }
 
+/* A private name (`._mgr`, `['_cache']`, `.__x`), not a dunder one (`.__wrapped__`): the
+ * identifier after the label's `.` or `['`. */
+static bool private_label(const char *l)
+{
+    size_t skip = l[0] == '.' ? 1 : strncmp(l, "['", 2) == 0 ? 2 : 0;
+    if (!skip || l[skip] != '_')
+        return false;
+    const char *id = l + skip;
+    size_t n = 0;
+    while (id[n] == '_' || (id[n] >= 'a' && id[n] <= 'z') || (id[n] >= 'A' && id[n] <= 'Z') ||
+           (id[n] >= '0' && id[n] <= '9'))
+        n++;
+    return !(n > 4 && id[1] == '_' && id[n - 1] == '_' && id[n - 2] == '_');
+}
+
 /* Whether every strong reference from `from` to `to` is the holder's own storage rather than a
  * reference to something it holds: an instance's `.__dict__`, a private attribute or key
  * (`._mgr`, `['_mgr']`), an internal field (a C type's buffer object), or a reference inferred
@@ -240,8 +255,7 @@ static bool own_storage(const struct snap *s, uint32_t from, uint32_t to)
             continue;
         const char *l = snap_string(s, s->edge_label[e]);
         if (!(s->edge_kind[e] == SNAP_EDGE_INTERNAL || snap_edge_inferred(s, e) ||
-              strcmp(l, ".__dict__") == 0 || strncmp(l, "._", 2) == 0 ||
-              strncmp(l, "['_", 3) == 0))
+              strcmp(l, ".__dict__") == 0 || private_label(l)))
             return false;
         any = true;
     }
