@@ -20,6 +20,7 @@ enum hc_special {
     HC_ARRAY,
     HC_STRINGIO,
     HC_NDARRAY,
+    HC_BUFFERED,
 };
 
 struct hc_field {
@@ -55,6 +56,10 @@ static const struct hc_type types[] = {
     {"_io.StringIO", 168, 12, 13, HC_STRINGIO,
      {{56, I, ".writer.buffer"}, {120, A, ".decoder"}, {128, I, ".readnl"}, {136, I, ".writenl"}}},
     {"array.array", 64, 11, 99, HC_ARRAY, {{0}}},
+    /* The read/write buffer: `buffer` (char *) at 56, `buffer_size` at 120 (NULL once closed). */
+    {"_io.BufferedReader", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
+    {"_io.BufferedWriter", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
+    {"_io.BufferedRandom", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
     {"functools.partial", 64, 11, 13, HC_NONE,
      {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
     {"functools._lru_cache_wrapper", 152, 11, 13, HC_NONE,
@@ -292,6 +297,13 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     }
     case HC_NDARRAY:
         return walk_ndarray(env, obj, extra);
+    case HC_BUFFERED: {
+        uint64_t buffer, size;
+        if (env->read(env->ctx, obj + 56, &buffer, 8) == 0 && buffer &&
+            env->read(env->ctx, obj + 120, &size, 8) == 0 && size < MAX_ITEMS)
+            *extra = size;
+        return 0;
+    }
     case HC_NONE:
         break;
     }

@@ -1,6 +1,6 @@
 /* What the heap walker knows of C-implemented types beyond the builtin containers: the references
  * and owned native buffers of the standard library's C containers (collections.deque,
- * OrderedDict, defaultdict, io.BytesIO/StringIO, array.array, functools.partial and the lru_cache
+ * OrderedDict, defaultdict, io.BytesIO/StringIO and the buffered files, array.array, functools.partial and the lru_cache
  * wrapper, itertools.chain/cycle/count, _asyncio.Future/Task) and of numpy.ndarray, as layouts
  * per version (reference/c-types.md, checked against live 3.11.7, 3.12.1 and 3.13.0). A type is
  * recognised by its tp_name (read from the type object) and its tp_basicsize, never by address.

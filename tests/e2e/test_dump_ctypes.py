@@ -84,7 +84,7 @@ def test_stdlib_containers(start_target, make_core, python_exe, tmp_path, source
 
     # Shallow sizes as sys.getsizeof, with the native memory each owns.
     for name in ("DEQUE", "ARR", "OD", "DD", "PART", "CHAIN", "CYCLED", "MAPPED", "FUT",
-                 "cached"):
+                 "cached", "FILE"):
         addr, size = objs[name]
         assert g.objects[addr][1] == size, (name, g.objects[addr], size)
     # BytesIO: its buffer is a bytes object of its own; together they make getsizeof.

@@ -72,6 +72,8 @@ def cached(n):
 
 
 cached(1)
+FILE = open(sys.executable, "rb", buffering=MB)  # a 1 MiB native read buffer
+FILE.read(10)
 LOOP = asyncio.new_event_loop()
 FUT = LOOP.create_future()
 FUT_RESULT = object()
@@ -86,11 +88,12 @@ deep = {
 objects = {name: [id(o), sys.getsizeof(o)] for name, o in
            [("DEQUE", DEQUE), ("BIO", BIO), ("ARR", ARR), ("OD", OD), ("DD", DD), ("PART", PART),
             ("CHAIN", CHAIN), ("CYCLED", CYCLED), ("MAPPED", MAPPED), ("FUT", FUT),
-            ("SIO", SIO)]}
+            ("SIO", SIO), ("FILE", FILE)]}
 refs = {
     "DD": {".default_factory": id(FACTORY)},
     "PART": {".func": id(print), ".args": id(PART.args), ".keywords": id(PART.keywords)},
     "FUT": {".result": id(FUT_RESULT), ".loop": id(LOOP)},
+    "FILE": {".raw": id(FILE.raw)},
     "cached": {".__wrapped__": id(cached.__wrapped__)},
 }
 objects["cached"] = [id(cached), sys.getsizeof(cached)]
