@@ -2,8 +2,9 @@
  * labelled references, reported to a sink. It follows references the way each type's
  * tp_traverse would (dicts of every layout, lists, tuples, sets, cells, functions, methods,
  * modules, classes, frames, generators and coroutines, instance dicts and inline values,
- * __slots__), and reports the untracked leaf objects (str, bytes, int, float, ...) that
- * containers reference. It knows nothing of the snapshot format: `scry dump` connects it to the
+ * __slots__, and the C containers and numpy arrays of heap_ctypes.h with the native memory they
+ * own), scans other GC-tracked extension objects conservatively (HW_EDGE_INFERRED), and reports
+ * the untracked leaf objects (str, bytes, int, float, ...) that containers reference. It knows nothing of the snapshot format: `scry dump` connects it to the
  * snapshot writer. */
 #ifndef SCRY_CPYTHON_HEAP_WALK_H
 #define SCRY_CPYTHON_HEAP_WALK_H
