@@ -37,6 +37,19 @@ if [ "$what" = test ]; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
   fi
+  # numpy and pandas in the interpreters the e2e tests target (tests/e2e/pythons.py), for the
+  # heap walker's tests of C types (tests/e2e/test_dump_ctypes.py); where they do not install
+  # (no wheel, no network) those tests skip, saying why.
+  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+  for tp in "$root"/versions/3.1[1-9].*/bin/python3; do
+    [ -x "$tp" ] || continue
+    case "$tp" in *-dbg*|*t/bin/python3) continue ;; esac
+    if ! "$tp" -c 'import numpy, pandas' 2>/dev/null; then
+      echo "scry: installing numpy and pandas for $tp" >&2
+      "$tp" -m pip install -q numpy pandas >/dev/null 2>&1 ||
+        echo "scry: numpy/pandas do not install for $tp: their heap tests will be skipped" >&2
+    fi
+  done
 fi
 
 if [ "$what" = browser ]; then

@@ -146,13 +146,20 @@ void ha_free(struct heap_analysis *a)
     memset(a, 0, sizeof(*a));
 }
 
-/* The label of the first strong reference from `from` to `to`. */
-static const char *edge_label(const struct snap *s, uint32_t from, uint32_t to)
+/* The first strong reference from `from` to `to`, or SNAP_NONE. */
+static uint32_t strong_edge(const struct snap *s, uint32_t from, uint32_t to)
 {
     for (uint32_t e = s->edge_first[from]; e < s->edge_first[from + 1]; e++)
         if (s->edge_target[e] == to && s->edge_kind[e] != SNAP_EDGE_WEAK)
-            return snap_string(s, s->edge_label[e]);
-    return "?";
+            return e;
+    return SNAP_NONE;
+}
+
+/* The label of the first strong reference from `from` to `to`. */
+static const char *edge_label(const struct snap *s, uint32_t from, uint32_t to)
+{
+    uint32_t e = strong_edge(s, from, to);
+    return e == SNAP_NONE ? "?" : snap_string(s, s->edge_label[e]);
 }
 
 size_t ha_path(const struct heap_analysis *a, uint32_t obj, struct ha_hop *hops, size_t max)
@@ -162,13 +169,15 @@ size_t ha_path(const struct heap_analysis *a, uint32_t obj, struct ha_hop *hops,
     uint32_t v = obj;
     while (n < max) {
         if (a->root_label[v] != SNAP_NONE) {
-            hops[n++] = (struct ha_hop){snap_string(a->s, a->root_label[v]), v};
+            hops[n++] = (struct ha_hop){snap_string(a->s, a->root_label[v]), v, false};
             break;
         }
         uint32_t p = a->parent[v];
         if (p == SNAP_NONE)
             return 0; /* unreachable */
-        hops[n++] = (struct ha_hop){edge_label(a->s, p, v), v};
+        uint32_t e = strong_edge(a->s, p, v);
+        hops[n++] = (struct ha_hop){e == SNAP_NONE ? "?" : snap_string(a->s, a->s->edge_label[e]), v,
+                                    e != SNAP_NONE && snap_edge_inferred(a->s, e)};
         v = p;
     }
     if (n == max && a->root_label[v] == SNAP_NONE)
@@ -219,33 +228,86 @@ bool ha_is_structural(const struct heap_analysis *a, uint32_t obj)
     return false;
 }
 
+/* A private name (`._mgr`, `['_cache']`, `.__x`), not a dunder one (`.__wrapped__`): the
+ * identifier after the label's `.` or `['`. */
+static bool private_label(const char *l)
+{
+    size_t skip = l[0] == '.' ? 1 : strncmp(l, "['", 2) == 0 ? 2 : 0;
+    if (!skip || l[skip] != '_')
+        return false;
+    const char *id = l + skip;
+    size_t n = 0;
+    while (id[n] == '_' || (id[n] >= 'a' && id[n] <= 'z') || (id[n] >= 'A' && id[n] <= 'Z') ||
+           (id[n] >= '0' && id[n] <= '9'))
+        n++;
+    return !(n > 4 && id[1] == '_' && id[n - 1] == '_' && id[n - 2] == '_');
+}
+
+/* Whether every strong reference from `from` to `to` is the holder's own storage rather than a
+ * reference to something it holds: an instance's `.__dict__`, a private attribute or key
+ * (`._mgr`, `['_mgr']`), an internal field (a C type's buffer object), or a reference inferred
+ * by the walker's conservative scan of an extension object's C body. */
+static bool own_storage(const struct snap *s, uint32_t from, uint32_t to)
+{
+    bool any = false;
+    for (uint32_t e = s->edge_first[from]; e < s->edge_first[from + 1]; e++) {
+        if (s->edge_target[e] != to || s->edge_kind[e] == SNAP_EDGE_WEAK)
+            continue;
+        const char *l = snap_string(s, s->edge_label[e]);
+        if (!(s->edge_kind[e] == SNAP_EDGE_INTERNAL || snap_edge_inferred(s, e) ||
+              strcmp(l, ".__dict__") == 0 || private_label(l)))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
 size_t ha_top_retainers(const struct heap_analysis *a, size_t k, uint32_t *out)
 {
     uint32_t n = a->n;
-    /* The largest retained size among each object's dominator-tree children. */
-    uint64_t *biggest = xcalloc(n, sizeof(*biggest));
+    /* Each object's dominator-tree child that retains the most. */
+    uint32_t *best = malloc((n ? n : 1) * sizeof(*best));
+    uint8_t *own = xcalloc(n, 1); /* 1: passes on to best through its own storage */
     uint32_t *cand = xcalloc(n, sizeof(*cand));
     size_t got = 0;
-    if (!biggest || !cand)
+    if (!best || !own || !cand)
         goto out;
+    for (uint32_t v = 0; v < n; v++)
+        best[v] = SNAP_NONE;
     for (uint32_t v = 0; v < n; v++) {
         uint32_t d = a->idom[v];
-        if (d < n && a->retained[v] > biggest[d])
-            biggest[d] = a->retained[v];
+        if (d < n && d != v && (best[d] == SNAP_NONE || a->retained[v] > a->retained[best[d]]))
+            best[d] = v;
     }
+#define PASSES(v)                                                                                  \
+    (best[v] != SNAP_NONE && a->retained[best[v]] > 0 &&                                         \
+     (double)a->retained[best[v]] >= PASS_THROUGH * (double)a->retained[v])
+    for (uint32_t v = 0; v < n; v++)
+        if (PASSES(v) && own_storage(a->s, v, best[v]))
+            own[v] = 1;
     uint32_t ncand = 0;
     for (uint32_t v = 0; v < n; v++) {
         if (a->idom[v] == DOM_UNREACHABLE || ha_is_structural(a, v))
             continue;
-        if ((double)biggest[v] >= PASS_THROUGH * (double)a->retained[v] && biggest[v] > 0)
+        /* A part of its holder's own storage that the holder passes on to: the holder names it. */
+        uint32_t d = a->idom[v];
+        if (d < n && own[d] && best[d] == v && !ha_is_structural(a, d))
+            continue;
+        /* Passing on to one object: through own storage, look further down the parts. */
+        uint32_t w = v;
+        for (int depth = 0; own[w] && depth < 64; depth++)
+            w = best[w];
+        if (!own[w] && PASSES(w))
             continue;
         cand[ncand++] = v;
     }
+#undef PASSES
     uint32_t nout = 0;
     if (dom_top(a->retained, cand, ncand, NULL, (uint32_t)k, out, &nout) == 0)
         got = nout;
 out:
-    free(biggest);
+    free(best);
+    free(own);
     free(cand);
     return got;
 }

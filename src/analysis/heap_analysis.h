@@ -37,6 +37,7 @@ void ha_path_inline(const struct heap_analysis *a, uint32_t obj, struct strbuf *
 struct ha_hop {
     const char *label;
     uint32_t object;
+    bool inferred; /* the reference was inferred by a conservative scan (snap_edge_inferred) */
 };
 
 /* The path root first: hops[0] is the root (its label is the root label), the last is obj.

@@ -70,6 +70,8 @@ static void render_json(const struct snap *s, const char *path, struct strbuf *o
     jw_uint(&w, s->nobjects);
     jw_key(&w, "edges");
     jw_uint(&w, s->nedges);
+    jw_key(&w, "inferred_edges");
+    jw_uint(&w, s->ninferred);
     jw_key(&w, "roots");
     jw_uint(&w, s->nroots);
     jw_key(&w, "locations");
@@ -148,6 +150,8 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     if (m->dropped_edges)
         sb_addf(out, " (%" PRIu64 " more pointed outside the snapshot and were dropped)",
                 m->dropped_edges);
+    if (s->ninferred)
+        sb_addf(out, "; %u inferred by a conservative scan", s->ninferred);
     sb_addf(out, "\n  roots       %u\n  locations   %u\n  strings     %u\n", s->nroots,
             s->nlocations, s->nstrings);
     if (m->capture_contents)

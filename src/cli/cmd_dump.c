@@ -31,6 +31,7 @@ _Static_assert((int)HW_EDGE_INDEX == (int)SNAP_EDGE_INDEX, "HW_EDGE_INDEX differ
 _Static_assert((int)HW_EDGE_CELL == (int)SNAP_EDGE_CELL, "HW_EDGE_CELL differs from the snapshot's SNAP_EDGE_CELL");
 _Static_assert((int)HW_EDGE_LOCAL == (int)SNAP_EDGE_LOCAL, "HW_EDGE_LOCAL differs from the snapshot's SNAP_EDGE_LOCAL");
 _Static_assert((int)HW_EDGE_INTERNAL == (int)SNAP_EDGE_INTERNAL, "HW_EDGE_INTERNAL differs from the snapshot's SNAP_EDGE_INTERNAL");
+_Static_assert(HW_EDGE_INFERRED == SNAP_EDGE_INFERRED, "HW_EDGE_INFERRED differs from SNAP_EDGE_INFERRED");
 _Static_assert((int)HW_EDGE_WEAK == (int)SNAP_EDGE_WEAK, "HW_EDGE_WEAK differs from the snapshot's SNAP_EDGE_WEAK");
 _Static_assert((int)HW_OBJ_GC_TRACKED == (int)SNAP_OBJ_GC_TRACKED, "HW_OBJ_GC_TRACKED differs from the snapshot's SNAP_OBJ_GC_TRACKED");
 _Static_assert((int)HW_OBJ_IMMORTAL == (int)SNAP_OBJ_IMMORTAL, "HW_OBJ_IMMORTAL differs from the snapshot's SNAP_OBJ_IMMORTAL");
@@ -193,8 +194,9 @@ static int sink_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind ki
     int err = snap_add_edge(d->w, from, to, (unsigned)kind, label);
     if (err || !d->graph)
         return err;
-    sb_addf(&d->line, "{\"e\":%llu,\"to\":%llu,\"k\":%d,\"l\":", (unsigned long long)from,
-            (unsigned long long)to, (int)kind);
+    sb_addf(&d->line, "{\"e\":%llu,\"to\":%llu,\"k\":%d,%s\"l\":", (unsigned long long)from,
+            (unsigned long long)to, (int)kind & ~HW_EDGE_INFERRED,
+            (kind & HW_EDGE_INFERRED) ? "\"inferred\":true," : "");
     sb_add_json_str(&d->line, label ? label : "", label ? strlen(label) : 0);
     sb_addch(&d->line, '}');
     return graph_line(d);

@@ -167,6 +167,10 @@ static int query_path(const struct heap_analysis *a, const char *arg, bool json,
             jw_obj_begin(&w);
             jw_key(&w, i == 0 ? "root" : "label");
             jw_str(&w, hops[i].label);
+            if (hops[i].inferred) {
+                jw_key(&w, "inferred");
+                jw_bool(&w, true);
+            }
             jw_key(&w, "type");
             jw_str(&w, snap_string(s, o->type));
             jw_key(&w, "address");

@@ -15,9 +15,12 @@
  * when contents are captured; otherwise a placeholder gives their type and length.
  *
  * Sizes mirror sys.getsizeof (the type's __sizeof__ plus the GC and managed-dict pre-header).
- * Known approximations: types that override __sizeof__ in C beyond those handled here (deque,
- * array, io objects, ...) are sized as object.__sizeof__ would (tp_basicsize + itemsize * size);
- * 3.11's cached wchar_t copies of str objects are not counted; a code object's co_extra is. */
+ * The C containers of the standard library and numpy.ndarray are walked from their layouts
+ * (heap_ctypes.h), with the native memory they own; other GC-tracked extension objects get a
+ * conservative scan of their C body, whose edges are marked HW_EDGE_INFERRED. Known
+ * approximations: other C types that override __sizeof__ are sized as object.__sizeof__ would
+ * (tp_basicsize + itemsize * size); 3.11's cached wchar_t copies of str objects are not counted;
+ * a code object's co_extra is. */
 #include "heap_walk.h"
 
 #include <stdio.h>
@@ -31,6 +34,7 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "cpython/frames.h"
+#include "cpython/heap_ctypes.h"
 #include "cpython/memcache.h"
 #include "cpython/objects.h"
 #include "cpython/redact.h"
@@ -104,6 +108,11 @@ struct tinfo {
     uint32_t nattr;
     uint64_t *attr_keys;
     const char **attr_labels;
+    const char *cname;            /* tp_name as the type object has it */
+    const struct hc_type *ct;     /* its own or its nearest base's known C layout, or NULL */
+    bool body_known;              /* the fields below are set */
+    int64_t body_size;            /* the C body of its nearest non-Python-class base */
+    int64_t body_weaklist, body_dict; /* that base's tp_weaklistoffset, tp_dictoffset */
 };
 
 /* "[0]" ... "[4095]" in 8-byte slots, built once per walk (index_label_of). */
@@ -263,6 +272,10 @@ struct hw {
     size_t nthread_items, capthread_items;
     void (*resume)(void *ctx); /* not NULL until the target has been let go */
     void *resume_ctx;
+    uint64_t subtype_dealloc; /* tp_dealloc of every class defined in Python, or 0 */
+    struct hc_env hc;
+    const struct holder *hc_holder; /* the object hc_walk is walking, and its type */
+    const struct tinfo *hc_type;
 };
 
 static uint64_t rd64(const uint8_t *p)
@@ -694,6 +707,15 @@ static struct tinfo *get_type(struct hw *w, uint64_t t)
     if (ti->heap)
         load_slots(w, ti);
     ti->name = type_name(w, ti);
+    uint64_t tp_name, base = rd64(b + w->H->tp_base);
+    if ((tp_name = rd64(b + w->L->tp_name)) != 0)
+        ti->cname = read_cstr(w, tp_name, MAX_NAME);
+    ti->ct = hc_lookup(w->L->minor, ti->cname, ti->basicsize);
+    if (!ti->ct && base && base != t) {
+        const struct tinfo *bt = get_type(w, base);
+        if (bt && bt->valid)
+            ti->ct = bt->ct;
+    }
     return ti;
 }
 
@@ -789,6 +811,141 @@ static int root(struct hw *w, uint64_t to, const char *label)
 {
     struct holder h = {0, NULL, false};
     return ref(w, &h, to, HW_EDGE_INTERNAL, label, false);
+}
+
+/* ---- C types: known layouts (heap_ctypes.h) and a conservative scan of the others ------------- */
+
+static int hc_read(void *ctx, uint64_t addr, void *buf, size_t n)
+{
+    return mc_read(&((struct hw *)ctx)->mc, addr, buf, n);
+}
+
+static int hc_ref(void *ctx, uint64_t to, int kind, const char *label)
+{
+    struct hw *w = ctx;
+    return ref(w, w->hc_holder, to, (enum hw_edge_kind)kind, label, false);
+}
+
+static bool hc_covered(void *ctx, uint64_t off)
+{
+    const struct hw *w = ctx;
+    const struct tinfo *ti = w->hc_type;
+    if (ti->kind != K_OBJECT && !ti->heap)
+        return false; /* walk_instance does not run: no slot is reported */
+    for (uint32_t i = 0; i < ti->nslots; i++)
+        if (ti->slots[i].off == off)
+            return true;
+    return false;
+}
+
+static const char *hc_type_name(void *ctx, uint64_t type)
+{
+    const struct tinfo *ti = get_type(ctx, type);
+    return ti && ti->valid ? ti->cname : NULL;
+}
+
+/* The references and owned native bytes of an object whose type has a known C layout. */
+static int walk_ctype(struct hw *w, const struct holder *h, uint64_t addr, const struct tinfo *ti,
+                      uint64_t *extra)
+{
+    w->hc_holder = h;
+    w->hc_type = ti;
+    return hc_walk(ti->ct, &w->hc, addr, extra);
+}
+
+/* Every class defined in Python has subtype_dealloc as its tp_dealloc (typeobject.c), so it is
+ * learnt from one that is always there: importlib's ModuleSpec. */
+#define TP_DEALLOC 48 /* PyTypeObject.tp_dealloc, the same in every version */
+
+static void find_subtype_dealloc(struct hw *w, uint64_t interp)
+{
+    uint64_t modules = 0, mod, md = 0, spec;
+    if (mc_read_u64(&w->mc, interp + w->L->is_modules, &modules) || !modules ||
+        !(mod = dict_get(w, modules, "_frozen_importlib")) ||
+        mc_read_u64(&w->mc, mod + w->L->mod_dict, &md) || !md ||
+        !(spec = dict_get(w, md, "ModuleSpec")))
+        return;
+    const struct tinfo *ti = get_type(w, spec);
+    uint64_t tp;
+    if (ti && ti->valid && mc_read_u64(&w->mc, spec + w->L->ob_type, &tp) == 0 &&
+        tp == w->rt->types.type && (ti = get_type(w, tp)) != NULL)
+        mc_read_u64(&w->mc, spec + TP_DEALLOC, &w->subtype_dealloc);
+}
+
+/* The C body of a type's instances: that of its nearest base not defined in Python (whose
+ * tp_dealloc is not subtype_dealloc), with that base's weakref and dict slots. */
+static void body_of(struct hw *w, struct tinfo *ti)
+{
+    ti->body_known = true;
+    ti->body_size = 0;
+    if (!w->subtype_dealloc)
+        return;
+    uint64_t cur = ti->addr;
+    for (int depth = 0; cur && depth < MAX_TYPE_DEPTH; depth++) {
+        uint64_t dealloc, base;
+        int64_t bs, wl, dict;
+        if (mc_read_u64(&w->mc, cur + TP_DEALLOC, &dealloc) ||
+            mc_read_u64(&w->mc, cur + w->H->tp_base, &base))
+            return;
+        if (dealloc != w->subtype_dealloc) {
+            if (mc_read_u64(&w->mc, cur + w->L->tp_basicsize, (uint64_t *)&bs) ||
+                mc_read_u64(&w->mc, cur + w->H->tp_weaklistoffset, (uint64_t *)&wl) ||
+                mc_read_u64(&w->mc, cur + w->L->tp_dictoffset, (uint64_t *)&dict) || bs < 16 ||
+                bs > (1 << 16))
+                return;
+            ti->body_size = bs;
+            ti->body_weaklist = wl;
+            ti->body_dict = dict;
+            return;
+        }
+        cur = base;
+    }
+}
+
+/* A conservative collector's view of an extension object with no known layout: each aligned
+ * word of its C body that is the address of an object is taken for a reference. Accepted: an
+ * object already met (everything on the GC lists is met before any object is walked), or one
+ * that is not GC-tracked by its type (never on a GC list: numpy arrays, str, int, ...) and checks
+ * out as an object. Never interior pointers; the weakref list, the dict slot (walked exactly)
+ * and ob_size are skipped. The edges are marked inferred. */
+static int scan_body(struct hw *w, const struct holder *h, uint64_t addr, struct tinfo *ti)
+{
+    if (!ti->body_known)
+        body_of(w, ti);
+    if (ti->body_size <= 16)
+        return 0;
+    uint64_t words[1 << 13];
+    uint64_t n = ((uint64_t)ti->body_size - 16) / 8;
+    if (n > sizeof(words) / 8)
+        n = sizeof(words) / 8;
+    if (mc_read(&w->mc, addr + 16, words, n * 8))
+        return 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = 16 + 8 * i, p = words[i];
+        if (p < 4096 || (p & 7) || p >= (1ULL << 47) || p == addr ||
+            (int64_t)off == ti->body_weaklist || (int64_t)off == ti->body_dict ||
+            (off == 16 && ti->itemsize))
+            continue;
+        struct seen_page *pg = seen_page_of(&w->seen, p, false);
+        unsigned state = pg ? seen_get(pg, p) : SEEN_NEW;
+        if (state == SEEN_NOT_OBJECT)
+            continue;
+        if (state == SEEN_NEW) {
+            uint64_t hdr[2];
+            const struct tinfo *pt = NULL;
+            if (mc_read(&w->mc, p, hdr, sizeof(hdr)) == 0 && hdr[0] && hdr[0] < (1ULL << 48))
+                pt = get_type(w, hdr[1]);
+            if (!pt || !pt->valid || pt->gc)
+                continue; /* a GC object that is on no GC list is not live */
+        }
+        char label[32];
+        snprintf(label, sizeof(label), ".<inferred +%llu>", (unsigned long long)off);
+        int err = ref(w, h, p, (enum hw_edge_kind)(HW_EDGE_ATTR | HW_EDGE_INFERRED), label,
+                      false);
+        if (err)
+            return err;
+    }
+    return 0;
 }
 
 /* Fixed pointer fields of an object, as listed in the layout table. */
@@ -1480,7 +1637,12 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
             err = walk_dict(w, &h, addr, ti->basicsize, &sz);
         else
             err = walk_set(w, &h, addr, &sz);
-        if (!err && ti->heap)
+        if (!err && ti->ct) { /* OrderedDict's nodes, defaultdict's factory */
+            uint64_t extra = 0;
+            err = walk_ctype(w, &h, addr, ti, &extra);
+            sz += extra;
+        }
+        if (!err && (ti->heap || ti->dictoffset > 0)) /* OrderedDict's od_inst_dict */
             err = walk_instance(w, &h, addr, ti, ob_size);
         if (!err)
             err = emit_object(w, addr, ti, sz + presize, seen, refcnt, NULL, 0);
@@ -1518,6 +1680,13 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         break;
     }
 
+    if (ti->ct) { /* known C layouts: references and owned memory before the report */
+        uint64_t extra = 0;
+        err = walk_ctype(w, &h, addr, ti, &extra);
+        if (err)
+            return err;
+        size += extra;
+    }
     err = emit_object(w, addr, ti, size + presize, seen, refcnt, NULL, 0);
     if (err)
         return err;
@@ -1628,6 +1797,10 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         }
         break;
     }
+    case K_OBJECT:
+        if (!ti->ct && ti->gc)
+            err = scan_body(w, &h, addr, (struct tinfo *)ti);
+        break;
     default:
         break;
     }
@@ -1902,6 +2075,9 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         if (err)
             goto out;
     }
+    w.hc = (struct hc_env){&w,           hc_read,          hc_ref, hc_covered, hc_type_name,
+                           w.L->tp_basicsize, w.H->tp_base, 0};
+    find_subtype_dealloc(&w, interps[0]);
     if ((err = collect_threads(&w)) != 0)
         goto out;
     if (copied)

@@ -2,8 +2,9 @@
  * labelled references, reported to a sink. It follows references the way each type's
  * tp_traverse would (dicts of every layout, lists, tuples, sets, cells, functions, methods,
  * modules, classes, frames, generators and coroutines, instance dicts and inline values,
- * __slots__), and reports the untracked leaf objects (str, bytes, int, float, ...) that
- * containers reference. It knows nothing of the snapshot format: `scry dump` connects it to the
+ * __slots__, and the C containers and numpy arrays of heap_ctypes.h with the native memory they
+ * own), scans other GC-tracked extension objects conservatively (HW_EDGE_INFERRED), and reports
+ * the untracked leaf objects (str, bytes, int, float, ...) that containers reference. It knows nothing of the snapshot format: `scry dump` connects it to the
  * snapshot writer. */
 #ifndef SCRY_CPYTHON_HEAP_WALK_H
 #define SCRY_CPYTHON_HEAP_WALK_H
@@ -27,6 +28,11 @@ enum hw_edge_kind {
     HW_EDGE_INTERNAL,  /* bookkeeping: type, mro, bases, code, globals, builtins, ... */
     HW_EDGE_WEAK,      /* a weak reference: never retains */
 };
+
+/* Or'd into a kind: the reference was not read from a known layout but inferred by a
+ * conservative scan of an extension object's fixed-size body (a word equal to the address of an
+ * object). It retains like any other reference; views mark it. */
+#define HW_EDGE_INFERRED 0x80
 
 enum hw_object_flags {
     HW_OBJ_GC_TRACKED = 1, /* found on a GC list */

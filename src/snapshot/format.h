@@ -8,7 +8,7 @@
 
 #define SNAP_MAGIC "SCRYSNAP"
 #define SNAP_MAJOR 1
-#define SNAP_MINOR 0
+#define SNAP_MINOR 1
 
 #define SNAP_HEADER_SIZE 64
 #define SNAP_HEADER_CRC_OFF 60
@@ -28,6 +28,7 @@ enum snap_chunk_type {
     SNAP_CHUNK_ROOT = SNAP_FOURCC('R', 'O', 'O', 'T'),
     SNAP_CHUNK_LOCS = SNAP_FOURCC('L', 'O', 'C', 'S'),
     SNAP_CHUNK_CONT = SNAP_FOURCC('C', 'O', 'N', 'T'),
+    SNAP_CHUNK_INFR = SNAP_FOURCC('I', 'N', 'F', 'R'), /* 1.1 */
 };
 
 /* Edge kinds (u8 on disk). The values equal cpython/heap_walk.h's hw_edge_kind on purpose; the
@@ -43,6 +44,10 @@ enum snap_edge_kind {
     SNAP_EDGE_WEAK = 7,
 };
 #define SNAP_EDGE_KIND_MAX 7
+/* Or'd into a kind given to the writer (never stored in EDGE): the reference was inferred by a
+ * conservative scan. The writer lists such edges in the INFR chunk (1.1). Equal to
+ * HW_EDGE_INFERRED. */
+#define SNAP_EDGE_INFERRED 0x80
 
 /* Object flags (u32 on disk); equal to hw_object_flags. */
 enum snap_object_flags {

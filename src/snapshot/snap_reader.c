@@ -56,10 +56,10 @@ static uint64_t align8(uint64_t x) { return (x + (SNAP_CHUNK_ALIGN - 1)) & ~(uin
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K__COUNT };
+enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K__COUNT };
 static const uint32_t known_types[K__COUNT] = {
     SNAP_CHUNK_META, SNAP_CHUNK_STRS, SNAP_CHUNK_OBJS, SNAP_CHUNK_EDGE,
-    SNAP_CHUNK_ROOT, SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT,
+    SNAP_CHUNK_ROOT, SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR,
 };
 
 struct span {
@@ -172,7 +172,8 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
     if (err)
         return err;
     for (int k = 0; k < K__COUNT; k++)
-        if (!spans[k].present && known_types[k] != SNAP_CHUNK_CONT)
+        if (!spans[k].present && known_types[k] != SNAP_CHUNK_CONT &&
+            known_types[k] != SNAP_CHUNK_INFR)
             return bad(v, dir_offset, "no %s chunk", chunk_name(known_types[k], nb));
     return 0;
 }
@@ -356,6 +357,30 @@ static int check_edges(struct vctx *v, const struct span *sp)
     return 0;
 }
 
+/* INFR (1.1): indexes of inferred edges, strictly increasing, each below nedges. */
+static int check_inferred(struct vctx *v, const struct span *sp)
+{
+    struct snap *s = v->s;
+    if (!sp->present)
+        return 0;
+    if (sp->len % 4 || sp->len / 4 > s->nedges)
+        return bad(v, sp->off, "chunk INFR is %llu bytes: not 4 per edge of at most %u",
+                   (unsigned long long)sp->len, s->nedges);
+    struct cursor c = cur_sub(&v->file, sp->off, sp->len);
+    uint32_t n = (uint32_t)(sp->len / 4), prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t e = cur_u32(&c);
+        if (e >= s->nedges || (i > 0 && e <= prev))
+            return bad(v, sp->off + 4 * (uint64_t)i,
+                       "chunk INFR: entry %u names edge %u (edges below %u, increasing)", i, e,
+                       s->nedges);
+        prev = e;
+    }
+    s->ninferred = n;
+    s->inferred = (const uint32_t *)(s->base + sp->off);
+    return 0;
+}
+
 /* ROOT, LOCS and CONT: records of u32 fields, the first an object index, the others string ids
  * except LOCS's line; sorted: object indexes strictly increasing. */
 static int check_records(struct vctx *v, const struct span *sp, const char *name, unsigned size,
@@ -406,7 +431,7 @@ static int validate(struct vctx *v)
     int err;
     if ((err = check_frame(v, spans)) || (err = check_strings(v, &spans[K_STRS])) ||
         (err = check_meta(v, &spans[K_META])) || (err = check_objects(v, &spans[K_OBJS])) ||
-        (err = check_edges(v, &spans[K_EDGE])) ||
+        (err = check_edges(v, &spans[K_EDGE])) || (err = check_inferred(v, &spans[K_INFR])) ||
         (err = check_records(v, &spans[K_ROOT], "ROOT", SNAP_ROOT_SIZE, false, &s->nroots)) ||
         (err = check_records(v, &spans[K_LOCS], "LOCS", SNAP_LOC_SIZE, true, &s->nlocations)) ||
         (err = check_records(v, &spans[K_CONT], "CONT", SNAP_CONT_SIZE, true, &s->ncontents)))
@@ -517,6 +542,21 @@ bool snap_location(const struct snap *s, uint32_t object, const char **file, uin
             return true;
         }
         if (l->object < object)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+bool snap_edge_inferred(const struct snap *s, uint32_t e)
+{
+    uint32_t lo = 0, hi = s->ninferred;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->inferred[mid] == e)
+            return true;
+        if (s->inferred[mid] < e)
             lo = mid + 1;
         else
             hi = mid;

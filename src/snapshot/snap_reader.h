@@ -84,6 +84,8 @@ struct snap {
     const uint32_t *edge_target; /* nedges: object index */
     const uint32_t *edge_label;  /* nedges: string id */
     const uint8_t *edge_kind;    /* nedges: enum snap_edge_kind */
+    const uint32_t *inferred;    /* ninferred edge indexes, increasing (INFR, 1.1) */
+    uint32_t ninferred;
     const uint32_t *str_off;     /* nstrings + 1 */
     const char *str_blob;
     const struct snap_root *roots;
@@ -128,6 +130,8 @@ static inline uint32_t snap_edge_label(const struct snap *s, uint32_t e)
     return s->edge_label[e];
 }
 static inline unsigned snap_edge_kind(const struct snap *s, uint32_t e) { return s->edge_kind[e]; }
+/* Whether edge e was inferred by a conservative scan (binary search in INFR; false before 1.1). */
+bool snap_edge_inferred(const struct snap *s, uint32_t e);
 
 /* The string with that id, NUL-terminated; snap_string_len also gives its length (captured
  * bytes contents may hold NULs). */

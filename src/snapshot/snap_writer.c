@@ -273,7 +273,7 @@ int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned ki
 {
     if (w->failed)
         return -SCRY_E_INTERNAL;
-    if (kind > SNAP_EDGE_KIND_MAX)
+    if ((kind & ~(unsigned)SNAP_EDGE_INFERRED) > SNAP_EDGE_KIND_MAX)
         return err_fail(SCRY_E_INTERNAL, "edge kind %u is not one of the snapshot's", kind);
     struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind};
     int err = intern_recent(&w->strings, w->recent, label, &e.label);
@@ -502,6 +502,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     struct addr_index index = {NULL, 0};
     uint32_t *first = NULL, *target = NULL, *label = NULL;
     uint8_t *kind = NULL;
+    uint32_t *inferred = NULL;
     struct out o = {.fd = w->out.fd};
     struct snap_write_stats st = {0};
 
@@ -601,6 +602,17 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     }
     memmove(first + 1, first, nobj * sizeof(*first));
     first[0] = 0;
+    /* Inferred edges: their indexes, in increasing order, for INFR; the flag leaves the kind. */
+    size_t ninferred = 0;
+    for (size_t i = 0; i < nedge; i++)
+        ninferred += (kind[i] & SNAP_EDGE_INFERRED) != 0;
+    if (ninferred && !(inferred = malloc(ninferred * sizeof(*inferred))))
+        goto fail_mem;
+    for (size_t i = 0, j = 0; i < nedge; i++)
+        if (kind[i] & SNAP_EDGE_INFERRED) {
+            inferred[j++] = (uint32_t)i;
+            kind[i] &= (uint8_t)~SNAP_EDGE_INFERRED;
+        }
     free(w->edges.v);
     w->edges.v = NULL;
     w->edges.n = 0;
@@ -609,7 +621,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     o.buf = malloc(OUT_BUF);
     if (!o.buf)
         goto fail_mem;
-    struct dir_entry dir[7];
+    struct dir_entry dir[8];
     size_t nd = 0;
     uint8_t header[SNAP_HEADER_SIZE] = {0};
     out_put(&o, header, sizeof(header)); /* written again at the end */
@@ -650,6 +662,12 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     out_put(&o, label, nedge * sizeof(*label));
     out_put(&o, kind, nedge);
     chunk_end(&o, &dir[nd++]);
+
+    if (ninferred) {
+        chunk_begin(&o, &dir[nd], SNAP_CHUNK_INFR);
+        out_put(&o, inferred, ninferred * sizeof(*inferred));
+        chunk_end(&o, &dir[nd++]);
+    }
 
     chunk_begin(&o, &dir[nd], SNAP_CHUNK_ROOT);
     for (size_t i = 0; i < w->roots.n; i++) {
@@ -725,6 +743,7 @@ out:
     free(target);
     free(label);
     free(kind);
+    free(inferred);
     free(o.buf);
     snap_writer_abort(w);
     return err;

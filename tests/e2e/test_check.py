@@ -179,13 +179,18 @@ def test_check_reads_unknown_chunks_and_newer_minor(scry, tmp_path):
     assert doc["chunks"][-1]["type"] == "XTRA" and doc["objects"] == 50
 
 
-@pytest.mark.parametrize("name", ["small.heap", "tiny-no-contents.heap", "empty.heap"])
+@pytest.mark.parametrize("name", ["small.heap", "tiny-no-contents.heap", "empty.heap",
+                                  "small-1.0.heap"])
 def test_check_on_the_c_writers_files(scry, name):
     doc = check_ok(SEEDS / name)
     if name == "tiny-no-contents.heap":
-        assert (doc["objects"], doc["edges"], doc["roots"], doc["locations"]) == (3, 3, 1, 1)
+        assert (doc["objects"], doc["edges"], doc["roots"], doc["locations"]) == (3, 4, 1, 1)
+        assert doc["inferred_edges"] == 1 and doc["format_version"] == "1.1"
+        assert "INFR" in [c["type"] for c in doc["chunks"]]
         assert doc["capture_contents"] is False and doc["contents"] == 0
         assert "CONT" not in [c["type"] for c in doc["chunks"]]
+    if name == "small-1.0.heap":  # written before inferred edges: still read
+        assert doc["format_version"] == "1.0" and doc["inferred_edges"] == 0
     if name == "empty.heap":
         assert doc["objects"] == 0 and doc["dump_time"] is None
 

@@ -121,6 +121,72 @@ static void test_analysis(void)
     snap_close(&s);
 }
 
+/* Top retainers look through a holder's own storage:
+ *   D -['DF']-> F (Frame 48) -.__dict__-> FD (dict 100) -['_mgr']-> G (Manager 64)
+ *     -<inferred>-> T (tuple 56) -[0]-> K1 (Block 50000), -[1]-> K2 (Block 30000)
+ *   D -['BIO']-> O (BytesIO 80) -.buf (internal)-> Y (bytes 90000)
+ *   D -['fn']-> U (wrapper 100) -.__wrapped__-> V (list 70000): a dunder is not private, so U
+ *     passes everything on to V, the holder
+ *   D -['S']-> Q (Session 40) -.__dict__-> QD (dict 100) -['payload']-> Z (bytes 60000): Q looks
+ *     through its dict and passes on to the payload, the holder */
+static void test_own_storage(void)
+{
+    enum { M2 = 1, D2, F, FD, G, T, K1, K2, O, Y, U, V, Q, QD, Z };
+    char path[512];
+    snprintf(path, sizeof(path), "%s/own.heap", tl_tmpdir());
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    struct { int id; const char *type; uint64_t size; } objs[] = {
+        {M2, "builtins.module", 72}, {D2, "builtins.dict", 200}, {F, "pd.Frame", 48},
+        {FD, "builtins.dict", 100},  {G, "pd.Manager", 64},      {T, "builtins.tuple", 56},
+        {K1, "pd.Block", 50000},     {K2, "pd.Block", 30000},    {O, "_io.BytesIO", 80},
+        {Y, "builtins.bytes", 90000}, {U, "functools._lru_cache_wrapper", 100},
+        {V, "builtins.list", 70000}, {Q, "app.Session", 40},     {QD, "builtins.dict", 100},
+        {Z, "builtins.bytes", 60000},
+    };
+    for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
+        CHECK_EQ(snap_add_object(w, addr(objs[i].id), objs[i].type, objs[i].size, 0, NULL, 0), 0);
+    struct { int from, to; unsigned kind; const char *label; } edges[] = {
+        {M2, D2, SNAP_EDGE_ATTR, ".__dict__"},  {D2, F, SNAP_EDGE_DICT_VALUE, "['DF']"},
+        {F, FD, SNAP_EDGE_ATTR, ".__dict__"},   {FD, G, SNAP_EDGE_DICT_VALUE, "['_mgr']"},
+        {G, T, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED, ".<inferred +24>"},
+        {T, K1, SNAP_EDGE_INDEX, "[0]"},        {T, K2, SNAP_EDGE_INDEX, "[1]"},
+        {D2, O, SNAP_EDGE_DICT_VALUE, "['BIO']"}, {O, Y, SNAP_EDGE_INTERNAL, ".buf"},
+        {D2, U, SNAP_EDGE_DICT_VALUE, "['fn']"}, {U, V, SNAP_EDGE_ATTR, ".__wrapped__"},
+        {D2, Q, SNAP_EDGE_DICT_VALUE, "['S']"}, {Q, QD, SNAP_EDGE_ATTR, ".__dict__"},
+        {QD, Z, SNAP_EDGE_DICT_VALUE, "['payload']"},
+    };
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+        CHECK_EQ(snap_add_edge(w, addr(edges[i].from), addr(edges[i].to), edges[i].kind,
+                               edges[i].label),
+                 0);
+    CHECK_EQ(snap_add_root(w, addr(M2), "sys.modules['app']"), 0);
+    struct snap_meta meta = {.pid = 7, .python_version = "3.12.1"};
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    struct snap s;
+    struct heap_analysis a;
+    CHECK_EQ(snap_open(path, &s), 0);
+    CHECK_EQ(ha_build(&s, &a), 0);
+    uint32_t top[16];
+    size_t n = ha_top_retainers(&a, 16, top);
+    /* Y's BytesIO (90080), V (70000), Z (60000), F (80268), K1, K2 */
+    uint32_t want[] = {idx(&s, O), idx(&s, F), idx(&s, V), idx(&s, Z), idx(&s, K1), idx(&s, K2)};
+    CHECK_EQ(n, 6);
+    for (size_t i = 0; i < n && i < 6; i++)
+        CHECK_EQ(top[i], want[i]);
+    CHECK_EQ(a.retained[idx(&s, F)], 48 + 100 + 64 + 56 + 50000 + 30000);
+    struct ha_hop hops[16];
+    size_t nh = ha_path(&a, idx(&s, K1), hops, 16);
+    CHECK_EQ(nh, 7);
+    CHECK_STR(hops[5].label, ".<inferred +24>");
+    CHECK(hops[5].inferred);
+    CHECK(!hops[4].inferred && !hops[6].inferred);
+    ha_free(&a);
+    snap_close(&s);
+}
+
 static void test_format_bytes(void)
 {
     char b[32];
@@ -134,6 +200,7 @@ static void test_format_bytes(void)
 
 static const struct tl_test tests[] = {
     TL(test_analysis),
+    TL(test_own_storage),
     TL(test_format_bytes),
 };
 TL_MAIN(tests)

@@ -865,6 +865,8 @@ static void test_write_seeds(void)
     CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_DICT_KEY, NULL), 0);
     CHECK_EQ(snap_add_edge(w, 0x1000, 0x3000, SNAP_EDGE_DICT_VALUE, "['f']"), 0);
     CHECK_EQ(snap_add_edge(w, 0x3000, 0x1000, SNAP_EDGE_INTERNAL, ".__globals__"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x3000, 0x2000, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED,
+                           ".<inferred +24>"), 0);
     CHECK_EQ(snap_add_root(w, 0x1000, "sys.modules['__main__'].__dict__"), 0);
     CHECK_EQ(snap_add_location(w, 0x3000, "app.py", 10), 0);
     struct snap_meta meta = test_meta;
@@ -895,7 +897,73 @@ static void test_write_seeds(void)
     }
 }
 
+/* Inferred edges (1.1): the writer lists them in INFR and keeps their kind; the reader finds
+ * them, refuses a damaged list, and reads a 1.0 file (no INFR) as before. */
+static void test_inferred(void)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/inferred.heap", tl_tmpdir());
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    for (uint64_t a = 1; a <= 4; a++)
+        CHECK_EQ(snap_add_object(w, a * 0x1000, "t", 10, 0, NULL, 0), 0);
+    /* From 0x4000 first: the CSR order differs from the order given. */
+    CHECK_EQ(snap_add_edge(w, 0x4000, 0x1000, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED, "i1"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_ATTR, "a"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x3000, SNAP_EDGE_INDEX | SNAP_EDGE_INFERRED, "i2"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x9000, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED, "gone"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x2000, 0x3000, 9, "bad"), -SCRY_E_INTERNAL);
+    snap_writer_abort(w);
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    for (uint64_t a = 1; a <= 4; a++)
+        CHECK_EQ(snap_add_object(w, a * 0x1000, "t", 10, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, 0x4000, 0x1000, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED, "i1"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_ATTR, "a"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x3000, SNAP_EDGE_INDEX | SNAP_EDGE_INFERRED, "i2"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x9000, SNAP_EDGE_ATTR | SNAP_EDGE_INFERRED, "gone"), 0);
+    snap_set_meta(w, &test_meta);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+    struct snap s;
+    CHECK_EQ(snap_open(path, &s), 0);
+    CHECK_EQ(s.minor, SNAP_MINOR);
+    CHECK_EQ(s.nedges, 3);
+    CHECK_EQ(s.ninferred, 2);
+    /* object 0 (0x1000): edges 0 (a) and 1 (i2); object 3 (0x4000): edge 2 (i1) */
+    CHECK(!snap_edge_inferred(&s, 0));
+    CHECK(snap_edge_inferred(&s, 1));
+    CHECK(snap_edge_inferred(&s, 2));
+    CHECK_EQ(snap_edge_kind(&s, 1), SNAP_EDGE_INDEX);
+    CHECK_EQ(snap_edge_kind(&s, 2), SNAP_EDGE_ATTR);
+    CHECK_STR(snap_string(&s, snap_edge_label(&s, 1)), "i2");
+    snap_close(&s);
+
+    size_t len, il = 0;
+    uint8_t *b = read_all(path, &len);
+    CHECK(b != NULL);
+    if (b) {
+        uint64_t io = chunk_off(b, SNAP_CHUNK_INFR, &il);
+        CHECK_EQ(il, 8);
+        uint32_t v = 1; /* not increasing: 1, 1 */
+        memcpy(b + io + 4, &v, 4);
+        refresh_crcs(b, len);
+        CHECK_EQ(snap_open_buffer(b, len, "infr", &s), -SCRY_E_BAD_SNAPSHOT);
+        CHECK(strstr(err_last_message(), "chunk INFR") != NULL);
+        v = 3; /* past the last edge */
+        memcpy(b + io + 4, &v, 4);
+        refresh_crcs(b, len);
+        CHECK_EQ(snap_open_buffer(b, len, "infr", &s), -SCRY_E_BAD_SNAPSHOT);
+        free(b);
+    }
+    /* A snapshot written by 1.0 (kept in the fuzz corpus) reads, with no inferred edge. */
+    CHECK_EQ(snap_open("tests/fuzz/corpus/snapshot/small-1.0.heap", &s), 0);
+    CHECK_EQ(s.minor, 0);
+    CHECK_EQ(s.ninferred, 0);
+    CHECK(s.nedges > 0 && !snap_edge_inferred(&s, 0));
+    snap_close(&s);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_inferred),
     TL(test_crc32),
     TL(test_roundtrip),
     TL(test_empty_snapshot),
