@@ -514,6 +514,25 @@ static struct ag_thread *find_thread(int tid)
     return NULL;
 }
 
+/* ---- interpreter shutdown ---- */
+
+/* From the program's last atexit callback until the part is written, the thread that finalizes
+ * the interpreter (it frees every module's objects, runs the last collections, then the C
+ * library's exit handlers) has no frame of the program's: its time is measured by its own
+ * clocks, wall and CPU, and charged to the pseudo-file <interpreter shutdown>. Its CPU samples
+ * over that stretch only give the split of the CPU time between Python and native. */
+static struct {
+    uint64_t start_ns; /* CLOCK_MONOTONIC when it began; 0: not (yet) */
+    uint64_t cpu0_ns;  /* the finalizing thread's CPU clock then */
+    int tid;
+    uint64_t sampled_ns[2]; /* its CPU samples since then: python, native */
+} shutdown;
+
+static bool in_shutdown(const struct ag_thread *t)
+{
+    return shutdown.start_ns && t->tid == shutdown.tid;
+}
+
 static void drain(struct ag_thread *t)
 {
     struct ag_ring *r = t->ring;
@@ -523,6 +542,10 @@ static void drain(struct ag_thread *t)
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     for (; tail != head; tail++) {
         const struct ag_sample *s = (const struct ag_sample *)r->slots[tail % AG_RING_SLOTS];
+        if (in_shutdown(t)) {
+            shutdown.sampled_ns[(s->flags & AG_S_NATIVE) ? 1 : 0] += s->weight_ns;
+            continue;
+        }
         struct ag_attr a = process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
         if (ag_unwind_ok)
             native_sample(s, &a);
@@ -634,7 +657,7 @@ static void wall_samples(uint64_t now, bool flush)
 {
     for (size_t i = 0; i < nthreads_used; i++) {
         struct ag_thread *t = &threads[i];
-        if (atomic_load(&t->state) != AG_T_ACTIVE)
+        if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
             continue;
         uint64_t cpu = ag_now_ns(t->cpu_clock);
         if (!cpu)
@@ -690,6 +713,34 @@ static void tick(bool flush)
     drain_all();
 }
 
+/* Charges the finalizing thread's time since the shutdown began (see `shutdown`). */
+static void charge_shutdown(uint64_t now)
+{
+    if (!shutdown.start_ns || now <= shutdown.start_ns)
+        return;
+    uint64_t wall = now - shutdown.start_ns;
+    uint64_t cpu_now = ag_now_ns(thread_cpu_clock(shutdown.tid));
+    uint64_t sampled = shutdown.sampled_ns[0] + shutdown.sampled_ns[1];
+    uint64_t cpu = cpu_now > shutdown.cpu0_ns ? cpu_now - shutdown.cpu0_ns : 0;
+    if (!cpu_now)
+        cpu = sampled; /* the thread is gone (it cannot be: it waits for this part) */
+    if (cpu > wall)
+        cpu = wall;
+    uint32_t f, fn;
+    if (ag_stats_file(&stats, AG_SHUTDOWN_FILE, always_profiled, &f) ||
+        ag_stats_func(&stats, AG_SHUTDOWN_FILE, f, 0, &fn))
+        return;
+    struct ag_attr a = {ATTR_LINE, f, fn, 0, 0};
+    /* Unsampled (a short shutdown): the interpreter's own work, Python's by the PC rule. */
+    uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
+                                           (double)sampled)
+                              : 0;
+    charge(&a, AG_PYTHON, cpu - native);
+    charge(&a, AG_NATIVE, native);
+    if (!ag_cfg.virtual_time)
+        charge(&a, AG_SYS, wall - cpu);
+}
+
 static void finish_locked(void)
 {
     atomic_store(&ag_running, false);
@@ -700,7 +751,9 @@ static void finish_locked(void)
         ag_timer_delete(&threads[i]);
     }
     tick(true); /* the last off-CPU interval and whatever the rings still hold */
-    double elapsed = (double)(ag_now_ns(CLOCK_MONOTONIC) - start_mono_ns) / 1e9;
+    uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
+    charge_shutdown(end);
+    double elapsed = (double)(end - start_mono_ns) / 1e9;
     uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
     log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "
              "each), collector %.3f ms of CPU, %llu dropped",
@@ -768,6 +821,7 @@ static void reset_state(void)
     ag_stats_init(&stats);
     ag_mem_stats_free(&mstats);
     native_file = UINT32_MAX;
+    memset(&shutdown, 0, sizeof(shutdown));
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
     last_scan_ns = 0;
@@ -844,6 +898,22 @@ void ag_collector_drain(void)
     ag_mtls.guard++;
     take_lock();
     drain_all();
+    drop_lock();
+    ag_mtls.guard--;
+}
+
+void ag_collector_shutdown_begins(void)
+{
+    if (atomic_load(&finish_started) || !atomic_load(&ag_running))
+        return;
+    ag_collector_drain();
+    ag_mtls.guard++;
+    take_lock();
+    if (!shutdown.start_ns) {
+        shutdown.tid = (int)syscall(SYS_gettid);
+        shutdown.cpu0_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+        shutdown.start_ns = ag_now_ns(CLOCK_MONOTONIC);
+    }
     drop_lock();
     ag_mtls.guard--;
 }

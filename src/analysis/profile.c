@@ -1154,7 +1154,8 @@ int prof_set_source(struct profile *p, size_t i, const char *text, size_t len)
 {
     if (i >= p->nfiles)
         return err_fail(SCRY_E_INTERNAL, "no file %zu in the profile", i);
-    if (strcmp(p->files[i].name, PROF_NATIVE_FILE) == 0)
+    if (strcmp(p->files[i].name, PROF_NATIVE_FILE) == 0 ||
+        strcmp(p->files[i].name, PROF_SHUTDOWN_FILE) == 0)
         return 0; /* not a file, whatever the directory holds under that name */
     size_t n = 0;
     for (size_t k = 0; k < len; k++)

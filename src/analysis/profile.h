@@ -21,6 +21,9 @@
 #define PROF_MAX_POINTS 100
 /* The pseudo-file that samples of threads with no Python frame are charged to (line 0). */
 #define PROF_NATIVE_FILE "<native>"
+/* The pseudo-file (line 0) of the time the interpreter took to finalize after the program's
+ * last atexit callback (docs/agent-protocol.md, "Interpreter shutdown"). */
+#define PROF_SHUTDOWN_FILE "<interpreter shutdown>"
 
 /* One point of a memory timeline: a time and a footprint in bytes. While parts are merged t is
  * absolute (nanoseconds of Unix time); after prof_finish it is nanoseconds since the program's

@@ -592,6 +592,15 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         sb_adds(out, "\n\n");
     }
 
+    if (tp.nfiles > 0 && sampled > 0) {
+        /* What every share below is of: a share of a total that left time out would mislead. */
+        const json_t *vt = json_object_get(root, "use_virtual_time");
+        sb_addf(out, "shares of the time are of %.3f s sampled (every thread of every process, %s)",
+                sampled, json_is_true(vt) ? "CPU time only" : "on and off the CPU");
+        if (elapsed > 0)
+            sb_addf(out, "; the program ran %.3f s", elapsed);
+        sb_adds(out, "\n\n");
+    }
     if (tp.memory)
         add_memory_usage(out, &tp);
     size_t hidden = 0;
