@@ -162,6 +162,14 @@ void ag_collector_pause(void);
 void ag_collector_resume(void);
 void ag_collector_reset_child(void);
 
+/* schedstat.c (collector thread): the run-queue delay and CPU time of the program's threads,
+ * from /proc/self/task/TID/schedstat. ag_sched_read adds what thread tid (in slot `slot` of
+ * the threads table) waited and ran since the last read of that slot (since it started, the
+ * first time); ag_sched_totals gives the sums (false: the kernel keeps no schedstat). */
+void ag_sched_read(size_t slot, int tid);
+bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns);
+void ag_sched_reset(void);
+
 /* pyhooks.c: what is done with the GIL, from a pending call the collector schedules once the
  * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts
  * only once CPython has counted the threads. */

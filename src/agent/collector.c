@@ -29,6 +29,7 @@
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
 #define FINISH_WAIT_MS 5000
 #define WALL_MIN_NS 1000000ULL
+#define SCHED_INTERVAL_NS 100000000ULL /* the threads' run-queue delay, every 100 ms */
 
 /* What the collector knows of a code object, by address. */
 struct ag_code {
@@ -60,7 +61,7 @@ static _Atomic int collector_tid;
 static uint64_t collector_cpu_ns; /* the collector thread's own CPU time, for the log */ /* the thread exits; ag_collector_resume starts another */
 static _Atomic bool finished;
 static _Atomic int finish_started;
-static uint64_t last_scan_ns, start_mono_ns;
+static uint64_t last_scan_ns, last_sched_ns, start_mono_ns;
 static double start_real_sec;
 static char prefixes[3][4096];
 static bool prefixes_known;
@@ -692,6 +693,17 @@ static void wall_samples(uint64_t now, bool flush)
     }
 }
 
+/* The threads' run-queue delay and CPU time (schedstat.c), at most every SCHED_INTERVAL_NS. */
+static void sched_reads(uint64_t now, bool flush)
+{
+    if (!flush && now - last_sched_ns < SCHED_INTERVAL_NS)
+        return;
+    last_sched_ns = now;
+    for (size_t i = 0; i < nthreads_used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
+            ag_sched_read(i, threads[i].tid);
+}
+
 /* Everything the threads' rings and the memory queue hold. */
 static void drain_all(void)
 {
@@ -710,6 +722,7 @@ static void tick(bool flush)
     }
     if (!ag_cfg.virtual_time)
         wall_samples(now, flush);
+    sched_reads(now, flush);
     drain_all();
 }
 
@@ -822,6 +835,8 @@ static void reset_state(void)
     ag_mem_stats_free(&mstats);
     native_file = UINT32_MAX;
     memset(&shutdown, 0, sizeof(shutdown));
+    ag_sched_reset();
+    last_sched_ns = 0;
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
     last_scan_ns = 0;

@@ -688,6 +688,19 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_double(&w, prof_total_sec(p));
     jw_key(&w, "profiled_time_sec");
     jw_double(&w, prof_charged_sec(p));
+    /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
+    jw_key(&w, "run_queue_delay_sec");
+    if (p->have_run_queue)
+        jw_double(&w, p->run_queue_delay_sec);
+    else
+        jw_null(&w);
+    jw_key(&w, "run_queue_cpu_sec");
+    if (p->have_run_queue)
+        jw_double(&w, p->run_queue_cpu_sec);
+    else
+        jw_null(&w);
+    jw_key(&w, "oversubscribed");
+    jw_bool(&w, prof_oversubscribed(p));
     if (p->note) {
         jw_key(&w, "note");
         jw_str(&w, p->note);

@@ -118,12 +118,14 @@ static void test_merge(void)
     CHECK_EQ(m->native_malloc_bytes, 2 * MB);
     CHECK_EQ(m->startup_malloc_bytes, 1 * MB);
     /* Both processes together: 42 MiB of the program and the child's 20 MiB at 1 s; the child
-     * has ended (1.5 s) by the program's last point. */
+     * has ended (1.5 s) by the program's last point; the run ends with the program (2 s), which
+     * held its 32 MiB until then: the timeline spans the whole run. */
     static const int64_t fp[][2] = {{500000000, 2 * MB},
                                     {600000000, 22 * MB},
                                     {1000000000, 62 * MB},
-                                    {1800000000, 32 * MB}};
-    check_points(&m->footprint, fp, 4, __LINE__);
+                                    {1800000000, 32 * MB},
+                                    {2000000000, 32 * MB}};
+    check_points(&m->footprint, fp, 5, __LINE__);
     CHECK_EQ(m->max_footprint, 62 * MB);
     CHECK_EQ(m->part_max_footprint, 42 * MB);
     CHECK(m->have_at);
@@ -251,9 +253,12 @@ static void test_json(void)
     CHECK(tl_json_num(d, "memory_sampling_window") == 1048576);
     CHECK(tl_json_num(d, "copy_mb") == 16);
     const json_t *s = json_object_get(d, "samples");
-    CHECK_EQ(json_array_size(s), 4);
+    CHECK_EQ(json_array_size(s), 5);
     CHECK(json_integer_value(json_array_get(json_array_get(s, 2), 0)) == 1000000000);
     CHECK(json_number_value(json_array_get(json_array_get(s, 2), 1)) == 62);
+    /* The last point is the end of the run (2 s), with what the program held until then. */
+    CHECK(json_integer_value(json_array_get(json_array_get(s, 4), 0)) == 2000000000);
+    CHECK(json_number_value(json_array_get(json_array_get(s, 4), 1)) == 32);
 
     const json_t *files = json_object_get(d, "files");
     const json_t *f = json_object_get(files, "/app/app.py");
@@ -506,8 +511,10 @@ static void test_text(void)
     CHECK_EQ(profile_text_render_bytes(sb_str(&sb), sb.len, "x", &o, &out), 0);
     const char *t = sb_str(&out);
     static const char *const want[] = {
-        /* samples 2, 22, 62, 32 MB scaled to the 62 MB maximum */
-        "Memory usage: ▁▃█▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB from native threads)\n",
+        /* samples 2 (0.5 s), 22 (0.6 s), 62 (1 s), 32 MB (1.8 s, held until the end at 2 s)
+         * scaled to the 62 MB maximum, in 27 bars of 2 s / 27 each: the whole run */
+        "Memory usage: ▁▁▁▁▁▁▁▁▃▃▃▃▃████████████▅▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB "
+        "from native threads)\n",
         "  Line │ Python │ native │ system │ Python │ net MB │   peak │ timeline/%     │   MB/s │ "
         "source\n",
         /* 17% Python, 48 MB grown, 40 MB peak, 20 and 42 of 62 MB, 83% of all bytes */
