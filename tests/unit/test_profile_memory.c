@@ -348,9 +348,10 @@ static void test_reduced_keeps_memory(void)
     sb_release(&sb);
 }
 
-/* One process allocating `malloc` bytes, freeing `freed`, with one line of `m` peak-setting
- * allocations of which `f` were freed. */
-static void leak_doc(long long malloc, long long freed, int m, int f, struct strbuf *sb)
+/* One process of 4 s allocating `malloc` bytes, freeing `freed`, with one line of `m`
+ * peak-setting allocations of which `f` were freed, and the line's timeline `tl`. */
+static void leak_doc_tl(long long malloc, long long freed, int m, int f, const char *tl,
+                        struct strbuf *sb)
 {
     char part[1024];
     snprintf(part, sizeof(part),
@@ -358,8 +359,8 @@ static void leak_doc(long long malloc, long long freed, int m, int f, struct str
              "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,\"samples\":1},"
              "\"files\":[\"/a.py\"],\"functions\":[[\"f\",0,1]],\"lines\":[],"
              "\"memory\":{\"malloc_bytes\":%lld,\"free_bytes\":%lld},"
-             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,[],%lld]]}",
-             malloc, freed, malloc, m, f, malloc);
+             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,%s,%lld]]}",
+             malloc, freed, malloc, m, f, tl, malloc);
     struct profile p;
     prof_init(&p);
     CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", 7), 0);
@@ -367,6 +368,11 @@ static void leak_doc(long long malloc, long long freed, int m, int f, struct str
     struct profile_json_opts o = {.version = "1"};
     profile_json_write(&p, &o, sb);
     prof_free(&p);
+}
+
+static void leak_doc(long long malloc, long long freed, int m, int f, struct strbuf *sb)
+{
+    leak_doc_tl(malloc, freed, m, f, "[]", sb);
 }
 
 static const json_t *leaks_of(json_t *d)
@@ -410,6 +416,37 @@ static void test_leak_rule(void)
     CHECK(d && tl_json_num(d, "growth_rate") == 0.5);
     CHECK(d && json_object_size(leaks_of(d)) == 0);
     json_decref(d);
+    sb_release(&sb);
+}
+
+/* Growth over the whole run: a line whose last memory sample came in the first half of the run
+ * (a table built early and kept) is not reported, however many unfreed peaks it set; one that
+ * allocated in the second half (from 2 s of the 4 s) is. */
+static void test_leak_rule_late_growth(void)
+{
+    static const struct {
+        const char *tl;
+        bool reported;
+    } cases[] = {
+        {"[[100000000,1048576],[400000000,8388608]]", false}, /* stopped at 10% */
+        {"[[1999999999,8388608]]", false},                    /* just before half */
+        {"[[2000000000,8388608]]", true},                     /* half */
+        {"[[100000000,1048576],[3900000000,8388608]]", true}, /* until the end */
+    };
+    struct strbuf sb = STRBUF_INIT;
+    json_error_t err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sb_reset(&sb);
+        leak_doc_tl(8 * MB, 0, 18, 0, cases[i].tl, &sb);
+        json_t *d = json_loads(sb_str(&sb), 0, &err);
+        CHECK(d != NULL);
+        if (!d)
+            continue;
+        if ((json_object_get(leaks_of(d), "3") != NULL) != cases[i].reported)
+            tl_fail(__FILE__, __LINE__, "timeline %s: reported %d, want %d", cases[i].tl,
+                    json_object_get(leaks_of(d), "3") != NULL, cases[i].reported);
+        json_decref(d);
+    }
     sb_release(&sb);
 }
 
@@ -545,7 +582,8 @@ static void test_text(void)
 static const struct tl_test tests[] = {
     TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
-    TL(test_leak_rule), TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
+    TL(test_leak_rule), TL(test_leak_rule_late_growth),
+    TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
     TL(test_cpu_only_unchanged),
 };
 TL_MAIN(tests)
