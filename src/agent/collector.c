@@ -693,15 +693,19 @@ static void wall_samples(uint64_t now, bool flush)
     }
 }
 
-/* The threads' run-queue delay and CPU time (schedstat.c), at most every SCHED_INTERVAL_NS. */
+/* The threads' run-queue delay and CPU time (schedstat.c), at most every SCHED_INTERVAL_NS.
+ * The last time, retired threads too: the thread that finalizes the interpreter leaves the
+ * thread list before the end, and still runs (a thread that has ended reads nothing). */
 static void sched_reads(uint64_t now, bool flush)
 {
     if (!flush && now - last_sched_ns < SCHED_INTERVAL_NS)
         return;
     last_sched_ns = now;
-    for (size_t i = 0; i < nthreads_used; i++)
-        if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
+    for (size_t i = 0; i < nthreads_used; i++) {
+        int st = atomic_load(&threads[i].state);
+        if (st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED))
             ag_sched_read(i, threads[i].tid);
+    }
 }
 
 /* Everything the threads' rings and the memory queue hold. */
