@@ -730,6 +730,17 @@ static void tick(bool flush)
     drain_all();
 }
 
+/* <interpreter shutdown> is profiled unless --profile-exclude names it or --profile-only does
+ * not (the other rules are about real files). */
+static enum ag_rule shutdown_rule(const char *name)
+{
+    if (ag_cfg.profile_exclude[0] && contains_any(name, ag_cfg.profile_exclude))
+        return AG_RULE_EXCLUDED;
+    if (ag_cfg.profile_only[0] && !contains_any(name, ag_cfg.profile_only))
+        return AG_RULE_NOT_IN_PROFILE_ONLY;
+    return AG_RULE_PROFILED;
+}
+
 /* Charges the finalizing thread's time since the shutdown began (see `shutdown`). */
 static void charge_shutdown(uint64_t now)
 {
@@ -744,10 +755,13 @@ static void charge_shutdown(uint64_t now)
     if (cpu > wall)
         cpu = wall;
     uint32_t f, fn;
-    if (ag_stats_file(&stats, AG_SHUTDOWN_FILE, always_profiled, &f) ||
+    if (ag_stats_file(&stats, AG_SHUTDOWN_FILE, shutdown_rule, &f) ||
         ag_stats_func(&stats, AG_SHUTDOWN_FILE, f, 0, &fn))
         return;
+    /* Filtered out: its CPU time is another excluded file's, its waiting not counted. */
     struct ag_attr a = {ATTR_LINE, f, fn, 0, 0};
+    if (stats.files[f].rule != AG_RULE_PROFILED)
+        a.kind = ATTR_EXCLUDED;
     /* Unsampled (a short shutdown): the interpreter's own work, Python's by the PC rule. */
     uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
                                            (double)sampled)
