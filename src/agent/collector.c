@@ -744,7 +744,9 @@ static enum ag_rule shutdown_rule(const char *name)
 /* Charges the finalizing thread's time since the shutdown began (see `shutdown`). */
 static void charge_shutdown(uint64_t now)
 {
-    if (!shutdown.start_ns || now <= shutdown.start_ns)
+    /* A program never sampled (it ended before its first sample) has no shares to complete:
+     * its profile stays empty, with the note that says it ran too briefly. */
+    if (!shutdown.start_ns || now <= shutdown.start_ns || stats.samples == 0)
         return;
     uint64_t wall = now - shutdown.start_ns;
     uint64_t cpu_now = ag_now_ns(thread_cpu_clock(shutdown.tid));

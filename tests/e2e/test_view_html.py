@@ -311,5 +311,6 @@ def test_browser_footprint_spans_the_run_and_oversubscription(scry, browser, tmp
     prof = write_json(tmp_path / "long.json", doc)
     report = run_browser(browser, tmp_path, "long-run", make_page(tmp_path, prof, "long"), prof)
     names = {c["name"] for c in report["checks"]}
-    assert {"footprint axis ends at the end of the run", "footprint line reaches the end of the axis",
+    assert {"footprint axis ends at the end of the run",
+            "footprint line reaches the end of the axis",
             "oversubscription warned exactly when marked"} <= names, names
