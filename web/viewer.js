@@ -118,7 +118,7 @@
         {id: 'time', label: 'Time', w: 124, always: true, title: 'Python + native + system, % of the sampled time'},
         {id: 'py', label: 'Python', w: 60, always: true, cls: 'c-py', fmt: fmtPct, title: 'running Python bytecode'},
         {id: 'nat', label: 'native', w: 60, always: true, cls: 'c-nat', fmt: fmtPct, title: 'inside a call into C (builtins, extensions)'},
-        {id: 'sys', label: 'system', w: 60, always: true, cls: 'c-sys', fmt: fmtPct, title: 'off the CPU: sleep, I/O, locks'},
+        {id: 'sys', label: 'system', w: 60, always: true, cls: 'c-sys', fmt: fmtPct, title: 'off the CPU: sleep, I/O, locks, and waiting for a CPU (see oversubscribed)'},
         {id: 'samples', label: 'Samples', w: 66, fmt: fmtInt, title: 'samples behind the numbers'},
         {id: 'malloc', label: 'Alloc MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'memory allocated (n_malloc_mb)'},
         {id: 'peak', label: 'Peak MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'peak memory (n_peak_mb)'},
