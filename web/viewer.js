@@ -118,7 +118,7 @@
         {id: 'time', label: 'Time', w: 124, always: true, title: 'Python + native + system, % of the sampled time'},
         {id: 'py', label: 'Python', w: 60, always: true, cls: 'c-py', fmt: fmtPct, title: 'running Python bytecode'},
         {id: 'nat', label: 'native', w: 60, always: true, cls: 'c-nat', fmt: fmtPct, title: 'inside a call into C (builtins, extensions)'},
-        {id: 'sys', label: 'system', w: 60, always: true, cls: 'c-sys', fmt: fmtPct, title: 'off the CPU: sleep, I/O, locks'},
+        {id: 'sys', label: 'system', w: 60, always: true, cls: 'c-sys', fmt: fmtPct, title: 'off the CPU: sleep, I/O, locks, and waiting for a CPU (see oversubscribed)'},
         {id: 'samples', label: 'Samples', w: 66, fmt: fmtInt, title: 'samples behind the numbers'},
         {id: 'malloc', label: 'Alloc MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'memory allocated (n_malloc_mb)'},
         {id: 'peak', label: 'Peak MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'peak memory (n_peak_mb)'},
@@ -348,25 +348,30 @@
 
     /* ---- header and global charts ------------------------------------------------------------ */
 
+    /* The footprint of the whole run: a step function (each point's value holds until the next
+     * one), drawn on a time axis from the start to the end of the program (tEnd), not to the
+     * last memory sample: memory sampled only early in a long run stays at the left. */
     function footprintSVG(samples) {
         const pts = samples.filter((s) => Array.isArray(s) && s.length >= 2).map((s) => [num(s[0]), num(s[1])]);
         if (!pts.length) return '';
         const W = 640, H = 110, L = 48, B = 18;
-        let tmax = 0, mmax = 0;
+        let tmax = tEnd, mmax = 0;
         for (const p of pts) { tmax = Math.max(tmax, p[0]); mmax = Math.max(mmax, p[1]); }
         tmax = tmax || 1; mmax = mmax || 1;
+        const X = (t) => (L + (t / tmax) * (W - L - 6)).toFixed(1);
+        const Y = (m) => (H - B - (m / mmax) * (H - B - 8)).toFixed(1);
         let d = '';
         pts.forEach((p, i) => {
-            d += (i ? 'L' : 'M') + (L + (p[0] / tmax) * (W - L - 6)).toFixed(1) + ',' +
-                (H - B - (p[1] / mmax) * (H - B - 8)).toFixed(1);
+            d += i ? 'H' + X(p[0]) + 'V' + Y(p[1]) : 'M' + X(p[0]) + ',' + Y(p[1]);
         });
+        d += 'H' + X(tmax);
         return '<svg class="chart" id="footprint" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="memory footprint over time">' +
             '<line x1="' + L + '" y1="' + (H - B) + '" x2="' + (W - 6) + '" y2="' + (H - B) + '" stroke="#ccd"/>' +
             '<line x1="' + L + '" y1="6" x2="' + L + '" y2="' + (H - B) + '" stroke="#ccd"/>' +
             '<path d="' + d + '" fill="none" stroke="var(--mem)" stroke-width="1.6"/>' +
             '<text x="' + (L - 4) + '" y="14" text-anchor="end">' + esc(fmtNum(mmax) || '0') + ' MB</text>' +
             '<text x="' + (L - 4) + '" y="' + (H - B) + '" text-anchor="end">0</text>' +
-            '<text x="' + (W - 6) + '" y="' + (H - 4) + '" text-anchor="end">' + esc(fmtSec(tmax / 1e9)) + '</text>' +
+            '<text id="footprint-end" x="' + (W - 6) + '" y="' + (H - 4) + '" text-anchor="end">' + esc(fmtSec(tmax / 1e9)) + '</text>' +
             '<text x="' + L + '" y="' + (H - 4) + '">0 s</text></svg>';
     }
 
@@ -388,6 +393,18 @@
         if (P.gpu && P.gpu_device) add('accelerator', P.gpu_device);
         add('files', String(files.length));
         let h = '<h1 id="program">' + esc(prog + args) + '</h1><div class="summary">' + items.join('') + '</div>';
+        if (num(P.sampled_time_sec) > 0 && files.length) {
+            /* What every share is of: a share of a total that left time out would mislead. */
+            h += '<div class="muted" id="shares">Shares of the time are of ' + esc(fmtSec(P.sampled_time_sec)) +
+                ' sampled (every thread of every process, ' + (P.use_virtual_time ? 'CPU time only' : 'on and off the CPU') + ')' +
+                ('elapsed_time_sec' in P ? '; the program ran ' + esc(fmtSec(P.elapsed_time_sec)) : '') + '.</div>';
+        }
+        if (P.oversubscribed === true) {
+            const delay = num(P.run_queue_delay_sec), ran = num(P.run_queue_cpu_sec);
+            h += '<div class="note warn" id="oversubscribed">The machine was oversubscribed: the program\'s threads waited ' +
+                esc(fmtSec(delay)) + ' for a CPU' + (ran > 0 ? ' (' + esc(fmtPct(100 * delay / ran)) + ' of the ' + esc(fmtSec(ran)) + ' they ran)' : '') +
+                '. A thread waiting for a CPU is off it, so that wait counts as system time: system shares may be no I/O or sleep at all.</div>';
+        }
         if (typeof P.note === 'string' && P.note) h += '<div class="note" id="note">' + esc(P.note) + '</div>';
         if (!files.length && !P.note) h += '<div class="note" id="note">This profile holds no files.</div>';
         h += '<div class="legend"><span><i class="sw sw-py"></i>Python</span><span><i class="sw sw-nat"></i>native</span>' +

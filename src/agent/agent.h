@@ -22,6 +22,7 @@
 #define AG_SLOT_SIZE 4736  /* a sample with its native frames (74 KiB of ring per thread) */
 #define AG_MAX_NATIVE 64   /* native frames kept per sample (with stacks on) */
 #define AG_MAX_THREADS 4096
+#define AG_SHUTDOWN_FILE "<interpreter shutdown>" /* pseudo-file (and function), line 0 */
 #define AG_CHUNK_COPY (64 * 1024) /* used part of a thread's frame stack copied in one read */
 #define AG_SCRATCH_SIZE (AG_CHUNK_COPY + 64 * 1024)
 
@@ -148,6 +149,10 @@ void ag_collector_finish(void);
 /* Resolves what the rings and the memory queue hold now, while the code objects of the samples
  * are still alive (the program is ending: the interpreter is about to free them). */
 void ag_collector_drain(void);
+/* The program is over (its last atexit callback): resolves what is waiting, as
+ * ag_collector_drain, and from now on measures the calling thread, which finalizes the
+ * interpreter, as <interpreter shutdown> (docs/agent-protocol.md). */
+void ag_collector_shutdown_begins(void);
 /* Makes the collector run its next tick now (async-signal-safe: one write to an eventfd). */
 void ag_collector_wake(void);
 /* fork: the collector thread is stopped (joined) before, so that the process has only the
@@ -156,6 +161,14 @@ void ag_collector_wake(void);
 void ag_collector_pause(void);
 void ag_collector_resume(void);
 void ag_collector_reset_child(void);
+
+/* schedstat.c (collector thread): the run-queue delay and CPU time of the program's threads,
+ * from /proc/self/task/TID/schedstat. ag_sched_read adds what thread tid (in slot `slot` of
+ * the threads table) waited and ran since the last read of that slot (since it started, the
+ * first time); ag_sched_totals gives the sums (false: the kernel keeps no schedstat). */
+void ag_sched_read(size_t slot, int tid);
+bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns);
+void ag_sched_reset(void);
 
 /* pyhooks.c: what is done with the GIL, from a pending call the collector schedules once the
  * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts

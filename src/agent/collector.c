@@ -29,6 +29,7 @@
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
 #define FINISH_WAIT_MS 5000
 #define WALL_MIN_NS 1000000ULL
+#define SCHED_INTERVAL_NS 100000000ULL /* the threads' run-queue delay, every 100 ms */
 
 /* What the collector knows of a code object, by address. */
 struct ag_code {
@@ -60,7 +61,7 @@ static _Atomic int collector_tid;
 static uint64_t collector_cpu_ns; /* the collector thread's own CPU time, for the log */ /* the thread exits; ag_collector_resume starts another */
 static _Atomic bool finished;
 static _Atomic int finish_started;
-static uint64_t last_scan_ns, start_mono_ns;
+static uint64_t last_scan_ns, last_sched_ns, start_mono_ns;
 static double start_real_sec;
 static char prefixes[3][4096];
 static bool prefixes_known;
@@ -514,6 +515,25 @@ static struct ag_thread *find_thread(int tid)
     return NULL;
 }
 
+/* ---- interpreter shutdown ---- */
+
+/* From the program's last atexit callback until the part is written, the thread that finalizes
+ * the interpreter (it frees every module's objects, runs the last collections, then the C
+ * library's exit handlers) has no frame of the program's: its time is measured by its own
+ * clocks, wall and CPU, and charged to the pseudo-file <interpreter shutdown>. Its CPU samples
+ * over that stretch only give the split of the CPU time between Python and native. */
+static struct {
+    uint64_t start_ns; /* CLOCK_MONOTONIC when it began; 0: not (yet) */
+    uint64_t cpu0_ns;  /* the finalizing thread's CPU clock then */
+    int tid;
+    uint64_t sampled_ns[2]; /* its CPU samples since then: python, native */
+} shutdown;
+
+static bool in_shutdown(const struct ag_thread *t)
+{
+    return shutdown.start_ns && t->tid == shutdown.tid;
+}
+
 static void drain(struct ag_thread *t)
 {
     struct ag_ring *r = t->ring;
@@ -523,6 +543,10 @@ static void drain(struct ag_thread *t)
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     for (; tail != head; tail++) {
         const struct ag_sample *s = (const struct ag_sample *)r->slots[tail % AG_RING_SLOTS];
+        if (in_shutdown(t)) {
+            shutdown.sampled_ns[(s->flags & AG_S_NATIVE) ? 1 : 0] += s->weight_ns;
+            continue;
+        }
         struct ag_attr a = process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
         if (ag_unwind_ok)
             native_sample(s, &a);
@@ -634,7 +658,7 @@ static void wall_samples(uint64_t now, bool flush)
 {
     for (size_t i = 0; i < nthreads_used; i++) {
         struct ag_thread *t = &threads[i];
-        if (atomic_load(&t->state) != AG_T_ACTIVE)
+        if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
             continue;
         uint64_t cpu = ag_now_ns(t->cpu_clock);
         if (!cpu)
@@ -669,6 +693,21 @@ static void wall_samples(uint64_t now, bool flush)
     }
 }
 
+/* The threads' run-queue delay and CPU time (schedstat.c), at most every SCHED_INTERVAL_NS.
+ * The last time, retired threads too: the thread that finalizes the interpreter leaves the
+ * thread list before the end, and still runs (a thread that has ended reads nothing). */
+static void sched_reads(uint64_t now, bool flush)
+{
+    if (!flush && now - last_sched_ns < SCHED_INTERVAL_NS)
+        return;
+    last_sched_ns = now;
+    for (size_t i = 0; i < nthreads_used; i++) {
+        int st = atomic_load(&threads[i].state);
+        if (st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED))
+            ag_sched_read(i, threads[i].tid);
+    }
+}
+
 /* Everything the threads' rings and the memory queue hold. */
 static void drain_all(void)
 {
@@ -687,7 +726,52 @@ static void tick(bool flush)
     }
     if (!ag_cfg.virtual_time)
         wall_samples(now, flush);
+    sched_reads(now, flush);
     drain_all();
+}
+
+/* <interpreter shutdown> is profiled unless --profile-exclude names it or --profile-only does
+ * not (the other rules are about real files). */
+static enum ag_rule shutdown_rule(const char *name)
+{
+    if (ag_cfg.profile_exclude[0] && contains_any(name, ag_cfg.profile_exclude))
+        return AG_RULE_EXCLUDED;
+    if (ag_cfg.profile_only[0] && !contains_any(name, ag_cfg.profile_only))
+        return AG_RULE_NOT_IN_PROFILE_ONLY;
+    return AG_RULE_PROFILED;
+}
+
+/* Charges the finalizing thread's time since the shutdown began (see `shutdown`). */
+static void charge_shutdown(uint64_t now)
+{
+    /* A program never sampled (it ended before its first sample) has no shares to complete:
+     * its profile stays empty, with the note that says it ran too briefly. */
+    if (!shutdown.start_ns || now <= shutdown.start_ns || stats.samples == 0)
+        return;
+    uint64_t wall = now - shutdown.start_ns;
+    uint64_t cpu_now = ag_now_ns(thread_cpu_clock(shutdown.tid));
+    uint64_t sampled = shutdown.sampled_ns[0] + shutdown.sampled_ns[1];
+    uint64_t cpu = cpu_now > shutdown.cpu0_ns ? cpu_now - shutdown.cpu0_ns : 0;
+    if (!cpu_now)
+        cpu = sampled; /* the thread is gone (it cannot be: it waits for this part) */
+    if (cpu > wall)
+        cpu = wall;
+    uint32_t f, fn;
+    if (ag_stats_file(&stats, AG_SHUTDOWN_FILE, shutdown_rule, &f) ||
+        ag_stats_func(&stats, AG_SHUTDOWN_FILE, f, 0, &fn))
+        return;
+    /* Filtered out: its CPU time is another excluded file's, its waiting not counted. */
+    struct ag_attr a = {ATTR_LINE, f, fn, 0, 0};
+    if (stats.files[f].rule != AG_RULE_PROFILED)
+        a.kind = ATTR_EXCLUDED;
+    /* Unsampled (a short shutdown): the interpreter's own work, Python's by the PC rule. */
+    uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
+                                           (double)sampled)
+                              : 0;
+    charge(&a, AG_PYTHON, cpu - native);
+    charge(&a, AG_NATIVE, native);
+    if (!ag_cfg.virtual_time)
+        charge(&a, AG_SYS, wall - cpu);
 }
 
 static void finish_locked(void)
@@ -700,7 +784,9 @@ static void finish_locked(void)
         ag_timer_delete(&threads[i]);
     }
     tick(true); /* the last off-CPU interval and whatever the rings still hold */
-    double elapsed = (double)(ag_now_ns(CLOCK_MONOTONIC) - start_mono_ns) / 1e9;
+    uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
+    charge_shutdown(end);
+    double elapsed = (double)(end - start_mono_ns) / 1e9;
     uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
     log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "
              "each), collector %.3f ms of CPU, %llu dropped",
@@ -768,6 +854,9 @@ static void reset_state(void)
     ag_stats_init(&stats);
     ag_mem_stats_free(&mstats);
     native_file = UINT32_MAX;
+    memset(&shutdown, 0, sizeof(shutdown));
+    ag_sched_reset();
+    last_sched_ns = 0;
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
     last_scan_ns = 0;
@@ -844,6 +933,22 @@ void ag_collector_drain(void)
     ag_mtls.guard++;
     take_lock();
     drain_all();
+    drop_lock();
+    ag_mtls.guard--;
+}
+
+void ag_collector_shutdown_begins(void)
+{
+    if (atomic_load(&finish_started) || !atomic_load(&ag_running))
+        return;
+    ag_collector_drain();
+    ag_mtls.guard++;
+    take_lock();
+    if (!shutdown.start_ns) {
+        shutdown.tid = (int)syscall(SYS_gettid);
+        shutdown.cpu0_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+        shutdown.start_ns = ag_now_ns(CLOCK_MONOTONIC);
+    }
     drop_lock();
     ag_mtls.guard--;
 }

@@ -214,6 +214,17 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_uint(w, st->dropped);
     jw_obj_end(w);
 
+    uint64_t delay_ns, cpu_ns;
+    if (ag_sched_totals(&delay_ns, &cpu_ns)) {
+        jw_key(w, "run_queue");
+        jw_obj_begin(w);
+        jw_key(w, "delay_sec");
+        jw_double(w, (double)delay_ns / 1e9);
+        jw_key(w, "cpu_sec");
+        jw_double(w, (double)cpu_ns / 1e9);
+        jw_obj_end(w);
+    }
+
     jw_key(w, "files");
     jw_arr_begin(w);
     for (size_t i = 0; i < st->nfiles; i++)

@@ -176,15 +176,15 @@ static void put_ref(PyObject *o)
 }
 
 /* The last atexit callback (registered first): the program is over. What the interpreter frees
- * while it finalizes is not the program's memory, and the samples waiting in the rings and the
- * memory queue are resolved now, before finalization frees their code objects (a short
- * program's samples may all be waiting). */
+ * while it finalizes is not the program's memory (its time is <interpreter shutdown>'s), and
+ * the samples waiting in the rings and the memory queue are resolved now, before finalization
+ * frees their code objects (a short program's samples may all be waiting). */
 static PyObject *at_exit(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
     atomic_store(&ag_mem_on, false);
-    ag_collector_drain();
+    ag_collector_shutdown_begins();
     return none();
 }
 

@@ -275,6 +275,11 @@ static int check_part(const json_t *part, const char *what)
     if (v && !json_is_boolean(v))
         return bad(what, "\"virtual_time\" is not true or false");
 
+    v = json_object_get(part, "run_queue");
+    if (v && (!json_is_object(v) || !is_seconds(json_object_get(v, "delay_sec")) ||
+              !is_seconds(json_object_get(v, "cpu_sec"))))
+        return bad(what, "\"run_queue\" is not {\"delay_sec\", \"cpu_sec\"} in seconds");
+
     const json_t *totals = json_object_get(part, "totals");
     if (!json_is_object(totals))
         return bad(what, "no \"totals\" object");
@@ -889,6 +894,12 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
         p->sampling_rate_sec = num(part, "sampling_rate_sec", p->sampling_rate_sec);
         p->virtual_time = json_is_true(json_object_get(part, "virtual_time"));
     }
+    const json_t *rq = json_object_get(part, "run_queue");
+    if (rq) {
+        p->have_run_queue = true;
+        p->run_queue_delay_sec += num(rq, "delay_sec", 0);
+        p->run_queue_cpu_sec += num(rq, "cpu_sec", 0);
+    }
     const json_t *totals = json_object_get(part, "totals");
     p->python_sec += num(totals, "python_sec", 0);
     p->native_sec += num(totals, "native_sec", 0);
@@ -994,6 +1005,12 @@ static int cmp_excluded(const void *a, const void *b)
     return c ? c : strcmp(x->rule, y->rule);
 }
 
+bool prof_oversubscribed(const struct profile *p)
+{
+    return p->have_run_queue && p->run_queue_delay_sec >= PROF_OVERSUBSCRIBED_MIN_SEC &&
+           p->run_queue_delay_sec >= PROF_OVERSUBSCRIBED_RATIO * p->run_queue_cpu_sec;
+}
+
 double prof_charged_sec(const struct profile *p)
 {
     double s = 0;
@@ -1064,7 +1081,8 @@ static int cmp_mevent(const void *a, const void *b)
 
 /* The footprint of all processes together: each process's timeline read as a step function
  * (its last point's value until the next point, 0 before its first point and after it ended),
- * summed at every time a process's footprint changed. */
+ * summed at every time a process's footprint changed, and a last point when the last process
+ * ended. */
 static int sum_footprints(struct prof_memory *mem)
 {
     size_t n = 0;
@@ -1087,9 +1105,11 @@ static int sum_footprints(struct prof_memory *mem)
     }
     if (k > 1)
         qsort(ev, k, sizeof(*ev), cmp_mevent);
-    uint64_t sum = 0;
+    uint64_t sum = 0, at_group = 0; /* at_group: the sum before the events at this time */
     int err = 0;
     for (size_t i = 0; i < k && !err; i++) {
+        if (i == 0 || ev[i].t != ev[i - 1].t)
+            at_group = sum;
         sum -= cur[ev[i].part];
         cur[ev[i].part] = ev[i].end ? 0 : ev[i].bytes;
         sum += cur[ev[i].part];
@@ -1101,6 +1121,14 @@ static int sum_footprints(struct prof_memory *mem)
             if (sum > mem->max_footprint)
                 mem->max_footprint = sum;
         }
+    }
+    /* The run ends with the last process: a point then, with what was held until that end,
+     * so that the timeline spans the whole run and not only up to its last memory sample. */
+    const struct prof_timeline *fp = &mem->footprint;
+    if (!err && k > 0 && ev[k - 1].end && fp->n > 0 && ev[k - 1].t > fp->pts[fp->n - 1].t) {
+        struct prof_point pt = {ev[k - 1].t, at_group};
+        if (prof_timeline_append(&mem->footprint, &pt, 1))
+            err = -SCRY_E_NO_MEMORY;
     }
     free(ev);
     free(cur);
@@ -1154,7 +1182,8 @@ int prof_set_source(struct profile *p, size_t i, const char *text, size_t len)
 {
     if (i >= p->nfiles)
         return err_fail(SCRY_E_INTERNAL, "no file %zu in the profile", i);
-    if (strcmp(p->files[i].name, PROF_NATIVE_FILE) == 0)
+    if (strcmp(p->files[i].name, PROF_NATIVE_FILE) == 0 ||
+        strcmp(p->files[i].name, PROF_SHUTDOWN_FILE) == 0)
         return 0; /* not a file, whatever the directory holds under that name */
     size_t n = 0;
     for (size_t k = 0; k < len; k++)

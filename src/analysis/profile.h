@@ -21,6 +21,9 @@
 #define PROF_MAX_POINTS 100
 /* The pseudo-file that samples of threads with no Python frame are charged to (line 0). */
 #define PROF_NATIVE_FILE "<native>"
+/* The pseudo-file (line 0) of the time the interpreter took to finalize after the program's
+ * last atexit callback (docs/agent-protocol.md, "Interpreter shutdown"). */
+#define PROF_SHUTDOWN_FILE "<interpreter shutdown>"
 
 /* One point of a memory timeline: a time and a footprint in bytes. While parts are merged t is
  * absolute (nanoseconds of Unix time); after prof_finish it is nanoseconds since the program's
@@ -157,6 +160,10 @@ struct profile {
     bool virtual_time;
     double python_sec, native_sec, sys_sec; /* every sample, charged or not */
     uint64_t samples, dropped;
+    /* Over the parts that read their threads' schedstat (have_run_queue): how long the threads
+     * waited for a CPU while runnable, and how long they ran. */
+    bool have_run_queue;
+    double run_queue_delay_sec, run_queue_cpu_sec;
     size_t nparts;
     /* Merged tables; after prof_finish lines are sorted by (file, line, func) and excluded by
      * seconds, largest first, at most PROF_MAX_EXCLUDED. */
@@ -219,6 +226,13 @@ int prof_timeline_append(struct prof_timeline *dst, const struct prof_point *pts
  * so that peaks survive. */
 void prof_timeline_reduce(struct prof_timeline *tl, size_t max);
 void prof_timeline_free(struct prof_timeline *tl);
+
+/* The machine was oversubscribed: the program's threads waited for a CPU at least
+ * PROF_OVERSUBSCRIBED_RATIO of the time they ran (and at least PROF_OVERSUBSCRIBED_MIN_SEC in
+ * all), so a good part of the system time is that wait, not I/O or sleep. */
+#define PROF_OVERSUBSCRIBED_RATIO 0.10
+#define PROF_OVERSUBSCRIBED_MIN_SEC 0.02
+bool prof_oversubscribed(const struct profile *p);
 
 /* Seconds charged to profiled lines (python + native + sys over every line). */
 double prof_charged_sec(const struct profile *p);

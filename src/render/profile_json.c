@@ -15,8 +15,11 @@
 #define MIB 1048576.0
 /* Leaks are reported at or above this likelihood (Scalene's 1 - 0.05)... */
 #define LEAK_LIKELIHOOD 0.95
-/* ...and only when the program's footprint grew by at least this % of what it allocated. */
+/* ...and only when the program's footprint grew by at least this % of what it allocated... */
 #define LEAK_GROWTH_PERCENT 1.0
+/* ...and the line still allocated or freed (had a memory sample) after this share of the run:
+ * growth that stopped long before the end (a table built early and kept) is no leak. */
+#define LEAK_LATE_FRACTION 0.5
 
 /* One reported row: a source line (summed over the functions charged on it) or a function. */
 struct row {
@@ -266,11 +269,26 @@ static double leak_likelihood(const struct row *r)
     return 1.0 - (double)(r->leak_frees + 1) / (double)(r->leak_mallocs - r->leak_frees + 2);
 }
 
-static bool leak_reported(const struct row *r, double growth_rate)
+/* Whether the row's memory samples went on into the last part of the run (after
+ * LEAK_LATE_FRACTION of elapsed_sec). A row without any timeline point cannot tell: it keeps
+ * Scalene's rule alone. */
+static bool grew_late(const struct row *r, double elapsed_sec)
+{
+    if (r->tl.n == 0 || !(elapsed_sec > 0))
+        return true;
+    int64_t last = 0;
+    for (size_t i = 0; i < r->tl.n; i++)
+        if (r->tl.pts[i].t > last)
+            last = r->tl.pts[i].t;
+    return (double)last >= LEAK_LATE_FRACTION * elapsed_sec * 1e9;
+}
+
+static bool leak_reported(const struct row *r, double growth_rate, double elapsed_sec)
 {
     /* In integers, so that exactly 0.95 (18 unfreed of 18) is in: 1 - (f+1)/(m-f+2) >= 0.95. */
     return r->leak_mallocs > 0 && growth_rate >= LEAK_GROWTH_PERCENT &&
-           20 * (r->leak_frees + 1) <= r->leak_mallocs - r->leak_frees + 2;
+           20 * (r->leak_frees + 1) <= r->leak_mallocs - r->leak_frees + 2 &&
+           grew_late(r, elapsed_sec);
 }
 
 static int cmp_leak(const void *a, const void *b)
@@ -301,7 +319,7 @@ static void write_leaks(struct json_writer *w, struct row *rows, size_t nrows,
     size_t n = 0;
     double rate = growth_rate(c->p), elapsed = c->p->elapsed_sec;
     for (size_t i = 0; i < nrows && c->p->mem.on; i++)
-        if (leak_reported(&rows[i], rate))
+        if (leak_reported(&rows[i], rate, elapsed))
             leaks[n++] = &rows[i];
     if (n > 1)
         qsort(leaks, n, sizeof(*leaks), cmp_leak);
@@ -688,6 +706,19 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_double(&w, prof_total_sec(p));
     jw_key(&w, "profiled_time_sec");
     jw_double(&w, prof_charged_sec(p));
+    /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
+    jw_key(&w, "run_queue_delay_sec");
+    if (p->have_run_queue)
+        jw_double(&w, p->run_queue_delay_sec);
+    else
+        jw_null(&w);
+    jw_key(&w, "run_queue_cpu_sec");
+    if (p->have_run_queue)
+        jw_double(&w, p->run_queue_cpu_sec);
+    else
+        jw_null(&w);
+    jw_key(&w, "oversubscribed");
+    jw_bool(&w, prof_oversubscribed(p));
     if (p->note) {
         jw_key(&w, "note");
         jw_str(&w, p->note);

@@ -381,6 +381,46 @@ static size_t add_spark(struct strbuf *sb, const json_t *samples, size_t points,
     return k;
 }
 
+/* The whole program's footprint as `points` bars over the run's time, from its start to t_end
+ * (ns; the last point's time if later): the timeline is a step function (each point's value
+ * holds until the next one, 0 before the first), and a bar shows the largest value it takes
+ * in the bar's stretch of time. So a program that allocated only early shows its memory at the
+ * left, then what it kept until the end. A timeline whose times are not numbers (not scry's)
+ * falls back to bars by point. Returns the number of bars written. */
+static size_t add_spark_time(struct strbuf *sb, const json_t *samples, size_t points, double max,
+                             double t_end)
+{
+    static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    size_t n = json_array_size(samples);
+    for (size_t j = 0; j < n; j++) {
+        const json_t *t = json_array_get(json_array_get(samples, j), 0);
+        if (!json_is_number(t))
+            return add_spark(sb, samples, points, max);
+        if (json_number_value(t) > t_end)
+            t_end = json_number_value(t);
+    }
+    if (n == 0 || !(t_end > 0))
+        return add_spark(sb, samples, points, max);
+    size_t j = 0;
+    double held = 0; /* the value at the start of the current bar */
+    for (size_t i = 0; i < points; i++) {
+        double hi = t_end * (double)(i + 1) / (double)points, v = held;
+        /* Points inside the bar (the last bar takes the points at t_end too). */
+        for (; j < n; j++) {
+            const json_t *pt = json_array_get(samples, j);
+            double t = json_number_value(json_array_get(pt, 0));
+            if (t >= hi && i + 1 < points)
+                break;
+            held = json_number_value(json_array_get(pt, 1));
+            if (held > v)
+                v = held;
+        }
+        int level = max > 0 ? (int)(v / max * 7 + 0.5) : 0;
+        sb_adds(sb, bars[level < 0 ? 0 : level > 7 ? 7 : level]);
+    }
+    return points;
+}
+
 static void add_memory_cells(struct strbuf *sb, const struct tprof *tp, const struct trow *r)
 {
     char py[16] = "", net[16], peak[16], use[16], copy[16] = "";
@@ -543,10 +583,10 @@ static void add_file(struct strbuf *sb, const struct profile_text_opts *o, const
 }
 
 /* Scalene's title line: the whole program's footprint over the run. */
-static void add_memory_usage(struct strbuf *sb, const struct tprof *tp)
+static void add_memory_usage(struct strbuf *sb, const struct tprof *tp, double elapsed_sec)
 {
     sb_adds(sb, "Memory usage: ");
-    if (add_spark(sb, tp->samples, SPARK_PROGRAM, tp->max_footprint_mb))
+    if (add_spark_time(sb, tp->samples, SPARK_PROGRAM, tp->max_footprint_mb, elapsed_sec * 1e9))
         sb_addch(sb, ' ');
     sb_addf(sb, "(max: %.2f MB, growth rate: %.0f%%", tp->max_footprint_mb, tp->growth_rate);
     if (tp->native_mb > 0)
@@ -595,8 +635,36 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         sb_adds(out, "\n\n");
     }
 
+    if (tp.nfiles > 0 && sampled > 0) {
+        /* What every share below is of: a share of a total that left time out would mislead. */
+        const json_t *vt = json_object_get(root, "use_virtual_time");
+        sb_addf(out, "shares of the time are of %.3f s sampled (every thread of every process, %s)",
+                sampled, json_is_true(vt) ? "CPU time only" : "on and off the CPU");
+        if (elapsed > 0)
+            sb_addf(out, "; the program ran %.3f s", elapsed);
+        sb_adds(out, "\n\n");
+    }
+    if (json_is_true(json_object_get(root, "oversubscribed"))) {
+        double delay, ran;
+        if ((err = get_num(root, "run_queue_delay_sec", &delay, "the document")) ||
+            (err = get_num(root, "run_queue_cpu_sec", &ran, "the document"))) {
+            free_tprof(&tp);
+            return err;
+        }
+        if (o->color)
+            sb_adds(out, BOLD);
+        sb_addf(out, "warning: the machine was oversubscribed: the program's threads waited %.3f s "
+                     "for a CPU",
+                delay);
+        if (ran > 0)
+            sb_addf(out, " (%.0f%% of the %.3f s they ran)", 100 * delay / ran, ran);
+        sb_adds(out, "; a thread waiting for a CPU is off it, so that wait counts as system "
+                     "time: system shares may be no I/O or sleep at all\n\n");
+        if (o->color)
+            sb_adds(out, RESET);
+    }
     if (tp.memory)
-        add_memory_usage(out, &tp);
+        add_memory_usage(out, &tp, elapsed);
     size_t hidden = 0;
     for (size_t i = 0; i < tp.nfiles; i++) {
         if (!file_shown(&tp, &tp.files[i], o->threshold)) {

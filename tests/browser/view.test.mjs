@@ -45,6 +45,12 @@ const expectLoud = files.reduce((s, [, d]) => s + (d.lines || []).filter((e) => 
 const expectLeaks = files.reduce((s, [, d]) => s + Object.keys(d.leaks || {}).length, 0);
 const anyNonZero = (key) => files.some(([, d]) => (d.lines || []).concat(d.functions || []).some((e) => num(e[key]) > 0));
 const hasStacks = Array.isArray(profile.stacks) && profile.stacks.length > 0;
+function fmtSec(x) { /* as the page writes seconds (web/viewer.js) */
+    x = num(x);
+    if (x >= 120) return (x / 60).toFixed(1) + ' min';
+    if (x >= 10) return x.toFixed(1) + ' s';
+    return x.toFixed(3) + ' s';
+}
 
 const browser = await chromium.launch({executablePath: chromiumPath, headless: true,
                                        args: ['--no-sandbox', '--disable-gpu']});
@@ -108,7 +114,23 @@ try {
           `${await page.locator('tr.leak').count()} marked, ${expectLeaks} leaks`);
     if (Array.isArray(profile.samples) && profile.samples.length) {
         check('footprint chart drawn', (await page.locator('#footprint path').count()) === 1);
+        // Its time axis is the whole run (the end of the program, or the last sample if later),
+        // and the line reaches the right end of the axis.
+        const tEnd = Math.max(num(profile.elapsed_time_sec) * 1e9,
+                              ...profile.samples.map((x) => num(Array.isArray(x) ? x[0] : 0)));
+        const endLabel = await page.textContent('#footprint-end');
+        check('footprint axis ends at the end of the run', endLabel === fmtSec(tEnd / 1e9), `${endLabel} vs ${fmtSec(tEnd / 1e9)}`);
+        const d = await page.getAttribute('#footprint path', 'd');
+        const axisEnd = await page.getAttribute('#footprint line', 'x2');
+        const lastX = Number((d.match(/H(-?[0-9.]+)$/) || [])[1]);
+        check('footprint line reaches the end of the axis', Math.abs(lastX - Number(axisEnd)) <= 0.5, `${lastX} vs ${axisEnd}`);
     }
+    if (num(profile.sampled_time_sec) > 0 && files.length) {
+        const shares = await page.textContent('#shares').catch(() => '');
+        check('header says what the shares are of', shares.includes(fmtSec(profile.sampled_time_sec) + ' sampled'), shares);
+    }
+    const over = await page.locator('#oversubscribed').count();
+    check('oversubscription warned exactly when marked', (over === 1) === (profile.oversubscribed === true), `${over} warnings, oversubscribed ${profile.oversubscribed}`);
 
     if (files.length) {
         // ---- sorting, in the first (largest) file ----

@@ -462,8 +462,10 @@ def check_profile(profile):
         for kind, entries in (("lines", detail["lines"]), ("functions", detail["functions"])):
             for e in entries:
                 assert isinstance(e.get("line"), str), (name, kind, e)
-                # <native> (allocations of threads with no Python frame) is line 0.
-                first = 0 if name == "<native>" else 1
+                # The pseudo-files are line 0: <native> (allocations of threads with no Python
+                # frame) and <interpreter shutdown> (the interpreter finalizing, after the
+                # program's last atexit callback).
+                first = 0 if name in ("<native>", "<interpreter shutdown>") else 1
                 assert isinstance(e.get("lineno"), int) and e["lineno"] >= first, (name, kind, e)
                 for field in PERCENT_FIELDS:
                     assert _number(e.get(field)) and -1e-9 <= e[field] <= 100 + 1e-6, \

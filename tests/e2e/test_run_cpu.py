@@ -33,6 +33,9 @@ CPU_TARGET = TARGETS / "run_cpu_split.py"
 MARKERS = groundtruth.marker_lines(CPU_TARGET)
 FILTER_TARGET = TARGETS / "run_filters.py"
 FILTER_HELPER = TARGETS / "run_lib" / "filter_helper.py"
+# The pseudo-file of the interpreter's finalization, after the program's last atexit callback:
+# in every profile of a program that was sampled, unless --profile-only leaves it out.
+SHUTDOWN = "<interpreter shutdown>"
 FILTER_MARKERS = groundtruth.marker_lines(FILTER_TARGET)
 HELPER_MARKERS = groundtruth.marker_lines(FILTER_HELPER)
 
@@ -225,7 +228,7 @@ def test_profile_fields(cached_run, python_exe):
     truth, profile, detail = cpu_profile(cached_run, python_exe)
     # The pipe's writer is a shell: it loads the agent but runs no Python, so writes no part.
     assert profile["processes"] == 1, profile["processes"]
-    assert sorted(profile["files"]) == [str(CPU_TARGET)], (
+    assert sorted(profile["files"]) == sorted([str(CPU_TARGET), SHUTDOWN]), (
         f"by default only the program's own files: {sorted(profile['files'])}")
     assert profile["n_samples"] >= 500, profile["n_samples"]
     assert truth["elapsed"] * 0.95 <= profile["elapsed_time_sec"] <= truth["elapsed"] + 10, (
@@ -269,7 +272,7 @@ def filter_profile(cached_run, python, options):
 
 def test_filter_default_profiles_program_directory(cached_run, python_exe):
     profile = filter_profile(cached_run, python_exe, ())
-    assert sorted(profile["files"]) == sorted([str(FILTER_TARGET), str(FILTER_HELPER)]), (
+    assert sorted(profile["files"]) == sorted([str(FILTER_TARGET), str(FILTER_HELPER), SHUTDOWN]), (
         f"by default the program's directory (helper included), no stdlib: "
         f"{sorted(profile['files'])}")
     main, helper = file_detail(profile, FILTER_TARGET), file_detail(profile, FILTER_HELPER)
@@ -290,7 +293,8 @@ def test_filter_profile_only(cached_run, python_exe):
 def test_filter_profile_exclude(cached_run, python_exe):
     """The helper's time goes to the line that called it, the first profiled frame outwards."""
     profile = filter_profile(cached_run, python_exe, ("--profile-exclude", "run_lib"))
-    assert sorted(profile["files"]) == [str(FILTER_TARGET)], sorted(profile["files"])
+    assert sorted(profile["files"]) == sorted([str(FILTER_TARGET), SHUTDOWN]), (
+        sorted(profile["files"]))
     main = file_detail(profile, FILTER_TARGET)
     own, call = marked(main, "own", FILTER_MARKERS), marked(main, "call_helper", FILTER_MARKERS)
     assert line_total(own) >= 10, describe_entry(own)
@@ -309,8 +313,9 @@ def test_filter_profile_all_and_system_libraries(cached_run, python_exe, option)
     assert json_files, f"{option}: no file of the json package in {sorted(names)}"
     json_time = sum(profile["files"][n]["percent_cpu_time"] for n in json_files)
     assert json_time >= 5, f"{option}: json's files take {json_time:.2f}%: {json_files}"
-    pseudo = [n for n in names if n.startswith("<") or not n]
+    pseudo = [n for n in names if (n.startswith("<") or not n) and n != SHUTDOWN]
     assert not pseudo, f"{option}: files that are not real paths: {pseudo}"
+    assert SHUTDOWN in names, sorted(names)
 
 
 # ---- empty and filtered profiles -------------------------------------------------------------

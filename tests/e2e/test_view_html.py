@@ -297,3 +297,20 @@ def test_browser_synthetic_10k_lines(scry, browser, tmp_path):
                          prof)
     print(f"10,000-line page: loaded in {report['load_ms']} ms "
           f"(script {report['render_ms']:.0f} ms)")
+
+
+def test_browser_footprint_spans_the_run_and_oversubscription(scry, browser, tmp_path):
+    """A long run whose memory was sampled only at its start (the last sample at 0.5 s of a 40 s
+    run): the footprint chart's time axis still ends at 40 s, the line reaching the end; and an
+    oversubscribed profile carries its warning."""
+    doc = synthetic_profile(n_lines=200)
+    doc.update({"elapsed_time_sec": 40.0, "sampled_time_sec": 39.5,
+                "samples": [[k * 5_000_000, 10 + k] for k in range(101)],
+                "oversubscribed": True, "run_queue_delay_sec": 12.0, "run_queue_cpu_sec": 20.0})
+    doc["files"]["/synthetic/big_module.py"]["leaks"] = {}  # its leaks are on lines past 200
+    prof = write_json(tmp_path / "long.json", doc)
+    report = run_browser(browser, tmp_path, "long-run", make_page(tmp_path, prof, "long"), prof)
+    names = {c["name"] for c in report["checks"]}
+    assert {"footprint axis ends at the end of the run",
+            "footprint line reaches the end of the axis",
+            "oversubscription warned exactly when marked"} <= names, names

@@ -11,6 +11,13 @@
               same sleep. Every allocation of the loop sets a new peak (the old buffer is still
               alive while the new one is made) and is freed one iteration later: no leak
   noleak_del  the same loop, but each buffer is dropped (del) before the next one is made
+  early_table a global table of 250 x 1 MiB bytearrays built in about 0.4 s (from 100 MiB on,
+              a 2 ms sleep a round: about 30 collector batches then each set a new peak that is
+              never freed, which Scalene's rule alone calls a leak), then the program runs on
+              for 3.6 s (a sleep) with the table kept: its growth stopped in the first sixth of
+              the run (Python's start-up included), so it is no leak
+  table_to_end the same table, and the program ends as soon as it is built: it grows until the
+              end (a leak by the rule)
 
 Each measured line carries an `@name` marker comment (tests/targets/groundtruth.py reads them).
 
@@ -59,7 +66,31 @@ def noleak_del():
     return f"noleak_del: {len(held)} MiB held, last buffer {last} bytes"
 
 
-SECTIONS = {"leak": leak, "noleak": noleak, "noleak_del": noleak_del}
+TABLE = []
+TABLE_MB = 250
+RUN_ON_S = 3.6
+
+
+def build_table():
+    for i in range(TABLE_MB):
+        TABLE.append(bytearray(MB))  # @early_table
+        if i >= 100:
+            time.sleep(0.002)
+
+
+def early_table():
+    build_table()
+    time.sleep(RUN_ON_S)
+    return f"early_table: {len(TABLE)} MiB held"
+
+
+def table_to_end():
+    build_table()
+    return f"table_to_end: {len(TABLE)} MiB held"
+
+
+SECTIONS = {"leak": leak, "noleak": noleak, "noleak_del": noleak_del,
+            "early_table": early_table, "table_to_end": table_to_end}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SECTIONS:

@@ -220,6 +220,63 @@ static void test_excluded_capped(void)
     prof_free(&p);
 }
 
+/* run_queue: summed over the parts that have it, absent from older ones (null in the profile);
+ * oversubscribed from 10% of the CPU time and 20 ms of waiting. */
+#define RQ_PART(pid, rq)                                                                        \
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":" pid "," rq                       \
+    "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,\"samples\":1},"             \
+    "\"files\":[],\"functions\":[],\"lines\":[]}"
+
+static void rq_profile(const char *a, const char *b, struct profile *p)
+{
+    prof_init(p);
+    CHECK_EQ(prof_add_part_text(p, a, strlen(a), "a", 100), 0);
+    if (b)
+        CHECK_EQ(prof_add_part_text(p, b, strlen(b), "b", 100), 0);
+    prof_finish(p);
+}
+
+static void test_run_queue(void)
+{
+    struct profile p;
+    /* 0.0625 + 0.0625 s waited of 0.5 + 0.75 s run: 10%, and 125 ms: oversubscribed. */
+    rq_profile(RQ_PART("100", "\"run_queue\":{\"delay_sec\":0.0625,\"cpu_sec\":0.5},"),
+               RQ_PART("101", "\"run_queue\":{\"delay_sec\":0.0625,\"cpu_sec\":0.75},"), &p);
+    CHECK(p.have_run_queue);
+    CHECK(p.run_queue_delay_sec == 0.125 && p.run_queue_cpu_sec == 1.25);
+    CHECK(prof_oversubscribed(&p));
+    prof_free(&p);
+    /* Just under 10%: not. */
+    rq_profile(RQ_PART("100", "\"run_queue\":{\"delay_sec\":0.1249,\"cpu_sec\":1.25},"), NULL,
+               &p);
+    CHECK(!prof_oversubscribed(&p));
+    prof_free(&p);
+    /* 100% of a short run, but under 20 ms in all: not. */
+    rq_profile(RQ_PART("100", "\"run_queue\":{\"delay_sec\":0.015,\"cpu_sec\":0.015},"), NULL,
+               &p);
+    CHECK(!prof_oversubscribed(&p));
+    prof_free(&p);
+    /* No part could read it: unknown, written as null, never marked. */
+    rq_profile(RQ_PART("100", ""), NULL, &p);
+    CHECK(!p.have_run_queue && !prof_oversubscribed(&p));
+    struct strbuf sb = STRBUF_INIT;
+    struct profile_json_opts o = {.version = "1"};
+    profile_json_write(&p, &o, &sb);
+    json_error_t err;
+    json_t *d = json_loads(sb_str(&sb), 0, &err);
+    CHECK(d && json_is_null(json_object_get(d, "run_queue_delay_sec")) &&
+          json_is_false(json_object_get(d, "oversubscribed")));
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+    /* A malformed one refuses the part. */
+    prof_init(&p);
+    const char *bad = RQ_PART("100", "\"run_queue\":{\"delay_sec\":-1,\"cpu_sec\":0.5},");
+    CHECK_EQ(prof_add_part_text(&p, bad, strlen(bad), "x", 100), -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "run_queue") != NULL);
+    prof_free(&p);
+}
+
 static void test_set_source(void)
 {
     struct profile p;
@@ -323,7 +380,7 @@ static void test_native_stacks(void)
 }
 
 static const struct tl_test tests[] = {
-    TL(test_native_stacks),
+    TL(test_native_stacks), TL(test_run_queue),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
 };

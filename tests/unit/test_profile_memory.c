@@ -118,12 +118,14 @@ static void test_merge(void)
     CHECK_EQ(m->native_malloc_bytes, 2 * MB);
     CHECK_EQ(m->startup_malloc_bytes, 1 * MB);
     /* Both processes together: 42 MiB of the program and the child's 20 MiB at 1 s; the child
-     * has ended (1.5 s) by the program's last point. */
+     * has ended (1.5 s) by the program's last point; the run ends with the program (2 s), which
+     * held its 32 MiB until then: the timeline spans the whole run. */
     static const int64_t fp[][2] = {{500000000, 2 * MB},
                                     {600000000, 22 * MB},
                                     {1000000000, 62 * MB},
-                                    {1800000000, 32 * MB}};
-    check_points(&m->footprint, fp, 4, __LINE__);
+                                    {1800000000, 32 * MB},
+                                    {2000000000, 32 * MB}};
+    check_points(&m->footprint, fp, 5, __LINE__);
     CHECK_EQ(m->max_footprint, 62 * MB);
     CHECK_EQ(m->part_max_footprint, 42 * MB);
     CHECK(m->have_at);
@@ -251,9 +253,12 @@ static void test_json(void)
     CHECK(tl_json_num(d, "memory_sampling_window") == 1048576);
     CHECK(tl_json_num(d, "copy_mb") == 16);
     const json_t *s = json_object_get(d, "samples");
-    CHECK_EQ(json_array_size(s), 4);
+    CHECK_EQ(json_array_size(s), 5);
     CHECK(json_integer_value(json_array_get(json_array_get(s, 2), 0)) == 1000000000);
     CHECK(json_number_value(json_array_get(json_array_get(s, 2), 1)) == 62);
+    /* The last point is the end of the run (2 s), with what the program held until then. */
+    CHECK(json_integer_value(json_array_get(json_array_get(s, 4), 0)) == 2000000000);
+    CHECK(json_number_value(json_array_get(json_array_get(s, 4), 1)) == 32);
 
     const json_t *files = json_object_get(d, "files");
     const json_t *f = json_object_get(files, "/app/app.py");
@@ -343,9 +348,10 @@ static void test_reduced_keeps_memory(void)
     sb_release(&sb);
 }
 
-/* One process allocating `malloc` bytes, freeing `freed`, with one line of `m` peak-setting
- * allocations of which `f` were freed. */
-static void leak_doc(long long malloc, long long freed, int m, int f, struct strbuf *sb)
+/* One process of 4 s allocating `malloc` bytes, freeing `freed`, with one line of `m`
+ * peak-setting allocations of which `f` were freed, and the line's timeline `tl`. */
+static void leak_doc_tl(long long malloc, long long freed, int m, int f, const char *tl,
+                        struct strbuf *sb)
 {
     char part[1024];
     snprintf(part, sizeof(part),
@@ -353,8 +359,8 @@ static void leak_doc(long long malloc, long long freed, int m, int f, struct str
              "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,\"samples\":1},"
              "\"files\":[\"/a.py\"],\"functions\":[[\"f\",0,1]],\"lines\":[],"
              "\"memory\":{\"malloc_bytes\":%lld,\"free_bytes\":%lld},"
-             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,[],%lld]]}",
-             malloc, freed, malloc, m, f, malloc);
+             "\"memory_lines\":[[0,3,0,%lld,0,1,0,1,1,1,0,%d,%d,%s,%lld]]}",
+             malloc, freed, malloc, m, f, tl, malloc);
     struct profile p;
     prof_init(&p);
     CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", 7), 0);
@@ -362,6 +368,11 @@ static void leak_doc(long long malloc, long long freed, int m, int f, struct str
     struct profile_json_opts o = {.version = "1"};
     profile_json_write(&p, &o, sb);
     prof_free(&p);
+}
+
+static void leak_doc(long long malloc, long long freed, int m, int f, struct strbuf *sb)
+{
+    leak_doc_tl(malloc, freed, m, f, "[]", sb);
 }
 
 static const json_t *leaks_of(json_t *d)
@@ -405,6 +416,37 @@ static void test_leak_rule(void)
     CHECK(d && tl_json_num(d, "growth_rate") == 0.5);
     CHECK(d && json_object_size(leaks_of(d)) == 0);
     json_decref(d);
+    sb_release(&sb);
+}
+
+/* Growth over the whole run: a line whose last memory sample came in the first half of the run
+ * (a table built early and kept) is not reported, however many unfreed peaks it set; one that
+ * allocated in the second half (from 2 s of the 4 s) is. */
+static void test_leak_rule_late_growth(void)
+{
+    static const struct {
+        const char *tl;
+        bool reported;
+    } cases[] = {
+        {"[[100000000,1048576],[400000000,8388608]]", false}, /* stopped at 10% */
+        {"[[1999999999,8388608]]", false},                    /* just before half */
+        {"[[2000000000,8388608]]", true},                     /* half */
+        {"[[100000000,1048576],[3900000000,8388608]]", true}, /* until the end */
+    };
+    struct strbuf sb = STRBUF_INIT;
+    json_error_t err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sb_reset(&sb);
+        leak_doc_tl(8 * MB, 0, 18, 0, cases[i].tl, &sb);
+        json_t *d = json_loads(sb_str(&sb), 0, &err);
+        CHECK(d != NULL);
+        if (!d)
+            continue;
+        if ((json_object_get(leaks_of(d), "3") != NULL) != cases[i].reported)
+            tl_fail(__FILE__, __LINE__, "timeline %s: reported %d, want %d", cases[i].tl,
+                    json_object_get(leaks_of(d), "3") != NULL, cases[i].reported);
+        json_decref(d);
+    }
     sb_release(&sb);
 }
 
@@ -506,8 +548,10 @@ static void test_text(void)
     CHECK_EQ(profile_text_render_bytes(sb_str(&sb), sb.len, "x", &o, &out), 0);
     const char *t = sb_str(&out);
     static const char *const want[] = {
-        /* samples 2, 22, 62, 32 MB scaled to the 62 MB maximum */
-        "Memory usage: ▁▃█▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB from native threads)\n",
+        /* samples 2 (0.5 s), 22 (0.6 s), 62 (1 s), 32 MB (1.8 s, held until the end at 2 s)
+         * scaled to the 62 MB maximum, in 27 bars of 2 s / 27 each: the whole run */
+        "Memory usage: ▁▁▁▁▁▁▁▁▃▃▃▃▃████████████▅▅ (max: 62.00 MB, growth rate: 86%, 2.00 MB "
+        "from native threads)\n",
         "  Line │ Python │ native │ system │ Python │ net MB │   peak │ timeline/%     │   MB/s │ "
         "source\n",
         /* 17% Python, 48 MB grown, 40 MB peak, 20 and 42 of 62 MB, 83% of all bytes */
@@ -538,7 +582,8 @@ static void test_text(void)
 static const struct tl_test tests[] = {
     TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
-    TL(test_leak_rule), TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
+    TL(test_leak_rule), TL(test_leak_rule_late_growth),
+    TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
     TL(test_cpu_only_unchanged),
 };
 TL_MAIN(tests)

@@ -41,6 +41,9 @@ static void test_small_profile_exact(void)
     CHECK_STR(sb_str(&sb),
               "profile of /app/app.py -v (Python 3.12.1)\n"
               "\n"
+              "shares of the time are of 2.000 s sampled (every thread of every process, on and "
+              "off the CPU); the program ran 2.500 s\n"
+              "\n"
               "/app/app.py: 99.5% of the time (1.990 s of 2.000 s sampled)\n"
               "       │   Time │        │        │\n"
               "  Line │ Python │ native │ system │ source\n"

@@ -1,0 +1,154 @@
+"""End-to-end tests of what `scry run`'s time adds up to, on every installed Python 3.11-3.13
+and Debian's static 3.11:
+- interpreter shutdown (run_teardown.py: three million dicts held by a module global, freed by
+  the interpreter after the program's last Python frame) is its own entry,
+  `<interpreter shutdown>`, and the profile accounts for the run's elapsed time as measured
+  from outside;
+- a profile taken while the program waited for a CPU (run_oversubscribed.py: pinned to one CPU
+  with a busy sibling) is marked `oversubscribed`, and its run-queue delay is what the program
+  reads of its own thread in /proc; a quiet run is not marked.
+"""
+
+import json
+import os
+import select
+import subprocess
+import time
+
+import pytest
+
+from conftest import (SCRY, SUPPORTED, TARGETS, Ran, load_profile, program_env, run_profiled)
+from pythons import find_pythons
+
+STATIC_PYTHON = "/usr/bin/python3.11"  # Debian's: libpython inside the executable
+SHUTDOWN = "<interpreter shutdown>"
+ELAPSED_TOLERANCE = 0.05  # the issue's "within 5%"
+# Three million dicts after half a second of CPU: about 2 s of run here, a sixth of it
+# shutdown; long enough for the fixed costs (Python's start before the agent sees its thread,
+# scry's own start and merge: 40-80 ms here) to stay well under the 5%.
+TEARDOWN_ARGS = ["3000000", "0.5"]
+
+
+def all_pythons():
+    found = find_pythons()
+    out = [pytest.param(found.get(v), id=v, marks=pytest.mark.skipif(
+        not found.get(v), reason=f"Python {v} is not installed")) for v in SUPPORTED]
+    out.append(pytest.param(STATIC_PYTHON, id="static-3.11", marks=pytest.mark.skipif(
+        not os.access(STATIC_PYTHON, os.X_OK), reason=f"{STATIC_PYTHON} is not installed")))
+    return out
+
+
+def profiled_teardown_run(python, outfile):
+    """run_teardown.py under scry, watched from here while it runs: (Ran, the program's process
+    lifetime, the time from its last line to its end), in seconds. The lifetime runs from the
+    process's start (its fork, from /proc) to its end (a pidfd turns readable when it exits),
+    without what `scry run` does before and after it; the time after the last line is what
+    the interpreter took to finish (its atexit callbacks, then finalization)."""
+    argv = [str(a) for a in (SCRY, "run", "--no-view", "--python", python, "-o", outfile,
+                             TARGETS / "run_teardown.py", *TEARDOWN_ARGS, "--pid")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=program_env())
+    fd = None
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith(b"pid "), first
+        pid = int(first.split()[1])
+        fd = os.pidfd_open(pid)
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        start = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, in ticks
+        last = proc.stdout.readline()
+        printed = time.clock_gettime(time.CLOCK_BOOTTIME)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        assert poller.poll(60_000), f"pid {pid} did not end in 60 s"
+        ended = time.clock_gettime(time.CLOCK_BOOTTIME)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    ran = Ran(argv, proc.returncode, first + last + out, err, profile_path=outfile)
+    return ran, ended - start, ended - printed
+
+
+@pytest.mark.parametrize("python", all_pythons())
+def test_interpreter_shutdown_is_accounted(python, tmp_path):
+    ran, outside, truth_teardown = profiled_teardown_run(python, tmp_path / "p.json")
+    # The program's output (after its pid) and status are what they are without scry.
+    assert (ran.returncode, ran.stdout.splitlines()[1:], ran.stderr) == (
+        0, [b"teardown: 3000000 dicts held"], b""), ran.describe()
+    profile = load_profile(ran)
+    where = (f"the process ran {outside:.3f} s, elapsed {profile['elapsed_time_sec']:.3f} s, sampled "
+             f"{profile['sampled_time_sec']:.3f} s, files {list(profile['files'])}")
+    # The whole run is accounted for: elapsed and the sampled time (one thread, so every
+    # sampled second is the main thread's) within 5% of the process's lifetime, measured here.
+    assert abs(profile["elapsed_time_sec"] - outside) <= ELAPSED_TOLERANCE * outside, where
+    assert abs(profile["sampled_time_sec"] - outside) <= ELAPSED_TOLERANCE * outside, where
+    assert SHUTDOWN in profile["files"], where
+    entry = profile["files"][SHUTDOWN]["lines"]
+    assert len(entry) == 1 and entry[0]["lineno"] == 0, entry
+    shutdown_sec = (entry[0]["n_cpu_percent_python"] + entry[0]["n_cpu_percent_c"] +
+                    entry[0]["n_sys_percent"]) / 100 * profile["sampled_time_sec"]
+    # What the interpreter took to finish after the program's last line, as seen from here
+    # (which may read that line a little late on a busy machine).
+    assert 0.75 * truth_teardown - 0.03 <= shutdown_sec <= 1.2 * truth_teardown + 0.05, (
+        shutdown_sec, truth_teardown, where)
+    # The test means something: the shutdown is well above the 5%, so a profile without it
+    # fails the check of the sampled time above.
+    assert shutdown_sec >= 2 * ELAPSED_TOLERANCE * outside, (shutdown_sec, where)
+    # The terminal view says what the shares are of.
+    cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert (f"shares of the time are of {profile['sampled_time_sec']:.3f} s sampled"
+            in cp.stdout), cp.stdout
+    assert f"the program ran {profile['elapsed_time_sec']:.3f} s" in cp.stdout, cp.stdout
+    assert f"{SHUTDOWN}: " in cp.stdout, cp.stdout
+
+
+def oversubscribed_run(python, mode, tmp_path):
+    ran = run_profiled(python, "run_oversubscribed.py", [mode], outfile=tmp_path / "p.json")
+    assert ran.returncode == 0, ran.describe()
+    truth = json.loads(ran.stdout.decode())
+    profile = load_profile(ran)
+    # The agent reads the thread's schedstat last, at the end (after the program's own read):
+    # as much or a little more.
+    delay = profile["run_queue_delay_sec"]
+    assert delay is not None and truth["delay_sec"] - 0.01 <= delay <= (
+        truth["delay_sec"] * 1.1 + 0.05), (delay, truth)
+    assert truth["cpu_sec"] - 0.01 <= profile["run_queue_cpu_sec"] <= (
+        truth["cpu_sec"] * 1.1 + 0.05), (profile["run_queue_cpu_sec"], truth)
+    cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    return profile, truth, cp.stdout
+
+
+@pytest.mark.parametrize("python", all_pythons())
+def test_oversubscribed_run_is_marked(python, tmp_path):
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity")
+    profile, truth, view = oversubscribed_run(python, "loaded", tmp_path)
+    # Sharing one CPU with a busy sibling, the loop waited about as long as it ran.
+    assert truth["delay_sec"] >= 0.5 * truth["cpu_sec"], truth
+    assert profile["oversubscribed"] is True, (profile["run_queue_delay_sec"], truth)
+    assert "warning: the machine was oversubscribed" in view, view
+
+
+@pytest.mark.parametrize("python", all_pythons())
+def test_quiet_run_is_not_marked(python, tmp_path):
+    profile, truth, view = oversubscribed_run(python, "quiet", tmp_path)
+    ratio = truth["delay_sec"] / truth["cpu_sec"]
+    # The machine may be busy with other work: the mark must follow what the program itself
+    # saw. Clearly quiet (under 5%): no mark; clearly loaded (over 20%): the mark.
+    if ratio < 0.05:
+        assert profile["oversubscribed"] is False, (profile["run_queue_delay_sec"], truth)
+        assert "oversubscribed" not in view, view
+    elif ratio > 0.2:
+        assert profile["oversubscribed"] is True, (profile["run_queue_delay_sec"], truth)
+    else:
+        pytest.skip(f"the machine was neither quiet nor loaded (waited {ratio:.0%} of the "
+                    f"CPU time): nothing to check")
