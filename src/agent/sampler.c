@@ -92,7 +92,7 @@ static int add_range(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static bool pc_in_interpreter(uint64_t pc)
+bool ag_pc_in_interpreter(uint64_t pc)
 {
     for (int i = 0; i < nranges; i++)
         if (pc >= ranges[i].start && pc < ranges[i].end)
@@ -257,6 +257,39 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
     return opcode;
 }
 
+/* The thread state whose native thread id is tid, from the interpreters' lists (0: none yet).
+ * For a thread counted from its creation, whose state the collector has not seen yet. */
+static uint64_t find_tstate(int tid)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    uint64_t interp = 0;
+    if (!ag_safe_read(ag_rt.runtime_addr + L->rt_interpreters_head, &interp, 8))
+        return 0;
+    for (int ni = 0; interp && ni < 64; ni++) {
+        uint64_t tstate = 0, next = 0;
+        if (!ag_safe_read(interp + L->is_threads_head, &tstate, 8) ||
+            !ag_safe_read(interp + L->is_next, &next, 8))
+            return 0;
+        for (int nt = 0; tstate && nt < AG_MAX_THREADS; nt++) {
+            uint64_t native = 0, tnext = 0;
+            if (!ag_safe_read(tstate + L->ts_native_thread_id, &native, 8) ||
+                !ag_safe_read(tstate + L->ts_next, &tnext, 8))
+                return 0;
+            if ((int64_t)native == tid)
+                return tstate;
+            tstate = tnext;
+        }
+        interp = next;
+    }
+    return 0;
+}
+
+static void arm_after(struct ag_thread *t, uint64_t ns)
+{
+    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
+    timer_settime(t->timer, 0, &its, NULL);
+}
+
 static void arm(struct ag_thread *t)
 {
     uint64_t ns = ag_exp_interval_ns(&t->rng);
@@ -400,6 +433,18 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     if (t->tid != (int)syscall(SYS_gettid))
         goto out;
 
+    /* A thread counted from its creation may not have a thread state yet (or the collector has
+     * not seen it): look for it; until there is one, its CPU time waits for its first sample. */
+    uint64_t tstate = atomic_load_explicit(&t->tstate, memory_order_relaxed);
+    if (!tstate) {
+        tstate = find_tstate(t->tid);
+        if (!tstate) {
+            arm(t);
+            goto out;
+        }
+        atomic_store_explicit(&t->tstate, tstate, memory_order_relaxed);
+    }
+
     uint64_t now = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t weight = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
     t->last_cpu_ns = now;
@@ -415,10 +460,10 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     struct ag_sample *s = (struct ag_sample *)r->slots[head % AG_RING_SLOTS];
     s->weight_ns = weight;
     s->flags = 0;
-    int opcode = ag_walk_stack(t->tstate, t->tid, s, t->scratch);
+    int opcode = ag_walk_stack(tstate, t->tid, s, t->scratch);
     const ucontext_t *uc = uctx;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !pc_in_interpreter(pc))
+    if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !ag_pc_in_interpreter(pc))
         s->flags |= AG_S_NATIVE;
     s->native_depth = 0;
     s->native_truncated = 0;
@@ -473,7 +518,7 @@ int ag_sampler_init(void)
     return 0;
 }
 
-int ag_timer_create(struct ag_thread *t)
+int ag_timer_create(struct ag_thread *t, uint64_t first_ns)
 {
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));
@@ -483,14 +528,18 @@ int ag_timer_create(struct ag_thread *t)
     sev.sigev_value.sival_ptr = (void *)((uintptr_t)t | t->gen);
     if (timer_create(t->cpu_clock, &sev, &t->timer) != 0)
         return -1;
-    t->has_timer = true;
-    arm(t);
+    atomic_store(&t->has_timer, true);
+    if (first_ns)
+        arm_after(t, first_ns);
+    else
+        arm(t);
     return 0;
 }
 
+/* The collector (ending sampling, retiring a thread) and a hooked thread ending itself may race:
+ * one of them deletes the timer. */
 void ag_timer_delete(struct ag_thread *t)
 {
-    if (t->has_timer)
+    if (atomic_exchange(&t->has_timer, false))
         timer_delete(t->timer);
-    t->has_timer = false;
 }
