@@ -72,13 +72,18 @@ uint64_t ag_exp_interval_ns(uint64_t *rng)
     return (uint64_t)(s * 1e9);
 }
 
+static uintptr_t self_base; /* where this library is loaded */
+
 static int add_range(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     (void)data;
     const char *name = info->dlpi_name ? info->dlpi_name : "";
+    /* The agent itself too: its interposers (malloc family, memcpy) forward to libc, whose own
+     * code is outside; a PC in them is judged by the opcode. */
     bool wanted = name[0] == 0 || strstr(name, "libpython") || strstr(name, "/ld-linux") ||
-                  strstr(name, "/ld64") || strstr(name, "ld-linux");
+                  strstr(name, "/ld64") || strstr(name, "ld-linux") ||
+                  (info->dlpi_addr == self_base && self_base);
     if (!wanted)
         return 0;
     for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
@@ -108,7 +113,7 @@ struct walk_scratch {
     unsigned char chunk[AG_CHUNK_COPY];
     unsigned char headers[AG_MAX_DEPTH][256];
     struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
-    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH];
+    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH], addr[AG_MAX_DEPTH];
     uint8_t owner[AG_MAX_DEPTH], group[AG_MAX_DEPTH];
 };
 
@@ -151,6 +156,29 @@ static bool read_tstate(uint64_t tstate, int expect_tid, uint64_t *frame, uint64
     return first && read_u64(first + L->cframe_current_frame, frame);
 }
 
+/* Offsets of co_nlocalsplus and co_stacksize (ints) in a code object (0: unknown). */
+static uint64_t off_nlocalsplus, off_stacksize;
+
+/* True when the thread's frame stack goes on above the innermost frame, at frame (whose code
+ * header is co): a Python frame has been pushed but is not running yet (a call into a Python
+ * function setting up its frame, arguments and locals) or has ended and is being cleared (its
+ * locals released). The frame of code co takes localsplus + (co_nlocalsplus + co_stacksize)
+ * slots of the data stack (_PyFrame_PushUnchecked: co_framesize). Only for a frame in the
+ * current chunk, whose top is the thread's datastack_top. */
+static bool frame_above(uint64_t frame, const uint8_t *co, uint64_t chunk, uint64_t top)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    if (!off_nlocalsplus || !chunk || frame <= chunk || frame >= top)
+        return false;
+    int32_t nlocalsplus, stacksize;
+    memcpy(&nlocalsplus, co + off_nlocalsplus, 4);
+    memcpy(&stacksize, co + off_stacksize, 4);
+    if (nlocalsplus < 0 || stacksize < 0)
+        return false;
+    uint64_t end = frame + L->fr_localsplus + 8 * ((uint64_t)nlocalsplus + (uint64_t)stacksize);
+    return top > end;
+}
+
 int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch_mem)
 {
     const struct py_layout *L = &ag_rt.layout;
@@ -183,6 +211,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         }
         const uint8_t *fr;
         uint8_t one[128];
+        uint64_t here = frame;
         if (frame >= chunk && frame - chunk + frsize <= copied) {
             fr = w->chunk + (frame - chunk);
         } else if (ag_safe_read(frame, one, frsize)) {
@@ -203,6 +232,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         if (code && owner != L->owner_cstack && owner != L->owner_interpreter) {
             w->code[n] = code;
             w->instr[n] = instr;
+            w->addr[n] = here;
             w->owner[n] = (uint8_t)owner;
             w->group[n] = (uint8_t)(group < 255 ? group : 255);
             n++;
@@ -251,6 +281,8 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
             uint8_t unit[2];
             if (ag_safe_read(w->code[i] + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
                 opcode = unit[0];
+            if (frame_above(w->addr[i], co, chunk, top))
+                s->flags |= AG_S_FRAME_ABOVE;
         }
         s->depth++;
     }
@@ -463,7 +495,11 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     int opcode = ag_walk_stack(tstate, t->tid, s, t->scratch);
     const ucontext_t *uc = uctx;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !ag_pc_in_interpreter(pc))
+    /* Native: inside a call into C (the innermost frame on a call instruction that may call
+     * C), or the PC outside the interpreter; but never while a Python frame is being set up or
+     * cleared above the innermost one (the memcpy or free of that is the call's own work). */
+    bool c_call = opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode);
+    if ((c_call || !ag_pc_in_interpreter(pc)) && !(s->flags & AG_S_FRAME_ABOVE))
         s->flags |= AG_S_NATIVE;
     s->native_depth = 0;
     s->native_truncated = 0;
@@ -498,7 +534,16 @@ static int pick_signal(void)
 
 int ag_sampler_init(void)
 {
+    const struct py_heap_layout *H = py_heap_layout_table(ag_rt.minor);
+    if (H && H->co_nlocalsplus + 4 <= ag_rt.layout.co_size &&
+        H->co_stacksize + 4 <= ag_rt.layout.co_size) {
+        off_nlocalsplus = H->co_nlocalsplus;
+        off_stacksize = H->co_stacksize;
+    }
     nranges = 0;
+    Dl_info self;
+    if (dladdr((void *)&ag_sampler_init, &self) && self.dli_fbase)
+        self_base = (uintptr_t)self.dli_fbase;
     dl_iterate_phdr(add_range, NULL);
     if (ag_cfg.stacks)
         ag_unwind_ok = ag_unwind_init();
