@@ -740,8 +740,8 @@ static void end_exited_threads(uint64_t now)
         uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
-        else if (atomic_load(&t->tstate) || ag_pc_in_interpreter((uint64_t)(uintptr_t)t->start_routine))
-            carry_ns += rest;
+        else
+            carry_ns += rest; /* a thread of the interpreter's: its time is Python's */
         if (!ag_cfg.virtual_time && t->exit_wall_ns > t->wall_last_ns) {
             int64_t off = (int64_t)(t->exit_wall_ns - t->wall_last_ns) -
                           (int64_t)(t->exit_cpu_ns - t->wall_last_cpu_ns);
