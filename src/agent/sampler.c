@@ -97,6 +97,28 @@ static int add_range(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* The eval loop's own code (_PyEval_EvalFrameDefault, from its dynamic symbol): on a call
+ * instruction, a PC there is the interpreter dispatching the call or setting up a Python
+ * callee's frame, not the callee's C code (which runs in functions of its own). */
+static uint64_t eval_start, eval_end;
+
+static bool pc_in_eval_loop(uint64_t pc)
+{
+    return pc >= eval_start && pc < eval_end;
+}
+
+static void find_eval_loop(void)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *entry = NULL;
+    if (!sym || !dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) || !entry ||
+        entry->st_size == 0)
+        return;
+    eval_start = (uint64_t)(uintptr_t)sym;
+    eval_end = eval_start + entry->st_size;
+}
+
 bool ag_pc_in_interpreter(uint64_t pc)
 {
     for (int i = 0; i < nranges; i++)
@@ -496,9 +518,11 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     const ucontext_t *uc = uctx;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     /* Native: inside a call into C (the innermost frame on a call instruction that may call
-     * C), or the PC outside the interpreter; but never while a Python frame is being set up or
-     * cleared above the innermost one (the memcpy or free of that is the call's own work). */
-    bool c_call = opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode);
+     * C, and the PC not in the eval loop itself), or the PC outside the interpreter; but never
+     * while a Python frame is being set up or cleared above the innermost one (the memcpy or
+     * free of that is the call's own work). */
+    bool c_call = opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode) &&
+                  !pc_in_eval_loop(pc);
     if ((c_call || !ag_pc_in_interpreter(pc)) && !(s->flags & AG_S_FRAME_ABOVE))
         s->flags |= AG_S_NATIVE;
     s->native_depth = 0;
@@ -540,6 +564,7 @@ int ag_sampler_init(void)
         off_nlocalsplus = H->co_nlocalsplus;
         off_stacksize = H->co_stacksize;
     }
+    find_eval_loop();
     nranges = 0;
     Dl_info self;
     if (dladdr((void *)&ag_sampler_init, &self) && self.dli_fbase)

@@ -30,9 +30,10 @@ MIN_SAMPLES = 50  # ~100-250 at the tick rate; 50 still shows a 17% native share
 # frame set-up is the specialised instruction's own work), and, on 3.13, keywords-free *args
 # calls (CALL_PY_GENERAL) and classes with a Python __init__ (CALL_ALLOC_AND_ENTER_INIT).
 SPECIALISED = ["plain", "defaults", "method"]
-# Unspecialised on 3.11/3.12 (keyword arguments; *args): the time before the callee's frame is
-# pushed counts as native there. A weaker bar, still well above what the old rule gave (49-72%).
-GENERIC_MIN_PYTHON = 0.80
+# Unspecialised on 3.11/3.12 (keyword arguments; *args): measured 95-98% Python (the eval loop's
+# own code on a call instruction is Python time); a bar with room for sampling noise at ~120
+# samples, still far above what the old rule gave (49-72%).
+GENERIC_MIN_PYTHON = 0.90
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,6 @@ def test_calls_of_python_functions_are_python(runs, python_exe, section):
 @pytest.mark.parametrize("section", ["keywords", "varargs"])
 def test_unspecialised_calls_are_mostly_python(runs, python_exe, section):
     python, entry = python_share(runs(python_exe), section)
-    want = MIN_PYTHON if "3.13" in python_exe and section == "varargs" else GENERIC_MIN_PYTHON
+    want = GENERIC_MIN_PYTHON
     assert python >= want, (
         f"{section}: {python:.1%} Python, want >= {want:.0%}; {describe_entry(entry)}")
