@@ -53,6 +53,9 @@ struct ag_frame {
 enum ag_sample_flags {
     AG_S_NATIVE = 1,    /* inside a call into C, or the PC was outside the interpreter */
     AG_S_TRUNCATED = 2, /* deeper than AG_MAX_DEPTH, or the chain could not be read */
+    /* the thread's frame stack goes on above its innermost frame: a Python frame being set up
+     * (a call into Python) or cleared (a return from it) */
+    AG_S_FRAME_ABOVE = 4,
 };
 
 struct ag_sample {
@@ -82,26 +85,40 @@ struct ag_ring {
 
 /* A sampled Python thread. Allocated by the collector, 64-byte aligned, never freed: a retired
  * entry is reused only after a grace period, and the generation in the low bits of the timer's
- * sigval tells a late signal of the old thread from the new one's. */
+ * sigval tells a late signal of the old thread from the new one's.
+ *
+ * Two ways in: threads that the interpreter starts (pthread_create of a start routine inside
+ * libpython or the executable) are claimed by the pthread_create interposer and counted from
+ * their first instruction (threadhooks.c; `hooked`): their timer is armed by the thread itself
+ * before it runs any Python, the handler finds their thread state, and when they end (a pthread
+ * key destructor) they leave their CPU time since their last sample for the collector to charge
+ * (AG_T_EXITED). Other threads (the main thread, threads of C code that later call into Python)
+ * are found on the collector's scan of the thread-state lists, as before. */
 struct ag_thread {
-    _Atomic int state; /* AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED */
+    _Atomic int state; /* AG_T_FREE, AG_T_CLAIMED, AG_T_ACTIVE, AG_T_EXITED, AG_T_RETIRED */
     uint32_t gen;      /* 0..63 */
     int tid;
-    uint64_t tstate;   /* PyThreadState in this process */
+    _Atomic uint64_t tstate; /* PyThreadState in this process (0: not known yet) */
     timer_t timer;
-    bool has_timer;
+    _Atomic bool has_timer; /* whoever clears it deletes the timer */
+    bool hooked;            /* claimed at its creation (pthread_create interposer) */
     clockid_t cpu_clock;
     struct ag_ring *ring;
     void *scratch; /* AG_SCRATCH_SIZE bytes for the handler's stack walk */
+    /* Set by the creating thread for a hooked thread: its real start routine. */
+    void *(*start_routine)(void *);
+    void *start_arg;
     /* Handler-owned. */
-    uint64_t last_cpu_ns;
+    uint64_t last_cpu_ns; /* the thread's CPU clock at its last sample (already charged) */
     uint64_t rng;
+    /* Written by a hooked thread as it ends, before AG_T_EXITED. */
+    uint64_t exit_cpu_ns, exit_wall_ns;
     /* Collector-owned. */
     uint64_t wall_last_ns, wall_last_cpu_ns, retired_at_ns, seen_scan;
     uint64_t pending_off_ns; /* off-CPU time not yet charged (charged once it reaches 1 ms) */
 } __attribute__((aligned(64)));
 
-enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED };
+enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
 
 /* Global agent state (agent.c). */
 extern struct ag_config ag_cfg;
@@ -127,8 +144,11 @@ bool ag_safe_read(uint64_t addr, void *buf, size_t len);
 /* Walks tstate's frames into s (depth, frames, TRUNCATED); returns the innermost frame's opcode
  * or -1. Usable from a signal handler and from the collector (for another thread). */
 int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch);
-/* Arms (or re-arms) t's CPU timer with an exponential interval. */
-int ag_timer_create(struct ag_thread *t);
+/* Creates t's CPU timer and arms it: after first_ns of the thread's CPU time if not 0, else
+ * after an exponential interval. */
+int ag_timer_create(struct ag_thread *t, uint64_t first_ns);
+/* True when pc lies in the interpreter's own code (libpython, the executable, ld.so). */
+bool ag_pc_in_interpreter(uint64_t pc);
 void ag_timer_delete(struct ag_thread *t);
 uint64_t ag_exp_interval_ns(uint64_t *rng);
 uint64_t ag_now_ns(clockid_t clock);
@@ -161,6 +181,13 @@ void ag_collector_wake(void);
 void ag_collector_pause(void);
 void ag_collector_resume(void);
 void ag_collector_reset_child(void);
+/* Threads the interpreter starts (threadhooks.c): a slot claimed by the creating thread (NULL:
+ * none free, or not sampling), given back if the thread could not be created; the new thread
+ * starts its own sampling before it runs anything, and ends it from its key destructor. */
+struct ag_thread *ag_thread_claim(void *(*start_routine)(void *), void *arg);
+void ag_thread_unclaim(struct ag_thread *t);
+void ag_thread_begin(struct ag_thread *t);
+void ag_thread_end(struct ag_thread *t);
 
 /* schedstat.c (collector thread): the run-queue delay and CPU time of the program's threads,
  * from /proc/self/task/TID/schedstat. ag_sched_read adds what thread tid (in slot `slot` of

@@ -40,7 +40,7 @@ struct ag_code {
 };
 
 static struct ag_thread *threads; /* AG_MAX_THREADS entries, mmap'd */
-static size_t nthreads_used;      /* high-water mark */
+static _Atomic size_t nthreads_used; /* high-water mark (slots are claimed by any thread) */
 static struct ag_stats stats;
 static struct ag_mem_stats mstats;
 static uint32_t native_file = UINT32_MAX, native_func; /* the <native> pseudo-file, once seen */
@@ -509,7 +509,8 @@ static clockid_t thread_cpu_clock(int tid)
 
 static struct ag_thread *find_thread(int tid)
 {
-    for (size_t i = 0; i < nthreads_used; i++)
+    size_t n = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < n; i++)
         if (atomic_load(&threads[i].state) == AG_T_ACTIVE && threads[i].tid == tid)
             return &threads[i];
     return NULL;
@@ -534,11 +535,28 @@ static bool in_shutdown(const struct ag_thread *t)
     return shutdown.start_ns && t->tid == shutdown.tid;
 }
 
+/* Per thread slot: where its last CPU sample went (the thread's CPU time after it, when the
+ * thread ends, goes there too). */
+static struct {
+    bool valid;
+    enum ag_cat cat;
+    struct ag_attr attr;
+} last_cpu[AG_MAX_THREADS];
+
+/* CPU time of threads that ended before any sample of theirs was taken (threads shorter than
+ * the sampling interval, or than the kernel's tick): it goes with the next CPU sample of a
+ * thread counted from its creation, as a timer over all such threads would have charged it.
+ * last_hooked: where the last such sample went (for what is left at the end). */
+static uint64_t carry_ns;
+static struct ag_attr last_hooked;
+static enum ag_cat last_hooked_cat;
+
 static void drain(struct ag_thread *t)
 {
     struct ag_ring *r = t->ring;
     if (!r)
         return;
+    size_t slot = (size_t)(t - threads);
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
     for (; tail != head; tail++) {
@@ -547,9 +565,23 @@ static void drain(struct ag_thread *t)
             shutdown.sampled_ns[(s->flags & AG_S_NATIVE) ? 1 : 0] += s->weight_ns;
             continue;
         }
-        struct ag_attr a = process(s, (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON);
+        enum ag_cat cat = (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON;
+        struct ag_attr a = process(s, cat);
         if (ag_unwind_ok)
             native_sample(s, &a);
+        if (a.kind == ATTR_NONE)
+            continue;
+        last_cpu[slot].valid = true;
+        last_cpu[slot].cat = cat;
+        last_cpu[slot].attr = a;
+        if (t->hooked) {
+            last_hooked = a;
+            last_hooked_cat = cat;
+            if (carry_ns) {
+                charge(&a, cat, carry_ns);
+                carry_ns = 0;
+            }
+        }
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     stats.dropped += atomic_exchange(&r->dropped, 0);
@@ -559,50 +591,203 @@ static void retire(struct ag_thread *t, uint64_t now)
 {
     ag_timer_delete(t);
     drain(t);
-    t->retired_at_ns = now;
+    size_t slot = (size_t)(t - threads);
+    last_cpu[slot].valid = false;
+    wall_cache[slot].valid = false;
+    /* A thread counted from its creation deleted its own timer with its signal blocked, and
+     * took it along when it ended: no late signal can come, its slot is free at once (so that
+     * thousands of short threads use a handful of slots). */
+    t->retired_at_ns = t->hooked && now > RETIRE_GRACE_NS ? now - RETIRE_GRACE_NS - 1 : now;
     atomic_store_explicit(&t->state, AG_T_RETIRED, memory_order_release);
+}
+
+/* A free slot (or one retired long enough ago), marked AG_T_CLAIMED; NULL if there is none.
+ * Called by the collector and by any thread that creates a thread. */
+static struct ag_thread *claim_slot(uint64_t now)
+{
+    size_t n = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < n; i++) {
+        struct ag_thread *t = &threads[i];
+        int st = atomic_load(&t->state);
+        if (st == AG_T_RETIRED && now - t->retired_at_ns <= RETIRE_GRACE_NS)
+            continue;
+        if ((st == AG_T_FREE || st == AG_T_RETIRED) &&
+            atomic_compare_exchange_strong(&t->state, &st, AG_T_CLAIMED))
+            return t;
+    }
+    for (;;) {
+        if (n >= AG_MAX_THREADS)
+            return NULL;
+        if (atomic_compare_exchange_weak(&nthreads_used, &n, n + 1))
+            break;
+    }
+    /* A new slot is FREE (zeroed, or emptied in a forked child): it is ours. */
+    struct ag_thread *t = &threads[n];
+    int st = AG_T_FREE;
+    return atomic_compare_exchange_strong(&t->state, &st, AG_T_CLAIMED) ? t : NULL;
+}
+
+/* The slot's ring and scratch memory (mapped once, kept when the slot is reused). */
+static bool slot_memory(struct ag_thread *t)
+{
+    if (t->ring)
+        return true;
+    ag_mtls.guard++; /* the agent's memory is not the program's */
+    void *m = mmap(NULL, sizeof(struct ag_ring) + AG_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ag_mtls.guard--;
+    if (m == MAP_FAILED)
+        return false;
+    t->scratch = (unsigned char *)m + sizeof(struct ag_ring);
+    t->ring = m;
+    return true;
+}
+
+static void reset_ring(struct ag_thread *t)
+{
+    atomic_store(&t->ring->head, 0);
+    atomic_store(&t->ring->tail, 0);
+    atomic_store(&t->ring->dropped, 0);
 }
 
 static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64_t scan)
 {
-    struct ag_thread *t = NULL;
-    for (size_t i = 0; i < nthreads_used && !t; i++) {
-        int st = atomic_load(&threads[i].state);
-        if (st == AG_T_FREE || (st == AG_T_RETIRED && now - threads[i].retired_at_ns > RETIRE_GRACE_NS))
-            t = &threads[i];
-    }
-    if (!t) {
-        if (nthreads_used >= AG_MAX_THREADS)
-            return;
-        t = &threads[nthreads_used++];
-    }
-    if (!t->ring) {
-        void *m = mmap(NULL, sizeof(struct ag_ring) + AG_SCRATCH_SIZE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED)
-            return;
-        t->ring = m;
-        t->scratch = (unsigned char *)m + sizeof(struct ag_ring);
+    struct ag_thread *t = claim_slot(now);
+    if (!t)
+        return;
+    if (!slot_memory(t)) {
+        atomic_store(&t->state, AG_T_FREE);
+        return;
     }
     t->pending_off_ns = 0;
-    wall_cache[t - threads].valid = false;
-    atomic_store(&t->ring->head, 0);
-    atomic_store(&t->ring->tail, 0);
-    atomic_store(&t->ring->dropped, 0);
+    reset_ring(t);
     t->gen = (t->gen + 1) & 63;
+    t->hooked = false;
     t->tid = tid;
     t->tstate = tstate;
     t->cpu_clock = thread_cpu_clock(tid);
     t->last_cpu_ns = ag_now_ns(t->cpu_clock);
-    if (!t->last_cpu_ns)
+    if (!t->last_cpu_ns) {
+        atomic_store(&t->state, AG_T_FREE);
         return; /* the thread is already gone */
+    }
     t->rng = hm_hash64(((uint64_t)tid << 32) ^ now);
     t->wall_last_ns = now;
     t->wall_last_cpu_ns = t->last_cpu_ns;
     t->seen_scan = scan;
     atomic_store_explicit(&t->state, AG_T_ACTIVE, memory_order_release);
-    if (ag_signal > 0 && ag_timer_create(t) != 0)
+    if (ag_signal > 0 && ag_timer_create(t, 0) != 0)
         log_debug("agent: no CPU timer for thread %d: %s", tid, strerror(errno));
+}
+
+/* ---- threads counted from their creation (threadhooks.c) ----
+ *
+ * The creating thread claims a slot; the new thread fills it and arms its timer before it runs
+ * anything, with its CPU clock read as 0 at its creation, so that every nanosecond of its CPU
+ * time is charged: by its samples, then (ag_thread_end) the time since its last sample goes
+ * where that sample went, or, for a thread that ended before any sample, with the next sample
+ * of such a thread (carry_ns). */
+
+/* The first sample of a thread comes early (the kernel checks CPU timers at its tick: it lands
+ * on the first tick after this much CPU time), so that short threads get samples of their own. */
+#define FIRST_SAMPLE_NS 500000ULL
+
+struct ag_thread *ag_thread_claim(void *(*start_routine)(void *), void *arg)
+{
+    if (!threads || ag_signal <= 0 || !atomic_load(&ag_running) ||
+        atomic_load(&finish_started))
+        return NULL;
+    struct ag_thread *t = claim_slot(ag_now_ns(CLOCK_MONOTONIC));
+    if (!t)
+        return NULL;
+    if (!slot_memory(t)) {
+        atomic_store(&t->state, AG_T_FREE);
+        return NULL;
+    }
+    t->start_routine = start_routine;
+    t->start_arg = arg;
+    t->gen = (t->gen + 1) & 63;
+    t->hooked = true;
+    return t;
+}
+
+void ag_thread_unclaim(struct ag_thread *t)
+{
+    atomic_store(&t->state, AG_T_FREE);
+}
+
+void ag_thread_begin(struct ag_thread *t)
+{
+    int tid = (int)syscall(SYS_gettid);
+    t->tid = tid;
+    atomic_store(&t->tstate, 0);
+    t->cpu_clock = thread_cpu_clock(tid);
+    t->last_cpu_ns = 0; /* the thread's CPU clock started when it was created */
+    t->rng = hm_hash64(((uint64_t)tid << 32) ^ ag_now_ns(CLOCK_MONOTONIC));
+    t->pending_off_ns = 0;
+    t->seen_scan = 0;
+    t->wall_last_ns = ag_now_ns(CLOCK_MONOTONIC);
+    t->wall_last_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+    reset_ring(t);
+    atomic_store_explicit(&t->state, AG_T_ACTIVE, memory_order_release);
+    if (ag_timer_create(t, FIRST_SAMPLE_NS) != 0)
+        log_debug("agent: no CPU timer for thread %d: %s", tid, strerror(errno));
+}
+
+void ag_thread_end(struct ag_thread *t)
+{
+    if (atomic_load(&t->state) != AG_T_ACTIVE || t->tid != (int)syscall(SYS_gettid))
+        return; /* a forked child's copy, or sampling has ended */
+    /* No sample of this thread after its exit time is read: its signal is blocked for the few
+     * instructions it has left, and its timer goes. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, ag_signal);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    ag_timer_delete(t);
+    t->exit_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->exit_wall_ns = ag_now_ns(CLOCK_MONOTONIC);
+    int st = AG_T_ACTIVE;
+    atomic_compare_exchange_strong_explicit(&t->state, &st, AG_T_EXITED, memory_order_release,
+                                            memory_order_relaxed);
+}
+
+/* Charges what the threads that ended since the last tick left (collector, lock held). */
+static void end_exited_threads(uint64_t now)
+{
+    size_t n = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < n; i++) {
+        struct ag_thread *t = &threads[i];
+        if (atomic_load_explicit(&t->state, memory_order_acquire) != AG_T_EXITED)
+            continue;
+        drain(t);
+        uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
+        if (last_cpu[i].valid)
+            charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
+        else
+            carry_ns += rest; /* a thread of the interpreter's: its time is Python's */
+        if (!ag_cfg.virtual_time && t->exit_wall_ns > t->wall_last_ns) {
+            int64_t off = (int64_t)(t->exit_wall_ns - t->wall_last_ns) -
+                          (int64_t)(t->exit_cpu_ns - t->wall_last_cpu_ns);
+            uint64_t weight = t->pending_off_ns + (off > 0 ? (uint64_t)off : 0);
+            const struct ag_attr *a = wall_cache[i].valid ? &wall_cache[i].attr
+                                      : last_cpu[i].valid ? &last_cpu[i].attr
+                                                          : NULL;
+            if (a && weight)
+                charge(a, AG_SYS, weight);
+        }
+        retire(t, now);
+    }
+}
+
+/* What is still carried when sampling ends goes where the last such sample went. */
+static void end_carry(void)
+{
+    if (carry_ns && last_hooked.kind != ATTR_NONE)
+        charge(&last_hooked, last_hooked_cat, carry_ns);
+    else if (carry_ns)
+        log_debug("agent: %.3f ms of CPU of short threads never sampled", carry_ns / 1e6);
+    carry_ns = 0;
 }
 
 /* Walks every interpreter's thread list, starts sampling new threads and retires ended ones. */
@@ -647,8 +832,11 @@ static void scan_threads(uint64_t now)
     }
     if (!complete)
         return; /* a torn list says nothing about which threads ended */
-    for (size_t i = 0; i < nthreads_used; i++)
-        if (atomic_load(&threads[i].state) == AG_T_ACTIVE && threads[i].seen_scan != scan)
+    /* Threads counted from their creation end on their own (end_exited_threads). */
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++)
+        if (atomic_load(&threads[i].state) == AG_T_ACTIVE && !threads[i].hooked &&
+            threads[i].seen_scan != scan)
             retire(&threads[i], now);
 }
 
@@ -656,9 +844,10 @@ static void scan_threads(uint64_t now)
  * charged to where it is now. */
 static void wall_samples(uint64_t now, bool flush)
 {
-    for (size_t i = 0; i < nthreads_used; i++) {
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++) {
         struct ag_thread *t = &threads[i];
-        if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
+        if (atomic_load(&t->state) != AG_T_ACTIVE || !atomic_load(&t->tstate) || in_shutdown(t))
             continue;
         uint64_t cpu = ag_now_ns(t->cpu_clock);
         if (!cpu)
@@ -711,7 +900,8 @@ static void sched_reads(uint64_t now, bool flush)
 /* Everything the threads' rings and the memory queue hold. */
 static void drain_all(void)
 {
-    for (size_t i = 0; i < nthreads_used; i++)
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++)
         if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
             drain(&threads[i]);
     drain_memory();
@@ -728,6 +918,7 @@ static void tick(bool flush)
         wall_samples(now, flush);
     sched_reads(now, flush);
     drain_all();
+    end_exited_threads(now);
 }
 
 /* <interpreter shutdown> is profiled unless --profile-exclude names it or --profile-only does
@@ -778,12 +969,14 @@ static void finish_locked(void)
 {
     atomic_store(&ag_running, false);
     atomic_store(&ag_mem_on, false);
-    for (size_t i = 0; i < nthreads_used; i++) {
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++) {
         if (atomic_load(&threads[i].state) != AG_T_ACTIVE)
             continue;
         ag_timer_delete(&threads[i]);
     }
     tick(true); /* the last off-CPU interval and whatever the rings still hold */
+    end_carry();
     uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
     charge_shutdown(end);
     double elapsed = (double)(end - start_mono_ns) / 1e9;
@@ -860,6 +1053,8 @@ static void reset_state(void)
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
     last_scan_ns = 0;
+    carry_ns = 0;
+    last_hooked.kind = ATTR_NONE;
 }
 
 int ag_collector_start(void)
@@ -986,11 +1181,14 @@ void ag_collector_reset_child(void)
     ag_live_marker(true);
     /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
      * code-object cache (the child has the same objects). */
-    for (size_t i = 0; i < nthreads_used; i++) {
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++) {
         threads[i].has_timer = false;
         atomic_store(&threads[i].state, AG_T_FREE);
     }
     nthreads_used = 0;
+    memset(wall_cache, 0, sizeof(wall_cache));
+    memset(last_cpu, 0, sizeof(last_cpu));
     hm_clear(&code_by_addr); /* its entries point into the parent's statistics */
     ncodes = 0;
     reset_state();

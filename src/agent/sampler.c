@@ -72,13 +72,18 @@ uint64_t ag_exp_interval_ns(uint64_t *rng)
     return (uint64_t)(s * 1e9);
 }
 
+static uintptr_t self_base; /* where this library is loaded */
+
 static int add_range(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     (void)data;
     const char *name = info->dlpi_name ? info->dlpi_name : "";
+    /* The agent itself too: its interposers (malloc family, memcpy) forward to libc, whose own
+     * code is outside; a PC in them is judged by the opcode. */
     bool wanted = name[0] == 0 || strstr(name, "libpython") || strstr(name, "/ld-linux") ||
-                  strstr(name, "/ld64") || strstr(name, "ld-linux");
+                  strstr(name, "/ld64") || strstr(name, "ld-linux") ||
+                  (info->dlpi_addr == self_base && self_base);
     if (!wanted)
         return 0;
     for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
@@ -92,7 +97,29 @@ static int add_range(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static bool pc_in_interpreter(uint64_t pc)
+/* The eval loop's own code (_PyEval_EvalFrameDefault, from its dynamic symbol): on a call
+ * instruction, a PC there is the interpreter dispatching the call or setting up a Python
+ * callee's frame, not the callee's C code (which runs in functions of its own). */
+static uint64_t eval_start, eval_end;
+
+static bool pc_in_eval_loop(uint64_t pc)
+{
+    return pc >= eval_start && pc < eval_end;
+}
+
+static void find_eval_loop(void)
+{
+    void *sym = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *entry = NULL;
+    if (!sym || !dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) || !entry ||
+        entry->st_size == 0)
+        return;
+    eval_start = (uint64_t)(uintptr_t)sym;
+    eval_end = eval_start + entry->st_size;
+}
+
+bool ag_pc_in_interpreter(uint64_t pc)
 {
     for (int i = 0; i < nranges; i++)
         if (pc >= ranges[i].start && pc < ranges[i].end)
@@ -108,7 +135,7 @@ struct walk_scratch {
     unsigned char chunk[AG_CHUNK_COPY];
     unsigned char headers[AG_MAX_DEPTH][256];
     struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
-    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH];
+    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH], addr[AG_MAX_DEPTH];
     uint8_t owner[AG_MAX_DEPTH], group[AG_MAX_DEPTH];
 };
 
@@ -151,6 +178,29 @@ static bool read_tstate(uint64_t tstate, int expect_tid, uint64_t *frame, uint64
     return first && read_u64(first + L->cframe_current_frame, frame);
 }
 
+/* Offsets of co_nlocalsplus and co_stacksize (ints) in a code object (0: unknown). */
+static uint64_t off_nlocalsplus, off_stacksize;
+
+/* True when the thread's frame stack goes on above the innermost frame, at frame (whose code
+ * header is co): a Python frame has been pushed but is not running yet (a call into a Python
+ * function setting up its frame, arguments and locals) or has ended and is being cleared (its
+ * locals released). The frame of code co takes localsplus + (co_nlocalsplus + co_stacksize)
+ * slots of the data stack (_PyFrame_PushUnchecked: co_framesize). Only for a frame in the
+ * current chunk, whose top is the thread's datastack_top. */
+static bool frame_above(uint64_t frame, const uint8_t *co, uint64_t chunk, uint64_t top)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    if (!off_nlocalsplus || !chunk || frame <= chunk || frame >= top)
+        return false;
+    int32_t nlocalsplus, stacksize;
+    memcpy(&nlocalsplus, co + off_nlocalsplus, 4);
+    memcpy(&stacksize, co + off_stacksize, 4);
+    if (nlocalsplus < 0 || stacksize < 0)
+        return false;
+    uint64_t end = frame + L->fr_localsplus + 8 * ((uint64_t)nlocalsplus + (uint64_t)stacksize);
+    return top > end;
+}
+
 int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch_mem)
 {
     const struct py_layout *L = &ag_rt.layout;
@@ -183,6 +233,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         }
         const uint8_t *fr;
         uint8_t one[128];
+        uint64_t here = frame;
         if (frame >= chunk && frame - chunk + frsize <= copied) {
             fr = w->chunk + (frame - chunk);
         } else if (ag_safe_read(frame, one, frsize)) {
@@ -203,6 +254,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
         if (code && owner != L->owner_cstack && owner != L->owner_interpreter) {
             w->code[n] = code;
             w->instr[n] = instr;
+            w->addr[n] = here;
             w->owner[n] = (uint8_t)owner;
             w->group[n] = (uint8_t)(group < 255 ? group : 255);
             n++;
@@ -251,10 +303,45 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
             uint8_t unit[2];
             if (ag_safe_read(w->code[i] + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
                 opcode = unit[0];
+            if (frame_above(w->addr[i], co, chunk, top))
+                s->flags |= AG_S_FRAME_ABOVE;
         }
         s->depth++;
     }
     return opcode;
+}
+
+/* The thread state whose native thread id is tid, from the interpreters' lists (0: none yet).
+ * For a thread counted from its creation, whose state the collector has not seen yet. */
+static uint64_t find_tstate(int tid)
+{
+    const struct py_layout *L = &ag_rt.layout;
+    uint64_t interp = 0;
+    if (!ag_safe_read(ag_rt.runtime_addr + L->rt_interpreters_head, &interp, 8))
+        return 0;
+    for (int ni = 0; interp && ni < 64; ni++) {
+        uint64_t tstate = 0, next = 0;
+        if (!ag_safe_read(interp + L->is_threads_head, &tstate, 8) ||
+            !ag_safe_read(interp + L->is_next, &next, 8))
+            return 0;
+        for (int nt = 0; tstate && nt < AG_MAX_THREADS; nt++) {
+            uint64_t native = 0, tnext = 0;
+            if (!ag_safe_read(tstate + L->ts_native_thread_id, &native, 8) ||
+                !ag_safe_read(tstate + L->ts_next, &tnext, 8))
+                return 0;
+            if ((int64_t)native == tid)
+                return tstate;
+            tstate = tnext;
+        }
+        interp = next;
+    }
+    return 0;
+}
+
+static void arm_after(struct ag_thread *t, uint64_t ns)
+{
+    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
+    timer_settime(t->timer, 0, &its, NULL);
 }
 
 static void arm(struct ag_thread *t)
@@ -400,6 +487,18 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     if (t->tid != (int)syscall(SYS_gettid))
         goto out;
 
+    /* A thread counted from its creation may not have a thread state yet (or the collector has
+     * not seen it): look for it; until there is one, its CPU time waits for its first sample. */
+    uint64_t tstate = atomic_load_explicit(&t->tstate, memory_order_relaxed);
+    if (!tstate) {
+        tstate = find_tstate(t->tid);
+        if (!tstate) {
+            arm(t);
+            goto out;
+        }
+        atomic_store_explicit(&t->tstate, tstate, memory_order_relaxed);
+    }
+
     uint64_t now = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t weight = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
     t->last_cpu_ns = now;
@@ -415,10 +514,16 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     struct ag_sample *s = (struct ag_sample *)r->slots[head % AG_RING_SLOTS];
     s->weight_ns = weight;
     s->flags = 0;
-    int opcode = ag_walk_stack(t->tstate, t->tid, s, t->scratch);
+    int opcode = ag_walk_stack(tstate, t->tid, s, t->scratch);
     const ucontext_t *uc = uctx;
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    if ((opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode)) || !pc_in_interpreter(pc))
+    /* Native: inside a call into C (the innermost frame on a call instruction that may call
+     * C, and the PC not in the eval loop itself), or the PC outside the interpreter; but never
+     * while a Python frame is being set up or cleared above the innermost one (the memcpy or
+     * free of that is the call's own work). */
+    bool c_call = opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode) &&
+                  !pc_in_eval_loop(pc);
+    if ((c_call || !ag_pc_in_interpreter(pc)) && !(s->flags & AG_S_FRAME_ABOVE))
         s->flags |= AG_S_NATIVE;
     s->native_depth = 0;
     s->native_truncated = 0;
@@ -453,7 +558,17 @@ static int pick_signal(void)
 
 int ag_sampler_init(void)
 {
+    const struct py_heap_layout *H = py_heap_layout_table(ag_rt.minor);
+    if (H && H->co_nlocalsplus + 4 <= ag_rt.layout.co_size &&
+        H->co_stacksize + 4 <= ag_rt.layout.co_size) {
+        off_nlocalsplus = H->co_nlocalsplus;
+        off_stacksize = H->co_stacksize;
+    }
+    find_eval_loop();
     nranges = 0;
+    Dl_info self;
+    if (dladdr((void *)&ag_sampler_init, &self) && self.dli_fbase)
+        self_base = (uintptr_t)self.dli_fbase;
     dl_iterate_phdr(add_range, NULL);
     if (ag_cfg.stacks)
         ag_unwind_ok = ag_unwind_init();
@@ -473,7 +588,7 @@ int ag_sampler_init(void)
     return 0;
 }
 
-int ag_timer_create(struct ag_thread *t)
+int ag_timer_create(struct ag_thread *t, uint64_t first_ns)
 {
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));
@@ -483,14 +598,18 @@ int ag_timer_create(struct ag_thread *t)
     sev.sigev_value.sival_ptr = (void *)((uintptr_t)t | t->gen);
     if (timer_create(t->cpu_clock, &sev, &t->timer) != 0)
         return -1;
-    t->has_timer = true;
-    arm(t);
+    atomic_store(&t->has_timer, true);
+    if (first_ns)
+        arm_after(t, first_ns);
+    else
+        arm(t);
     return 0;
 }
 
+/* The collector (ending sampling, retiring a thread) and a hooked thread ending itself may race:
+ * one of them deletes the timer. */
 void ag_timer_delete(struct ag_thread *t)
 {
-    if (t->has_timer)
+    if (atomic_exchange(&t->has_timer, false))
         timer_delete(t->timer);
-    t->has_timer = false;
 }

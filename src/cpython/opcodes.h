@@ -12,7 +12,9 @@
 /* True when `opcode`, the low byte of a code unit of co_code_adaptive (generic, specialised or
  * instrumented), is in the CALL family of CPython 3.<minor>: every CALL* and INSTRUMENTED_CALL*
  * opcode, and on 3.11 PRECALL and every PRECALL_* (the specialised PRECALLs make the C call
- * themselves), but not CALL_INTRINSIC_1/2. False for every opcode of a version with no table.
+ * themselves), but not CALL_INTRINSIC_1/2, nor the specialisations whose callee is a Python
+ * function (CALL_PY_*, CALL_BOUND_METHOD_*, CALL_ALLOC_AND_ENTER_INIT, CALL_KW_PY,
+ * CALL_KW_BOUND_METHOD, PRECALL_PYFUNC, PRECALL_BOUND_METHOD: frame set-up, not C work). False for every opcode of a version with no table.
  * INSTRUMENTED_LINE and INSTRUMENTED_INSTRUCTION (sys.monitoring, settrace, coverage) hide the real
  * opcode in co->_co_monitoring and are not in the family: a caller that wants them resolved must
  * follow that table itself. */

@@ -6,7 +6,10 @@ co_code_adaptive (a generic, specialised or instrumented opcode).
 The family: every opcode whose name starts with "CALL" (generic, specialised), every
 INSTRUMENTED_CALL*, and on 3.11 PRECALL and its PRECALL_* specialisations (on 3.11 the specialised
 PRECALLs make the C call themselves), but never CALL_INTRINSIC_1/2 (small helpers of the compiler,
-not calls the program wrote; Scalene leaves them out too). Why the family matters:
+not calls the program wrote; Scalene leaves them out too), nor the specialisations whose callee is
+a Python function (PYTHON_CALLEES: CALL_PY_*, CALL_BOUND_METHOD_*, CALL_ALLOC_AND_ENTER_INIT,
+CALL_KW_PY, CALL_KW_BOUND_METHOD, 3.11's PRECALL_PYFUNC and PRECALL_BOUND_METHOD): time on those
+is the frame set-up of a call into Python, not C work. Why the family matters:
 shared/reference/agent-sampling.md sections 4 and 5.
 
 Where the names and numbers come from, per interpreter (run in that interpreter, --dump):
@@ -37,6 +40,10 @@ Regenerating opcodes.c (what was run for the committed file):
   M="CPython 3.14.2's Lib/_opcode_metadata.py in the npm package pyodide@314.0.7"
   python3 tests/tools/gen_opcodes.py --metadata "3.14=/tmp/_opcode_metadata.py,$M" \
       > src/cpython/opcodes.c
+When the Python callees left the family (issue 10, item 8), pyodide's file was not at hand: the
+3.14 input was a file holding `opmap` = the CALL* names and numbers listed in the previous 3.14
+comment of opcodes.c (which came from that file) and an empty `_specialized_opmap`; the family
+is computed from names alone, so the table is the one the full file gives.
 """
 import argparse
 import glob
@@ -48,10 +55,19 @@ import sys
 
 RELEASE = re.compile(r"^3\.(\d+)\.(\d+)$")
 EXCLUDED = {"CALL_INTRINSIC_1", "CALL_INTRINSIC_2"}
+# Specialised calls whose callee is a Python function (its frame is pushed by the eval loop, or
+# the instruction only rearranges the stack for the CALL that follows): time on them is frame
+# set-up, not C work (issue 10, item 8). CALL_ALLOC_AND_ENTER_INIT allocates a plain instance of
+# a class with a Python __init__ and pushes that __init__'s frame.
+PYTHON_CALLEES = {
+    "CALL_PY_EXACT_ARGS", "CALL_PY_WITH_DEFAULTS", "CALL_PY_GENERAL",
+    "CALL_BOUND_METHOD_EXACT_ARGS", "CALL_BOUND_METHOD_GENERAL", "CALL_ALLOC_AND_ENTER_INIT",
+    "CALL_KW_PY", "CALL_KW_BOUND_METHOD", "PRECALL_PYFUNC", "PRECALL_BOUND_METHOD",
+}
 
 
 def is_call_family(name, minor):
-    if name in EXCLUDED:
+    if name in EXCLUDED or name in PYTHON_CALLEES:
         return False
     if name.startswith("CALL") or name.startswith("INSTRUMENTED_CALL"):
         return True
@@ -152,10 +168,13 @@ def render(tables):
         " * every installed interpreter. Do not edit the tables by hand.",
         " *",
         " * The family is every opcode named CALL* (generic and specialised) and",
-        " * INSTRUMENTED_CALL*, plus PRECALL and PRECALL_* on 3.11, less CALL_INTRINSIC_1/2: an",
-        " * instruction pointer that rests on one of them means the thread is inside a call,",
-        " * usually into C (shared/reference/agent-sampling.md sections 4 and 5). Looked up from",
-        " * signal handlers: constant data, no locks, no allocation. */",
+        " * INSTRUMENTED_CALL*, plus PRECALL and PRECALL_* on 3.11, less CALL_INTRINSIC_1/2 and",
+        " * less the specialisations whose callee is a Python function (CALL_PY_*,",
+        " * CALL_BOUND_METHOD_*, CALL_ALLOC_AND_ENTER_INIT, CALL_KW_PY, CALL_KW_BOUND_METHOD,",
+        " * PRECALL_PYFUNC, PRECALL_BOUND_METHOD): an instruction pointer that rests on one of them",
+        " * means the thread is inside a call that may be into C (shared/reference/agent-sampling.md",
+        " * sections 4 and 5). Looked up from signal handlers: constant data, no locks, no",
+        " * allocation. */",
         '#include "cpython/opcodes.h"',
         "",
     ]
