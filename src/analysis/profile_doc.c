@@ -154,7 +154,9 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what)
     if ((err = num(root, "elapsed_time_sec", &d->elapsed_sec, what)) ||
         (err = num(root, "sampled_time_sec", &d->sampled_sec, what)) ||
         (err = num(root, "cpu_sampling_rate", &d->sampling_rate_sec, what)) ||
-        (err = num(root, "start_time_absolute", &d->start_time_absolute, what)))
+        (err = num(root, "start_time_absolute", &d->start_time_absolute, what)) ||
+        (err = num(root, "n_samples", &d->n_samples, what)) ||
+        (err = num(root, "memory_sampling_window", &d->mem_window, what)))
         goto fail;
     if (!json_is_object(files)) {
         err = bad(what, "files", "is missing (not a scry or Scalene profile)");
@@ -166,6 +168,8 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what)
         /* Scalene's files lack it: percentages are then of the elapsed time. */
         d->sampled_sec = d->elapsed_sec;
     }
+    if (d->mem_window <= 0)
+        d->mem_window = MB;
     if (d->sampling_rate_sec <= 0)
         d->sampling_rate_sec = 0.01;
 

@@ -44,6 +44,8 @@ struct pdoc {
     const char *program; /* "" when absent */
     double elapsed_sec, sampled_sec, sampling_rate_sec, start_time_absolute;
     bool virtual_time, memory;
+    double n_samples;  /* every sample (charged or not); 0 when absent */
+    double mem_window; /* memory_sampling_window in bytes (1 MiB when absent) */
     struct pdoc_entry *lines, *funcs;
     size_t nlines, nfuncs;
     struct pdoc_frame *frames;

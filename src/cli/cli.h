@@ -22,6 +22,7 @@ int cmd_view(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
