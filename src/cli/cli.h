@@ -58,7 +58,7 @@ bool cli_parse_percent(const char *s, double *out);
 int cli_view_export(const char *path, const char *format, const char *outfile);
 /* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
 int cli_write_output(const char *path, const struct strbuf *sb);
-/* The exports of the whole profile document (view_export.c): pprof and trace. */
+/* The exports of the whole profile document (view_export.c): pprof, trace, firefox. */
 bool cli_view_doc_format(const char *format);
 int cli_view_export_doc(const char *path, const char *format, const char *outfile);
 /* Whether the file starts with a heap snapshot's magic (SCRYSNAP); false if it cannot be read. */

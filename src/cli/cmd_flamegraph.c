@@ -111,7 +111,7 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
     if (cli_view_doc_format(format))
         return cli_view_export_doc(path, format, outfile);
     if (!folded && strcmp(format, "speedscope") != 0)
-        return cli_usage_error(false, "--format takes folded, speedscope, pprof or trace, not '%s'",
+        return cli_usage_error(false, "--format takes folded, speedscope, pprof, trace or firefox, not '%s'",
                                format);
     struct stk_tree t;
     stk_init(&t, false);

@@ -1,4 +1,4 @@
-/* `scry view --format pprof|trace -o FILE`: exports that read the whole profile document (time
+/* `scry view --format pprof|trace|firefox -o FILE`: exports that read the whole profile document (time
  * split and memory per line, call stacks) rather than only its stacks. cmd_flamegraph.c's
  * cli_view_export hands these formats over. */
 #include <stdlib.h>
@@ -8,12 +8,14 @@
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "render/firefox_profile.h"
 #include "render/pprof.h"
 #include "render/trace_event.h"
 
 bool cli_view_doc_format(const char *format)
 {
-    return strcmp(format, "pprof") == 0 || strcmp(format, "trace") == 0;
+    return strcmp(format, "pprof") == 0 || strcmp(format, "trace") == 0 ||
+           strcmp(format, "firefox") == 0;
 }
 
 int cli_view_export_doc(const char *path, const char *format, const char *outfile)
@@ -36,6 +38,12 @@ int cli_view_export_doc(const char *path, const char *format, const char *outfil
     if (strcmp(format, "pprof") == 0) {
         struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
         if (pprof_write(&d, &po, &out) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+    } else if (strcmp(format, "firefox") == 0) {
+        struct firefox_opts fo = {.exporter = "scry " SCRY_VERSION};
+        if (firefox_profile_write(&d, &fo, &out) != 0) {
             status = cli_report_error(false);
             goto out;
         }
