@@ -87,8 +87,14 @@ static double variance(double v, double w)
     return (v > w ? v : w) * w;
 }
 
+/* The speed factor of --normalize: k, the after/before ratio of the seconds of the function
+ * at the time-weighted median of every function's ratio, and its relative variance. */
+struct scale {
+    double k, rel_var;
+};
+
 static void fill(struct cmp_row *r, const struct pdoc *db, const struct pdoc_entry *b,
-                 const struct pdoc *da, const struct pdoc_entry *a)
+                 const struct pdoc *da, const struct pdoc_entry *a, const struct scale *sc)
 {
     double wb = weight(db, b), wa = weight(da, a);
     r->score = -1;
@@ -100,6 +106,12 @@ static void fill(struct cmp_row *r, const struct pdoc *db, const struct pdoc_ent
         bool mem = k == CMP_ALLOC || k == CMP_KEPT;
         double vb = mem ? variance(c->before, db->mem_window) : variance(c->before, wb);
         double va = mem ? variance(c->after, da->mem_window) : variance(c->after, wa);
+        if (!mem && sc) {
+            /* after / k, with k's own error: var(x/k) = var(x)/k² + (x/k)² rel_var(k). */
+            c->after /= sc->k;
+            va = va / (sc->k * sc->k) + c->after * c->after * sc->rel_var;
+            c->delta = c->after - c->before;
+        }
         c->sigma = sqrt(vb + va);
         c->z = c->sigma > 0 ? c->delta / c->sigma : 0;
         c->pct = c->before > 0 ? 100.0 * c->delta / c->before : (c->after > 0 ? INFINITY : 0);
@@ -116,14 +128,68 @@ static void fill(struct cmp_row *r, const struct pdoc *db, const struct pdoc_ent
     }
 }
 
-int cmp_profiles(const struct pdoc *before, const struct pdoc *after, struct cmp_result *out)
+/* A matched row's two sides (either may be NULL); w > 0 marks a function. */
+struct pair {
+    const struct pdoc_entry *b, *a;
+    double ratio, w;
+};
+
+static int cmp_ratio(const void *x, const void *y)
+{
+    const struct pair *p = x, *q = y;
+    return (p->ratio > q->ratio) - (p->ratio < q->ratio);
+}
+
+/* The time-weighted median of the functions' after/before ratios (functions with time on both
+ * sides); false when there is none. */
+static bool median_scale(const struct pdoc *db, const struct pdoc *da, struct pair *pairs,
+                         size_t n, struct scale *sc)
+{
+    struct pair *fs = malloc((n ? n : 1) * sizeof(*fs));
+    size_t m = 0;
+    double total = 0;
+    if (!fs)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        double tb = value(pairs[i].b, CMP_TIME), ta = value(pairs[i].a, CMP_TIME);
+        if (pairs[i].w > 0 /* a function */ && tb > 0 && ta > 0) {
+            fs[m] = pairs[i];
+            fs[m].ratio = ta / tb;
+            fs[m].w = tb;
+            total += tb;
+            m++;
+        }
+    }
+    bool ok = m > 0;
+    if (ok) {
+        qsort(fs, m, sizeof(*fs), cmp_ratio);
+        double acc = 0;
+        size_t i = 0;
+        for (; i + 1 < m; i++) {
+            acc += fs[i].w;
+            if (acc >= total / 2)
+                break;
+        }
+        sc->k = fs[i].ratio;
+        double tb = value(fs[i].b, CMP_TIME), ta = value(fs[i].a, CMP_TIME);
+        sc->rel_var = weight(db, fs[i].b) / tb + weight(da, fs[i].a) / ta;
+    }
+    free(fs);
+    return ok;
+}
+
+int cmp_profiles(const struct pdoc *before, const struct pdoc *after, bool normalize,
+                 struct cmp_result *out)
 {
     memset(out, 0, sizeof(*out));
+    out->scale = 1;
     size_t n = before->nfuncs + before->nlines + after->nfuncs + after->nlines;
     struct side *sides = malloc((n ? n : 1) * sizeof(*sides));
+    struct pair *pairs = malloc((n ? n : 1) * sizeof(*pairs));
     out->rows = calloc(n ? n : 1, sizeof(*out->rows));
-    if (!sides || !out->rows) {
+    if (!sides || !out->rows || !pairs) {
         free(sides);
+        free(pairs);
         free(out->rows);
         out->rows = NULL;
         return err_fail(SCRY_E_NO_MEMORY, "out of memory comparing profiles");
@@ -147,18 +213,29 @@ int cmp_profiles(const struct pdoc *before, const struct pdoc *after, struct cmp
             if (sides[j].which == 1 && !a)
                 a = sides[j].e;
         }
-        struct cmp_row *r = &out->rows[out->nrows++];
+        struct cmp_row *r = &out->rows[out->nrows];
         const struct pdoc_entry *any = a ? a : b;
         r->function = sides[i].function;
         r->file = any->file;
         r->func = any->func;
         r->line = r->function ? any->first_line : any->line;
-        fill(r, before, b, after, a);
+        pairs[out->nrows] = (struct pair){b, a, 0, r->function ? 1 : 0};
+        out->nrows++;
         if (r->function)
             out->nfuncs++;
         i = j;
     }
+    struct scale sc = {1, 0};
+    bool scaled = normalize && median_scale(before, after, pairs, out->nrows, &sc);
+    if (scaled) {
+        out->normalized = true;
+        out->scale = sc.k;
+        out->scale_rel_sigma = sqrt(sc.rel_var);
+    }
+    for (size_t i = 0; i < out->nrows; i++)
+        fill(&out->rows[i], before, pairs[i].b, after, pairs[i].a, scaled ? &sc : NULL);
     free(sides);
+    free(pairs);
     qsort(out->rows, out->nrows, sizeof(*out->rows), cmp_row_order);
     return 0;
 }

@@ -42,10 +42,20 @@ struct cmp_row {
 struct cmp_result {
     struct cmp_row *rows; /* functions first, then lines; each group by score, largest first */
     size_t nrows, nfuncs;
+    bool normalized;        /* after's times were divided by scale */
+    double scale;           /* 1 unless normalized */
+    double scale_rel_sigma; /* its relative standard error */
 };
 
-/* Compares; strings point into the two documents, which must outlive the result. */
-int cmp_profiles(const struct pdoc *before, const struct pdoc *after, struct cmp_result *out);
+/* Compares; strings point into the two documents, which must outlive the result. With
+ * normalize (--normalize), after's times are first divided by k, the after/before ratio of the
+ * function at the time-weighted median of the functions' ratios (those with time on both
+ * sides): a machine that ran the whole program faster or slower changes nothing, and a
+ * function that changed stands out by its own change as long as most of the time is in code
+ * that did not. k's sampling error (that function's: w_b/s_b + w_a/s_a relative variance) is
+ * added to every scaled entry's: var(x/k) = var(x)/k² + (x/k)² × rel_var(k). */
+int cmp_profiles(const struct pdoc *before, const struct pdoc *after, bool normalize,
+                 struct cmp_result *out);
 void cmp_free(struct cmp_result *r);
 
 /* Whether a row changed significantly (score ≥ CMP_Z_SIGNIFICANT). */

@@ -15,7 +15,8 @@
 #include "render/compare_render.h"
 
 static const char compare_usage[] =
-    "usage: scry compare [--fail-above PCT] [--top N] [--json] before.json after.json\n"
+    "usage: scry compare [--fail-above PCT] [--normalize] [--top N] [--json]\n"
+    "                    before.json after.json\n"
     "\n"
     "Compares two profiles of the same program (scry run): per function and per line, the\n"
     "change of the time (and of its Python, native and system parts) and of the memory\n"
@@ -26,6 +27,10 @@ static const char compare_usage[] =
     "      --fail-above PCT  exit with status 1 when a function or line got significantly\n"
     "                        slower, or allocated or kept significantly more, by more than\n"
     "                        PCT percent; the regressed entries are listed\n"
+    "      --normalize       first divide after's times by the speed ratio of the function\n"
+    "                        at the time-weighted median of every function's after/before\n"
+    "                        ratio: for machines whose speed varies between runs (shared CI\n"
+    "                        runners), when most of the time is in code that did not change\n"
     "      --top N           show at most N functions and N lines (default 20; 0: all)\n"
     "      --json            the whole comparison as JSON (docs/json-schema.md)\n";
 
@@ -46,11 +51,13 @@ int cmd_compare(int argc, char **argv)
         {"fail-above", required_argument, NULL, 'f'},
         {"top", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
+        {"normalize", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool json = cli_wants_json(argc, argv);
     struct compare_render_opts o = {.fail_above = -1, .top = 20};
+    bool normalize = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -79,6 +86,9 @@ int cmd_compare(int argc, char **argv)
         case 'j':
             json = true;
             break;
+        case 'n':
+            normalize = true;
+            break;
         case 'h':
             fputs(compare_usage, stdout);
             return CLI_EXIT_OK;
@@ -98,7 +108,7 @@ int cmd_compare(int argc, char **argv)
     memset(&before, 0, sizeof(before));
     memset(&after, 0, sizeof(after));
     if (load(o.before_path, &before) != 0 || load(o.after_path, &after) != 0 ||
-        cmp_profiles(&before, &after, &r) != 0) {
+        cmp_profiles(&before, &after, normalize, &r) != 0) {
         status = cli_report_error(json);
         goto out;
     }

@@ -77,6 +77,10 @@ size_t compare_render_text(const struct cmp_result *r, const struct compare_rend
 {
     side_text(out, "before", o->before_path, o->before);
     side_text(out, "after ", o->after_path, o->after);
+    if (r->normalized)
+        sb_addf(out, "normalized: after's times divided by %.4f (± %.1f%%), the median "
+                     "function's speed ratio\n",
+                r->scale, 100 * r->scale_rel_sigma);
     sb_addf(out, "significant: |z| >= %.0f for time or memory; intervals are 95%% (±1.96 σ) of "
                  "the sampling error\n",
             CMP_Z_SIGNIFICANT);
@@ -195,6 +199,12 @@ size_t compare_render_json(const struct cmp_result *r, const struct compare_rend
     side_json(&w, o->before_path, o->before);
     jw_key(&w, "after");
     side_json(&w, o->after_path, o->after);
+    jw_key(&w, "normalized");
+    jw_bool(&w, r->normalized);
+    jw_key(&w, "scale");
+    jw_double(&w, r->scale);
+    jw_key(&w, "scale_rel_sigma");
+    jw_double(&w, r->scale_rel_sigma);
     jw_key(&w, "z_significant");
     jw_double(&w, CMP_Z_SIGNIFICANT);
     jw_key(&w, "fail_above_pct");

@@ -294,7 +294,7 @@ static void test_compare_error_model(void)
     make_doc(&b, 1.0, 100, 1.0, 100);
     make_doc(&a, 1.3, 130, 1.0, 100); /* a() 30% slower, same 10 ms per sample */
     struct cmp_result r;
-    CHECK_EQ(cmp_profiles(&b, &a, &r), 0);
+    CHECK_EQ(cmp_profiles(&b, &a, false, &r), 0);
     CHECK_EQ(r.nrows, 4);
     CHECK_EQ(r.nfuncs, 2);
     const struct cmp_row *top = &r.rows[0];
@@ -314,7 +314,7 @@ static void test_compare_error_model(void)
     pdoc_free(&b);
     make_doc(&b, 10.0, 1000, 10.0, 1000);
     make_doc(&a, 13.0, 1300, 10.0, 1000);
-    CHECK_EQ(cmp_profiles(&b, &a, &r), 0);
+    CHECK_EQ(cmp_profiles(&b, &a, false, &r), 0);
     CHECK_STR(r.rows[0].func, "a");
     CHECK(fabs(r.rows[0].c[CMP_TIME].z - 3.0 / sqrt(0.23)) < 1e-9);
     CHECK(cmp_significant(&r.rows[0]));
@@ -331,7 +331,7 @@ static void test_compare_error_model(void)
     /* An entry on one side only: the other side's variance is one sample's (w²). */
     make_doc(&b, 1.0, 100, 0.0, 0);
     make_doc(&a, 1.0, 100, 0.05, 5);
-    CHECK_EQ(cmp_profiles(&b, &a, &r), 0);
+    CHECK_EQ(cmp_profiles(&b, &a, false, &r), 0);
     for (size_t i = 0; i < r.nfuncs; i++) {
         if (strcmp(r.rows[i].func, "b") != 0)
             continue;
@@ -345,7 +345,38 @@ static void test_compare_error_model(void)
     pdoc_free(&b);
 }
 
+static void test_compare_normalized(void)
+{
+    /* The after machine is 20% slower overall, and a() 30% slower on top of it: a() is 10%
+     * of the time, b() 90%, so the median function is b(), k = 1.2. */
+    struct pdoc b, a;
+    make_doc(&b, 10.0, 1000, 90.0, 9000);
+    make_doc(&a, 10.0 * 1.2 * 1.3, 1300, 90.0 * 1.2, 9000);
+    struct cmp_result r;
+    CHECK_EQ(cmp_profiles(&b, &a, true, &r), 0);
+    CHECK(r.normalized && fabs(r.scale - 1.2) < 1e-12);
+    /* rel_var(k) = w_b/s_b + w_a/s_a of b(): 0.01/90 + 0.012/108. */
+    CHECK(fabs(r.scale_rel_sigma - sqrt(0.01 / 90 + 0.012 / 108)) < 1e-12);
+    CHECK_STR(r.rows[0].func, "a");
+    const struct cmp_change *c = &r.rows[0].c[CMP_TIME];
+    CHECK(fabs(c->after - 13.0) < 1e-9 && fabs(c->pct - 30.0) < 1e-9);
+    double rv = 0.01 / 90 + 0.012 / 108;
+    double va = 15.6 * (15.6 / 1300) / (1.44) + 13.0 * 13.0 * rv;
+    CHECK(fabs(c->sigma - sqrt(10.0 * 0.01 + va)) < 1e-9);
+    CHECK(cmp_regressed(&r.rows[0], 10, NULL));
+    CHECK(fabs(r.rows[1].c[CMP_TIME].delta) < 1e-9); /* b() is the reference: no change */
+    cmp_free(&r);
+    /* Without normalizing both got slower. */
+    CHECK_EQ(cmp_profiles(&b, &a, false, &r), 0);
+    CHECK(!r.normalized && r.scale == 1);
+    CHECK(cmp_regressed(&r.rows[0], 10, NULL) && cmp_regressed(&r.rows[1], 10, NULL));
+    cmp_free(&r);
+    pdoc_free(&a);
+    pdoc_free(&b);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_compare_normalized),
     TL(test_varints),
     TL(test_doc_model),
     TL(test_pprof_decoded),
