@@ -44,6 +44,15 @@ static int read_entry(const json_t *e, const char *file, double total, struct pd
         num(e, "n_sys_percent", &sys, what) || num(e, "n_samples", &out->samples, what) ||
         num(e, "n_malloc_mb", &mal, what) || num(e, "n_growth_mb", &kept, what))
         return -SCRY_E_BAD_PROFILE;
+    const json_t *ms = json_object_get(e, "memory_samples");
+    if (ms && !json_is_array(ms))
+        return bad(what, kind, "entry's memory_samples is not an array");
+    for (size_t i = 0; i < json_array_size(ms); i++) {
+        const json_t *p = json_array_get(ms, i);
+        if (!json_is_number(json_array_get(p, 0)) || !json_is_number(json_array_get(p, 1)))
+            return bad(what, kind, "entry's memory_samples point is not [ns, MB]");
+    }
+    out->memory_samples = json_array_size(ms) ? ms : NULL;
     out->python_sec = py / 100.0 * total;
     out->native_sec = nat / 100.0 * total;
     out->sys_sec = sys / 100.0 * total;

@@ -22,6 +22,7 @@ struct pdoc_entry {
     double samples;
     double malloc_bytes; /* n_malloc_mb in bytes */
     double kept_bytes;   /* n_growth_mb in bytes */
+    const json_t *memory_samples; /* lines: [[ns, MB], ...] (checked), NULL when empty */
 };
 
 struct pdoc_frame {

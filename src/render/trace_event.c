@@ -124,6 +124,40 @@ void trace_event_write(const struct pdoc *d, const struct trace_opts *o, struct 
         jw_obj_end(&w);
         jw_obj_end(&w);
     }
+    /* The times at which a line had a malloc or free sample, with the footprint then. */
+    struct strbuf name = STRBUF_INIT;
+    for (size_t i = 0; i < d->nlines; i++) {
+        const struct pdoc_entry *l = &d->lines[i];
+        for (size_t j = 0; j < json_array_size(l->memory_samples); j++) {
+            const json_t *p = json_array_get(l->memory_samples, j);
+            sb_reset(&name);
+            sb_addf(&name, "memory sample %s:%u", l->file, l->line);
+            jw_obj_begin(&w);
+            jw_key(&w, "ph");
+            jw_str(&w, "i");
+            jw_key(&w, "s");
+            jw_str(&w, "p");
+            jw_key(&w, "name");
+            jw_str(&w, sb_str(&name));
+            jw_key(&w, "cat");
+            jw_str(&w, "memory");
+            jw_key(&w, "pid");
+            jw_int(&w, 1);
+            jw_key(&w, "tid");
+            jw_int(&w, 1);
+            jw_key(&w, "ts");
+            jw_double(&w, json_number_value(json_array_get(p, 0)) / 1000.0);
+            jw_key(&w, "args");
+            jw_obj_begin(&w);
+            jw_key(&w, "function");
+            jw_str(&w, l->func);
+            jw_key(&w, "footprint_mb");
+            jw_double(&w, json_number_value(json_array_get(p, 1)));
+            jw_obj_end(&w);
+            jw_obj_end(&w);
+        }
+    }
+    sb_release(&name);
     jw_arr_end(&w);
     jw_key(&w, "displayTimeUnit");
     jw_str(&w, "ms");
@@ -133,7 +167,7 @@ void trace_event_write(const struct pdoc *d, const struct trace_opts *o, struct 
     jw_str(&w, o->exporter ? o->exporter : "scry");
     jw_key(&w, "note");
     jw_str(&w, "scry profiles keep no timestamp per CPU sample: the slice is the whole run, the "
-               "counter the memory footprint timeline");
+               "counter the memory footprint timeline, the instants the lines' memory samples");
     jw_obj_end(&w);
     jw_obj_end(&w);
     sb_addch(out, '\n');

@@ -151,6 +151,13 @@ def test_trace(scry, real_profile, tmp_path):
         assert abs(sec - sum(want[name][1:])) < 1e-6 * max(1, sec), key
     counters = [(e["ts"], e["args"]["MB"]) for e in ev if e["ph"] == "C"]
     assert counters == [(t / 1000, mb) for t, mb in profile["samples"]]
+    assert counters, "a memory profile has a footprint timeline"
+    instants = sorted((e["name"], e["ts"], e["args"]["footprint_mb"]) for e in ev
+                      if e["ph"] == "i")
+    want_i = sorted((f"memory sample {path}:{l['lineno']}", t / 1000, mb)
+                    for path, detail in profile["files"].items() for l in detail["lines"]
+                    for t, mb in l["memory_samples"])
+    assert instants == want_i and instants
 
 
 def check_firefox(doc):

@@ -111,7 +111,8 @@ static const char doc_text[] =
     "{\"count\":50,\"python_time\":0.25,\"c_time\":0,\"sys_time\":0}]],"
     "\"files\":{\"/app/a.py\":{\"lines\":["
     "{\"lineno\":3,\"n_cpu_percent_python\":50,\"n_cpu_percent_c\":25,\"n_sys_percent\":0,"
-    "\"n_samples\":150,\"n_malloc_mb\":2,\"n_growth_mb\":1},"
+    "\"n_samples\":150,\"n_malloc_mb\":2,\"n_growth_mb\":1,"
+    "\"memory_samples\":[[500000,2.0],[900000,3.0]]},"
     "{\"lineno\":6,\"n_cpu_percent_python\":25,\"n_cpu_percent_c\":0,\"n_sys_percent\":0,"
     "\"n_samples\":50,\"n_malloc_mb\":0,\"n_growth_mb\":0},"
     "{\"lineno\":9,\"n_cpu_percent_python\":0,\"n_samples\":0}],"
@@ -246,7 +247,12 @@ static void test_trace_and_firefox_parse(void)
     trace_event_write(&d, &to, &sb);
     json_t *t = tl_json_parse(sb_str(&sb));
     json_t *ev = json_object_get(t, "traceEvents");
-    CHECK(json_array_size(ev) == 5); /* 2 metadata, the run, 2 counter points */
+    CHECK(json_array_size(ev) == 7); /* 2 metadata, the run, 2 counter points, 2 instants */
+    json_t *in = json_array_get(ev, 6);
+    CHECK_STR(json_string_value(json_object_get(in, "ph")), "i");
+    CHECK_STR(json_string_value(json_object_get(in, "name")), "memory sample /app/a.py:3");
+    CHECK(tl_json_num(in, "ts") == 900.0);
+    CHECK(tl_json_num(json_object_get(in, "args"), "footprint_mb") == 3.0);
     json_t *c = json_array_get(ev, 4);
     CHECK_STR(json_string_value(json_object_get(c, "ph")), "C");
     CHECK(tl_json_num(c, "ts") == 1000.0);
