@@ -9,7 +9,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev) # libunwind: --stacks (dlopen)
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev) # libunwind: --stacks (dlopen); zlib: pprof export
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
