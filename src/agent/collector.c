@@ -893,7 +893,7 @@ static void sched_reads(uint64_t now, bool flush)
     for (size_t i = 0; i < nthreads_used; i++) {
         int st = atomic_load(&threads[i].state);
         if (st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED))
-            ag_sched_read(i, threads[i].tid);
+            ag_sched_read(threads[i].tid);
     }
 }
 

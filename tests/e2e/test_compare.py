@@ -17,20 +17,34 @@ OPTIONS = ["--cpu-only", "--use-virtual-time", "--cpu-sampling-rate", "0.002"]
 TARGET = str(TARGETS / "compare_work.py")
 
 
-@pytest.fixture(scope="module")
-def profiles(tmp_path_factory):
+def _python():
     from pythons import find_pythons
     found = find_pythons()
     python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
     if not python:
         pytest.skip("no supported Python installed")
+    return python
+
+
+def _profile(d, name, args):
+    path = d / f"{name}.json"
+    ran = run_profiled(_python(), "compare_work.py", args=args, outfile=path, options=OPTIONS)
+    assert ran.returncode == 0, ran.describe()
+    return path
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory):
     d = tmp_path_factory.mktemp("compare")
-    out = {}
-    for name, args in (("base1", []), ("base2", []), ("slow", ["1.3"])):
-        path = d / f"{name}.json"
-        ran = run_profiled(python, "compare_work.py", args=args, outfile=path, options=OPTIONS)
-        assert ran.returncode == 0, ran.describe()
-        out[name] = path
+    out = {name: _profile(d, name, args)
+           for name, args in (("base1", []), ("base2", []), ("slow", ["1.3"]))}
+    # The slowdown is sized for z ~ 4.7 against the z >= 3 bar: about one run in 25 falls short
+    # by chance alone. One more independent slow run then decides (both short: ~0.2%), so that
+    # chance does not fail a CI run; a compare that cannot see the slowdown fails both.
+    _, doc = compare_json(out["base1"], out["slow"])
+    top = doc["functions"][0] if doc.get("functions") else {}
+    if not (top.get("function") == "tuned" and top.get("significant")):
+        out["slow"] = _profile(d, "slow2", ["1.3"])
     return out
 
 
