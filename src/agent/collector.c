@@ -953,8 +953,14 @@ static void charge_shutdown(uint64_t now)
         return;
     /* Filtered out: its CPU time is another excluded file's, its waiting not counted. */
     struct ag_attr a = {ATTR_LINE, f, fn, 0, 0};
-    if (stats.files[f].rule != AG_RULE_PROFILED)
+    if (stats.files[f].rule != AG_RULE_PROFILED) {
         a.kind = ATTR_EXCLUDED;
+    } else if (ag_cfg.stacks) {
+        /* A stack of its own, so that the flame graph's widths add up to the whole run. */
+        struct ag_sframe top = {f, fn, 0};
+        if (ag_stats_stack(&stats, &top, 1, &a.stack))
+            a.stack = 0;
+    }
     /* Unsampled (a short shutdown): the interpreter's own work, Python's by the PC rule. */
     uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
                                            (double)sampled)

@@ -85,7 +85,8 @@ static void enclosing(const struct pdoc *d, struct pdoc_entry *l)
 }
 
 /* "FILE QUALNAME:LINE;" (Scalene's stacks): the line after the last ':', the qualname after
- * the last space before it (file names may hold spaces, qualnames do not). */
+ * the last space before it (file names may hold spaces, qualnames do not, except a
+ * pseudo-function's "<...>"). */
 static bool split_frame(const char *s, size_t n, struct pdoc_frame *f)
 {
     if (n > 0 && s[n - 1] == ';')
@@ -98,8 +99,19 @@ static bool split_frame(const char *s, size_t n, struct pdoc_frame *f)
     f->line = (uint32_t)strtoul(s + colon, NULL, 10);
     colon--;
     size_t sp = colon;
-    while (sp > 0 && s[sp - 1] != ' ')
-        sp--;
+    if (sp > 0 && s[sp - 1] == '>') {
+        /* A pseudo-function such as "<interpreter shutdown>" may hold a space: it starts at
+         * its '<'. */
+        while (sp > 0 && s[sp - 1] != '<')
+            sp--;
+        if (sp > 0)
+            sp--;
+        if (sp > 0 && s[sp - 1] != ' ')
+            sp = colon; /* not "FILE <...>": the usual rule */
+    }
+    if (sp == colon || (sp > 0 && s[sp - 1] != ' '))
+        while (sp > 0 && s[sp - 1] != ' ')
+            sp--;
     if (sp <= 1 || sp == colon)
         return false;
     f->file = s;
