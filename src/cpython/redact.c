@@ -1,13 +1,23 @@
-/* Redaction rules for captured contents (see redact.h). Over-redacting an id that happens to look
- * like a token is the accepted cost of never writing a real one into a snapshot. */
+/* The redaction rule (see redact.h). Over-redacting an id that happens to look like a token is
+ * the accepted cost of never writing a real one into a snapshot; identifiers as programs write
+ * them (payload, user_id, HTTP2ConnectionHandler) stay readable. */
 #include "redact.h"
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const sensitive_names[] = {
     "password", "passwd", "secret", "token", "key", "auth", "cookie", "session", "credential",
 };
+
+/* Names whose assigned value (name=value, name: value) inside a text is a secret. */
+static const char *const assigned_names[] = {
+    "password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "private_key",
+    "credential",
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool contains_nocase(const char *s, size_t len, const char *needle)
 {
@@ -18,32 +28,49 @@ static bool contains_nocase(const char *s, size_t len, const char *needle)
     return false;
 }
 
+static bool starts_with(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+static bool starts_with_nocase(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && strncasecmp(s, prefix, n) == 0;
+}
+
 bool redact_name_is_sensitive(const char *name, size_t len)
 {
-    for (size_t i = 0; i < sizeof(sensitive_names) / sizeof(sensitive_names[0]); i++)
+    for (size_t i = 0; i < NELEM(sensitive_names); i++)
         if (contains_nocase(name, len, sensitive_names[i]))
             return true;
     return false;
 }
 
-static bool is_b64(unsigned char c)
-{
-    return isalnum(c) || c == '+' || c == '/' || c == '=' || c == '_' || c == '-';
-}
+static bool is_alnum(unsigned char c) { return c < 0x80 && isalnum(c); }
+static bool in_set(unsigned char c, const char *set) { return c && strchr(set, c); }
+static bool is_b64(unsigned char c) { return is_alnum(c) || in_set(c, "+/=_-"); }
+static bool is_space(unsigned char c) { return c == ' ' || c == '\t'; }
 
 /* Length of the run of token characters (letters, digits, - _) starting at s. */
 static size_t token_run(const char *s, size_t len)
 {
     size_t i = 0;
-    while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_'))
+    while (i < len && (is_alnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_'))
         i++;
     return i;
 }
 
-static bool starts_with(const char *s, size_t len, const char *prefix)
+/* Length of the run of RFC 7235 token68 characters (letters, digits, - . _ ~ + /, then =). */
+static size_t token68_run(const char *s, size_t len)
 {
-    size_t n = strlen(prefix);
-    return len >= n && memcmp(s, prefix, n) == 0;
+    size_t i = 0;
+    while (i < len && (is_alnum((unsigned char)s[i]) || in_set((unsigned char)s[i], "-._~+/")))
+        i++;
+    while (i < len && s[i] == '=')
+        i++;
+    return i;
 }
 
 /* A known token prefix at s, followed by enough token characters. */
@@ -57,7 +84,7 @@ static bool prefixed_token(const char *s, size_t len)
         {"ghu_", 20},  {"ghs_", 20},     {"ghr_", 20},     {"github_pat_", 20},
         {"xoxb-", 10}, {"xoxp-", 10},    {"xoxa-", 10},    {"xoxs-", 10},
     };
-    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+    for (size_t i = 0; i < NELEM(prefixes); i++) {
         size_t n = strlen(prefixes[i].prefix);
         if (starts_with(s, len, prefixes[i].prefix) &&
             token_run(s + n, len - n) >= prefixes[i].min_tail)
@@ -80,18 +107,166 @@ static bool prefixed_token(const char *s, size_t len)
     return false;
 }
 
-bool redact_value_looks_secret(const char *s, size_t len)
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+/* HTTP Basic credentials: base64 (4+ characters) of user:password. */
+static bool basic_credentials(const char *s, size_t len)
+{
+    unsigned acc = 0, bits = 0;
+    size_t out = 0;
+    bool colon = false;
+    for (size_t i = 0; i < len && i < 1024; i++) {
+        int v = b64_value((unsigned char)s[i]);
+        if (v < 0)
+            break;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            unsigned char c = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+            if (c == ':' && out > 0)
+                colon = true;
+            out++;
+        }
+    }
+    return colon && out >= 3;
+}
+
+/* An HTTP authorization at s (a word start): "Authorization: x", "Bearer <token>",
+ * "Basic <user:password in base64>". */
+static bool http_credentials(const char *s, size_t len)
+{
+    size_t n = 0;
+    if (starts_with_nocase(s, len, "authorization"))
+        n = strlen("authorization");
+    if (n) {
+        while (n < len && is_space((unsigned char)s[n]))
+            n++;
+        if (n < len && (s[n] == ':' || s[n] == '=')) {
+            n++;
+            while (n < len && (is_space((unsigned char)s[n]) || s[n] == '"' || s[n] == '\''))
+                n++;
+            size_t v = 0;
+            while (n + v < len && !isspace((unsigned char)s[n + v]) && s[n + v] != '"' &&
+                   s[n + v] != '\'')
+                v++;
+            if (v >= 4)
+                return true;
+        }
+        return false;
+    }
+    bool bearer = starts_with_nocase(s, len, "bearer"), basic = starts_with_nocase(s, len, "basic");
+    if (!bearer && !basic)
+        return false;
+    n = bearer ? 6 : 5;
+    if (n >= len || !is_space((unsigned char)s[n]))
+        return false;
+    while (n < len && is_space((unsigned char)s[n]))
+        n++;
+    size_t t = token68_run(s + n, len - n);
+    if (basic)
+        return t >= 4 && basic_credentials(s + n, t);
+    if (t < 8)
+        return false;
+    for (size_t i = 0; i < t; i++)
+        if (!islower((unsigned char)s[n + i]))
+            return true;
+    return false; /* "bearer instruments": a word, not a token */
+}
+
+/* scheme://user:password@host: at s, just past "://". */
+static bool url_password(const char *s, size_t len)
+{
+    size_t end = 0, at = 0;
+    bool has_at = false;
+    while (end < len && s[end] && !in_set((unsigned char)s[end], "/?#\"'<> \t\r\n"))
+        end++;
+    for (size_t i = 0; i < end; i++)
+        if (s[i] == '@') {
+            at = i;
+            has_at = true;
+        }
+    if (!has_at)
+        return false;
+    const char *colon = memchr(s, ':', at);
+    return colon && (size_t)(colon - s) + 1 < at;
+}
+
+/* name=value or name: value at s[j] (the = or :), the name being secret-sounding. */
+static bool secret_assignment(const char *s, size_t len, size_t j)
+{
+    size_t b = j;
+    while (b > 0 && is_space((unsigned char)s[b - 1]))
+        b--;
+    if (b > 0 && (s[b - 1] == '"' || s[b - 1] == '\''))
+        b--; /* "password": "..." */
+    size_t e = b;
+    while (b > 0 && (is_alnum((unsigned char)s[b - 1]) || in_set((unsigned char)s[b - 1], "_-.")))
+        b--;
+    if (b == e)
+        return false;
+    bool named = false;
+    for (size_t i = 0; i < NELEM(assigned_names) && !named; i++)
+        named = contains_nocase(s + b, e - b, assigned_names[i]);
+    if (!named)
+        return false;
+    size_t k = j + 1;
+    if (k < len && s[k] == '/')
+        return false; /* a URL's scheme (token://...): url_password decides */
+    while (k < len && is_space((unsigned char)s[k]))
+        k++;
+    size_t v = 0;
+    if (k < len && (s[k] == '"' || s[k] == '\'')) { /* a quoted value: up to the same quote */
+        char q = s[k++];
+        while (k + v < len && s[k + v] != q)
+            v++;
+    } else {
+        while (k + v < len && !isspace((unsigned char)s[k + v]) &&
+               !in_set((unsigned char)s[k + v], "\"',;&"))
+            v++;
+    }
+    return v >= 4;
+}
+
+static int char_class(unsigned char c)
+{
+    return isupper(c) ? 0 : islower(c) ? 1 : isdigit(c) ? 2 : 3;
+}
+
+bool redact_text_is_secret(const char *s, size_t len)
 {
     if (contains_nocase(s, len, "PRIVATE KEY-----"))
         return true;
-    for (size_t i = 0; i < len;) {
-        if ((i == 0 || !isalnum((unsigned char)s[i - 1])) && prefixed_token(s + i, len - i))
+    for (size_t i = 0; i < len; i++) {
+        bool word_start = i == 0 || !is_alnum((unsigned char)s[i - 1]);
+        if (word_start && (prefixed_token(s + i, len - i) || http_credentials(s + i, len - i)))
             return true;
+        if (s[i] == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/' && i > 0 &&
+            is_alnum((unsigned char)s[i - 1]) && url_password(s + i + 3, len - i - 3))
+            return true;
+        if ((s[i] == '=' || s[i] == ':') && secret_assignment(s, len, i))
+            return true;
+    }
+    for (size_t i = 0; i < len;) {
         if (!is_b64((unsigned char)s[i])) {
             i++;
             continue;
         }
-        size_t j = i, hex = 0;
+        size_t j = i, hex = 0, changes = 0;
         bool digit = false, upper = false, lower = false, hexletter = false;
         while (j < len && is_b64((unsigned char)s[j])) {
             unsigned char c = (unsigned char)s[j];
@@ -102,10 +277,13 @@ bool redact_value_looks_secret(const char *s, size_t len)
                 hex++;
                 hexletter |= isalpha(c) != 0;
             }
+            if (j > i && char_class(c) != char_class((unsigned char)s[j - 1]))
+                changes++;
             j++;
         }
         size_t run = j - i;
-        if (run >= 20 && digit && upper && lower)
+        /* Random base64: mixed classes, changing often (about two pairs in three). */
+        if (run >= 20 && digit && upper && lower && changes * 3 >= run)
             return true;
         /* Hex digests and keys: the whole run is hex (or hex with - separators, as UUID-like
          * keys are), with letters and digits both. */
@@ -114,4 +292,15 @@ bool redact_value_looks_secret(const char *s, size_t len)
         i = j;
     }
     return false;
+}
+
+size_t redact_utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t n = max;
+    /* back over continuation bytes to the start of the character that would be cut */
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
 }
