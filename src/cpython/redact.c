@@ -53,19 +53,25 @@ static bool in_set(unsigned char c, const char *set) { return c && strchr(set, c
 static bool is_b64(unsigned char c) { return is_alnum(c) || in_set(c, "+/=_-"); }
 static bool is_space(unsigned char c) { return c == ' ' || c == '\t'; }
 
-/* Length of the run of token characters (letters, digits, - _) starting at s. */
-static size_t token_run(const char *s, size_t len)
+/* Length of the run of token characters (letters, digits, - _) starting at s, up to max: every
+ * scan from a position is bounded, so that the rule stays linear in the text. */
+static size_t token_run(const char *s, size_t len, size_t max)
 {
     size_t i = 0;
+    if (len > max)
+        len = max;
     while (i < len && (is_alnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_'))
         i++;
     return i;
 }
 
-/* Length of the run of RFC 7235 token68 characters (letters, digits, - . _ ~ + /, then =). */
+/* Length of the run of RFC 7235 token68 characters (letters, digits, - . _ ~ + /, then =), up to
+ * 1024: enough to decide. */
 static size_t token68_run(const char *s, size_t len)
 {
     size_t i = 0;
+    if (len > 1024)
+        len = 1024;
     while (i < len && (is_alnum((unsigned char)s[i]) || in_set((unsigned char)s[i], "-._~+/")))
         i++;
     while (i < len && s[i] == '=')
@@ -87,7 +93,7 @@ static bool prefixed_token(const char *s, size_t len)
     for (size_t i = 0; i < NELEM(prefixes); i++) {
         size_t n = strlen(prefixes[i].prefix);
         if (starts_with(s, len, prefixes[i].prefix) &&
-            token_run(s + n, len - n) >= prefixes[i].min_tail)
+            token_run(s + n, len - n, prefixes[i].min_tail) >= prefixes[i].min_tail)
             return true;
     }
     /* AWS access key ids: AKIA or ASIA and 16 capitals or digits. */
@@ -100,8 +106,8 @@ static bool prefixed_token(const char *s, size_t len)
     }
     /* JWT: eyJ<base64url>.<base64url>[.<base64url>] */
     if (starts_with(s, len, "eyJ")) {
-        size_t a = token_run(s, len);
-        if (a >= 10 && a < len && s[a] == '.' && token_run(s + a + 1, len - a - 1) >= 4)
+        size_t a = token_run(s, len, 1024); /* a JWT's header is short */
+        if (a >= 10 && a < len && s[a] == '.' && token_run(s + a + 1, len - a - 1, 4) >= 4)
             return true;
     }
     return false;
@@ -161,7 +167,7 @@ static bool http_credentials(const char *s, size_t len)
             while (n < len && (is_space((unsigned char)s[n]) || s[n] == '"' || s[n] == '\''))
                 n++;
             size_t v = 0;
-            while (n + v < len && !isspace((unsigned char)s[n + v]) && s[n + v] != '"' &&
+            while (v < 4 && n + v < len && !isspace((unsigned char)s[n + v]) && s[n + v] != '"' &&
                    s[n + v] != '\'')
                 v++;
             if (v >= 4)
@@ -232,10 +238,10 @@ static bool secret_assignment(const char *s, size_t len, size_t j)
     size_t v = 0;
     if (k < len && (s[k] == '"' || s[k] == '\'')) { /* a quoted value: up to the same quote */
         char q = s[k++];
-        while (k + v < len && s[k + v] != q)
+        while (v < 4 && k + v < len && s[k + v] != q)
             v++;
     } else {
-        while (k + v < len && !isspace((unsigned char)s[k + v]) &&
+        while (v < 4 && k + v < len && !isspace((unsigned char)s[k + v]) &&
                !in_set((unsigned char)s[k + v], "\"',;&"))
             v++;
     }
@@ -298,9 +304,10 @@ size_t redact_utf8_cut(const char *s, size_t len, size_t max)
 {
     if (len <= max)
         return len;
+    /* Back over continuation bytes to the start of the character that would be cut: at most 3
+     * in UTF-8. More is not UTF-8 at all: cut at max. */
     size_t n = max;
-    /* back over continuation bytes to the start of the character that would be cut */
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+    for (int k = 0; k < 3 && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; k++)
         n--;
-    return n;
+    return ((unsigned char)s[n] & 0xc0) == 0x80 ? max : n;
 }

@@ -38,7 +38,8 @@ bool redact_text_is_secret(const char *s, size_t len);
  * --capture-contents: the contents under such a name are stored as <redacted>. */
 bool redact_name_is_sensitive(const char *name, size_t len);
 
-/* The longest prefix of s[0..len) that is at most max bytes and does not cut a UTF-8 sequence. */
+/* The longest prefix of s[0..len) that is at most max bytes and does not cut a UTF-8 sequence
+ * (bytes that are not UTF-8 are cut at max). */
 size_t redact_utf8_cut(const char *s, size_t len, size_t max);
 
 #endif

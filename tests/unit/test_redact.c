@@ -127,7 +127,8 @@ static void test_utf8_cut(void)
     CHECK_EQ_U64(redact_utf8_cut(s, 6, 3), 2); /* never half of é */
     CHECK_EQ_U64(redact_utf8_cut(s, 6, 4), 4);
     CHECK_EQ_U64(redact_utf8_cut(s, 6, 0), 0);
-    CHECK_EQ_U64(redact_utf8_cut("\x80\x80\x80", 3, 2), 0); /* invalid: cut before */
+    CHECK_EQ_U64(redact_utf8_cut("a\x80\x80\x80\x80\x80", 6, 5), 5); /* not UTF-8: cut at max */
+    CHECK_EQ_U64(redact_utf8_cut("\xf0\x9f\x98\x80!", 5, 3), 0); /* a 4-byte character */
 }
 
 static const struct tl_test tests[] = {TL(test_names), TL(test_values),
