@@ -12,7 +12,9 @@
  * Labels follow heapspy's notation: `.attr`, `['key']`, `[<str len=9>]`, `[3]`,
  * `.__closure__[0]`, `.cell_contents`, `.locals['x']`. Dict keys are shown by content only when
  * they are interned strings (identifiers: attribute names, module globals, keyword names) or
- * when contents are captured; otherwise a placeholder gives their type and length.
+ * when contents are captured; otherwise a placeholder gives their type and length. Every text
+ * taken from the target (names, keys, type and file names, contents) goes through the redaction
+ * rule (redact.h) whole, before it is cut: a flagged one is stored as <redacted>.
  *
  * Sizes mirror sys.getsizeof (the type's __sizeof__ plus the GC and managed-dict pre-header).
  * The C containers of the standard library and numpy.ndarray are walked from their layouts
