@@ -495,7 +495,8 @@ static const char *str_text(struct hw *w, uint64_t obj, bool *interned)
     if (str_utf8(w, &h, MAX_NAME + REDACT_MARGIN, &sb) == 0)
         s = redact_text_is_secret(sb_str(&sb), sb.len)
                 ? redacted_text
-                : arena_strndup(&w->arena, sb_str(&sb), redact_utf8_cut(sb_str(&sb), sb.len, MAX_NAME));
+                : arena_strndup(&w->arena, sb_str(&sb),
+                                redact_utf8_cut(sb_str(&sb), sb.len, MAX_NAME));
     sb_release(&sb);
     if (s) {
         hm_put(&w->names, obj, (uint64_t)(uintptr_t)s | (h.interned ? 1 : 0));

@@ -3,7 +3,6 @@
  * them (payload, user_id, HTTP2ConnectionHandler) stay readable. */
 #include "redact.h"
 
-#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -48,9 +47,16 @@ bool redact_name_is_sensitive(const char *name, size_t len)
     return false;
 }
 
-static bool is_alnum(unsigned char c) { return c < 0x80 && isalnum(c); }
+/* ASCII classes without <ctype.h>: no locale, no call per byte (this runs over every captured
+ * string). */
+static bool is_digit(unsigned char c) { return (unsigned)(c - '0') < 10u; }
+static bool is_upper(unsigned char c) { return (unsigned)(c - 'A') < 26u; }
+static bool is_lower(unsigned char c) { return (unsigned)(c - 'a') < 26u; }
+static bool is_alpha(unsigned char c) { return is_upper(c) || is_lower(c); }
+static bool is_xdigit(unsigned char c) { return is_digit(c) || (unsigned)((c | 0x20) - 'a') < 6u; }
+static bool is_alnum(unsigned char c) { return is_digit(c) || is_alpha(c); }
+static bool is_white(unsigned char c) { return c == ' ' || (unsigned)(c - '\t') < 5u; }
 static bool in_set(unsigned char c, const char *set) { return c && strchr(set, c); }
-static bool is_b64(unsigned char c) { return is_alnum(c) || in_set(c, "+/=_-"); }
 static bool is_space(unsigned char c) { return c == ' ' || c == '\t'; }
 
 /* Length of the run of token characters (letters, digits, - _) starting at s, up to max: every
@@ -99,7 +105,7 @@ static bool prefixed_token(const char *s, size_t len)
     /* AWS access key ids: AKIA or ASIA and 16 capitals or digits. */
     if (len >= 20 && (starts_with(s, len, "AKIA") || starts_with(s, len, "ASIA"))) {
         size_t k = 4;
-        while (k < 20 && (isupper((unsigned char)s[k]) || isdigit((unsigned char)s[k])))
+        while (k < 20 && (is_upper((unsigned char)s[k]) || is_digit((unsigned char)s[k])))
             k++;
         if (k == 20)
             return true;
@@ -167,7 +173,7 @@ static bool http_credentials(const char *s, size_t len)
             while (n < len && (is_space((unsigned char)s[n]) || s[n] == '"' || s[n] == '\''))
                 n++;
             size_t v = 0;
-            while (v < 4 && n + v < len && !isspace((unsigned char)s[n + v]) && s[n + v] != '"' &&
+            while (v < 4 && n + v < len && !is_white((unsigned char)s[n + v]) && s[n + v] != '"' &&
                    s[n + v] != '\'')
                 v++;
             if (v >= 4)
@@ -189,7 +195,7 @@ static bool http_credentials(const char *s, size_t len)
     if (t < 8)
         return false;
     for (size_t i = 0; i < t; i++)
-        if (!islower((unsigned char)s[n + i]))
+        if (!is_lower((unsigned char)s[n + i]))
             return true;
     return false; /* "bearer instruments": a word, not a token */
 }
@@ -199,6 +205,8 @@ static bool url_password(const char *s, size_t len)
 {
     size_t end = 0, at = 0;
     bool has_at = false;
+    if (len > 1024)
+        len = 1024; /* an authority longer than that is no host name */
     while (end < len && s[end] && !in_set((unsigned char)s[end], "/?#\"'<> \t\r\n"))
         end++;
     for (size_t i = 0; i < end; i++)
@@ -241,51 +249,84 @@ static bool secret_assignment(const char *s, size_t len, size_t j)
         while (v < 4 && k + v < len && s[k + v] != q)
             v++;
     } else {
-        while (v < 4 && k + v < len && !isspace((unsigned char)s[k + v]) &&
+        while (v < 4 && k + v < len && !is_white((unsigned char)s[k + v]) &&
                !in_set((unsigned char)s[k + v], "\"',;&"))
             v++;
     }
     return v >= 4;
 }
 
-static int char_class(unsigned char c)
+/* The class of a base64 character: 0 capital, 1 small letter, 2 digit, 3 + / = _ -; -1 for
+ * any other byte (it ends a run). */
+static int b64_class(unsigned char c)
 {
-    return isupper(c) ? 0 : islower(c) ? 1 : isdigit(c) ? 2 : 3;
+    if (is_upper(c))
+        return 0;
+    if (is_lower(c))
+        return 1;
+    if (is_digit(c))
+        return 2;
+    return c == '+' || c == '/' || c == '=' || c == '_' || c == '-' ? 3 : -1;
 }
 
 bool redact_text_is_secret(const char *s, size_t len)
 {
-    if (contains_nocase(s, len, "PRIVATE KEY-----"))
-        return true;
+    /* One pass looks for the shapes that start at a given character; each check is entered only
+     * on the characters that can start it (this runs over every captured string). */
     for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
         bool word_start = i == 0 || !is_alnum((unsigned char)s[i - 1]);
-        if (word_start && (prefixed_token(s + i, len - i) || http_credentials(s + i, len - i)))
-            return true;
-        if (s[i] == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/' && i > 0 &&
+        switch (c) {
+        case 's': /* sk-, sk_live_ */
+        case 'r': /* rk_live_ */
+        case 'g': /* ghp_, github_pat_, ... */
+        case 'x': /* xoxb-, ... */
+        case 'A': /* AKIA, ASIA */
+        case 'e': /* eyJ (JWT) */
+            if (word_start && prefixed_token(s + i, len - i))
+                return true;
+            break;
+        default:
+            break;
+        }
+        switch (c | 0x20) {
+        case 'a': /* Authorization */
+        case 'b': /* Bearer, Basic */
+            if (word_start && http_credentials(s + i, len - i))
+                return true;
+            break;
+        case 'p':
+            if (starts_with_nocase(s + i, len - i, "PRIVATE KEY-----"))
+                return true;
+            break;
+        default:
+            break;
+        }
+        if (c == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/' && i > 0 &&
             is_alnum((unsigned char)s[i - 1]) && url_password(s + i + 3, len - i - 3))
             return true;
-        if ((s[i] == '=' || s[i] == ':') && secret_assignment(s, len, i))
+        if ((c == '=' || c == ':') && secret_assignment(s, len, i))
             return true;
     }
     for (size_t i = 0; i < len;) {
-        if (!is_b64((unsigned char)s[i])) {
+        int prev = b64_class((unsigned char)s[i]);
+        if (prev < 0) {
             i++;
             continue;
         }
         size_t j = i, hex = 0, changes = 0;
         bool digit = false, upper = false, lower = false, hexletter = false;
-        while (j < len && is_b64((unsigned char)s[j])) {
+        for (int k = prev; j < len && (k = b64_class((unsigned char)s[j])) >= 0; j++) {
             unsigned char c = (unsigned char)s[j];
-            digit |= isdigit(c) != 0;
-            upper |= isupper(c) != 0;
-            lower |= islower(c) != 0;
-            if (isxdigit(c)) {
+            digit |= k == 2;
+            upper |= k == 0;
+            lower |= k == 1;
+            if (is_xdigit(c)) {
                 hex++;
-                hexletter |= isalpha(c) != 0;
+                hexletter |= k < 2;
             }
-            if (j > i && char_class(c) != char_class((unsigned char)s[j - 1]))
-                changes++;
-            j++;
+            changes += k != prev;
+            prev = k;
         }
         size_t run = j - i;
         /* Random base64: mixed classes, changing often (about two pairs in three). */

@@ -12,9 +12,11 @@
 
 #define REDACTED "<redacted>"
 
-/* Bytes looked at past the point where a text is cut: a secret that starts in the stored part
- * is seen whole (or at least its first 64 KiB) when the rule decides. */
-#define REDACT_MARGIN ((size_t)64 * 1024)
+/* Bytes looked at past the point where a text is cut. Each shape below is decided from at most
+ * about 1 KiB after where it starts (a JWT's header, a Basic or Bearer token, a run of base64 is
+ * judged on what is seen): a secret that starts in the stored part is seen as far as the rule
+ * needs, so the answer is the one the whole text would give it. */
+#define REDACT_MARGIN ((size_t)4 * 1024)
 
 /* The rule. True when a text looks like, or holds, a secret:
  * - a known token prefix at a word start, with enough token characters after it: sk-, sk_live_,
