@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest)
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
+#                           for the interpreters the end-to-end tests run, where they install:
+#                           the tests that need them skip otherwise)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
@@ -37,6 +39,26 @@ if [ "$what" = test ]; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
   fi
+  # The interpreters the end-to-end tests pick (tests/e2e/pythons.py): $SCRY_PYTHONS, else
+  # pyenv's release builds of 3.11 and later. numpy: a C extension with BLAS threads (memory
+  # tests); memray: exact per-line allocations, the oracle of the memory loop tests.
+  if [ -n "${SCRY_PYTHONS:-}" ]; then
+    IFS=: read -r -a interpreters <<<"$SCRY_PYTHONS"
+  else
+    interpreters=()
+    root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+    for exe in "$root"/versions/3.*/bin/python3; do
+      [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
+    done
+  fi
+  for exe in "${interpreters[@]}"; do
+    for mod in numpy memray; do
+      "$exe" -c "import $mod" 2>/dev/null && continue
+      echo "scry: installing $mod for $exe" >&2
+      "$exe" -m pip install -q "$mod" >/dev/null 2>&1 ||
+        echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
+    done
+  done
 fi
 
 if [ "$what" = browser ]; then
