@@ -150,59 +150,23 @@ static int my_tid(void)
     return ag_mtls.tid;
 }
 
-/* xorshift64*: a few instructions, per thread, no lock; seeded from the thread's id, the time
- * and the address of its TLS, so that threads and processes draw different points. */
-static uint64_t rng_next(struct ag_mem_tls *t)
-{
-    uint64_t x = t->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    t->rng = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
+/* The thread's generator, seeded at its first sampling point from its id, the time and the
+ * address of its TLS, so that threads and processes draw different points. */
 static void rng_seed(struct ag_mem_tls *t)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t z = (uint64_t)my_tid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_nsec ^
-                 ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)t;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL; /* splitmix64's finaliser */
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    t->rng = z ? z : 0x853C49E6748FEA9BULL;
+    t->rng = ag_rng_seed((uint64_t)my_tid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_nsec ^
+                         ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)t);
 }
 
-/* A uniform offset in [0, w). */
-static uint64_t rng_below(struct ag_mem_tls *t, uint64_t w)
-{
-    return (uint64_t)(((unsigned __int128)rng_next(t) * w) >> 64);
-}
-
-/* The slow path of the stratified sampler: the last n bytes (n < w) took s->until to 0 or
- * below, so they carry one point or more; returns how many, and places the next point. */
 static uint64_t strata_points(struct ag_mem_tls *t, struct ag_strata *s, uint64_t w)
 {
-    uint64_t k = 0;
     if (!t->rng)
         rng_seed(t);
-    if (!s->tail) { /* the stream's first window starts with these bytes */
-        uint64_t o = rng_below(t, w);
-        s->until += (int64_t)o + 1;
-        s->tail = w - o;
-    }
-    while (s->until <= 0) {
-        uint64_t o = rng_below(t, w);
-        k++;
-        s->until += (int64_t)(s->tail + o);
-        s->tail = w - o;
-    }
-    return k;
+    return ag_strata_points(s, &t->rng, w);
 }
 
-/* What n bytes of the stream stand for: n itself at or above the window, else the window per
- * point they carry (usually none: the fast path is a subtraction and a compare). */
 static inline uint64_t sampled_bytes(struct ag_mem_tls *t, struct ag_strata *s, uint64_t n,
                                      uint64_t w)
 {
@@ -259,7 +223,8 @@ static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
 static void forget_block(struct ag_mem_tls *t, void *p)
 {
     uint64_t seq;
-    if (ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
+    if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p) &&
+        ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
         attribute_free(t, seq);
 }
 
@@ -306,11 +271,12 @@ static inline bool py_counting(void)
 
 /* Fast paths first: most objects carry no sampling point, most frees are of no sample's block
  * (errno is saved only on the way to a sample). */
+/* counted: the allocation is of the window or more, or took the stream to its next point. */
 static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n, bool counted)
 {
     int saved = errno;
     uint64_t w = ag_mem_window;
-    uint64_t weight = n >= w ? n : counted ? strata_points(t, &t->alloc, w) * w : 0;
+    uint64_t weight = !counted ? 0 : n >= w ? n : strata_points(t, &t->alloc, w) * w;
     if (weight) {
         /* attribute_alloc without the stream update done by the caller */
         t->guard++;
@@ -329,28 +295,14 @@ static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n, bool counte
     errno = saved;
 }
 
-void ag_mem_py_alloc(void *p, size_t n)
+void ag_mem_py_sample(void *p, size_t n, bool counted)
 {
-    if (!py_counting())
-        return;
-    struct ag_mem_tls *t = &ag_mtls;
-    int64_t w = (int64_t)ag_mem_window;
-    if ((uint64_t)n < (uint64_t)w) {
-        if ((t->alloc.until -= (int64_t)n) > 0) {
-            if (t->net < w && t->net > -w)
-                return;
-            py_alloc_slow(t, p, n, false);
-            return;
-        }
-        py_alloc_slow(t, p, n, true);
-        return;
-    }
-    py_alloc_slow(t, p, n, false);
+    py_alloc_slow(&ag_mtls, p, n, counted);
 }
 
 void ag_mem_py_free(void *p)
 {
-    if (!p || !py_counting())
+    if (!p || !py_counting() || !ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
         return;
     uint64_t seq;
     if (!ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))

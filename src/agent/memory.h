@@ -10,17 +10,8 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/strata.h"
 
-/* Stratified sampling of a stream of bytes: the stream is cut into windows of W bytes and each
- * window has one sampling point at a uniformly random offset, so every byte has probability 1/W
- * of carrying a point whatever the program's allocation pattern (no aliasing with a loop's
- * period). A sample stands for W bytes per point it carries: unbiased per line, and the points of
- * n bytes number n/W to within one, so totals stay within W of the truth. Events of W bytes or
- * more are not part of the stream: each is a sample of its exact size. */
-struct ag_strata {
-    int64_t until; /* bytes before the next point (<= 0: the slow path decides) */
-    uint64_t tail; /* bytes from that point to the end of its window */
-};
 
 /* Per-thread state of the hooks (initial-exec TLS: usable from the first malloc of the process
  * and from signal handlers). */
@@ -77,12 +68,50 @@ struct ag_mem_sample {
 void ag_mem_hooks_init(void);
 void ag_mem_fork_child(void);
 void *ag_real_mmap(size_t len); /* anonymous memory for the agent, never counted */
-/* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled here,
- * by their requested size, and what it does underneath counts only in the heap's net. */
-void ag_mem_py_alloc(void *p, size_t n);
+/* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled by
+ * their requested size, and what it does underneath counts only in the heap's net. The fast
+ * paths are inline (a Python allocation that carries no point, a free of no sample's block). */
+void ag_mem_py_sample(void *p, size_t n, bool counted);
 void ag_mem_py_free(void *p);
 void ag_mem_py_realloc_begin(void *old);
 void ag_mem_py_realloc_end(void *old, void *p, size_t n);
+
+static inline bool ag_mem_py_counting(void)
+{
+    return atomic_load_explicit(&ag_mem_on, memory_order_relaxed) && ag_mtls.guard == 0 &&
+           ag_mtls.in_pymem == 0;
+}
+
+static inline void ag_mem_py_alloc(void *p, size_t n)
+{
+    if (!ag_mem_py_counting())
+        return;
+    struct ag_mem_tls *t = &ag_mtls;
+    int64_t w = (int64_t)ag_mem_window;
+    if ((uint64_t)n < (uint64_t)w && (t->alloc.until -= (int64_t)n) > 0) {
+        if (t->net < w && t->net > -w)
+            return;
+        ag_mem_py_sample(p, n, false); /* no point: the heap's net only */
+        return;
+    }
+    ag_mem_py_sample(p, n, true);
+}
+
+/* The track table's buckets (memqueue.c) and how many ways of each are taken. */
+#define AG_TRACK_BITS 13
+extern _Atomic uint8_t *ag_track_used;
+
+static inline size_t ag_track_bucket(uint64_t ptr)
+{
+    return (size_t)(((ptr >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - AG_TRACK_BITS));
+}
+
+/* False: ptr is surely no sample's allocation (one byte read). */
+static inline bool ag_memq_maybe_tracked(uint64_t ptr)
+{
+    _Atomic uint8_t *used = ag_track_used;
+    return used && atomic_load_explicit(&used[ag_track_bucket(ptr)], memory_order_relaxed);
+}
 
 /* memqueue.c */
 int ag_memq_init(void);

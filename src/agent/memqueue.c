@@ -19,7 +19,8 @@
 #define QUEUE_SLOTS 1024  /* samples waiting for the collector (~4.7 MiB, touched as used) */
 #define SCRATCH_COUNT 32  /* threads that can read their stack for a sample at once */
 #define SCRATCH_TRIES 100 /* rounds (with a yield between) to wait for a scratch buffer */
-#define TRACK_BUCKETS 8192 /* sample addresses: 8-way buckets, one cache line of addresses each */
+#define TRACK_BUCKETS (1u << AG_TRACK_BITS) /* sample addresses: 8-way buckets, one cache line
+                                              of addresses each */
 #define TRACK_WAYS 8
 #define TRACK_EMPTY 0
 #define TRACK_BUSY 1  /* being filled in */
@@ -42,7 +43,8 @@ static struct track_bucket {
     _Atomic uint64_t ptr[TRACK_WAYS];
     _Atomic uint64_t seq[TRACK_WAYS];
 } *tracks;
-static _Atomic uint8_t *track_used;
+_Atomic uint8_t *ag_track_used;
+#define track_used ag_track_used
 
 static struct map_entry {
     _Atomic uint64_t addr;
@@ -125,7 +127,7 @@ static bool ring_next(_Atomic uint64_t *h, _Atomic uint64_t *t, _Atomic uint64_t
 
 static size_t bucket_index(uint64_t ptr)
 {
-    return (size_t)(hm_hash64(ptr) & (TRACK_BUCKETS - 1));
+    return ag_track_bucket(ptr);
 }
 
 /* Remembers the address of sample seq's allocation; false when its bucket is full. */
