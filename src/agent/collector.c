@@ -355,6 +355,8 @@ static void drain_memory(bool flush)
 {
     static uint64_t last_resident_scan;
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    if (!last_resident_scan) /* not in the first ticks, which install the Python hooks */
+        last_resident_scan = now;
     if (flush || now - last_resident_scan >= RESIDENT_SCAN_NS) {
         ag_mem_resident(&mstats, ag_maps_scan_resident(), now - start_mono_ns);
         last_resident_scan = now;

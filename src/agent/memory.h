@@ -97,6 +97,14 @@ static inline void ag_mem_py_alloc(void *p, size_t n)
     ag_mem_py_sample(p, n, true);
 }
 
+/* After Python's free: what it gave back underneath may take the heap's net past a window. */
+static inline void ag_mem_py_freed(void)
+{
+    int64_t w = (int64_t)ag_mem_window;
+    if (ag_mtls.net <= -w && ag_mem_py_counting())
+        ag_mem_py_sample(NULL, 0, false);
+}
+
 /* The track table's buckets (memqueue.c) and how many ways of each are taken. */
 #define AG_TRACK_BITS 13
 extern _Atomic uint8_t *ag_track_used;

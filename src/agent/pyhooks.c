@@ -106,6 +106,7 @@ static void wrap_free(void *ctx, void *p)
     ag_mtls.in_pymem++;
     o->free(o->ctx, p);
     ag_mtls.in_pymem--;
+    ag_mem_py_freed();
 }
 
 static void wrap_allocators(void)
