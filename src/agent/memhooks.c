@@ -247,7 +247,7 @@ static void on_alloc(void *p, uint64_t n)
 {
     struct ag_mem_tls *t = &ag_mtls;
     t->net += (int64_t)n;
-    if (t->in_pymem)
+    if (t->in_pymem) /* growth goes with the object's sample (a new maximum is a malloc's) */
         return;
     attribute_alloc(t, p, n, false);
 }
@@ -256,9 +256,8 @@ static void freeing_block(void *p)
 {
     struct ag_mem_tls *t = &ag_mtls;
     t->net -= (int64_t)real.usable(p);
-    if (t->in_pymem)
-        return;
-    forget_block(t, p);
+    if (!t->in_pymem)
+        forget_block(t, p);
     net_check(t);
 }
 
@@ -271,33 +270,37 @@ static inline bool py_counting(void)
 
 /* Fast paths first: most objects carry no sampling point, most frees are of no sample's block
  * (errno is saved only on the way to a sample). */
-/* counted: the allocation is of the window or more, or took the stream to its next point. */
-static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n, bool counted)
+/* The object took the distance to the next point to 0 or below (ag_mem_py_alloc). */
+static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
 {
-    int saved = errno;
     uint64_t w = ag_mem_window;
-    uint64_t weight = !counted ? 0 : n >= w ? n : strata_points(t, &t->alloc, w) * w;
+    if (n >= w) /* not part of the stream: counted at its size */
+        t->alloc.until += (int64_t)n;
+    if (!py_counting()) {
+        if (n < w) /* the stream's place is kept for when counting resumes */
+            t->alloc.until += (int64_t)n;
+        return;
+    }
+    int saved = errno;
+    uint64_t weight = n >= w ? n : strata_points(t, &t->alloc, w) * w;
     if (weight) {
-        /* attribute_alloc without the stream update done by the caller */
         t->guard++;
         uint64_t bytes = weight + t->pend, py = weight + t->pend_py;
         if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
             t->net = 0;
             t->pend = t->pend_py = 0;
-        } else {
+        } else { /* what it stands for goes with the thread's next sample */
             t->pend = bytes;
             t->pend_py = py;
         }
         t->guard--;
-    } else {
-        net_check(t);
     }
     errno = saved;
 }
 
-void ag_mem_py_sample(void *p, size_t n, bool counted)
+void ag_mem_py_sample(void *p, size_t n)
 {
-    py_alloc_slow(&ag_mtls, p, n, counted);
+    py_alloc_slow(&ag_mtls, p, n);
 }
 
 void ag_mem_py_free(void *p)
@@ -457,12 +460,10 @@ AG_EXPORT void *realloc(void *old, size_t n)
             t->rl_delta = delta;
         }
         t->net += delta;
-        if (!pymem) {
-            if (delta > 0)
-                attribute_alloc(t, p, (uint64_t)delta, false);
-            else
-                net_check(t);
-        }
+        if (!pymem && delta > 0)
+            attribute_alloc(t, p, (uint64_t)delta, false);
+        else if (delta < 0)
+            net_check(t);
     }
     errno = saved;
     return p;
@@ -534,8 +535,7 @@ static void *mapped(void *p, size_t len, int flags)
         if (!ag_maps_add((uint64_t)(uintptr_t)p, n, t->in_pymem > 0)) {
             net_check(t);
         } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
-            t->net += (int64_t)n;
-            net_check(t);
+            t->net += (int64_t)n; /* (and carry it) */
         } else {
             attribute_alloc(t, p, n, false);
         }

@@ -71,43 +71,24 @@ void *ag_real_mmap(size_t len); /* anonymous memory for the agent, never counted
 /* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled by
  * their requested size, and what it does underneath counts only in the heap's net. The fast
  * paths are inline (a Python allocation that carries no point, a free of no sample's block). */
-void ag_mem_py_sample(void *p, size_t n, bool counted);
+void ag_mem_py_sample(void *p, size_t n);
 void ag_mem_py_free(void *p);
 void ag_mem_py_realloc_begin(void *old);
 void ag_mem_py_realloc_end(void *old, void *p, size_t n);
 
-static inline bool ag_mem_py_counting(void)
-{
-    return atomic_load_explicit(&ag_mem_on, memory_order_relaxed) && ag_mtls.guard == 0 &&
-           ag_mtls.in_pymem == 0;
-}
-
+/* One subtraction and a compare: an object of the window or more takes the distance below 0
+ * too, and the slow path (which also checks that memory is being counted) sorts it out. The
+ * heap's net changes under Python's allocator are checked by the C hooks themselves. */
 static inline void ag_mem_py_alloc(void *p, size_t n)
 {
-    if (!ag_mem_py_counting())
+    if ((ag_mtls.alloc.until -= (int64_t)n) > 0)
         return;
-    struct ag_mem_tls *t = &ag_mtls;
-    int64_t w = (int64_t)ag_mem_window;
-    if ((uint64_t)n < (uint64_t)w && (t->alloc.until -= (int64_t)n) > 0) {
-        if (t->net < w && t->net > -w)
-            return;
-        ag_mem_py_sample(p, n, false); /* no point: the heap's net only */
-        return;
-    }
-    ag_mem_py_sample(p, n, true);
-}
-
-/* After Python's free: what it gave back underneath may take the heap's net past a window. */
-static inline void ag_mem_py_freed(void)
-{
-    int64_t w = (int64_t)ag_mem_window;
-    if (ag_mtls.net <= -w && ag_mem_py_counting())
-        ag_mem_py_sample(NULL, 0, false);
+    ag_mem_py_sample(p, n);
 }
 
 /* The track table's buckets (memqueue.c) and how many ways of each are taken. */
 #define AG_TRACK_BITS 13
-extern _Atomic uint8_t *ag_track_used;
+extern _Atomic uint8_t ag_track_used[1u << AG_TRACK_BITS];
 
 static inline size_t ag_track_bucket(uint64_t ptr)
 {
@@ -117,8 +98,7 @@ static inline size_t ag_track_bucket(uint64_t ptr)
 /* False: ptr is surely no sample's allocation (one byte read). */
 static inline bool ag_memq_maybe_tracked(uint64_t ptr)
 {
-    _Atomic uint8_t *used = ag_track_used;
-    return used && atomic_load_explicit(&used[ag_track_bucket(ptr)], memory_order_relaxed);
+    return atomic_load_explicit(&ag_track_used[ag_track_bucket(ptr)], memory_order_relaxed);
 }
 
 /* memqueue.c */

@@ -43,7 +43,7 @@ static struct track_bucket {
     _Atomic uint64_t ptr[TRACK_WAYS];
     _Atomic uint64_t seq[TRACK_WAYS];
 } *tracks;
-_Atomic uint8_t *ag_track_used;
+_Atomic uint8_t ag_track_used[TRACK_BUCKETS]; /* static: one load from the free wrapper */
 #define track_used ag_track_used
 
 static struct map_entry {
@@ -58,12 +58,11 @@ int ag_memq_init(void)
 {
     slots = ag_real_mmap(QUEUE_SLOTS * sizeof(*slots));
     tracks = ag_real_mmap(TRACK_BUCKETS * sizeof(*tracks));
-    track_used = ag_real_mmap(TRACK_BUCKETS);
     maps = ag_real_mmap(MAP_SLOTS * sizeof(*maps));
     for (int i = 0; i < SCRATCH_COUNT; i++)
         scratch[i] = ag_real_mmap(AG_SCRATCH_SIZE);
     *(void **)&gilstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    if (!slots || !tracks || !track_used || !maps || !gilstate)
+    if (!slots || !tracks || !maps || !gilstate)
         return -1;
     for (int i = 0; i < SCRATCH_COUNT; i++)
         if (!scratch[i])

@@ -101,12 +101,11 @@ static void *wrap_realloc(void *ctx, void *old, size_t n)
 static void wrap_free(void *ctx, void *p)
 {
     const struct pymem_allocator *o = ctx;
-    if (ag_mem_py_counting() && ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
+    if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
         ag_mem_py_free(p);
     ag_mtls.in_pymem++;
     o->free(o->ctx, p);
     ag_mtls.in_pymem--;
-    ag_mem_py_freed();
 }
 
 static void wrap_allocators(void)
