@@ -64,9 +64,9 @@ def loop_two_large(n, a, b, c):
 
 
 SHAPES = {"one": (loop_one, ["one_a"], 3_000_000),
-          "two": (loop_two, ["two_a", "two_b"], 2_000_000),
-          "three": (loop_three, ["three_a", "three_b", "three_c"], 1_500_000),
-          "two_temp": (loop_two_temp, ["two_temp_a", "two_temp_b"], 2_000_000),
+          "two": (loop_two, ["two_a", "two_b"], 4_000_000),
+          "three": (loop_three, ["three_a", "three_b", "three_c"], 3_000_000),
+          "two_temp": (loop_two_temp, ["two_temp_a", "two_temp_b"], 4_000_000),
           "two_large": (loop_two_large, ["two_large_a", "two_large_b"], 4_000)}
 
 
