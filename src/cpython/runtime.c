@@ -237,7 +237,7 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     rt->micro = (int)((rt->version_hex >> 8) & 0xff);
     version_string(rt);
 
-    if (rt->major != 3 || rt->minor < 11 || rt->minor > 14) {
+    if (rt->major != 3 || rt->minor < 11 || rt->minor > 15) {
         err = unsupported_version(rd, rt->major, rt->minor,
                                   rt->minor < 11 ? " (scry reads 3.11 and newer)" : "");
         goto out;
@@ -250,8 +250,6 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     if (((rt->version_hex >> 4) & 0xf) != 0xf)
         log_warn("Python %s is a pre-release: its layouts may differ from the release",
                  rt->version_str);
-    if (rt->minor == 14)
-        log_warn("Python 3.14 support is untested");
 
     if (has_debug_offsets) {
         uint8_t block[1024];

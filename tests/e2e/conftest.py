@@ -26,7 +26,7 @@ from pythons import find_pythons  # noqa: E402  (written alongside; maps "3.X" -
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = REPO / "tests" / "targets"
 SCRY = Path(os.environ.get("SCRY", REPO / "build" / "scry"))
-SUPPORTED = ["3.11", "3.12", "3.13"]
+SUPPORTED = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 SCRY_TIMEOUT_S = 30
 READY_TIMEOUT_S = 30
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
