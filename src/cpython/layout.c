@@ -400,10 +400,10 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
 
 /* References that are the same in 3.11-3.15 (offsetof() on all three headers agrees). */
 #define COMMON_HEAP_FIELDS                                                                         \
-    .tp_itemsize = 40,                                                                                \
+    .tp_itemsize = 40,                                                                             \
     .tp_weaklistoffset = 208, .tp_base = 256, .tp_dict = 264, .tp_bases = 336, .tp_mro = 344,     \
     .tp_is_gc = 328, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,     \
-    .set_smalltable = 64, .ba_alloc = 24, .ba_start = 40, .dk_usable = 16,                          \
+    .set_smalltable = 64, .ba_alloc = 24, .ba_start = 40, .dk_usable = 16,                         \
     .dk_nentries = 24, .co_localsplusnames = 96, .frobj_back = 16, .frobj_frame = 24,             \
     .frobj_trace = 32, .frame_owned_by_frame_object = 2,                                         \
     .exc = {R(16, ATTR, ".__dict__"), R(24, ATTR, ".args"), R(32, ATTR, ".__notes__"),          \
@@ -529,9 +529,10 @@ static const struct py_heap_layout heap_314 = {
 };
 
 /* 3.15: offsetof() on the 3.15.2 headers (tests/tools/layout_offsets.c): the GC state lost its
- * trash-can fields (generations from +8), PyTypeObject grew by 8 (tp_versions_used), so did
- * bytearray (ob_bytes_object); the thread state's exception fields moved 24 bytes on; module
- * names at +40; a new generator state (FRAME_SUSPENDED_YIELD_FROM_LOCKED) makes CLEARED 5. */
+ * trash-can fields (generations from +8), PyTypeObject grew by 8 (_tp_iteritem), bytearray too
+ * (ob_bytes_object: the buffer is a bytes object's); the thread state's exception fields moved
+ * 24 bytes on; module names at +40; a new generator state (FRAME_SUSPENDED_YIELD_FROM_LOCKED)
+ * makes CLEARED 5. */
 static const struct py_heap_layout heap_315 = {
     .minor = 15,
     COMMON_HEAP_FIELDS,
@@ -539,7 +540,7 @@ static const struct py_heap_layout heap_315 = {
     .gc_permanent = 80, .gc_collecting = 112, .gc_garbage = 128,
     .ht_name = 864, .ht_slots = 872, .ht_qualname = 880, .ht_module = 896,
     .sizeof_type = 424, .sizeof_heaptype = 944, .static_type_presize = false,
-    .ba_basicsize = 64,
+    .ba_basicsize = 64, .ba_bytes_header = 33,
     .tuple_items = 32,
     .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 200,
     .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,

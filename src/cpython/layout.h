@@ -115,6 +115,8 @@ struct py_heap_layout {
     uint64_t tuple_items, list_items, list_allocated;
     uint64_t set_mask, set_table, set_smalltable;
     uint64_t ba_alloc, ba_start, ba_basicsize;
+    uint64_t ba_bytes_header; /* 3.15: the buffer is a bytes object's; sys.getsizeof adds its
+                                 header and NUL (33) when ob_alloc > 0; else 0 */
     /* dict keys */
     uint64_t dk_usable, dk_nentries;
     /* code */
