@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest)
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; pytest, numpy,
+#                           pandas and memray in each pyenv interpreter, where they install)
+#   install-deps.sh packages only the latter (`make test` runs it again after
+#                           scripts/install-pythons.sh has added 3.14 and 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
@@ -37,17 +40,27 @@ if [ "$what" = test ]; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
   fi
-  # numpy and pandas in the interpreters the e2e tests target (tests/e2e/pythons.py), for the
-  # heap walker's tests of C types (tests/e2e/test_dump_ctypes.py); where they do not install
-  # (no wheel, no network) those tests skip, saying why.
+fi
+
+if [ "$what" = test ] || [ "$what" = packages ]; then
+  # pytest, numpy and pandas in the interpreters the e2e tests target (tests/e2e/pythons.py: 3.11+
+  # under pyenv's versions folder, 3.14/3.15 from scripts/install-pythons.sh included), for the
+  # heap walker's tests of C types (tests/e2e/test_dump_ctypes.py), and memray for bench/overhead;
+  # where they do not install (no wheel, no network) those tests skip, saying why. Wheels only:
+  # building memray or numpy from source would take longer than the whole test run.
   root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
   for tp in "$root"/versions/3.1[1-9].*/bin/python3; do
     [ -x "$tp" ] || continue
     case "$tp" in *-dbg*|*t/bin/python3) continue ;; esac
-    if ! "$tp" -c 'import numpy, pandas' 2>/dev/null; then
-      echo "scry: installing numpy and pandas for $tp" >&2
-      "$tp" -m pip install -q numpy pandas >/dev/null 2>&1 ||
+    if ! "$tp" -c 'import pytest, numpy, pandas' 2>/dev/null; then
+      echo "scry: installing pytest, numpy and pandas for $tp" >&2
+      "$tp" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: pytest numpy pandas \
+        >/dev/null 2>&1 ||
         echo "scry: numpy/pandas do not install for $tp: their heap tests will be skipped" >&2
+    fi
+    if ! "$tp" -c 'import memray' 2>/dev/null; then
+      "$tp" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: memray >/dev/null 2>&1 ||
+        echo "scry: memray has no wheel for $tp (bench/overhead leaves it out there)" >&2
     fi
   done
 fi
