@@ -69,7 +69,7 @@ def a_python(pythons):
     for version in reversed(SUPPORTED):
         if pythons.get(version):
             return pythons[version]
-    pytest.skip("no supported Python (3.11-3.13) is installed")
+    pytest.skip("no supported Python (3.11-3.15) is installed")
 
 
 # ---- processes --------------------------------------------------------------------------------
