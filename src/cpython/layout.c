@@ -381,9 +381,11 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
     out->gil_last_holder = gil_holder - gil_start;
     out->owner_generator = 1;
     out->fr_code_tagged = minor >= 14;
-    /* 3.15 has no FRAME_OWNED_BY_CSTACK: its shim frames are the interpreter's. */
-    out->owner_cstack = minor >= 15 ? -1 : minor == 14 ? 4 : 3;
-    out->owner_interpreter = minor >= 14 ? 3 : -1;
+    /* Entry frames are FRAME_OWNED_BY_CSTACK (3) on 3.13 and FRAME_OWNED_BY_INTERPRETER (3) on
+     * 3.14+ (seen in the live 3.14.10 and 3.15.2); 3.14 keeps FRAME_OWNED_BY_CSTACK (4) for other
+     * shims, 3.15 has none. */
+    out->owner_cstack = 3;
+    out->owner_interpreter = minor == 14 ? 4 : -1;
     out->co_nunits = 16;
     /* Not in the block: offsetof() on the 3.13.0, 3.14.10 and 3.15.2 headers. */
     out->co_firsttraceable = minor >= 14 ? 192 : 184;
