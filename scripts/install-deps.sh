@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; pytest, numpy,
-#                           pandas and memray in each pyenv interpreter, where they install)
-#   install-deps.sh packages only the latter (`make test` runs it again after
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
+#                           for the interpreters the end-to-end tests run, where they install:
+#                           the tests that need them skip otherwise)
+#   install-deps.sh packages only numpy, pandas and memray (`make test` runs it again once
 #                           scripts/install-pythons.sh has added 3.14 and 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
@@ -12,7 +13,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev) # libunwind: --stacks (dlopen)
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev) # libunwind: --stacks (dlopen); zlib: pprof export
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
@@ -43,25 +44,30 @@ if [ "$what" = test ]; then
 fi
 
 if [ "$what" = test ] || [ "$what" = packages ]; then
-  # pytest, numpy and pandas in the interpreters the e2e tests target (tests/e2e/pythons.py: 3.11+
-  # under pyenv's versions folder, 3.14/3.15 from scripts/install-pythons.sh included), for the
-  # heap walker's tests of C types (tests/e2e/test_dump_ctypes.py), and memray for bench/overhead;
-  # where they do not install (no wheel, no network) those tests skip, saying why. Wheels only:
-  # building memray or numpy from source would take longer than the whole test run.
-  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-  for tp in "$root"/versions/3.1[1-9].*/bin/python3; do
-    [ -x "$tp" ] || continue
-    case "$tp" in *-dbg*|*t/bin/python3) continue ;; esac
-    if ! "$tp" -c 'import pytest, numpy, pandas' 2>/dev/null; then
-      echo "scry: installing pytest, numpy and pandas for $tp" >&2
-      "$tp" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: pytest numpy pandas \
+  # The interpreters the end-to-end tests pick (tests/e2e/pythons.py): $SCRY_PYTHONS, else
+  # pyenv's release builds of 3.11 and later. numpy: a C extension with BLAS threads (memory
+  # tests) and, with pandas, the heap walker's C types (test_dump_ctypes.py); memray: exact
+  # per-line allocations, the oracle of the memory loop tests. Where one does not install (no
+  # wheel), the tests that use it skip, saying why.
+  if [ -n "${SCRY_PYTHONS:-}" ]; then
+    IFS=: read -r -a interpreters <<<"$SCRY_PYTHONS"
+  else
+    interpreters=()
+    root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+    for exe in "$root"/versions/3.*/bin/python3; do
+      [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
+    done
+  fi
+  for exe in "${interpreters[@]}"; do
+    for mod in numpy pandas memray; do
+      "$exe" -c "import $mod" 2>/dev/null && continue
+      echo "scry: installing $mod for $exe" >&2
+      # Wheels only: building one from source (memray on a new Python) would take longer than
+      # the whole test run.
+      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$mod" \
         >/dev/null 2>&1 ||
-        echo "scry: numpy/pandas do not install for $tp: their heap tests will be skipped" >&2
-    fi
-    if ! "$tp" -c 'import memray' 2>/dev/null; then
-      "$tp" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: memray >/dev/null 2>&1 ||
-        echo "scry: memray has no wheel for $tp (bench/overhead leaves it out there)" >&2
-    fi
+        echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
+    done
   done
 fi
 
