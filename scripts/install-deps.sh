@@ -4,6 +4,8 @@
 #   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
 #                           for the interpreters the end-to-end tests run, where they install:
 #                           the tests that need them skip otherwise)
+#   install-deps.sh packages only numpy, pandas and memray (`make test` runs it again once
+#                           scripts/install-pythons.sh has added 3.14 and 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
@@ -39,6 +41,9 @@ if [ "$what" = test ]; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
   fi
+fi
+
+if [ "$what" = test ] || [ "$what" = packages ]; then
   # The interpreters the end-to-end tests pick (tests/e2e/pythons.py): $SCRY_PYTHONS, else
   # pyenv's release builds of 3.11 and later. numpy: a C extension with BLAS threads (memory
   # tests) and, with pandas, the heap walker's C types (test_dump_ctypes.py); memray: exact
@@ -57,7 +62,10 @@ if [ "$what" = test ]; then
     for mod in numpy pandas memray; do
       "$exe" -c "import $mod" 2>/dev/null && continue
       echo "scry: installing $mod for $exe" >&2
-      "$exe" -m pip install -q "$mod" >/dev/null 2>&1 ||
+      # Wheels only: building one from source (memray on a new Python) would take longer than
+      # the whole test run.
+      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$mod" \
+        >/dev/null 2>&1 ||
         echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
     done
   done

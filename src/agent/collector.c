@@ -232,7 +232,8 @@ static int frame_line(const struct ag_code *c, int32_t lasti)
     int line = ci->linetable
                    ? py_linetable_line(ci->linetable, ci->linetable_len, ci->firstlineno, lasti)
                    : -1;
-    return line < 0 ? ci->firstlineno : line;
+    /* Line 0 is the RESUME that opens a module's code (3.12+): the module's first line. */
+    return line <= 0 ? ci->firstlineno : line;
 }
 
 /* With stacks: the profiled frames of the sample being processed, outermost first, and the C

@@ -16,7 +16,7 @@
       "/proc/sys/kernel/yama/ptrace_scope to 0; in a container start it with "                     \
       "--cap-add SYS_PTRACE")                                                                      \
     X(NOT_PYTHON, "not_python",                                                                    \
-      "point scry at a CPython 3.11-3.14 process or core; for a core of a program whose "         \
+      "point scry at a CPython 3.11-3.15 process or core; for a core of a program whose "         \
       "executable moved, pass --exe PATH")                                                         \
     X(UNSUPPORTED_PYTHON, "unsupported_python",                                                    \
       "scry supports release (non-debug, GIL) builds of CPython 3.11, 3.12, 3.13 and 3.14")       \

@@ -2,8 +2,10 @@
  * the tp_basicsize and the versions it was checked on, the object pointers its tp_traverse visits
  * (offset, label, kind), and a walker for what a table cannot say (deque blocks, native buffers
  * that __sizeof__ counts, numpy's data). Offsets are from reference/c-types.md, read back from
- * live objects of 3.11.7, 3.12.1 and 3.13.0; those documented the same in 3.14 copies are matched
- * on every version, those that change only on the versions checked. */
+ * live objects of 3.11.7, 3.12.1 and 3.13.0, and for 3.14.10 and 3.15.2 found the same way (each
+ * object's words matched against id() of what gc.get_referents() returns, ctypes on the live
+ * interpreter); those the same everywhere are matched on every version, the others only on the
+ * versions checked. */
 #include "cpython/heap_ctypes.h"
 
 #include <stdio.h>
@@ -55,14 +57,20 @@ static const struct hc_type types[] = {
       {96, I, ".writenl"}}},
     {"_io.StringIO", 168, 12, 13, HC_STRINGIO,
      {{56, I, ".writer.buffer"}, {120, A, ".decoder"}, {128, I, ".readnl"}, {136, I, ".writenl"}}},
+    /* 3.14+: the writer at 56 is a PyUnicodeWriter* (PyMem memory, not an object). */
+    {"_io.StringIO", 120, 14, 15, HC_STRINGIO,
+     {{72, A, ".decoder"}, {80, I, ".readnl"}, {88, I, ".writenl"}}},
     {"array.array", 64, 11, 99, HC_ARRAY, {{0}}},
     /* The read/write buffer: `buffer` (char *) at 56, `buffer_size` at 120 (NULL once closed). */
-    {"_io.BufferedReader", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedWriter", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedRandom", 152, 11, 13, HC_BUFFERED, {{16, A, ".raw"}}},
+    {"_io.BufferedReader", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
+    {"_io.BufferedWriter", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
+    {"_io.BufferedRandom", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
     {"functools.partial", 64, 11, 13, HC_NONE,
      {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
-    {"functools._lru_cache_wrapper", 152, 11, 13, HC_NONE,
+    /* 3.14+: placeholders; the same first fields. */
+    {"functools.partial", 80, 14, 15, HC_NONE,
+     {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
+    {"functools._lru_cache_wrapper", 152, 11, 15, HC_NONE,
      {{72, A, ".cache"},
       {88, A, ".__wrapped__"},
       {112, I, ".kwd_mark"},
@@ -91,16 +99,31 @@ static const struct hc_type types[] = {
       {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
       {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
       {112, A, ".fut_waiter"}, {120, A, ".coro"}}},
+    /* 3.14+: awaited_by (the awaiting task, or a set of them) after cancelled_exc. */
+    {"_asyncio.Future", 112, 14, 15, HC_NONE,
+     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
+      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
+      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
+      {96, A, ".awaited_by"}}},
+    {"_asyncio.Task", 168, 14, 15, HC_NONE,
+     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
+      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
+      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
+      {96, A, ".awaited_by"}, {120, A, ".fut_waiter"}}},
     /* data (owned iff OWNDATA), dimensions+strides (one block of 16 * nd), base, descr,
      * mem_handler; not GC, so only ever reached through references. */
     {"numpy.ndarray", 96, 11, 99, HC_NDARRAY,
      {{48, A, ".base"}, {56, I, ".dtype"}, {88, I, ".mem_handler"}}},
 };
 
-/* Task's name and context: after the fields above (12 per entry at most). */
-static const struct hc_field task_more[2][2] = {
-    {{144, A, ".name"}, {152, A, ".context"}}, /* 3.11, 3.12 */
-    {{128, A, ".name"}, {136, A, ".context"}}, /* 3.13 */
+/* Task's fields past the 12 an entry holds (coro, name, context), by the Task's basicsize. */
+static const struct {
+    int64_t basicsize;
+    struct hc_field fields[3];
+} task_more[] = {
+    {176, {{144, A, ".name"}, {152, A, ".context"}}},                       /* 3.11, 3.12 */
+    {144, {{128, A, ".name"}, {136, A, ".context"}}},                       /* 3.13 */
+    {168, {{128, A, ".coro"}, {136, A, ".name"}, {144, A, ".context"}}}, /* 3.14, 3.15 */
 };
 
 #undef A
@@ -257,8 +280,11 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
             return err;
     }
     if (strcmp(t->name, "_asyncio.Task") == 0) {
-        const struct hc_field *more = task_more[t->basicsize == 144];
-        for (int i = 0; i < 2; i++) {
+        const struct hc_field *more = NULL;
+        for (size_t k = 0; k < sizeof(task_more) / sizeof(task_more[0]); k++)
+            if (task_more[k].basicsize == t->basicsize)
+                more = task_more[k].fields;
+        for (int i = 0; more && i < 3 && more[i].label; i++) {
             uint64_t p;
             if (!env->covered(env->ctx, more[i].off) &&
                 env->read(env->ctx, obj + more[i].off, &p, 8) == 0 && p &&

@@ -1555,7 +1555,7 @@ static int emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
     } else { /* bytearray */
         int64_t n = (int64_t)rd64(hdr + 16), alloc = (int64_t)rd64(hdr + w->H->ba_alloc);
         uint64_t start = rd64(hdr + w->H->ba_start);
-        size = (uint64_t)ti->basicsize + (alloc > 0 ? (uint64_t)alloc : 0);
+        size = (uint64_t)ti->basicsize + (alloc > 0 ? (uint64_t)alloc + w->H->ba_bytes_header : 0);
         if (capture && n > 0 && start) {
             size_t k = (uint64_t)n < scan ? (size_t)n : scan;
             char buf[4096];

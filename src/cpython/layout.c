@@ -249,6 +249,58 @@ static const struct dbg_field fields_314[] = {
 };
 static const int gil_314[3] = {16, 18, 19};
 
+/* Indices of the 3.15 block (888 bytes, 111 u64): the thread state gains base_frame and the
+ * profiling fields before thread_id, the type object tp_basicsize/tp_dictoffset, and a heap
+ * type object struct follows it. */
+static const struct dbg_field fields_315[] = {
+    F(rt_size, 3, 3),
+    F(rt_interpreters_head, 5, 3),
+    F(is_size, 6, 6),
+    F(is_id, 7, 6),
+    F(is_next, 8, 6),
+    F(is_threads_head, 9, 6),
+    F(is_gc, 11, 6),
+    F(is_modules, 12, 6),
+    F(is_sysdict, 13, 6),
+    F(is_builtins, 14, 6),
+    F(is_ceval_gil, 15, 6),
+    F(ts_size, 22, 22),
+    F(ts_next, 24, 22),
+    F(ts_interp, 25, 22),
+    F(ts_current_frame, 26, 22),
+    F(ts_thread_id, 30, 22),
+    F(ts_native_thread_id, 31, 22),
+    F(ts_datastack_chunk, 32, 22),
+    F(fr_size, 39, 39),
+    F(fr_previous, 40, 39),
+    F(fr_code, 41, 39),
+    F(fr_instr, 42, 39),
+    F(fr_localsplus, 43, 39),
+    F(fr_owner, 44, 39),
+    F(co_size, 47, 47),
+    F(co_filename, 48, 47),
+    F(co_name, 49, 47),
+    F(co_qualname, 50, 47),
+    F(co_linetable, 51, 47),
+    F(co_firstlineno, 52, 47),
+    F(co_code_adaptive, 56, 47),
+    F(ob_type, 59, 58),
+    F(tp_name, 61, 60),
+    F(tp_flags, 63, 60),
+    F(tp_basicsize, 64, 60),
+    F(tp_dictoffset, 65, 60),
+    F(ht_cached_keys, 67, 66),
+    F(dict_keys, 79, 78),
+    F(dict_values, 80, 78),
+    F(long_digits, 85, 83),
+    F(bytes_size, 87, 86),
+    F(bytes_sval, 88, 86),
+    F(str_state, 90, 89),
+    F(str_length, 91, 89),
+    F(str_ascii_size, 92, 89),
+};
+static const int gil_315[3] = {16, 18, 19};
+
 #undef F
 
 size_t py_debug_offsets_size(int minor)
@@ -258,6 +310,8 @@ size_t py_debug_offsets_size(int minor)
         return 584;
     case 14:
         return 760;
+    case 15:
+        return 888;
     default:
         return 0;
     }
@@ -284,6 +338,10 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
         fields = fields_314;
         nfields = sizeof(fields_314) / sizeof(fields_314[0]);
         gil = gil_314;
+    } else if (minor == 15) {
+        fields = fields_315;
+        nfields = sizeof(fields_315) / sizeof(fields_315[0]);
+        gil = gil_315;
     } else {
         return err_fail(SCRY_E_INTERNAL, "no _Py_DebugOffsets layout for 3.%d", minor);
     }
@@ -291,6 +349,11 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "_Py_DebugOffsets block is missing or short");
 
     memset(out, 0, sizeof(*out));
+    /* Not in the 3.13/3.14 block (3.15's gives them and overwrites these): offsetof() on the
+     * 3.13.0 and 3.14.10 headers (tests/tools/layout_offsets.c). */
+    out->tp_basicsize = 32;
+    out->tp_dictoffset = 288;
+    out->ht_cached_keys = 880;
     for (size_t i = 0; i < nfields; i++) {
         uint64_t v = block_u64(block, fields[i].idx);
         uint64_t size = block_u64(block, fields[i].size_idx);
@@ -318,14 +381,14 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
     out->gil_last_holder = gil_holder - gil_start;
     out->owner_generator = 1;
     out->fr_code_tagged = minor >= 14;
-    out->owner_cstack = minor >= 14 ? 4 : 3;
-    out->owner_interpreter = minor >= 14 ? 3 : -1;
+    /* Entry frames are FRAME_OWNED_BY_CSTACK (3) on 3.13 and FRAME_OWNED_BY_INTERPRETER (3) on
+     * 3.14+ (seen in the live 3.14.10 and 3.15.2); 3.14 keeps FRAME_OWNED_BY_CSTACK (4) for other
+     * shims, 3.15 has none. */
+    out->owner_cstack = 3;
+    out->owner_interpreter = minor == 14 ? 4 : -1;
     out->co_nunits = 16;
-    /* Not in the block: from the headers of 3.13.0 and py-spy's 3.14.0 bindings. */
+    /* Not in the block: offsetof() on the 3.13.0, 3.14.10 and 3.15.2 headers. */
     out->co_firsttraceable = minor >= 14 ? 192 : 184;
-    out->tp_basicsize = 32;
-    out->tp_dictoffset = 288;
-    out->ht_cached_keys = 880;
     out->str_compact_size = out->str_ascii_size + 16;
     out->long_has_lv_tag = true;
     out->values_kind = PY_VALUES_313;
@@ -337,14 +400,14 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
 
 #define R(o, k, l) {o, HW_EDGE_##k, l}
 
-/* References that are the same in 3.11-3.14 (offsetof() on all three headers agrees). */
+/* References that are the same in 3.11-3.15 (offsetof() on all three headers agrees). */
 #define COMMON_HEAP_FIELDS                                                                         \
-    .gc_generations = {24, 48, 72}, .tp_itemsize = 40,                                               \
+    .tp_itemsize = 40,                                                                             \
     .tp_weaklistoffset = 208, .tp_base = 256, .tp_dict = 264, .tp_bases = 336, .tp_mro = 344,     \
     .tp_is_gc = 328, .list_items = 24, .list_allocated = 32, .set_mask = 32, .set_table = 40,     \
-    .set_smalltable = 64, .ba_alloc = 24, .ba_start = 40, .ba_basicsize = 56, .dk_usable = 16,     \
+    .set_smalltable = 64, .ba_alloc = 24, .ba_start = 40, .dk_usable = 16,                         \
     .dk_nentries = 24, .co_localsplusnames = 96, .frobj_back = 16, .frobj_frame = 24,             \
-    .frobj_trace = 32, .frame_owned_by_frame_object = 2, .gen_state_cleared = 4,                 \
+    .frobj_trace = 32, .frame_owned_by_frame_object = 2,                                         \
     .exc = {R(16, ATTR, ".__dict__"), R(24, ATTR, ".args"), R(32, ATTR, ".__notes__"),          \
             R(40, ATTR, ".__traceback__"), R(48, ATTR, ".__context__"),                          \
             R(56, ATTR, ".__cause__")},                                                           \
@@ -355,7 +418,11 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
     .classmethod = {R(16, ATTR, ".__func__"), R(24, ATTR, ".__dict__")},                         \
     .property = {R(16, ATTR, ".fget"), R(24, ATTR, ".fset"), R(32, ATTR, ".fdel"),              \
                  R(40, ATTR, ".__doc__"), R(48, INTERNAL, ".__name__")},                         \
-    .weakref_cb = {R(24, ATTR, ".__callback__")},                                                \
+    .weakref_cb = {R(24, ATTR, ".__callback__")}
+
+/* The same in 3.11-3.14; 3.15 differs. */
+#define HEAP_FIELDS_311_314                                                                        \
+    .gc_generations = {24, 48, 72}, .ba_basicsize = 56, .gen_state_cleared = 4,                    \
     .module = {R(16, ATTR, ".__dict__"), R(48, INTERNAL, ".__name__")}
 
 #define FUNC_FIELDS_311                                                                            \
@@ -369,6 +436,7 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
 static const struct py_heap_layout heap_311 = {
     .minor = 11,
     COMMON_HEAP_FIELDS,
+    HEAP_FIELDS_311_314,
     .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
     .ht_name = 848, .ht_slots = 856, .ht_qualname = 864, .ht_module = 880,
     .sizeof_type = 408, .sizeof_heaptype = 904, .static_type_presize = true,
@@ -391,6 +459,7 @@ static const struct py_heap_layout heap_311 = {
 static const struct py_heap_layout heap_312 = {
     .minor = 12,
     COMMON_HEAP_FIELDS,
+    HEAP_FIELDS_311_314,
     .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
     .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
     .sizeof_type = 416, .sizeof_heaptype = 920, .static_type_presize = true,
@@ -413,6 +482,7 @@ static const struct py_heap_layout heap_312 = {
 static const struct py_heap_layout heap_313 = {
     .minor = 13,
     COMMON_HEAP_FIELDS,
+    HEAP_FIELDS_311_314,
     .gc_permanent = 104, .gc_collecting = 200, .gc_garbage = 208,
     .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
     .sizeof_type = 416, .sizeof_heaptype = 928, .static_type_presize = false,
@@ -433,12 +503,13 @@ static const struct py_heap_layout heap_313 = {
               R(48, ATTR, ".f_extra_locals"), R(56, INTERNAL, ".f_locals_cache")},
 };
 
-/* 3.14: untested (no 3.14 interpreter here). GC lists per cpython-internals.md 3.8 (permanent at
- * +96, collecting at +192); frames 8 bytes longer (localsplus at 80, stackpointer at 64);
- * tuple items after the cached hash; the rest assumed unchanged from 3.13. */
+/* 3.14: offsetof() on the 3.14.10 headers (tests/tools/layout_offsets.c): GC lists with the
+ * permanent generation at +96, frames 8 bytes longer (localsplus at 80, stackpointer at 64),
+ * tuple items after the cached hash, frame objects' data after f_overwritten_fast_locals. */
 static const struct py_heap_layout heap_314 = {
     .minor = 14,
     COMMON_HEAP_FIELDS,
+    HEAP_FIELDS_311_314,
     .gc_permanent = 96, .gc_collecting = 192, .gc_garbage = 200,
     .ht_name = 856, .ht_slots = 864, .ht_qualname = 872, .ht_module = 888,
     .sizeof_type = 416, .sizeof_heaptype = 936, .static_type_presize = false,
@@ -446,7 +517,7 @@ static const struct py_heap_layout heap_314 = {
     .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 200,
     .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,
     .fr_stacktop = 64, .fr_stackpointer = true,
-    .frobj_data = 64,
+    .frobj_data = 72,
     .gi_name = 24, .gi_qualname = 32, .gi_exc_value = 40, .gi_frame_state = 67, .gi_iframe = 72,
     .ts_dict = 128, .ts_async_exc = 144, .ts_context = 208, .ts_exc_info = 120,
     .ts_current_exception = 112,
@@ -457,6 +528,38 @@ static const struct py_heap_layout heap_314 = {
                     R(872, INTERNAL, ".__qualname__"), R(864, INTERNAL, ".__slots__")},
     .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace"),
               R(48, ATTR, ".f_extra_locals"), R(56, INTERNAL, ".f_locals_cache")},
+};
+
+/* 3.15: offsetof() on the 3.15.2 headers (tests/tools/layout_offsets.c): the GC state lost its
+ * trash-can fields (generations from +8), PyTypeObject grew by 8 (_tp_iteritem), bytearray too
+ * (ob_bytes_object: the buffer is a bytes object's); the thread state's exception fields moved
+ * 24 bytes on; module names at +40; a new generator state (FRAME_SUSPENDED_YIELD_FROM_LOCKED)
+ * makes CLEARED 5. */
+static const struct py_heap_layout heap_315 = {
+    .minor = 15,
+    COMMON_HEAP_FIELDS,
+    .gc_generations = {8, 32, 56},
+    .gc_permanent = 80, .gc_collecting = 112, .gc_garbage = 128,
+    .ht_name = 864, .ht_slots = 872, .ht_qualname = 880, .ht_module = 896,
+    .sizeof_type = 424, .sizeof_heaptype = 944, .static_type_presize = false,
+    .ba_basicsize = 64, .ba_bytes_header = 33,
+    .tuple_items = 32,
+    .co_nlocalsplus = 72, .co_stacksize = 64, .co_extra = 200,
+    .fr_func = 16, .fr_globals = 24, .fr_builtins = 32, .fr_locals = 40, .fr_frame_obj = 48,
+    .fr_stacktop = 64, .fr_stackpointer = true,
+    .frobj_data = 72,
+    .gi_name = 24, .gi_qualname = 32, .gi_exc_value = 40, .gi_frame_state = 67, .gi_iframe = 72,
+    .gen_state_cleared = 5,
+    .ts_dict = 152, .ts_async_exc = 168, .ts_context = 232, .ts_exc_info = 144,
+    .ts_current_exception = 136,
+    .func = {FUNC_FIELDS_311, R(120, ATTR, ".__annotate__"), R(128, ATTR, ".__type_params__")},
+    .type_fields = {R(264, ATTR, ".__dict__"), R(344, INTERNAL, ".__mro__"),
+                    R(336, INTERNAL, ".__bases__"), R(256, INTERNAL, ".__base__"),
+                    R(896, INTERNAL, ".__module_object__"), R(864, INTERNAL, ".__name__"),
+                    R(880, INTERNAL, ".__qualname__"), R(872, INTERNAL, ".__slots__")},
+    .frobj = {R(16, INTERNAL, ".f_back"), R(32, ATTR, ".f_trace"),
+              R(48, ATTR, ".f_extra_locals"), R(56, INTERNAL, ".f_locals_cache")},
+    .module = {R(16, ATTR, ".__dict__"), R(40, INTERNAL, ".__name__")},
 };
 
 #undef R
@@ -472,6 +575,8 @@ const struct py_heap_layout *py_heap_layout_table(int minor)
         return &heap_313;
     case 14:
         return &heap_314;
+    case 15:
+        return &heap_315;
     default:
         return NULL;
     }

@@ -48,8 +48,12 @@ struct py_layout {
     uint64_t fr_previous, fr_code, fr_instr, fr_owner, fr_localsplus;
     bool fr_code_tagged;         /* 3.14: f_executable is a _PyStackRef (low 2 bits are tags) */
     int owner_generator;         /* FRAME_OWNED_BY_GENERATOR */
-    int owner_cstack;            /* shim frames to skip; -1 when the version has none */
-    int owner_interpreter;       /* 3.14 FRAME_OWNED_BY_INTERPRETER, else -1 */
+    int owner_cstack;            /* the owner of the entry (shim) frame each C call of the eval
+                                    loop pushes under its first frame, skipped in stacks and
+                                    counted as an entry: FRAME_OWNED_BY_CSTACK on 3.12/3.13,
+                                    FRAME_OWNED_BY_INTERPRETER on 3.14+; -1 on 3.11 */
+    int owner_interpreter;       /* another owner whose frames are skipped (3.14's
+                                    FRAME_OWNED_BY_CSTACK), else -1 */
     uint64_t fr_is_entry;        /* 3.11: bool is_entry (the first frame of one C call of the
                                     eval loop; later versions mark it with a shim frame); 0 */
 
@@ -115,6 +119,8 @@ struct py_heap_layout {
     uint64_t tuple_items, list_items, list_allocated;
     uint64_t set_mask, set_table, set_smalltable;
     uint64_t ba_alloc, ba_start, ba_basicsize;
+    uint64_t ba_bytes_header; /* 3.15: the buffer is a bytes object's; sys.getsizeof adds its
+                                 header and NUL (33) when ob_alloc > 0; else 0 */
     /* dict keys */
     uint64_t dk_usable, dk_nentries;
     /* code */

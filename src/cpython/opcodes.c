@@ -7,10 +7,10 @@
  * INSTRUMENTED_CALL*, plus PRECALL and PRECALL_* on 3.11, less CALL_INTRINSIC_1/2 and
  * less the specialisations whose callee is a Python function (CALL_PY_*,
  * CALL_BOUND_METHOD_*, CALL_ALLOC_AND_ENTER_INIT, CALL_KW_PY, CALL_KW_BOUND_METHOD,
- * PRECALL_PYFUNC, PRECALL_BOUND_METHOD): an instruction pointer that rests on one of them
- * means the thread is inside a call that may be into C (shared/reference/agent-sampling.md
- * sections 4 and 5). Looked up from signal handlers: constant data, no locks, no
- * allocation. */
+ * CALL_EX_PY, PRECALL_PYFUNC, PRECALL_BOUND_METHOD): an instruction pointer that rests
+ * on one of them means the thread is inside a call that may be into C
+ * (shared/reference/agent-sampling.md sections 4 and 5). Looked up from signal handlers:
+ * constant data, no locks, no allocation. */
 #include "cpython/opcodes.h"
 
 /* 3.11, from CPython 3.11.7's dis/opcode modules:
@@ -52,7 +52,7 @@ static const uint64_t call_family_313[4] = {
     0x0260000000000000u, 0x0000000000000000u, 0x0039ffe000000000u, 0x0070000000000000u,
 };
 
-/* 3.14, from CPython 3.14.2's Lib/_opcode_metadata.py in the npm package pyodide@314.0.7:
+/* 3.14, from CPython 3.14.10's dis/opcode modules:
  * CALL_FUNCTION_EX 4, CALL 52, CALL_KW 55, CALL_BUILTIN_CLASS 146, CALL_BUILTIN_FAST 147,
  *  CALL_BUILTIN_FAST_WITH_KEYWORDS 148, CALL_BUILTIN_O 149, CALL_ISINSTANCE 150,
  *  CALL_KW_NON_PY 152, CALL_LEN 154, CALL_LIST_APPEND 155, CALL_METHOD_DESCRIPTOR_FAST 156,
@@ -63,6 +63,19 @@ static const uint64_t call_family_313[4] = {
  */
 static const uint64_t call_family_314[4] = {
     0x0090000000000010u, 0x0000000000000000u, 0x00000039fd7c0000u, 0x1c00000000000000u,
+};
+
+/* 3.15, from CPython 3.15.2's dis/opcode modules:
+ * CALL_FUNCTION_EX 4, CALL 50, CALL_KW 53, CALL_BUILTIN_CLASS 147, CALL_BUILTIN_FAST 148,
+ *  CALL_BUILTIN_FAST_WITH_KEYWORDS 149, CALL_BUILTIN_O 150, CALL_EX_NON_PY_GENERAL 151,
+ *  CALL_ISINSTANCE 153, CALL_KW_NON_PY 155, CALL_LEN 157, CALL_LIST_APPEND 158,
+ *  CALL_METHOD_DESCRIPTOR_FAST 159, CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS 160,
+ *  CALL_METHOD_DESCRIPTOR_NOARGS 161, CALL_METHOD_DESCRIPTOR_O 162, CALL_NON_PY_GENERAL 163,
+ *  CALL_STR_1 166, CALL_TUPLE_1 167, CALL_TYPE_1 168, INSTRUMENTED_CALL 249,
+ *  INSTRUMENTED_CALL_KW 250, INSTRUMENTED_CALL_FUNCTION_EX 251.
+ */
+static const uint64_t call_family_315[4] = {
+    0x0024000000000010u, 0x0000000000000000u, 0x000001cfeaf80000u, 0x0e00000000000000u,
 };
 
 static const uint64_t *call_family(int minor)
@@ -76,6 +89,8 @@ static const uint64_t *call_family(int minor)
         return call_family_313;
     case 14:
         return call_family_314;
+    case 15:
+        return call_family_315;
     default:
         return NULL;
     }

@@ -1,4 +1,4 @@
-/* Which opcodes are calls: the CALL family per CPython minor version (3.11-3.14), used to tell
+/* Which opcodes are calls: the CALL family per CPython minor version (3.11-3.15), used to tell
  * time inside a call (usually into C: native) from time in the eval loop itself (Python) from
  * the opcode the innermost frame's instruction pointer rests on. See
  * shared/reference/agent-sampling.md sections 4 and 5. Safe in a signal handler. */

@@ -148,6 +148,19 @@ static int unsupported_version(struct rd_reader *rd, int major, int minor, const
                     what);
 }
 
+/* Free-threaded builds (3.13t+): refused, naming what scry does not read there yet. */
+static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
+{
+    char who[512];
+    describe_target(rd, who, sizeof(who));
+    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                    "%s runs Python %d.%d in a free-threaded build, which scry does not support "
+                    "yet: it does not read that build's thread states without a GIL (stacks, "
+                    "run), its allocator (run's memory) or its mimalloc heaps and object header "
+                    "(dump)",
+                    who, major, minor);
+}
+
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
 {
     struct elf_image *img = NULL;
@@ -168,7 +181,7 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     if (named && ni.minor >= 0 && ni.minor < 11)
         return unsupported_version(rd, ni.major, ni.minor, " (scry reads 3.11 and newer)");
     if (named && ni.threaded)
-        return unsupported_version(rd, ni.major, ni.minor, " in a free-threaded build");
+        return unsupported_free_threaded(rd, ni.major, ni.minor);
     if (named && ni.debug)
         return unsupported_version(rd, ni.major, ni.minor, " in a debug build");
 
@@ -219,9 +232,8 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
         uint64_t free_threaded;
         memcpy(&free_threaded, head + 16, 8);
         if (free_threaded) {
-            err = unsupported_version(rd, (int)(rt->version_hex >> 24),
-                                      (int)((rt->version_hex >> 16) & 0xff),
-                                      " in a free-threaded build");
+            err = unsupported_free_threaded(rd, (int)(rt->version_hex >> 24),
+                                            (int)((rt->version_hex >> 16) & 0xff));
             goto out;
         }
     } else if (!read_py_version(rt, img, first_vaddr, &rt->version_hex)) {
@@ -237,7 +249,7 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     rt->micro = (int)((rt->version_hex >> 8) & 0xff);
     version_string(rt);
 
-    if (rt->major != 3 || rt->minor < 11 || rt->minor > 14) {
+    if (rt->major != 3 || rt->minor < 11 || rt->minor > 15) {
         err = unsupported_version(rd, rt->major, rt->minor,
                                   rt->minor < 11 ? " (scry reads 3.11 and newer)" : "");
         goto out;
@@ -250,8 +262,6 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     if (((rt->version_hex >> 4) & 0xf) != 0xf)
         log_warn("Python %s is a pre-release: its layouts may differ from the release",
                  rt->version_str);
-    if (rt->minor == 14)
-        log_warn("Python 3.14 support is untested");
 
     if (has_debug_offsets) {
         uint8_t block[1024];

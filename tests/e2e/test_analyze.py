@@ -1,6 +1,6 @@
 """End-to-end tests of `scry analyze` and `scry query` on snapshots of
 tests/targets/heap_fixtures.py (known leaks whose retained sizes the target computes itself),
-dumped by pid and from a gcore core, on every installed 3.11-3.13."""
+dumped by pid and from a gcore core, on every installed 3.11-3.15."""
 
 import json
 import re

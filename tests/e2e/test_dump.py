@@ -1,5 +1,5 @@
 """End-to-end tests of `scry dump` against tests/targets/heap_fixtures.py, by pid and from gcore
-cores, on every installed 3.11-3.13.
+cores, on every installed 3.11-3.15.
 
 Ground truth comes from the target: its own GC count (len(gc.get_objects()) plus the frozen
 objects, taken when nothing else will be allocated), the id() of its holders, sys.getsizeof of

@@ -1,5 +1,5 @@
 """End-to-end tests of the heap walker's C types, by pid and from a gcore core, on every installed
-3.11-3.13: tests/targets/heap_ctypes.py holds a deque of 10 MB of bytes, a BytesIO of 30 MB, an
+3.11-3.15: tests/targets/heap_ctypes.py holds a deque of 10 MB of bytes, a BytesIO of 30 MB, an
 array.array of 16 MB and, where numpy and pandas import for that interpreter, a numpy array of
 8 MB and a DataFrame of a million rows. `scry analyze` must name each as a top retainer, at its
 global's path, with a retained size within 10% of what the target measures itself

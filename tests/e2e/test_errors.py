@@ -12,6 +12,7 @@ import random
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,7 +69,7 @@ def a_python(pythons):
     for version in reversed(SUPPORTED):
         if pythons.get(version):
             return pythons[version]
-    pytest.skip("no supported Python (3.11-3.13) is installed")
+    pytest.skip("no supported Python (3.11-3.15) is installed")
 
 
 # ---- processes --------------------------------------------------------------------------------
@@ -131,6 +132,26 @@ def test_unsupported_python_core(scry, spawn, make_core):
     time.sleep(0.2)
     core = make_core(proc.pid)
     check_error(["--core", core], "unsupported_python", message_has="3.10")
+
+
+def test_free_threaded_is_refused(scry, spawn, pythons, tmp_path):
+    """A free-threaded interpreter (named python3.Xt) is refused with unsupported_python, and the
+    message says what scry does not read there. Debian sid's 3.14 under another name stands in
+    for one (its own stdlib through PYTHONHOME): the refusal comes from the name, before any
+    read; the _Py_DebugOffsets free_threaded flag is the other way in (a real 3.13t+ build)."""
+    exe = pythons.get("3.14")
+    root = Path(os.path.realpath(exe)).parents[1] if exe else None  # .../root/usr/bin/python3.14
+    if not exe or not (root / "lib" / "python3.14").is_dir():
+        pytest.skip("needs Debian sid's Python 3.14 from scripts/install-pythons.sh")
+    fake = tmp_path / "python3.14t"
+    shutil.copy(os.path.realpath(exe), fake)
+    proc = spawn([str(fake), "-c", "import time; time.sleep(60)"],
+                 env=dict(os.environ, PYTHONHOME=str(root)))
+    wait_for_sleeping(proc.pid)
+    time.sleep(0.2)
+    check_error(["--pid", proc.pid], "unsupported_python",
+                message_has="free-threaded build, which scry does not support yet: it does not "
+                            "read that build's thread states without a GIL")
 
 
 def test_permission_denied(scry, spawn, pythons, tmp_path):

@@ -1,5 +1,5 @@
 """End-to-end tests of the retention flame graph (`scry flamegraph app.heap`) and of heap growth
-(`scry diff`, `scry flamegraph --diff`) on every installed 3.11-3.13:
+(`scry diff`, `scry flamegraph --diff`) on every installed 3.11-3.15:
 - on tests/targets/heap_fixtures.py dumped by pid, the folded stacks add up to the reachable bytes
   and each holder's frame is exactly its retained size as `scry analyze` and `scry query` give it,
   with and without cutoffs; the SVG's rect widths are proportional to those sizes;

@@ -1,5 +1,5 @@
 """Ground truth for the location-table decoder (src/cpython/linetable.c): for every code unit of
-every code object in the standard library of each installed CPython 3.11-3.13, the line
+every code object in the standard library of each installed CPython 3.11-3.15, the line
 py_linetable_line computes must equal the one CPython's own co_lines() gives.
 
 tests/tools/dump_linetables.py (run by the interpreter under test) writes the tables and expected
@@ -59,7 +59,7 @@ def run_checker(path):
     return cp, m
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13", "3.14", "3.15"])
 def test_linetable_matches_co_lines(version, tmp_path):
     python = interpreter(version)
     data = tmp_path / f"linetables-{version}.txt"

@@ -4,7 +4,7 @@ writes each input line reversed and upper-cased, and the byte and line counts on
 
 import sys
 
-WORK_N = 12_000_000
+WORK_N = 12_000_000 if sys.version_info < (3, 14) else 20_000_000  # 3.14+ builds run faster
 
 
 def work(n):

@@ -1,6 +1,7 @@
 /* Layout tables and the _Py_DebugOffsets reader: synthetic blocks (shape checks, refusals) and,
- * where pyenv's 3.13 is installed, the real block read from libpython3.13's file compared with
- * offsetof() values taken from its headers. */
+ * where pyenv's 3.13, 3.14 and 3.15 are installed, the real block read from libpython3.13's file
+ * or the 3.14/3.15 executables (scripts/install-pythons.sh) compared with offsetof() values taken
+ * from their headers (tests/tools/layout_offsets.c). */
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,12 @@ static void test_tables_exist(void)
     CHECK_EQ(py_layout_table(12)->co_code_adaptive, 192);
     CHECK_EQ(py_debug_offsets_size(13), 584);
     CHECK_EQ(py_debug_offsets_size(14), 760);
+    CHECK_EQ(py_debug_offsets_size(15), 888);
+    CHECK(py_heap_layout_table(15) != NULL);
+    CHECK(py_heap_layout_table(16) == NULL);
+    CHECK_EQ(py_heap_layout_table(14)->frobj_data, 72);
+    CHECK_EQ(py_heap_layout_table(15)->gc_generations[0], 8);
+    CHECK_EQ(py_heap_layout_table(15)->gen_state_cleared, 5);
     CHECK_EQ(py_debug_offsets_size(12), 0);
 }
 
@@ -131,10 +138,80 @@ static void test_real_313(void)
     globfree(&g);
 }
 
+/* offsetof() values of the 3.14.10 and 3.15.2 headers. */
+struct real_expect {
+    int minor;
+    const char *pattern; /* under $PYENV_ROOT/versions */
+    uint64_t rt_interpreters_head, is_next, is_id, is_threads_head, is_modules, ts_current_frame,
+        ts_thread_id, ts_native_thread_id, fr_previous, fr_instr, fr_owner, fr_localsplus,
+        co_qualname, co_firstlineno, co_code_adaptive, ht_cached_keys;
+};
+
+static const struct real_expect real_expected[] = {
+    {14, "3.14.10/bin/python3.14", 808, 7272, 7280, 7344, 7688, 72, 152, 160, 8, 56, 74, 80, 128,
+     68, 208, 880},
+    {15, "3.15.2/bin/python3.15", 936, 7264, 7272, 7336, 7592, 72, 176, 184, 8, 56, 74, 80, 128,
+     68, 208, 888},
+};
+
+/* The block of a Debian sid 3.14/3.15 executable (statically linked: _PyRuntime is in it). */
+static void test_real_314_315(void)
+{
+    const char *root = getenv("PYENV_ROOT");
+    const char *dir = getenv("SCRY_PYTHONS_DIR"); /* where install-pythons.sh put them */
+    for (size_t i = 0; i < sizeof(real_expected) / sizeof(real_expected[0]); i++) {
+        const struct real_expect *e = &real_expected[i];
+        char path[512];
+        if (dir)
+            snprintf(path, sizeof(path), "%s/%s", dir, e->pattern);
+        else
+            snprintf(path, sizeof(path), "%s/versions/%s", root ? root : "/root/.pyenv",
+                     e->pattern);
+        struct elf_image *img = NULL;
+        if (elf_open(path, &img) != 0) {
+            printf("skip test_real_314_315 for 3.%d: no %s\n", e->minor, path);
+            continue;
+        }
+        uint64_t rt, size;
+        uint8_t block[1024];
+        struct py_layout L;
+        size_t n = py_debug_offsets_size(e->minor);
+        CHECK(elf_symbol(img, "_PyRuntime", &rt, &size));
+        CHECK_EQ(elf_read_vaddr(img, rt, block, n), 0);
+        CHECK_EQ(py_layout_from_debug_offsets(e->minor, block, n, &L), 0);
+        CHECK_EQ(L.rt_interpreters_head, e->rt_interpreters_head);
+        CHECK_EQ(L.is_next, e->is_next);
+        CHECK_EQ(L.is_id, e->is_id);
+        CHECK_EQ(L.is_threads_head, e->is_threads_head);
+        CHECK_EQ(L.is_modules, e->is_modules);
+        CHECK_EQ(L.is_ceval_gil, 16);
+        CHECK_EQ(L.ts_current_frame, e->ts_current_frame);
+        CHECK_EQ(L.ts_thread_id, e->ts_thread_id);
+        CHECK_EQ(L.ts_native_thread_id, e->ts_native_thread_id);
+        CHECK_EQ(L.fr_previous, e->fr_previous);
+        CHECK_EQ(L.fr_code, 0);
+        CHECK_EQ(L.fr_instr, e->fr_instr);
+        CHECK_EQ(L.fr_owner, e->fr_owner);
+        CHECK_EQ(L.fr_localsplus, e->fr_localsplus);
+        CHECK_EQ(L.co_qualname, e->co_qualname);
+        CHECK_EQ(L.co_firstlineno, e->co_firstlineno);
+        CHECK_EQ(L.co_code_adaptive, e->co_code_adaptive);
+        CHECK_EQ(L.ht_cached_keys, e->ht_cached_keys);
+        CHECK_EQ(L.tp_basicsize, 32);
+        CHECK_EQ(L.tp_dictoffset, 288);
+        CHECK_EQ(L.gil_last_holder, 8);
+        CHECK_EQ(L.gil_locked, 16);
+        CHECK_EQ(L.str_ascii_size, 40);
+        CHECK(L.fr_code_tagged);
+        elf_close(img);
+    }
+}
+
 static const struct tl_test tests[] = {
     TL(test_tables_exist),
     TL(test_synthetic_313),
     TL(test_refusals),
     TL(test_real_313),
+    TL(test_real_314_315),
 };
 TL_MAIN(tests)

@@ -100,10 +100,25 @@ static void test_314(void)
     CHECK_EQ(count(14), 22);
 }
 
+/* 3.15.2's numbers (tests/tools/gen_opcodes.py run by it). */
+static void test_315(void)
+{
+    CHECK(py_opcode_is_call(15, 50));   /* CALL */
+    CHECK(py_opcode_is_call(15, 4));    /* CALL_FUNCTION_EX */
+    CHECK(py_opcode_is_call(15, 53));   /* CALL_KW */
+    CHECK(py_opcode_is_call(15, 151));  /* CALL_EX_NON_PY_GENERAL */
+    CHECK(!py_opcode_is_call(15, 152)); /* CALL_EX_PY: a Python callee */
+    CHECK(!py_opcode_is_call(15, 164)); /* CALL_PY_EXACT_ARGS */
+    CHECK(!py_opcode_is_call(15, 144)); /* CALL_ALLOC_AND_ENTER_INIT */
+    CHECK(py_opcode_is_call(15, 249));  /* INSTRUMENTED_CALL */
+    CHECK(!py_opcode_is_call(15, 51));  /* CALL_INTRINSIC_1 */
+    CHECK_EQ(count(15), 23);
+}
+
 static void test_unknown_versions(void)
 {
     for (int minor = -1; minor <= 20; minor++) {
-        if (minor >= 11 && minor <= 14) {
+        if (minor >= 11 && minor <= 15) {
             CHECK(py_opcodes_known(minor));
             continue;
         }
@@ -111,10 +126,11 @@ static void test_unknown_versions(void)
         CHECK_EQ(count(minor), 0);
     }
     CHECK(!py_opcode_is_call(10, 131)); /* CALL_FUNCTION on 3.10: no table, so no */
-    CHECK(!py_opcode_is_call(15, 52));
+    CHECK(!py_opcode_is_call(16, 50));
 }
 
 static const struct tl_test tests[] = {
-    TL(test_311), TL(test_312), TL(test_313), TL(test_314), TL(test_unknown_versions),
+    TL(test_311), TL(test_312), TL(test_313), TL(test_314), TL(test_315),
+    TL(test_unknown_versions),
 };
 TL_MAIN(tests)
