@@ -1079,11 +1079,11 @@ int ag_collector_start(void)
         native_names_init();
     py_code_cache_init(&code_cache);
     reset_state();
-    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    wake_fd = ag_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (wake_fd < 0)
         return -1;
     atomic_store(&ag_running, true);
-    ag_live_marker(true);
+    ag_part_begin();
     return spawn_collector();
 }
 
@@ -1178,7 +1178,7 @@ void ag_collector_resume(void)
 
 void ag_collector_reset_child(void)
 {
-    ag_live_marker(true);
+    ag_part_begin();
     /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
      * code-object cache (the child has the same objects). */
     size_t used = atomic_load(&nthreads_used);
