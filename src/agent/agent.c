@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,6 +97,33 @@ int ag_fd_high(int fd)
     close(fd);
     errno = saved;
     return high;
+}
+
+int ag_fd_keep(struct ag_fd *id, int fd)
+{
+    struct stat st;
+    id->fd = -1;
+    fd = ag_fd_high(fd);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->fd = fd;
+    return fd;
+}
+
+int ag_fd_get(const struct ag_fd *id)
+{
+    struct stat st;
+    int saved = errno;
+    bool same = id->fd >= 0 && fstat(id->fd, &st) == 0 && st.st_dev == id->dev &&
+                st.st_ino == id->ino;
+    errno = saved;
+    return same ? id->fd : -1;
 }
 
 static bool is_ours(void)

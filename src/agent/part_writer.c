@@ -316,9 +316,10 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
 /* The part directory (O_PATH) and this process's part file, both opened when the process starts
  * profiling: a program that drops its privileges (setuid to an unprivileged user) can no longer
  * create anything in the private part directory, but still writes through descriptors it holds.
- * Both are above 2 and close-on-exec (ag_fd_high). */
-static int dir_fd = -1;
-static int part_fd = -1;
+ * Both are above 2 and close-on-exec, and used only while they still refer to what they were
+ * opened on (ag_fd_get). */
+static struct ag_fd dir_fd = {-1, 0, 0};
+static struct ag_fd part_fd = {-1, 0, 0};
 static int part_pid; /* the process part_fd was created for */
 
 static void tmp_name(char *buf, size_t size, int pid)
@@ -326,36 +327,54 @@ static void tmp_name(char *buf, size_t size, int pid)
     snprintf(buf, size, ".part-%d.json.tmp", pid);
 }
 
+/* The part directory's descriptor, opened again if the program closed it. */
+static int part_dir(void)
+{
+    int fd = ag_fd_get(&dir_fd);
+    if (fd < 0)
+        fd = ag_fd_keep(&dir_fd, open(ag_cfg.part_dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return fd;
+}
+
+/* This process's part file: the one created at the start if it is still there, else a new one
+ * (-1 if that cannot be created: the program dropped its privileges after closing it). A forked
+ * child holds its parent's part file: it never writes there. */
+static int part_file(bool reuse)
+{
+    char name[64];
+    int fd = part_pid == ag_pid && reuse ? ag_fd_get(&part_fd) : -1;
+    if (fd >= 0)
+        return fd;
+    if (part_fd.fd >= 0 && ag_fd_get(&part_fd) >= 0)
+        close(part_fd.fd);
+    part_fd.fd = -1;
+    int dir = part_dir();
+    if (dir < 0)
+        return -1;
+    tmp_name(name, sizeof(name), ag_pid);
+    part_pid = ag_pid;
+    return ag_fd_keep(&part_fd, openat(dir, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                                                      O_CLOEXEC, 0600));
+}
+
 void ag_part_begin(void)
 {
     char name[64];
-    if (dir_fd < 0)
-        dir_fd = ag_fd_high(open(ag_cfg.part_dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (dir_fd < 0)
+    part_file(false);
+    int dir = part_dir();
+    if (dir < 0)
         return;
-    /* A forked child holds its parent's part file: never write there. */
-    if (part_fd >= 0 && part_pid != ag_pid) {
-        close(part_fd);
-        part_fd = -1;
-    }
-    if (part_fd < 0) {
-        tmp_name(name, sizeof(name), ag_pid);
-        part_fd = ag_fd_high(
-            openat(dir_fd, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-        part_pid = ag_pid;
-    }
     snprintf(name, sizeof(name), "live-%d", ag_pid);
-    int fd = ag_fd_high(openat(dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    int fd = ag_fd_high(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd >= 0)
         close(fd);
 }
 
-static void live_marker_remove(void)
+static void live_marker_remove(int dir)
 {
     char name[64];
     snprintf(name, sizeof(name), "live-%d", ag_pid);
-    if (dir_fd >= 0)
-        unlinkat(dir_fd, name, 0);
+    unlinkat(dir, name, 0);
 }
 
 /* Writes the part into the file opened at the start (created now if that failed), then renames
@@ -374,20 +393,14 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
     sb_addch(&sb, '\n');
     snprintf(path, sizeof(path), "part-%d.json", ag_pid);
     tmp_name(tmp, sizeof(tmp), ag_pid);
-    if (dir_fd < 0)
-        dir_fd = ag_fd_high(open(ag_cfg.part_dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (part_fd >= 0 && part_pid != ag_pid) {
-        close(part_fd);
-        part_fd = -1;
-    }
-    int fd = part_fd;
-    part_fd = -1;
-    if (fd < 0 && dir_fd >= 0)
-        fd = ag_fd_high(
-            openat(dir_fd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd < 0) {
+    int fd = part_file(true);
+    int dir = ag_fd_get(&dir_fd);
+    part_fd.fd = -1; /* closed below, whatever happens */
+    if (fd < 0 || dir < 0) {
         err = err_fail(SCRY_E_IO, "cannot create %s/%s: %s", ag_cfg.part_dir, tmp,
                        strerror(errno));
+        if (fd >= 0)
+            close(fd);
         goto out;
     }
     if (ftruncate(fd, 0) != 0) {
@@ -403,20 +416,20 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
             err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp,
                            strerror(errno));
             close(fd);
-            unlinkat(dir_fd, tmp, 0);
+            unlinkat(dir, tmp, 0);
             goto out;
         }
         done += (size_t)n;
     }
     if (close(fd) != 0) {
         err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
-        unlinkat(dir_fd, tmp, 0);
-    } else if (renameat(dir_fd, tmp, dir_fd, path) != 0 && errno != EACCES && errno != EPERM) {
+        unlinkat(dir, tmp, 0);
+    } else if (renameat(dir, tmp, dir, path) != 0 && errno != EACCES && errno != EPERM) {
         err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, path,
                        strerror(errno));
-        unlinkat(dir_fd, tmp, 0);
+        unlinkat(dir, tmp, 0);
     }
-    live_marker_remove();
+    live_marker_remove(dir);
 out:
     sb_release(&sb);
     return err;

@@ -163,3 +163,28 @@ def test_footprint_holds_the_handle_allocations(by_handle):
     prof, _ = by_handle
     # malloc's and realloc's blocks are held at once: 400 MiB on top of the interpreter's few.
     assert 400 <= prof["max_footprint_mb"] <= 400 * (1 + MB_TOLERANCE) + 30, prof["max_footprint_mb"]
+
+
+# ---- the agent's descriptors closed by the program ---------------------------------------------
+
+CLOSES = TARGETS / "closes_all_fds.py"
+
+
+def test_program_closing_the_agents_fds(python_exe, tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "scry").mkdir()
+    plain = run_plain(python_exe, "closes_all_fds.py", args=[tmp_path / "plain"])
+    ran = run_profiled(python_exe, "closes_all_fds.py", args=[tmp_path / "scry"],
+                       outfile=tmp_path / "p.json")
+    assert_same_behaviour(plain, ran)
+    for i in range(8):
+        got = (tmp_path / "scry" / f"own-{i}.txt").read_bytes()
+        assert got == b"mine\n", f"own-{i}.txt holds {got!r}"
+    prof = load_profile(ran)
+    detail = file_detail(prof, CLOSES)
+    assert detail is not None, ran.describe()
+    e = line_entry(detail, marker(CLOSES, "spin"))
+    # 0.3 s of CPU, one sample every 0.01 s of wall-clock time on average (the eventfd's number,
+    # reused by a file that is always readable, used to make the collector sample in a loop).
+    assert e["n_samples"] >= 10, e
+    assert e["n_samples"] <= 2 * prof["elapsed_time_sec"] / 0.01 + 10, (e, prof["elapsed_time_sec"])
