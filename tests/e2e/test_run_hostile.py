@@ -17,6 +17,7 @@
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -188,3 +189,26 @@ def test_program_closing_the_agents_fds(python_exe, tmp_path):
     # reused by a file that is always readable, used to make the collector sample in a loop).
     assert e["n_samples"] >= 10, e
     assert e["n_samples"] <= 2 * prof["elapsed_time_sec"] / 0.01 + 10, (e, prof["elapsed_time_sec"])
+
+
+@pytest.fixture(scope="session")
+def probe_lib(tmp_path_factory):
+    """tests/targets/rtld_next_probe.c built into a shared library at -O0 (needs gcc)."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if not gcc:
+        pytest.skip("gcc is not installed: it builds tests/targets/rtld_next_probe.c")
+    out = tmp_path_factory.mktemp("probe") / "rtld_next_probe.so"
+    cp = subprocess.run([gcc, "-O0", "-shared", "-fPIC", "-o", str(out),
+                         str(TARGETS / "rtld_next_probe.c")],
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, f"building {out} failed:\n{cp.stderr}"
+    return out
+
+
+def test_rtld_next_keeps_its_meaning(python_exe, tmp_path, probe_lib):
+    """dlsym and dlvsym are scry's now: RTLD_NEXT from a library must still search the objects
+    after that library (not after scry's agent), RTLD_DEFAULT the global scope."""
+    plain = run_plain(python_exe, "rtld_next.py", args=[probe_lib])
+    assert plain.stdout == b"next None\nvnext None\ndefault own\n", plain.describe()
+    ran = run_profiled(python_exe, "rtld_next.py", args=[probe_lib], outfile=tmp_path / "p.json")
+    assert_same_behaviour(plain, ran)
