@@ -218,6 +218,16 @@ static void ensure_real(void)
         find_real();
 }
 
+/* Before the program runs (one thread): a look-up racing with the first one would otherwise be
+ * answered unreplaced. Look-ups made earlier (another preloaded library's constructor) find
+ * them on the way. */
+__attribute__((constructor)) static void dlsym_hooks_init(void)
+{
+    ensure_real();
+    if (real_dlsym)
+        find_next();
+}
+
 /* Tail calls are what keeps RTLD_NEXT right: they must be made whatever the build (DEBUG=1 is
  * -O0). tests/e2e/test_run_hostile.py checks RTLD_NEXT from a library of the program's. */
 #if defined(__clang__)
