@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest)
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
+#                           for the interpreters the end-to-end tests run, where they install:
+#                           the tests that need them skip otherwise)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
@@ -9,7 +11,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev) # libunwind: --stacks (dlopen)
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev) # libunwind: --stacks (dlopen); zlib: pprof export
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
@@ -37,18 +39,27 @@ if [ "$what" = test ]; then
     echo "scry: installing pytest for $py" >&2
     "$py" -m pip install -q pytest
   fi
-  # numpy and pandas in the interpreters the e2e tests target (tests/e2e/pythons.py), for the
-  # heap walker's tests of C types (tests/e2e/test_dump_ctypes.py); where they do not install
-  # (no wheel, no network) those tests skip, saying why.
-  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-  for tp in "$root"/versions/3.1[1-9].*/bin/python3; do
-    [ -x "$tp" ] || continue
-    case "$tp" in *-dbg*|*t/bin/python3) continue ;; esac
-    if ! "$tp" -c 'import numpy, pandas' 2>/dev/null; then
-      echo "scry: installing numpy and pandas for $tp" >&2
-      "$tp" -m pip install -q numpy pandas >/dev/null 2>&1 ||
-        echo "scry: numpy/pandas do not install for $tp: their heap tests will be skipped" >&2
-    fi
+  # The interpreters the end-to-end tests pick (tests/e2e/pythons.py): $SCRY_PYTHONS, else
+  # pyenv's release builds of 3.11 and later. numpy: a C extension with BLAS threads (memory
+  # tests) and, with pandas, the heap walker's C types (test_dump_ctypes.py); memray: exact
+  # per-line allocations, the oracle of the memory loop tests. Where one does not install (no
+  # wheel), the tests that use it skip, saying why.
+  if [ -n "${SCRY_PYTHONS:-}" ]; then
+    IFS=: read -r -a interpreters <<<"$SCRY_PYTHONS"
+  else
+    interpreters=()
+    root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+    for exe in "$root"/versions/3.*/bin/python3; do
+      [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
+    done
+  fi
+  for exe in "${interpreters[@]}"; do
+    for mod in numpy pandas memray; do
+      "$exe" -c "import $mod" 2>/dev/null && continue
+      echo "scry: installing $mod for $exe" >&2
+      "$exe" -m pip install -q "$mod" >/dev/null 2>&1 ||
+        echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
+    done
   done
 fi
 

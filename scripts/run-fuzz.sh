@@ -56,7 +56,7 @@ for target in "$@"; do
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   work="$out/corpus/$name"
   mkdir -p "$work" "$seeds"
-  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${objs[@]}" -lelf -ljansson -o "$out/$name"
+  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${objs[@]}" -lelf -ljansson -lz -lm -o "$out/$name"
   echo "run-fuzz: $name for $secs s (seeds: $seeds)" >&2
   rc=0
   if [ "$mode" = libfuzzer ]; then

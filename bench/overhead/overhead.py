@@ -53,7 +53,7 @@ MODES = {
     "full": ["base", "scry-full", "scalene-full", "memray"],
 }
 MODES["all"] = MODES["cpu"] + MODES["full"][1:]
-TOOLS = MODES["all"]
+TOOLS = MODES["all"] + ["scry-full-ref"]  # (only with --scry-ref: an A/B of two builds)
 LABELS = {
     "base": "no profiler",
     "scry": "scry run --cpu-only --no-view",
@@ -62,9 +62,13 @@ LABELS = {
     "austin": "austin -i 10ms",
     "pyinstrument": "pyinstrument (1 ms)",
     "scry-full": "scry run --no-view (CPU, memory, copy, leaks)",
+    "scry-full-ref": "the same, --scry-ref build",
     "scalene-full": "scalene run (CPU, memory, copy, leaks)",
     "memray": "memray run",
 }
+
+
+SCRY_REF = None  # --scry-ref
 
 
 def command(tool, args, work, scry):
@@ -75,8 +79,10 @@ def command(tool, args, work, scry):
     if tool == "scry":
         return [scry, "run", "--cpu-only", "--no-view", "--python", PY,
                 "-o", os.path.join(work, "scry.json"), WORKLOAD, "---", *args]
-    if tool == "scry-full":
+    if tool in ("scry-full", "scry-full-ref"):
         # Memory, copy volume and the leak detector are on by default: no option needed.
+        if tool == "scry-full-ref":
+            scry = SCRY_REF
         return [scry, "run", "--no-view", "--python", PY,
                 "-o", os.path.join(work, "scry.json"), WORKLOAD, "---", *args]
     if tool == "scalene":
@@ -136,6 +142,8 @@ def run_once(tool, name, iterations, scry, timeout):
 
 def available(tool, scry):
     """None when `tool` runs a tiny program here, else why not."""
+    if tool == "scry-full-ref":
+        scry = SCRY_REF
     if tool.startswith("scry") and not (os.path.isfile(scry) and os.access(scry, os.X_OK)):
         return f"{scry} is not built"
     try:
@@ -148,7 +156,7 @@ def available(tool, scry):
 
 def tool_version(tool, scry):
     argv = {"scry": [scry, "version"], "scalene": [os.path.join(BIN, "scalene"), "--version"],
-            "scry-full": [scry, "version"],
+            "scry-full": [scry, "version"], "scry-full-ref": [SCRY_REF, "version"],
             "scalene-full": [os.path.join(BIN, "scalene"), "--version"],
             "memray": [PY, "-m", "memray", "--version"],
             "py-spy": [os.path.join(BIN, "py-spy"), "--version"],
@@ -235,6 +243,8 @@ def main():
     ap.add_argument("--mode", choices=sorted(MODES), default="cpu")
     ap.add_argument("--tools", help="comma-separated tool names (default: the mode's)")
     ap.add_argument("--scry", default=os.path.join(REPO, "build", "scry"))
+    ap.add_argument("--scry-ref", help="another scry build (its agent beside it), run as the "
+                    "tool scry-full-ref in the same rounds: an A/B of two versions")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--name", help="file name stem under results/ (default: the date)")
     args = ap.parse_args()
@@ -250,6 +260,10 @@ def main():
         if t not in TOOLS:
             sys.exit(f"unknown tool {t}; known: {', '.join(TOOLS)}")
     scry = os.path.abspath(args.scry)
+    global SCRY_REF
+    if "scry-full-ref" in tools and not args.scry_ref:
+        sys.exit("the tool scry-full-ref needs --scry-ref PATH")
+    SCRY_REF = os.path.abspath(args.scry_ref) if args.scry_ref else None
 
     unavailable = {}
     for t in tools[1:]:

@@ -190,10 +190,11 @@ void ag_thread_begin(struct ag_thread *t);
 void ag_thread_end(struct ag_thread *t);
 
 /* schedstat.c (collector thread): the run-queue delay and CPU time of the program's threads,
- * from /proc/self/task/TID/schedstat. ag_sched_read adds what thread tid (in slot `slot` of
- * the threads table) waited and ran since the last read of that slot (since it started, the
- * first time); ag_sched_totals gives the sums (false: the kernel keeps no schedstat). */
-void ag_sched_read(size_t slot, int tid);
+ * from /proc/self/task/TID/schedstat. ag_sched_read adds what thread tid waited and ran since
+ * its last read (since it started, the first time: a thread is known by its id, whichever slot
+ * of the threads table it is in); ag_sched_totals gives the sums (false: the kernel keeps no
+ * schedstat). */
+void ag_sched_read(int tid);
 bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns);
 void ag_sched_reset(void);
 

@@ -350,12 +350,24 @@ static bool native_where(struct ag_mwhere *w)
     return true;
 }
 
-static void drain_memory(void)
+#define RESIDENT_SCAN_NS 50000000ULL /* how often mappings are checked for resident pages */
+
+static void drain_memory(bool flush)
 {
+    static uint64_t last_resident_scan;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    if (!last_resident_scan) /* not in the first ticks, which install the Python hooks */
+        last_resident_scan = now;
+    if (flush || now - last_resident_scan >= RESIDENT_SCAN_NS) {
+        ag_mem_resident(&mstats, ag_maps_scan_resident(), now - start_mono_ns);
+        last_resident_scan = now;
+    }
     struct ag_mem_sample *s;
     while ((s = ag_memq_peek())) {
         struct ag_mwhere w = {.kind = AG_MW_FOOTPRINT_ONLY};
-        if (s->mflags & AG_M_NO_PYTHON) {
+        if (s->kind == AG_M_NET) {
+            /* the footprint only */
+        } else if (s->mflags & AG_M_NO_PYTHON) {
             native_where(&w);
         } else if (!(s->mflags & AG_M_STARTUP)) {
             pychain.n = 0;
@@ -893,18 +905,19 @@ static void sched_reads(uint64_t now, bool flush)
     for (size_t i = 0; i < nthreads_used; i++) {
         int st = atomic_load(&threads[i].state);
         if (st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED))
-            ag_sched_read(i, threads[i].tid);
+            ag_sched_read(threads[i].tid);
     }
 }
 
 /* Everything the threads' rings and the memory queue hold. */
-static void drain_all(void)
+static void drain_all(bool flush)
 {
     size_t used = atomic_load(&nthreads_used);
     for (size_t i = 0; i < used; i++)
         if (atomic_load(&threads[i].state) == AG_T_ACTIVE)
             drain(&threads[i]);
-    drain_memory();
+    if (ag_cfg.memory)
+        drain_memory(flush);
 }
 
 static void tick(bool flush)
@@ -917,7 +930,7 @@ static void tick(bool flush)
     if (!ag_cfg.virtual_time)
         wall_samples(now, flush);
     sched_reads(now, flush);
-    drain_all();
+    drain_all(flush);
     end_exited_threads(now);
 }
 
@@ -953,8 +966,14 @@ static void charge_shutdown(uint64_t now)
         return;
     /* Filtered out: its CPU time is another excluded file's, its waiting not counted. */
     struct ag_attr a = {ATTR_LINE, f, fn, 0, 0};
-    if (stats.files[f].rule != AG_RULE_PROFILED)
+    if (stats.files[f].rule != AG_RULE_PROFILED) {
         a.kind = ATTR_EXCLUDED;
+    } else if (ag_cfg.stacks) {
+        /* A stack of its own, so that the flame graph's widths add up to the whole run. */
+        struct ag_sframe top = {f, fn, 0};
+        if (ag_stats_stack(&stats, &top, 1, &a.stack))
+            a.stack = 0;
+    }
     /* Unsampled (a short shutdown): the interpreter's own work, Python's by the PC rule. */
     uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
                                            (double)sampled)
@@ -1128,7 +1147,7 @@ void ag_collector_drain(void)
         return;
     ag_mtls.guard++;
     take_lock();
-    drain_all();
+    drain_all(true);
     drop_lock();
     ag_mtls.guard--;
 }

@@ -155,7 +155,7 @@ static void find_real(void)
 
 /* ---- the hooked names ---- */
 
-/* The agent's hooks (memhooks.c): the addresses are what the global scope gives for each name,
+/* The agent's hooks (memhooks.c; keep the two lists below as its interposers): the addresses are what the global scope gives for each name,
  * as a plain call from the program reaches it. */
 extern void *__memcpy_chk(void *, const void *, size_t, size_t);
 extern void *__memmove_chk(void *, const void *, size_t, size_t);
@@ -167,9 +167,9 @@ static struct {
     {"malloc", NULL},        {"calloc", NULL},   {"realloc", NULL},        {"reallocarray", NULL},
     {"free", NULL},          {"posix_memalign", NULL},                     {"aligned_alloc", NULL},
     {"memalign", NULL},      {"valloc", NULL},   {"pvalloc", NULL},        {"mmap", NULL},
-    {"mmap64", NULL},        {"munmap", NULL},   {"mremap", NULL},         {"memcpy", NULL},
-    {"memmove", NULL},       {"__memcpy_chk", NULL},                       {"__memmove_chk", NULL},
-    {"dlsym", NULL},         {"dlvsym", NULL},
+    {"munmap", NULL},        {"mremap", NULL},   {"memcpy", NULL},         {"memmove", NULL},
+    {"__memcpy_chk", NULL},  {"__memmove_chk", NULL},                      {"dlsym", NULL},
+    {"dlvsym", NULL},
 };
 #define NHOOKED (sizeof(hooked) / sizeof(hooked[0]))
 
@@ -180,10 +180,10 @@ static void *hook_address(size_t i)
         (void *)malloc,         (void *)calloc,        (void *)realloc,
         (void *)reallocarray,   (void *)free,          (void *)posix_memalign,
         (void *)aligned_alloc,  (void *)memalign,      (void *)valloc,
-        (void *)pvalloc,        (void *)mmap,          (void *)mmap64,
-        (void *)munmap,         (void *)mremap,        (void *)memcpy,
-        (void *)memmove,        (void *)__memcpy_chk,  (void *)__memmove_chk,
-        (void *)dlsym,          (void *)dlvsym,
+        (void *)pvalloc,        (void *)mmap,          (void *)munmap,
+        (void *)mremap,         (void *)memcpy,        (void *)memmove,
+        (void *)__memcpy_chk,   (void *)__memmove_chk, (void *)dlsym,
+        (void *)dlvsym,
     };
     return hooks[i];
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -149,57 +150,224 @@ static int my_tid(void)
     return ag_mtls.tid;
 }
 
-static void on_alloc(void *p, uint64_t n)
+/* The thread's generator, seeded at its first sampling point from its id, the time and the
+ * address of its TLS, so that threads and processes draw different points. */
+static void rng_seed(struct ag_mem_tls *t)
 {
-    struct ag_mem_tls *t = &ag_mtls;
-    t->inc += n;
-    if (t->in_pymem)
-        t->py += n;
-    else
-        t->nat += n;
-    if (t->inc < t->dec + ag_mem_window)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t->rng = ag_rng_seed((uint64_t)my_tid() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_nsec ^
+                         ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)t);
+}
+
+static uint64_t strata_points(struct ag_mem_tls *t, struct ag_strata *s, uint64_t w)
+{
+    if (!t->rng)
+        rng_seed(t);
+    return ag_strata_points(s, &t->rng, w);
+}
+
+static inline uint64_t sampled_bytes(struct ag_mem_tls *t, struct ag_strata *s, uint64_t n,
+                                     uint64_t w)
+{
+    if (n >= w)
+        return n;
+    if ((s->until -= (int64_t)n) > 0)
+        return 0;
+    return strata_points(t, s, w) * w;
+}
+
+/* The thread's heap moved by a window since its last sample: a sample for the footprint. */
+static void net_check(struct ag_mem_tls *t)
+{
+    int64_t w = (int64_t)ag_mem_window;
+    if (t->net < w && t->net > -w)
         return;
     t->guard++;
-    uint64_t bytes = t->inc - t->dec;
-    uint64_t all = t->py + t->nat;
-    uint64_t pybytes = all ? (uint64_t)((double)bytes * ((double)t->py / (double)all)) : 0;
-    if (ag_memq_emit(AG_M_MALLOC, bytes, pybytes, (uint64_t)(uintptr_t)p, my_tid())) {
-        t->inc = t->dec = 0;
-        t->py = t->nat = 0;
+    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, my_tid()))
+        t->net = 0;
+    t->guard--;
+}
+
+/* An allocation of n bytes at p (its requested size for Python's objects, its usable size for
+ * the C library's blocks, its length for a mapping), as the program sees it. */
+static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, bool python)
+{
+    uint64_t weight = sampled_bytes(t, &t->alloc, n, ag_mem_window);
+    if (!weight) {
+        net_check(t);
+        return;
+    }
+    t->guard++;
+    uint64_t bytes = weight + t->pend, py = (python ? weight : 0) + t->pend_py;
+    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
+        t->net = 0;
+        t->pend = t->pend_py = 0;
+    } else { /* what it stands for goes with the thread's next sample */
+        t->pend = bytes;
+        t->pend_py = py;
     }
     t->guard--;
 }
 
-static void on_free(uint64_t n)
+/* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
+static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
 {
-    struct ag_mem_tls *t = &ag_mtls;
-    t->dec += n;
-    if (t->dec < t->inc + ag_mem_window)
-        return;
     t->guard++;
-    if (ag_memq_emit(AG_M_FREE, t->dec - t->inc, 0, 0, my_tid()))
-        t->inc = t->dec = 0;
+    if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, seq, my_tid()))
+        t->net = 0;
     t->guard--;
+}
+
+/* A block about to be freed: if it was a sample's allocation, a free sample. */
+static void forget_block(struct ag_mem_tls *t, void *p)
+{
+    uint64_t seq;
+    if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p) &&
+        ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
+        attribute_free(t, seq);
 }
 
 static inline void on_copy(size_t n)
 {
     struct ag_mem_tls *t = &ag_mtls;
-    t->copy += n;
-    if (t->copy < ag_copy_window)
+    if (t->rl_active) /* pymalloc moving a block in a realloc copies the old block's size */
+        t->rl_copy = n;
+    uint64_t weight = sampled_bytes(t, &t->copy, n, ag_copy_window);
+    if (!weight)
         return;
     t->guard++;
-    if (ag_memq_emit(AG_M_COPY, t->copy, 0, 0, my_tid()))
-        t->copy = 0;
+    (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, my_tid());
     t->guard--;
 }
 
-/* A block about to be freed: its size, and whether it was a sample's allocation. */
+/* A C block allocated (usable size n): in the heap's net; sampled unless Python's allocator
+ * made it for an object, which its wrapper samples. */
+static void on_alloc(void *p, uint64_t n)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    t->net += (int64_t)n;
+    if (t->in_pymem) /* growth goes with the object's sample (a new maximum is a malloc's) */
+        return;
+    attribute_alloc(t, p, n, false);
+}
+
 static void freeing_block(void *p)
 {
-    uint64_t n = real.usable(p);
-    ag_memq_note_freed((uint64_t)(uintptr_t)p);
-    on_free(n);
+    struct ag_mem_tls *t = &ag_mtls;
+    t->net -= (int64_t)real.usable(p);
+    if (!t->in_pymem)
+        forget_block(t, p);
+    net_check(t);
+}
+
+/* ---- Python's allocator (called by the PyMem wrappers, outside any hook) ---- */
+
+static inline bool py_counting(void)
+{
+    return counting() && ag_mtls.in_pymem == 0;
+}
+
+/* Fast paths first: most objects carry no sampling point, most frees are of no sample's block
+ * (errno is saved only on the way to a sample). */
+/* The object took the distance to the next point to 0 or below (ag_mem_py_alloc). */
+static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
+{
+    uint64_t w = ag_mem_window;
+    if (n >= w) /* not part of the stream: counted at its size */
+        t->alloc.until += (int64_t)n;
+    if (!py_counting()) {
+        if (n < w) /* the stream's place is kept for when counting resumes */
+            t->alloc.until += (int64_t)n;
+        return;
+    }
+    int saved = errno;
+    uint64_t weight = n >= w ? n : strata_points(t, &t->alloc, w) * w;
+    if (weight) {
+        t->guard++;
+        uint64_t bytes = weight + t->pend, py = weight + t->pend_py;
+        if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
+            t->net = 0;
+            t->pend = t->pend_py = 0;
+        } else { /* what it stands for goes with the thread's next sample */
+            t->pend = bytes;
+            t->pend_py = py;
+        }
+        t->guard--;
+    }
+    errno = saved;
+}
+
+void ag_mem_py_sample(void *p, size_t n)
+{
+    py_alloc_slow(&ag_mtls, p, n);
+}
+
+void ag_mem_py_free(void *p)
+{
+    if (!p || !py_counting() || !ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
+        return;
+    uint64_t seq;
+    if (!ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
+        return;
+    int saved = errno;
+    attribute_free(&ag_mtls, seq);
+    errno = saved;
+}
+
+/* Before the wrapped realloc: the block's sample (if any) is taken off its address, so that no
+ * other thread can find it once the block moves; the hooks under it report what they see. */
+static void realloc_begin(struct ag_mem_tls *t, void *old)
+{
+    t->rl_tracked = old && ag_memq_take_tracked((uint64_t)(uintptr_t)old, &t->rl_seq);
+}
+
+/* After it: the sample follows its block to p (back to old on failure). */
+static void realloc_keep(struct ag_mem_tls *t, void *old, void *p)
+{
+    if (!t->rl_tracked)
+        return;
+    t->rl_tracked = false;
+    uint64_t at = (uint64_t)(uintptr_t)(p ? p : old);
+    if (!ag_memq_retrack(at, t->rl_seq))
+        attribute_free(t, t->rl_seq); /* no room where it went: counted as gone */
+}
+
+void ag_mem_py_realloc_begin(void *old)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    t->rl_active = false;
+    if (!py_counting())
+        return;
+    t->rl_active = true;
+    t->rl_seen = false;
+    t->rl_delta = 0;
+    t->rl_copy = 0;
+    realloc_begin(t, old);
+}
+
+void ag_mem_py_realloc_end(void *old, void *p, size_t n)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (!t->rl_active)
+        return;
+    t->rl_active = false;
+    int saved = errno;
+    realloc_keep(t, old, p);
+    if (p) {
+        /* Growth: what the C library's realloc changed (a block above pymalloc's limit), else
+         * the new size less the old block's (copied when pymalloc moved it), else nothing (the
+         * block stayed in its size class). */
+        int64_t delta = t->rl_seen ? t->rl_delta
+                        : !old     ? (int64_t)n
+                        : p != old && t->rl_copy ? (int64_t)n - (int64_t)t->rl_copy
+                                                 : 0;
+        if (delta > 0)
+            attribute_alloc(t, p, (uint64_t)delta, true);
+        else
+            net_check(t);
+    }
+    errno = saved;
 }
 
 /* ---- the malloc family ---- */
@@ -258,7 +426,8 @@ static void *boot_realloc(void *old, size_t n)
     return p;
 }
 
-/* realloc counts the change of the block's usable size. */
+/* realloc counts the change of the block's usable size; a sample's block keeps its sample
+ * when it moves. Under Python's allocator it only reports the change to the wrapper. */
 AG_EXPORT void *realloc(void *old, size_t n)
 {
     if (old && in_boot(old))
@@ -267,6 +436,7 @@ AG_EXPORT void *realloc(void *old, size_t n)
         return boot_alloc(n);
     if (!counting())
         return real.realloc(old, n);
+    struct ag_mem_tls *t = &ag_mtls;
     int saved = errno;
     if (old && n == 0) { /* glibc frees the block and returns NULL */
         freeing_block(old);
@@ -274,17 +444,26 @@ AG_EXPORT void *realloc(void *old, size_t n)
         return real.realloc(old, 0);
     }
     uint64_t before = old ? real.usable(old) : 0;
+    bool pymem = t->in_pymem > 0;
+    if (!pymem)
+        realloc_begin(t, old);
     errno = saved;
     void *p = real.realloc(old, n);
     saved = errno;
+    if (!pymem)
+        realloc_keep(t, old, p);
     if (p) { /* on failure the old block is untouched */
         uint64_t after = real.usable(p);
-        if (old && p != old)
-            ag_memq_note_freed((uint64_t)(uintptr_t)old);
-        if (after > before)
-            on_alloc(p, after - before);
-        else if (before > after)
-            on_free(before - after);
+        int64_t delta = (int64_t)after - (int64_t)before;
+        if (pymem && old && t->rl_active) {
+            t->rl_seen = true;
+            t->rl_delta = delta;
+        }
+        t->net += delta;
+        if (!pymem && delta > 0)
+            attribute_alloc(t, p, (uint64_t)delta, false);
+        else if (delta < 0)
+            net_check(t);
     }
     errno = saved;
     return p;
@@ -337,18 +516,29 @@ static uint64_t page_round(uint64_t n)
     return (n + 4095) & ~(uint64_t)4095;
 }
 
+/* An anonymous mapping costs the program its pages as they become resident: the collector
+ * charges those to the footprint (ag_maps_scan_resident); the mapping's length is what the line
+ * that mapped it allocated. */
 static void *mapped(void *p, size_t len, int flags)
 {
     if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting()) {
         KEEP_ERRNO_BEGIN;
-        uint64_t n = page_round(len);
+        struct ag_mem_tls *t = &ag_mtls;
+        uint64_t n = page_round(len), resident = 0;
         if (flags & MAP_FIXED) { /* it replaced whatever was mapped there */
-            uint64_t had = ag_maps_remove((uint64_t)(uintptr_t)p, n);
-            if (had)
-                on_free(had);
+            if (ag_maps_remove((uint64_t)(uintptr_t)p, n, &resident)) {
+                t->net -= (int64_t)resident;
+                if (!t->in_pymem)
+                    forget_block(t, p);
+            }
         }
-        if (ag_maps_add((uint64_t)(uintptr_t)p, n))
-            on_alloc(p, n);
+        if (!ag_maps_add((uint64_t)(uintptr_t)p, n, t->in_pymem > 0)) {
+            net_check(t);
+        } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
+            t->net += (int64_t)n; /* (and carry it) */
+        } else {
+            attribute_alloc(t, p, n, false);
+        }
         KEEP_ERRNO_END;
     }
     return p;
@@ -383,14 +573,22 @@ AG_EXPORT int munmap(void *addr, size_t len)
 {
     if (!ready() || !real.munmap)
         return (int)syscall(SYS_munmap, addr, len);
+    struct ag_mem_tls *t = &ag_mtls;
+    bool count = counting();
+    uint64_t seq = 0, resident = 0;
+    bool tracked = count && !t->in_pymem && ag_memq_take_tracked((uint64_t)(uintptr_t)addr, &seq);
     int rc = real.munmap(addr, len);
-    if (rc == 0 && counting()) {
+    if (count) {
         KEEP_ERRNO_BEGIN;
-        uint64_t n = ag_maps_remove((uint64_t)(uintptr_t)addr, page_round(len));
-        if (n) {
-            ag_memq_note_freed((uint64_t)(uintptr_t)addr);
-            on_free(n);
-        }
+        uint64_t n = rc == 0 ? ag_maps_remove((uint64_t)(uintptr_t)addr, page_round(len),
+                                               &resident)
+                             : 0;
+        t->net -= (int64_t)resident;
+        if (tracked && n)
+            attribute_free(t, seq);
+        else if (tracked && !ag_memq_retrack((uint64_t)(uintptr_t)addr, seq))
+            attribute_free(t, seq);
+        net_check(t);
         KEEP_ERRNO_END;
     }
     return rc;
@@ -405,22 +603,34 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         newaddr = va_arg(ap, void *);
         va_end(ap);
     }
+    struct ag_mem_tls *t = &ag_mtls;
+    bool count = counting() && ready();
+    bool pymem = t->in_pymem > 0;
+    if (count && !pymem)
+        realloc_begin(t, old);
     void *p;
     if (!ready() || !real.mremap)
         p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, newaddr);
     else
         p = real.mremap(old, oldlen, newlen, flags, newaddr);
-    if (p != MAP_FAILED && counting()) {
+    if (count) {
         KEEP_ERRNO_BEGIN;
-        uint64_t had = ag_maps_remove((uint64_t)(uintptr_t)old, page_round(oldlen));
+        if (!pymem)
+            realloc_keep(t, old, p == MAP_FAILED ? NULL : p);
+        uint64_t resident = 0, had = 0;
+        if (p != MAP_FAILED)
+            had = ag_maps_remove((uint64_t)(uintptr_t)old, page_round(oldlen), &resident);
         if (had) {
+            t->net -= (int64_t)resident; /* charged again as its pages are found resident */
             uint64_t now = page_round(newlen);
-            if (!ag_maps_add((uint64_t)(uintptr_t)p, now))
+            if (!ag_maps_add((uint64_t)(uintptr_t)p, now, pymem))
                 now = 0; /* table full: from now on, it is not ours */
-            if (now > had)
-                on_alloc(p, now - had);
-            else if (had > now)
-                on_free(had - now);
+            else if (pymem)
+                t->net += (int64_t)now;
+            if (now > had && !pymem)
+                attribute_alloc(t, p, now - had, false);
+            else
+                net_check(t);
         }
         KEEP_ERRNO_END;
     }
@@ -485,5 +695,8 @@ void *ag_real_mmap(size_t len)
 void ag_mem_fork_child(void)
 {
     ag_mtls.tid = 0; /* the child's thread has another id */
-    ag_mtls.inc = ag_mtls.dec = ag_mtls.py = ag_mtls.nat = ag_mtls.copy = 0;
+    ag_mtls.net = 0;
+    ag_mtls.pend = ag_mtls.pend_py = 0;
+    if (ag_mtls.rng) /* the child draws its own points */
+        rng_seed(&ag_mtls);
 }

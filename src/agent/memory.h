@@ -10,17 +10,25 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/strata.h"
+
 
 /* Per-thread state of the hooks (initial-exec TLS: usable from the first malloc of the process
  * and from signal handlers). */
 struct ag_mem_tls {
     int guard;     /* > 0: inside a hook, a signal handler or the agent's own code: not counted */
-    int in_pymem;  /* > 0: inside Python's allocator (PyMem wrappers): allocations are Python */
+    int in_pymem;  /* > 0: inside Python's allocator (PyMem wrappers): the wrappers attribute */
     bool resolving; /* this thread is looking up the real functions */
     int tid;        /* gettid(), cached (reset after fork) */
-    uint64_t inc, dec; /* bytes allocated / freed since the thread's last sample */
-    uint64_t py, nat;  /* bytes allocated through Python's allocator / natively since then */
-    uint64_t copy;     /* bytes copied since the thread's last copy sample */
+    int64_t net;    /* bytes allocated minus freed (the heap's own view) since the last sample */
+    struct ag_strata alloc, copy; /* the sampling points of allocated and of copied bytes */
+    uint64_t pend, pend_py; /* weight of samples that could not be queued, for the next one */
+    uint64_t rng;           /* xorshift64* state, 0 until the thread's first sampling point */
+    /* While a PyMem realloc wrapper runs: what the hooks under it saw. */
+    bool rl_active, rl_seen, rl_tracked;
+    uint64_t rl_seq;  /* rl_tracked: the sample of the block being reallocated */
+    int64_t rl_delta; /* usable-size change of a C realloc under it */
+    uint64_t rl_copy; /* bytes pymalloc copied (the old block's size when it moved) */
 };
 extern __thread struct ag_mem_tls ag_mtls __attribute__((tls_model("initial-exec")));
 
@@ -30,7 +38,10 @@ extern uint64_t ag_mem_window;  /* SCRY_ALLOCATION_WINDOW */
 extern uint64_t ag_copy_window; /* SCRY_COPY_WINDOW */
 extern bool ag_leak_on;         /* SCRY_LEAK_DETECTOR */
 
-enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY };
+/* AG_M_MALLOC: an allocation carrying sampling points (bytes: what it stands for); AG_M_FREE:
+ * the allocation of an earlier malloc sample (freed_seq) was freed; AG_M_NET: the thread's
+ * heap moved by a window since its last sample, nothing to charge to a line; AG_M_COPY. */
+enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY, AG_M_NET };
 
 enum ag_mem_flags {
     AG_M_STARTUP = 1,   /* before the interpreter ran Python code, or in its main thread with no
@@ -44,8 +55,10 @@ struct ag_mem_sample {
     _Atomic uint64_t ready; /* seq + 1 once written */
     uint64_t seq;           /* the queue position: global order of samples */
     uint32_t kind, mflags;
-    uint64_t bytes, python_bytes;
-    uint64_t ptr; /* malloc samples: the allocation that crossed the threshold */
+    uint64_t bytes, python_bytes; /* the estimate this sample stands for, Python's part */
+    int64_t net;       /* the thread's allocated minus freed bytes since its previous sample */
+    uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was */
+    uint64_t ptr; /* malloc samples: the allocation sampled */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
     int tid;
     struct ag_sample s; /* the thread's Python stack (weight unused) */
@@ -55,26 +68,63 @@ struct ag_mem_sample {
 void ag_mem_hooks_init(void);
 void ag_mem_fork_child(void);
 void *ag_real_mmap(size_t len); /* anonymous memory for the agent, never counted */
+/* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled by
+ * their requested size, and what it does underneath counts only in the heap's net. The fast
+ * paths are inline (a Python allocation that carries no point, a free of no sample's block). */
+void ag_mem_py_sample(void *p, size_t n);
+void ag_mem_py_free(void *p);
+void ag_mem_py_realloc_begin(void *old);
+void ag_mem_py_realloc_end(void *old, void *p, size_t n);
+
+/* One subtraction and a compare: an object of the window or more takes the distance below 0
+ * too, and the slow path (which also checks that memory is being counted) sorts it out. The
+ * heap's net changes under Python's allocator are checked by the C hooks themselves. */
+static inline void ag_mem_py_alloc(void *p, size_t n)
+{
+    if ((ag_mtls.alloc.until -= (int64_t)n) > 0)
+        return;
+    ag_mem_py_sample(p, n);
+}
+
+/* The track table's buckets (memqueue.c) and how many ways of each are taken. */
+#define AG_TRACK_BITS 13
+extern _Atomic uint8_t ag_track_used[1u << AG_TRACK_BITS];
+
+static inline size_t ag_track_bucket(uint64_t ptr)
+{
+    return (size_t)(((ptr >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - AG_TRACK_BITS));
+}
+
+/* False: ptr is surely no sample's allocation (one byte read). */
+static inline bool ag_memq_maybe_tracked(uint64_t ptr)
+{
+    return atomic_load_explicit(&ag_track_used[ag_track_bucket(ptr)], memory_order_relaxed);
+}
 
 /* memqueue.c */
 int ag_memq_init(void);
 /* Queues a sample of the calling thread (reading its Python stack); false when it cannot be
- * queued now (queue full, no scratch buffer): the caller keeps the bytes for the next try. */
-bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, uint64_t ptr,
-                  int tid);
-extern _Atomic uint64_t ag_memq_deferred; /* emits that failed (their bytes were kept) */
+ * queued now (queue full, no scratch buffer). */
+bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
+                  uint64_t ptr, uint64_t freed_seq, int tid);
+extern _Atomic uint64_t ag_memq_deferred; /* emits that failed */
 /* Collector: the oldest written sample, or NULL; then pop it. */
 struct ag_mem_sample *ag_memq_peek(void);
 void ag_memq_pop(void);
 void ag_memq_fork_child(void);
-/* The fate of malloc samples' allocations: the hooks report every freed block (or unmapped
- * mapping); when it is a sample's allocation, the free goes into a log that the collector reads
- * in order: which sample (seq) and the queue position when it was freed. */
-void ag_memq_note_freed(uint64_t ptr);
-bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at);
-/* The anonymous mappings counted so far, by address: add (false: table full, not counted) and
- * remove (the bytes it had, 0 if not ours; a prefix of it may be removed). */
-bool ag_maps_add(uint64_t addr, uint64_t len);
-uint64_t ag_maps_remove(uint64_t addr, uint64_t len);
+/* The allocations of malloc samples, by address: a block about to be freed that was one gives
+ * its sample's seq (and is forgotten); a realloc gives its block's sample back at the address
+ * it returned (false: no room there). */
+bool ag_memq_take_tracked(uint64_t ptr, uint64_t *seq);
+bool ag_memq_retrack(uint64_t ptr, uint64_t seq);
+/* The anonymous mappings counted so far, by address: add (false: table full, not counted;
+ * resident: charged to the footprint in full from the start, as pymalloc's arenas, which it
+ * fills as it goes) and remove (the length it had, 0 if not ours, and in *resident the bytes
+ * charged to the footprint for it; a prefix of it may be removed: the rest stays counted). */
+bool ag_maps_add(uint64_t addr, uint64_t len, bool resident);
+uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident);
+/* Collector: the pages of counted mappings that became resident since the last call, in bytes
+ * (mincore; they are charged to the footprint from then on). */
+uint64_t ag_maps_scan_resident(void);
 
 #endif

@@ -2,12 +2,14 @@
  * - a multi-producer single-consumer queue of fixed slots: a producer reserves the next position
  *   with a compare-and-swap (never when the queue is full), writes the slot, then publishes it;
  *   the collector takes slots in position order;
- * - the addresses of the malloc samples' allocations, and a log of those freed (which sample,
- *   when) that the collector reads: the memory each line still holds, and the leak rule;
- * - the anonymous mappings counted, so that munmap counts only what mmap counted.
+ * - the addresses of the malloc samples' allocations: freeing one is a free sample (the memory
+ *   each line still holds, what each line freed, and the leak rule);
+ * - the anonymous mappings counted, so that munmap counts only what mmap counted, with the bytes
+ *   of their pages found resident (what they cost the footprint).
  * All memory here comes from mmap at start; nothing allocates or locks. */
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,14 +19,16 @@
 #define QUEUE_SLOTS 1024  /* samples waiting for the collector (~4.7 MiB, touched as used) */
 #define SCRATCH_COUNT 32  /* threads that can read their stack for a sample at once */
 #define SCRATCH_TRIES 100 /* rounds (with a yield between) to wait for a scratch buffer */
-#define TRACK_BUCKETS 2048 /* sample addresses: 8-way buckets, one cache line of addresses each */
+#define TRACK_BUCKETS (1u << AG_TRACK_BITS) /* sample addresses: 8-way buckets, one cache line
+                                              of addresses each */
 #define TRACK_WAYS 8
 #define TRACK_EMPTY 0
 #define TRACK_BUSY 1  /* being filled in */
-#define FREED_SLOTS 16384 /* freed sample allocations waiting for the collector */
 #define MAP_SLOTS 16384   /* anonymous mappings counted */
 #define MAP_PROBES 64
 #define MAP_TOMB UINT64_MAX
+#define MAP_GONE UINT64_MAX /* resident bytes of a removed entry: the scan charges no more */
+#define PAGE 4096
 
 static struct ag_mem_sample *slots;
 static _Atomic uint64_t head, tail;
@@ -32,23 +36,20 @@ static _Atomic uint64_t head, tail;
 static void *scratch[SCRATCH_COUNT];
 static _Atomic int scratch_busy[SCRATCH_COUNT];
 
-/* An entry is EMPTY -> BUSY -> the address (live) -> EMPTY again when the block is freed, once
- * the free is in the log. */
+/* An entry is EMPTY -> BUSY -> the address (live) -> EMPTY again when the block is freed. A
+ * bucket's count of taken ways lets every free that is not a sample's (nearly all) return after
+ * one byte read. */
 static struct track_bucket {
     _Atomic uint64_t ptr[TRACK_WAYS];
     _Atomic uint64_t seq[TRACK_WAYS];
 } *tracks;
-
-/* The log of freed sample allocations: the same reserve-then-publish protocol as the queue. */
-static struct freed_event {
-    _Atomic uint64_t ready; /* position + 1 once written */
-    uint64_t seq, freed_at;
-} *freed_log;
-static _Atomic uint64_t freed_head, freed_tail;
+_Atomic uint8_t ag_track_used[TRACK_BUCKETS]; /* static: one load from the free wrapper */
+#define track_used ag_track_used
 
 static struct map_entry {
     _Atomic uint64_t addr;
     _Atomic uint64_t len;
+    _Atomic uint64_t resident; /* bytes charged to the footprint for its resident pages */
 } *maps;
 
 static uint64_t (*gilstate)(void); /* PyGILState_GetThisThreadState */
@@ -57,12 +58,11 @@ int ag_memq_init(void)
 {
     slots = ag_real_mmap(QUEUE_SLOTS * sizeof(*slots));
     tracks = ag_real_mmap(TRACK_BUCKETS * sizeof(*tracks));
-    freed_log = ag_real_mmap(FREED_SLOTS * sizeof(*freed_log));
     maps = ag_real_mmap(MAP_SLOTS * sizeof(*maps));
     for (int i = 0; i < SCRATCH_COUNT; i++)
         scratch[i] = ag_real_mmap(AG_SCRATCH_SIZE);
     *(void **)&gilstate = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    if (!slots || !tracks || !freed_log || !maps || !gilstate)
+    if (!slots || !tracks || !maps || !gilstate)
         return -1;
     for (int i = 0; i < SCRATCH_COUNT; i++)
         if (!scratch[i])
@@ -95,7 +95,7 @@ static void give_scratch(int i)
         atomic_store_explicit(&scratch_busy[i], 0, memory_order_release);
 }
 
-/* Both rings (samples, freed allocations): a producer reserves the next position unless the
+/* The ring of samples: a producer reserves the next position unless the
  * ring is full, writes its slot, then publishes it by setting the slot's ready mark to the
  * position + 1; the consumer takes positions in order, each once it is published. */
 static bool ring_reserve(_Atomic uint64_t *h, _Atomic uint64_t *t, uint64_t size, uint64_t *pos)
@@ -124,20 +124,22 @@ static bool ring_next(_Atomic uint64_t *h, _Atomic uint64_t *t, _Atomic uint64_t
     return true;
 }
 
-static struct track_bucket *bucket_of(uint64_t ptr)
+static size_t bucket_index(uint64_t ptr)
 {
-    return &tracks[hm_hash64(ptr) & (TRACK_BUCKETS - 1)];
+    return ag_track_bucket(ptr);
 }
 
 /* Remembers the address of sample seq's allocation; false when its bucket is full. */
 static bool track(uint64_t ptr, uint64_t seq)
 {
-    struct track_bucket *b = bucket_of(ptr);
+    size_t i = bucket_index(ptr);
+    struct track_bucket *b = &tracks[i];
     for (int w = 0; w < TRACK_WAYS; w++) {
         uint64_t expected = TRACK_EMPTY;
         if (atomic_load_explicit(&b->ptr[w], memory_order_relaxed) != TRACK_EMPTY ||
             !atomic_compare_exchange_strong(&b->ptr[w], &expected, TRACK_BUSY))
             continue;
+        atomic_fetch_add_explicit(&track_used[i], 1, memory_order_relaxed);
         atomic_store_explicit(&b->seq[w], seq, memory_order_relaxed);
         atomic_store_explicit(&b->ptr[w], ptr, memory_order_release);
         return true;
@@ -145,13 +147,40 @@ static bool track(uint64_t ptr, uint64_t seq)
     return false;
 }
 
-bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, uint64_t ptr,
-                  int tid)
+bool ag_memq_retrack(uint64_t ptr, uint64_t seq)
+{
+    return tracks && ptr > TRACK_BUSY && track(ptr, seq);
+}
+
+/* The block's owner is the only thread that can free it, and it was tracked before the
+ * allocation returned: a relaxed read of the count sees it. */
+bool ag_memq_take_tracked(uint64_t ptr, uint64_t *seq)
+{
+    if (!tracks || ptr <= TRACK_BUSY)
+        return false;
+    size_t i = bucket_index(ptr);
+    if (!atomic_load_explicit(&track_used[i], memory_order_relaxed))
+        return false;
+    struct track_bucket *b = &tracks[i];
+    for (int w = 0; w < TRACK_WAYS; w++) {
+        if (atomic_load_explicit(&b->ptr[w], memory_order_acquire) != ptr)
+            continue;
+        *seq = atomic_load_explicit(&b->seq[w], memory_order_relaxed);
+        atomic_store_explicit(&b->ptr[w], TRACK_EMPTY, memory_order_release);
+        atomic_fetch_sub_explicit(&track_used[i], 1, memory_order_relaxed);
+        return true;
+    }
+    return false;
+}
+
+bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
+                  uint64_t ptr, uint64_t freed_seq, int tid)
 {
     if (!slots)
         return false;
     bool python = atomic_load_explicit(&ag_mem_python_ready, memory_order_acquire);
-    uint64_t tstate = python ? gilstate() : 0;
+    /* A net sample is for the footprint only: no stack. */
+    uint64_t tstate = python && kind != AG_M_NET ? gilstate() : 0;
     int sc = -1;
     if (tstate && (sc = take_scratch()) < 0) {
         atomic_fetch_add_explicit(&ag_memq_deferred, 1, memory_order_relaxed);
@@ -168,6 +197,8 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     m->kind = kind;
     m->bytes = bytes;
     m->python_bytes = python_bytes;
+    m->net = net;
+    m->freed_seq = freed_seq;
     m->ptr = ptr;
     m->time_ns = ag_now_ns(CLOCK_MONOTONIC);
     m->tid = tid;
@@ -183,7 +214,7 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     /* No Python frame: a native thread's allocation (<native>), except on the main thread,
      * where it is the interpreter's own work (compiling the script) and counts in the
      * footprint only. */
-    if (python && m->s.depth == 0)
+    if (python && m->s.depth == 0 && kind != AG_M_NET)
         m->mflags |= tid == ag_pid ? AG_M_STARTUP : AG_M_NO_PYTHON;
     if (kind == AG_M_MALLOC && (!ptr || ptr <= TRACK_BUSY || !track(ptr, h)))
         m->mflags |= AG_M_UNTRACKED;
@@ -213,45 +244,8 @@ void ag_memq_fork_child(void)
      * positions go on, so no slot's old ready mark can be taken for a new one). */
     uint64_t h = atomic_load(&head);
     atomic_store(&tail, h);
-    h = atomic_load(&freed_head);
-    atomic_store(&freed_tail, h);
     for (int i = 0; i < SCRATCH_COUNT; i++)
         atomic_store(&scratch_busy[i], 0);
-}
-
-void ag_memq_note_freed(uint64_t ptr)
-{
-    if (!tracks || ptr <= TRACK_BUSY)
-        return;
-    struct track_bucket *b = bucket_of(ptr);
-    for (int w = 0; w < TRACK_WAYS; w++) {
-        if (atomic_load_explicit(&b->ptr[w], memory_order_acquire) != ptr)
-            continue;
-        /* One thread frees a given block. With the log full, the entry stays: the sample
-         * counts as still allocated, never as freed when it was not. */
-        uint64_t seq = atomic_load_explicit(&b->seq[w], memory_order_relaxed), h;
-        if (!ring_reserve(&freed_head, &freed_tail, FREED_SLOTS, &h))
-            return;
-        struct freed_event *e = &freed_log[h % FREED_SLOTS];
-        e->seq = seq;
-        e->freed_at = atomic_load(&head);
-        atomic_store_explicit(&b->ptr[w], TRACK_EMPTY, memory_order_release);
-        atomic_store_explicit(&e->ready, h + 1, memory_order_release);
-        return;
-    }
-}
-
-bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at)
-{
-    uint64_t t;
-    if (!freed_log || !ring_next(&freed_head, &freed_tail, &freed_log[0].ready,
-                                 sizeof(*freed_log), FREED_SLOTS, &t))
-        return false;
-    const struct freed_event *e = &freed_log[t % FREED_SLOTS];
-    *seq = e->seq;
-    *freed_at = e->freed_at;
-    atomic_store_explicit(&freed_tail, t + 1, memory_order_release);
-    return true;
 }
 
 /* ---- anonymous mappings ---- */
@@ -261,7 +255,7 @@ static size_t map_index(uint64_t addr)
     return (size_t)(hm_hash64(addr >> 12) & (MAP_SLOTS - 1));
 }
 
-bool ag_maps_add(uint64_t addr, uint64_t len)
+bool ag_maps_add(uint64_t addr, uint64_t len, bool resident)
 {
     if (!maps || !addr || addr == MAP_TOMB)
         return false;
@@ -270,17 +264,21 @@ bool ag_maps_add(uint64_t addr, uint64_t len)
         uint64_t cur = atomic_load_explicit(&maps[i].addr, memory_order_relaxed);
         if (cur != 0 && cur != MAP_TOMB)
             continue;
-        /* Only the unmapping of addr reads this length, and it comes after this mmap returned. */
+        /* Only the unmapping of addr reads this length, and it comes after this mmap returned;
+         * the scan reads the length only once resident is no longer MAP_GONE. */
         if (atomic_compare_exchange_strong(&maps[i].addr, &cur, addr)) {
+            atomic_store_explicit(&maps[i].resident, MAP_GONE, memory_order_relaxed);
             atomic_store_explicit(&maps[i].len, len, memory_order_release);
+            atomic_store_explicit(&maps[i].resident, resident ? len : 0, memory_order_release);
             return true;
         }
     }
     return false;
 }
 
-uint64_t ag_maps_remove(uint64_t addr, uint64_t len)
+uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident)
 {
+    *resident = 0;
     if (!maps || !addr || addr == MAP_TOMB)
         return 0;
     size_t i = map_index(addr);
@@ -293,12 +291,59 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len)
         uint64_t had = atomic_load_explicit(&maps[i].len, memory_order_relaxed);
         if (!atomic_compare_exchange_strong(&maps[i].addr, &cur, MAP_TOMB))
             return 0; /* another thread removed it */
+        /* What the scan charged, and no more after this. */
+        uint64_t r = atomic_exchange(&maps[i].resident, MAP_GONE);
+        *resident = r == MAP_GONE ? 0 : r;
         if (len < had) { /* the front of the mapping went; the rest stays counted */
-            if (ag_maps_add(addr + len, had - len))
+            if (ag_maps_add(addr + len, had - len, r == had && r != MAP_GONE)) {
+                *resident = r == had ? len : *resident; /* charged in full: the rest stays so */
                 return len;
+            }
             return had; /* no room for the rest: count it all as gone */
         }
         return had;
     }
     return 0;
+}
+
+/* Resident pages of [addr, addr + len), by mincore in steps of vec's size; 0 if unreadable
+ * (unmapped meanwhile). Collector thread only. */
+static uint64_t resident_bytes(uint64_t addr, uint64_t len)
+{
+    static unsigned char vec[16384]; /* 64 MiB of pages per call */
+    uint64_t pages = 0;
+    for (uint64_t off = 0; off < len;) {
+        uint64_t n = len - off;
+        if (n > sizeof(vec) * PAGE)
+            n = sizeof(vec) * PAGE;
+        if (mincore((void *)(uintptr_t)(addr + off), n, vec) != 0)
+            return 0;
+        for (uint64_t p = 0; p < (n + PAGE - 1) / PAGE; p++)
+            pages += vec[p] & 1;
+        off += n;
+    }
+    return pages * PAGE;
+}
+
+uint64_t ag_maps_scan_resident(void)
+{
+    if (!maps)
+        return 0;
+    uint64_t grew = 0;
+    for (size_t i = 0; i < MAP_SLOTS; i++) {
+        uint64_t addr = atomic_load_explicit(&maps[i].addr, memory_order_acquire);
+        if (addr == 0 || addr == MAP_TOMB)
+            continue;
+        uint64_t had = atomic_load_explicit(&maps[i].resident, memory_order_acquire);
+        uint64_t len = atomic_load_explicit(&maps[i].len, memory_order_acquire);
+        if (had == MAP_GONE || had >= len)
+            continue; /* being added or removed, or all of it is resident already */
+        uint64_t now = resident_bytes(addr, len);
+        if (now > len)
+            now = len;
+        /* Fails if the mapping was removed meanwhile: then nothing more is charged. */
+        if (now > had && atomic_compare_exchange_strong(&maps[i].resident, &had, now))
+            grew += now - had;
+    }
+    return grew;
 }

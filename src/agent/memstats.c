@@ -137,14 +137,15 @@ static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, line};
 }
 
-/* Sample seq's allocation was freed at queue position freed_at; false if the sample is not
- * known (yet). */
-static bool freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
+/* Sample seq's allocation was freed at queue position freed_at: the bytes it stood for (0 if the
+ * sample is not known: it could not be remembered). */
+static uint64_t freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
 {
     uint64_t idx;
     if (!hm_get(&m->live_by_seq, seq + 1, &idx))
-        return false;
+        return 0;
     struct ag_live *r = &m->live[idx - 1];
+    uint64_t bytes = r->bytes;
     if (r->line != UINT32_MAX) {
         struct ag_mline *l = &m->lines[r->line];
         l->live_bytes = l->live_bytes > r->bytes ? l->live_bytes - r->bytes : 0;
@@ -164,34 +165,37 @@ static bool freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
         (void)hm_put(&m->live_by_seq, r->seq + 1, idx);
     }
     m->nlive--;
+    return bytes;
+}
+
+/* The footprint moved (by a sample's net, or by resident pages). */
+static bool footprint_add(struct ag_mem_stats *m, int64_t net)
+{
+    if (net >= 0)
+        m->footprint += (uint64_t)net;
+    else
+        m->footprint = m->footprint > (uint64_t)-net ? m->footprint - (uint64_t)-net : 0;
+    if (m->footprint <= m->max_footprint)
+        return false;
+    m->max_footprint = m->footprint;
     return true;
 }
 
-/* Takes note of the sample allocations freed since the last look. */
-static void take_frees(struct ag_mem_stats *m)
+void ag_mem_resident(struct ag_mem_stats *m, uint64_t bytes, uint64_t t_ns)
 {
-    size_t kept = 0;
-    for (size_t i = 0; i < m->ndeferred; i++)
-        if (!freed(m, m->deferred[i].seq, m->deferred[i].freed_at) &&
-            ++m->deferred[i].tries < 100)
-            m->deferred[kept++] = m->deferred[i];
-    m->ndeferred = kept;
-    uint64_t seq, freed_at;
-    while (ag_memq_next_freed(&seq, &freed_at)) {
-        if (freed(m, seq, freed_at) ||
-            m->ndeferred == sizeof(m->deferred) / sizeof(m->deferred[0]))
-            continue; /* (no room: the sample stays charged as allocated) */
-        m->deferred[m->ndeferred].seq = seq;
-        m->deferred[m->ndeferred].freed_at = freed_at;
-        m->deferred[m->ndeferred].tries = 0;
-        m->ndeferred++;
+    if (!bytes)
+        return;
+    if (footprint_add(m, (int64_t)bytes)) {
+        m->max_at_line = false; /* pages touched somewhere, seen by the collector */
+        m->max_python_fraction = 0;
     }
+    ag_timeline_add(&m->timeline, t_ns, m->footprint);
 }
 
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns)
 {
-    struct ag_mline *l = w->kind == AG_MW_LINE ? line_of(m, w) : NULL;
+    struct ag_mline *l = w->kind == AG_MW_LINE && s->kind != AG_M_NET ? line_of(m, w) : NULL;
     if (s->kind == AG_M_COPY) {
         m->copy_samples++;
         m->copy_bytes += s->bytes;
@@ -200,27 +204,27 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
         return;
     }
     uint64_t t = s->time_ns > start_ns ? s->time_ns - start_ns : 0;
-    bool new_max = false;
     m->alloc_samples++;
+    bool new_max = footprint_add(m, s->net);
+    if (new_max) {
+        m->max_at_line = l != NULL && !w->native;
+        m->max_file = w->file;
+        m->max_line = w->line;
+        m->max_python_fraction = s->kind == AG_M_MALLOC && s->bytes
+                                     ? (double)s->python_bytes / (double)s->bytes
+                                     : 0;
+    }
+    uint64_t bytes = s->bytes;
     if (s->kind == AG_M_MALLOC) {
-        m->malloc_bytes += s->bytes;
+        m->malloc_bytes += bytes;
         m->python_bytes += s->python_bytes;
         if (s->mflags & AG_M_STARTUP)
-            m->startup_malloc_bytes += s->bytes;
+            m->startup_malloc_bytes += bytes;
         if (l && w->native)
-            m->native_malloc_bytes += s->bytes;
-        m->footprint += s->bytes;
-        if (m->footprint > m->max_footprint) {
-            m->max_footprint = m->footprint;
-            m->max_at_line = l != NULL && !w->native;
-            m->max_file = w->file;
-            m->max_line = w->line;
-            m->max_python_fraction = s->bytes ? (double)s->python_bytes / (double)s->bytes : 0;
-            new_max = true;
-        }
-    } else {
-        m->free_bytes += s->bytes;
-        m->footprint = m->footprint > s->bytes ? m->footprint - s->bytes : 0;
+            m->native_malloc_bytes += bytes;
+    } else if (s->kind == AG_M_FREE) {
+        bytes = freed(m, s->freed_seq, s->seq);
+        m->free_bytes += bytes;
     }
     ag_timeline_add(&m->timeline, t, m->footprint);
     if (s->kind == AG_M_MALLOC && !(s->mflags & AG_M_UNTRACKED))
@@ -229,16 +233,16 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
         return;
     moved_to(m, s->tid, l);
     if (s->kind == AG_M_MALLOC) {
-        l->live_bytes += s->bytes;
-        l->malloc_bytes += s->bytes;
+        l->live_bytes += bytes;
+        l->malloc_bytes += bytes;
         l->python_bytes += s->python_bytes;
         l->malloc_samples++;
-        l->cur += s->bytes;
+        l->cur += bytes;
         if (l->cur > m->footprint) /* a line cannot hold more than there is */
             l->cur = m->footprint;
     } else {
-        l->free_bytes += s->bytes;
-        l->cur = l->cur > s->bytes ? l->cur - s->bytes : 0;
+        l->free_bytes += bytes;
+        l->cur = l->cur > bytes ? l->cur - bytes : 0;
     }
     l->open = true;
     if (l->cur > l->cur_hw)
@@ -246,7 +250,8 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     if (l->cur > l->peak)
         l->peak = l->cur;
     ag_timeline_add(l->timeline, t, m->footprint);
-    if (new_max && ag_leak_on && m->max_footprint > AG_LEAK_MIN_FOOTPRINT) {
+    if (new_max && s->kind == AG_M_MALLOC && ag_leak_on &&
+        m->max_footprint > AG_LEAK_MIN_FOOTPRINT) {
         m->batch_max.valid = true;
         m->batch_max.tracked = !(s->mflags & AG_M_UNTRACKED);
         m->batch_max.line = (uint32_t)(l - m->lines);
@@ -257,7 +262,6 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
 
 void ag_mem_end_batch(struct ag_mem_stats *m)
 {
-    take_frees(m);
     if (m->batch_max.valid) {
         leak_candidate(m);
         m->batch_max.valid = false;
@@ -266,7 +270,6 @@ void ag_mem_end_batch(struct ag_mem_stats *m)
 
 void ag_mem_finish(struct ag_mem_stats *m)
 {
-    take_frees(m);
     for (size_t i = 0; i < m->nlines; i++) {
         close_execution(&m->lines[i]);
         ag_timeline_flush(m->lines[i].timeline);

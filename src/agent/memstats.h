@@ -72,12 +72,6 @@ struct ag_mem_stats {
     struct ag_live *live;
     size_t nlive, cap_live;
     struct hashmap live_by_seq; /* seq + 1 -> index + 1 into live */
-    /* Frees logged before their sample was taken into account (tried again next batch). */
-    struct {
-        uint64_t seq, freed_at;
-        uint32_t tries;
-    } deferred[256];
-    size_t ndeferred;
     /* Malloc samples that set a new maximum, waiting for their fate (oldest first). */
     struct {
         uint32_t line;
@@ -99,9 +93,10 @@ void ag_mem_stats_free(struct ag_mem_stats *m);
 /* Accounts one sample; start_ns: the process's start (CLOCK_MONOTONIC). */
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns);
-/* The collector drained a batch of samples: reads which allocations of malloc samples have been
- * freed since (ag_memq_next_freed), and takes at most one leak candidate per batch (as Scalene), so that only
- * growth that lasts over many collector periods looks like a leak. */
+/* Pages of anonymous mappings found resident (ag_maps_scan_resident): they join the footprint. */
+void ag_mem_resident(struct ag_mem_stats *m, uint64_t bytes, uint64_t t_ns);
+/* The collector drained a batch of samples: takes at most one leak candidate per batch (as
+ * Scalene), so that only growth that lasts over many collector periods looks like a leak. */
 void ag_mem_end_batch(struct ag_mem_stats *m);
 /* Ends every open execution and completes the timelines (before writing the part). */
 void ag_mem_finish(struct ag_mem_stats *m);

@@ -1,9 +1,9 @@
 /* The agent's few calls into CPython's C API, all made from one pending call (run by the main
  * thread with the GIL held, between two bytecodes):
  * - with memory profiling, it wraps Python's MEM and OBJ allocators (PyMem_SetAllocator, as
- *   tracemalloc does at run time): the wrappers only mark the thread as inside Python's
- *   allocator while the original runs, so that the malloc/mmap hooks under them count those
- *   bytes as Python's (memory.h);
+ *   tracemalloc does at run time): the wrappers sample the objects handed out and mark the
+ *   thread as inside Python's allocator while the original runs, so that the malloc/mmap hooks
+ *   under them count those bytes in the heap's net only (memory.h);
  * - it registers os.register_at_fork hooks so that the collector thread is not alive when
  *   os.fork() counts the process's threads (CPython 3.12+ warns on stderr about forking a
  *   multi-threaded process) and is started again after it.
@@ -61,12 +61,18 @@ enum { PYMEM_DOMAIN_MEM = 1, PYMEM_DOMAIN_OBJ = 2 };
 static struct pymem_allocator original[3];
 static bool allocators_wrapped;
 
+/* The wrappers sample the objects Python's allocator hands out (by their requested size, as
+ * tracemalloc counts them), and mark the thread as inside it while the original runs, so that
+ * the C blocks and arenas it takes count in the heap's net as Python's, not as allocations of
+ * their own (memhooks.c). */
 static void *wrap_malloc(void *ctx, size_t n)
 {
     const struct pymem_allocator *o = ctx;
     ag_mtls.in_pymem++;
     void *p = o->malloc(o->ctx, n);
     ag_mtls.in_pymem--;
+    if (p)
+        ag_mem_py_alloc(p, n);
     return p;
 }
 
@@ -76,21 +82,27 @@ static void *wrap_calloc(void *ctx, size_t n, size_t size)
     ag_mtls.in_pymem++;
     void *p = o->calloc(o->ctx, n, size);
     ag_mtls.in_pymem--;
+    if (p)
+        ag_mem_py_alloc(p, n * size);
     return p;
 }
 
 static void *wrap_realloc(void *ctx, void *old, size_t n)
 {
     const struct pymem_allocator *o = ctx;
+    ag_mem_py_realloc_begin(old);
     ag_mtls.in_pymem++;
     void *p = o->realloc(o->ctx, old, n);
     ag_mtls.in_pymem--;
+    ag_mem_py_realloc_end(old, p, n);
     return p;
 }
 
 static void wrap_free(void *ctx, void *p)
 {
     const struct pymem_allocator *o = ctx;
+    if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
+        ag_mem_py_free(p);
     ag_mtls.in_pymem++;
     o->free(o->ctx, p);
     ag_mtls.in_pymem--;

@@ -13,13 +13,17 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/hashmap.h"
 
-/* Per thread slot (struct ag_thread's index): the thread it was read for and its values then. */
-static struct {
-    int tid;
+/* Per thread, by its id (a thread may change slots, and a slot threads: keyed by the slot, a
+ * thread seen again in a new slot would add its whole life a second time): its values when it
+ * was last read, in recs[index], the index found through by_tid (key: tid + 1). */
+struct sched_rec {
     uint64_t delay_ns, cpu_ns;
-} seen[AG_MAX_THREADS];
-
+};
+static struct sched_rec *recs;
+static size_t nrecs, cap_recs;
+static struct hashmap by_tid = HASHMAP_INIT;
 static uint64_t total_delay_ns, total_cpu_ns;
 static bool available; /* some thread's schedstat was read */
 
@@ -44,25 +48,35 @@ static bool read_schedstat(int tid, uint64_t *cpu, uint64_t *delay)
     return true;
 }
 
-void ag_sched_read(size_t slot, int tid)
+void ag_sched_read(int tid)
 {
-    uint64_t cpu, delay;
-    if (ag_low_fds_closed || slot >= AG_MAX_THREADS || !read_schedstat(tid, &cpu, &delay))
+    uint64_t cpu, delay, idx;
+    if (ag_low_fds_closed || tid <= 0 || !read_schedstat(tid, &cpu, &delay))
         return;
     available = true;
-    /* A thread read for the first time adds everything since it started. */
-    uint64_t c0 = 0, d0 = 0;
-    if (seen[slot].tid == tid) {
-        c0 = seen[slot].cpu_ns;
-        d0 = seen[slot].delay_ns;
+    if (!hm_get(&by_tid, (uint64_t)tid + 1, &idx)) {
+        if (nrecs == cap_recs) {
+            size_t ncap = cap_recs ? cap_recs * 2 : 64;
+            struct sched_rec *n = realloc(recs, ncap * sizeof(*n));
+            if (!n)
+                return;
+            recs = n;
+            cap_recs = ncap;
+        }
+        if (hm_put(&by_tid, (uint64_t)tid + 1, nrecs) != 0)
+            return;
+        idx = nrecs++;
+        recs[idx] = (struct sched_rec){0, 0}; /* read for the first time: all since it started */
     }
-    if (cpu > c0)
-        total_cpu_ns += cpu - c0;
-    if (delay > d0)
-        total_delay_ns += delay - d0;
-    seen[slot].tid = tid;
-    seen[slot].cpu_ns = cpu;
-    seen[slot].delay_ns = delay;
+    struct sched_rec *r = &recs[idx];
+    if (cpu < r->cpu_ns || delay < r->delay_ns)
+        *r = (struct sched_rec){0, 0}; /* the id went to a new thread: it starts from nothing */
+    if (cpu > r->cpu_ns)
+        total_cpu_ns += cpu - r->cpu_ns;
+    if (delay > r->delay_ns)
+        total_delay_ns += delay - r->delay_ns;
+    r->cpu_ns = cpu;
+    r->delay_ns = delay;
 }
 
 bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns)
@@ -74,8 +88,8 @@ bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns)
 
 void ag_sched_reset(void)
 {
-    for (size_t i = 0; i < AG_MAX_THREADS; i++)
-        seen[i].tid = 0;
+    hm_clear(&by_tid);
+    nrecs = 0;
     total_delay_ns = total_cpu_ns = 0;
     available = false;
 }

@@ -22,6 +22,7 @@ int cmd_view(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
@@ -62,6 +63,11 @@ bool cli_parse_percent(const char *s, double *out);
 /* `scry view --format folded|speedscope [-o FILE]`: the profile's call stacks for other tools
  * (cmd_flamegraph.c); outfile NULL or "-" is standard output. Returns the exit status. */
 int cli_view_export(const char *path, const char *format, const char *outfile);
+/* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
+int cli_write_output(const char *path, const struct strbuf *sb);
+/* The exports of the whole profile document (view_export.c): pprof, trace, firefox. */
+bool cli_view_doc_format(const char *format);
+int cli_view_export_doc(const char *path, const char *format, const char *outfile);
 /* Whether the file starts with a heap snapshot's magic (SCRYSNAP); false if it cannot be read. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */

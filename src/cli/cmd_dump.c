@@ -57,7 +57,8 @@ static const char dump_usage[] =
     "  -e, --exe PYTHON        the Python executable that made the core, if it has moved\n"
     "  -o, --output FILE       the snapshot to write (e.g. app.heap)\n"
     "      --capture-contents  store str/bytes contents (capped, secrets redacted); without\n"
-    "                          it no string or bytes content is stored at all\n"
+    "                          it no string or bytes content is stored at all (keys and\n"
+    "                          names that look secret are redacted either way)\n"
     "      --max-str N         bytes of contents kept per object (default 128)\n"
     "  -j, --json              print what was written as a JSON document (docs/json-schema.md)\n"
     "      --graph FILE        also write the graph as JSON lines (for tests and debugging)\n";

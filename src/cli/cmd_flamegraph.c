@@ -46,7 +46,7 @@ static const char flamegraph_usage[] =
     "      --width PX      image width (default 1200)\n";
 
 /* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
-static int write_output(const char *path, const struct strbuf *sb)
+int cli_write_output(const char *path, const struct strbuf *sb)
 {
     if (!path || strcmp(path, "-") == 0)
         return cli_write_stdout(sb);
@@ -108,8 +108,11 @@ static bool parse_count(const char *s, double *out)
 int cli_view_export(const char *path, const char *format, const char *outfile)
 {
     bool folded = strcmp(format, "folded") == 0;
+    if (cli_view_doc_format(format))
+        return cli_view_export_doc(path, format, outfile);
     if (!folded && strcmp(format, "speedscope") != 0)
-        return cli_usage_error(false, "--format takes folded or speedscope, not '%s'", format);
+        return cli_usage_error(false, "--format takes folded, speedscope, pprof, trace or firefox, not '%s'",
+                               format);
     struct stk_tree t;
     stk_init(&t, false);
     struct strbuf out = STRBUF_INIT;
@@ -129,7 +132,7 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
                                      .exporter = "scry@" SCRY_VERSION};
         speedscope_write(&t, &so, &out);
     }
-    if (write_output(outfile, &out) != 0)
+    if (cli_write_output(outfile, &out) != 0)
         status = cli_report_error(false);
 out:
     json_decref(doc);
@@ -250,7 +253,7 @@ int cmd_flamegraph(int argc, char **argv)
                                     .min_bytes = cut.min_weight, .max_depth = cut.max_depth,
                                     .width = fo.width};
         struct strbuf hout = STRBUF_INIT;
-        int hstatus = cli_heap_flamegraph(&hg, &hout) == 0 && write_output(outfile, &hout) == 0
+        int hstatus = cli_heap_flamegraph(&hg, &hout) == 0 && cli_write_output(outfile, &hout) == 0
                           ? CLI_EXIT_OK
                           : cli_report_error(false);
         sb_release(&hout);
@@ -326,7 +329,7 @@ int cmd_flamegraph(int argc, char **argv)
         fo.subtitle = sb_str(&sub);
         fg_write_svg(draw, &fo, &out);
     }
-    if (write_output(outfile, &out) != 0)
+    if (cli_write_output(outfile, &out) != 0)
         status = cli_report_error(false);
 out:
     json_decref(doc);

@@ -43,7 +43,10 @@ static const char view_usage[] =
     "      --no-color                no colours even on a terminal\n"
     "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
     "                                as folded stacks or a speedscope file, to -o FILE or\n"
-    "                                standard output\n";
+    "                                standard output\n"
+    "      --format pprof|trace|firefox  export the whole profile: gzipped pprof (go tool\n"
+    "                                pprof, Pyroscope), Trace Event JSON (Perfetto), the\n"
+    "                                Firefox Profiler's format (docs/export-formats.md)\n";
 int cli_read_file(const char *path, char **data, size_t *len)
 {
     return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
@@ -250,8 +253,8 @@ int cmd_view(int argc, char **argv)
         return cli_usage_error(false, "unexpected argument '%s' (give one profile)",
                                argv[optind + 1]);
     if (format && mode != VIEW_BROWSER)
-        return cli_usage_error(false, "--format exports stacks; it goes without --cli, --html "
-                                      "and --standalone");
+        return cli_usage_error(false, "--format exports the profile; it goes without --cli, "
+                                      "--html and --standalone");
     if (format)
         return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
                                outfile);

@@ -20,6 +20,7 @@ static const struct command commands[] = {
                          "where a name is defined"},
     {"check", cmd_check, "validate a heap snapshot and say what it holds"},
     {"diff", cmd_diff, "what grew between two heap snapshots: by type and by retaining site"},
+    {"compare", cmd_compare, "what got slower or bigger between two profiles, with sampling error"},
     {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks"},
 };
 

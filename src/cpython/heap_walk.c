@@ -12,7 +12,9 @@
  * Labels follow heapspy's notation: `.attr`, `['key']`, `[<str len=9>]`, `[3]`,
  * `.__closure__[0]`, `.cell_contents`, `.locals['x']`. Dict keys are shown by content only when
  * they are interned strings (identifiers: attribute names, module globals, keyword names) or
- * when contents are captured; otherwise a placeholder gives their type and length.
+ * when contents are captured; otherwise a placeholder gives their type and length. Every text
+ * taken from the target (names, keys, type and file names, contents) goes through the redaction
+ * rule (redact.h) whole, before it is cut: a flagged one is stored as <redacted>.
  *
  * Sizes mirror sys.getsizeof (the type's __sizeof__ plus the GC and managed-dict pre-header).
  * The C containers of the standard library and numpy.ndarray are walked from their layouts
@@ -306,6 +308,10 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
     return 0;
 }
 
+/* What every text the rule flags is stored as (redact.h); aligned: the names cache keeps a flag
+ * in the low bit of its pointers, and callers compare with it to show a placeholder. */
+static _Alignas(8) const char redacted_text[] = REDACTED;
+
 /* ---- strings ---------------------------------------------------------------------------------- */
 
 struct str_hdr {
@@ -416,19 +422,30 @@ static int str_utf8(struct hw *w, const struct str_hdr *h, size_t max_bytes, str
     return 0;
 }
 
+/* A code object's name or file as a root label shows it: through the redaction rule, whole as
+ * frames.c read it. */
+static const char *redacted_or(const char *s)
+{
+    return s && redact_text_is_secret(s, strlen(s)) ? redacted_text : s;
+}
+
 /* ---- types ------------------------------------------------------------------------------------ */
 
 static struct tinfo *get_type(struct hw *w, uint64_t t);
 
-static char *read_cstr(struct hw *w, uint64_t addr, size_t max)
+/* The text of a C string (a type's tp_name, a slot's name), decided on by the redaction rule
+ * whole (up to REDACT_MARGIN past the cut), then cut to max bytes. */
+static const char *read_cstr(struct hw *w, uint64_t addr, size_t max)
 {
-    char buf[MAX_NAME + 1];
     if (max > MAX_NAME)
         max = MAX_NAME;
-    size_t n = 0;
+    size_t lim = max + REDACT_MARGIN, n = 0;
+    char *buf = malloc(lim + 1);
+    if (!buf)
+        return NULL;
     /* Read in small steps: a C string may end just before an unmapped page. */
-    while (n < max) {
-        size_t step = max - n < 32 ? max - n : 32;
+    while (n < lim) {
+        size_t step = lim - n < 32 ? lim - n : 32;
         if (mc_read(&w->mc, addr + n, buf + n, step) != 0) {
             /* fall back to a byte at a time near the end of a mapping */
             if (mc_read(&w->mc, addr + n, buf + n, 1) != 0)
@@ -438,15 +455,23 @@ static char *read_cstr(struct hw *w, uint64_t addr, size_t max)
         void *z = memchr(buf + n, 0, step);
         if (z) {
             n = (size_t)((char *)z - buf);
-            buf[n] = 0;
-            return arena_strndup(&w->arena, buf, n);
+            break;
         }
         n += step;
     }
-    return n ? arena_strndup(&w->arena, buf, n) : NULL;
+    const char *s = NULL;
+    if (n && redact_text_is_secret(buf, n))
+        s = redacted_text;
+    else if (n)
+        s = arena_strndup(&w->arena, buf, redact_utf8_cut(buf, n, max));
+    free(buf);
+    return s;
 }
 
-/* A str object's text, decoded and capped, cached by address; NULL if it is not a str. */
+/* A str object's text (a dict key, an attribute or local name, a type, module or file name),
+ * decoded, decided on by the redaction rule whole (up to REDACT_MARGIN past the cut), then cut to
+ * MAX_NAME bytes; redacted_text when the rule flags it. Cached by address; NULL if it is not a
+ * str. */
 static const char *str_text(struct hw *w, uint64_t obj, bool *interned)
 {
     uint64_t v;
@@ -467,8 +492,11 @@ static const char *str_text(struct hw *w, uint64_t obj, bool *interned)
         return NULL;
     struct strbuf sb = STRBUF_INIT;
     const char *s = NULL;
-    if (str_utf8(w, &h, MAX_NAME, &sb) == 0)
-        s = arena_strndup(&w->arena, sb_str(&sb), sb.len);
+    if (str_utf8(w, &h, MAX_NAME + REDACT_MARGIN, &sb) == 0)
+        s = redact_text_is_secret(sb_str(&sb), sb.len)
+                ? redacted_text
+                : arena_strndup(&w->arena, sb_str(&sb),
+                                redact_utf8_cut(sb_str(&sb), sb.len, MAX_NAME));
     sb_release(&sb);
     if (s) {
         hm_put(&w->names, obj, (uint64_t)(uintptr_t)s | (h.interned ? 1 : 0));
@@ -757,10 +785,12 @@ static int add_flags(struct hw *w, uint64_t addr, uint64_t flags)
     return 1;
 }
 
-/* Only captured contents are ever redacted: without them names need no check. */
+/* With captured contents, what is held under a secret-sounding name (or a name that is itself
+ * redacted) is stored as <redacted>. */
 static bool sensitive_name(const struct hw *w, const char *name)
 {
-    return w->opt->capture_contents && name && redact_name_is_sensitive(name, strlen(name));
+    return w->opt->capture_contents && name &&
+           (name == redacted_text || redact_name_is_sensitive(name, strlen(name)));
 }
 
 static int mark_sensitive(struct hw *w, uint64_t addr)
@@ -1016,7 +1046,8 @@ static int read_int(struct hw *w, uint64_t obj, int64_t *value, bool *big)
 }
 
 /* The label of a dict value under `key`: ['name'] for interned strings (identifiers) and, with
- * captured contents, any str; placeholders otherwise. *sensitive: the key names a secret. */
+ * captured contents, any str; [<redacted>] for a key the redaction rule flags; placeholders
+ * otherwise. *sensitive: the key names a secret (or is one). */
 static void key_label(struct hw *w, uint64_t key, char *out, size_t cap, bool *sensitive)
 {
     uint64_t tp;
@@ -1035,11 +1066,13 @@ static void key_label(struct hw *w, uint64_t key, char *out, size_t cap, bool *s
         if (read_str_hdr(w, key, &h) == 0 && (h.interned || w->opt->capture_contents))
             s = str_text(w, key, &interned);
         if (s) {
-            size_t len = strlen(s);
-            *sensitive = w->opt->capture_contents && redact_name_is_sensitive(s, len);
+            *sensitive = sensitive_name(w, s);
             out[0] = '[';
             out[1] = 0;
-            quote(out, cap - 1, (!h.interned && redact_value_looks_secret(s, len)) ? REDACTED : s);
+            if (s == redacted_text)
+                strncat(out, redacted_text, cap - 2);
+            else
+                quote(out, cap - 1, s);
             strncat(out, "]", cap - strlen(out) - 1);
         } else {
             snprintf(out, cap, "[<str len=%llu>]", (unsigned long long)h.length);
@@ -1434,7 +1467,10 @@ static int walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, boo
             if (idx < nlocals) {
                 label[0] = 0;
                 strcpy(label, ".locals[");
-                quote(label, sizeof(label) - 1, name ? name : "?");
+                if (name == redacted_text)
+                    strcat(label, redacted_text);
+                else
+                    quote(label, sizeof(label) - 1, name ? name : "?");
                 strcat(label, "]");
             } else {
                 snprintf(label, sizeof(label), ".stack[%llu]",
@@ -1480,9 +1516,11 @@ static int emit_object(struct hw *w, uint64_t addr, const struct tinfo *ti, uint
     return w->sink->object(w->sink->ctx, addr, ti->name, size, flags, content, content_len);
 }
 
-/* Size and captured contents of a str/bytes/bytearray, then its report. */
+/* Size and captured contents of a str/bytes/bytearray, then its report. Contents are read up to
+ * REDACT_MARGIN past --max-str, decided on by the redaction rule, and only then cut. */
 static int emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
 {
+    const size_t scan = w->opt->max_str + REDACT_MARGIN;
     const struct tinfo *ti = (const struct tinfo *)(uintptr_t)(seen & ~(uint64_t)SEEN_FLAGS);
     uint8_t hdr[48];
     if (mc_read(&w->mc, addr, hdr, ti->kind == K_BYTEARRAY ? 48 : 24))
@@ -1495,14 +1533,14 @@ static int emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
         struct str_hdr h;
         if (read_str_hdr(w, addr, &h) == 0) {
             size = str_sizeof(w, &h);
-            if (capture && str_utf8(w, &h, w->opt->max_str, c) != 0)
+            if (capture && str_utf8(w, &h, scan, c) != 0)
                 sb_reset(c);
         }
     } else if (ti->kind == K_BYTES) {
         int64_t n = (int64_t)rd64(hdr + w->L->bytes_size);
         if (n >= 0) {
             size = (uint64_t)ti->basicsize + (uint64_t)n * (uint64_t)ti->itemsize;
-            size_t k = (uint64_t)n < w->opt->max_str ? (size_t)n : w->opt->max_str;
+            size_t k = (uint64_t)n < scan ? (size_t)n : scan;
             if (capture && k) {
                 char buf[4096];
                 for (size_t done = 0; done < k;) {
@@ -1519,7 +1557,7 @@ static int emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
         uint64_t start = rd64(hdr + w->H->ba_start);
         size = (uint64_t)ti->basicsize + (alloc > 0 ? (uint64_t)alloc : 0);
         if (capture && n > 0 && start) {
-            size_t k = (uint64_t)n < w->opt->max_str ? (size_t)n : w->opt->max_str;
+            size_t k = (uint64_t)n < scan ? (size_t)n : scan;
             char buf[4096];
             for (size_t done = 0; done < k;) {
                 size_t step = k - done < sizeof(buf) ? k - done : sizeof(buf);
@@ -1536,9 +1574,13 @@ static int emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
     if (capture) {
         content = sb_str(c);
         len = c->len;
-        if ((seen & SEEN_SENSITIVE) || redact_value_looks_secret(content, len)) {
+        if ((seen & SEEN_SENSITIVE) || redact_text_is_secret(content, len)) {
             content = REDACTED;
             len = strlen(REDACTED);
+        } else if (ti->kind == K_STR) {
+            len = redact_utf8_cut(content, len, w->opt->max_str);
+        } else if (len > w->opt->max_str) {
+            len = w->opt->max_str;
         }
     }
     return emit_object(w, addr, ti, size, seen, refcnt, content, len);
@@ -1880,7 +1922,10 @@ static int interp_roots(struct hw *w, uint64_t interp, int64_t id)
                     if (!mod || !name)
                         continue;
                     snprintf(label, sizeof(label), "%ssys.modules[", prefix);
-                    quote(label, sizeof(label) - 1, name);
+                    if (name == redacted_text)
+                        strcat(label, redacted_text);
+                    else
+                        quote(label, sizeof(label) - 1, name);
                     strcat(label, "]");
                     if ((err = root(w, mod, label)) != 0)
                         return err;
@@ -1924,8 +1969,9 @@ static int collect_threads(struct hw *w)
             /* n frames, then the thread state itself */
             const char *prefix =
                 f < n ? arena_printf(&w->arena, "Thread %lld %s (%s:%d)",
-                                     (long long)threads[t].native_id, frames[f].code->qualname,
-                                     frames[f].code->filename, frames[f].line)
+                                     (long long)threads[t].native_id,
+                                     redacted_or(frames[f].code->qualname),
+                                     redacted_or(frames[f].code->filename), frames[f].line)
                       : arena_printf(&w->arena, "Thread %lld", (long long)threads[t].native_id);
             struct thread_item *it = NULL;
             if (w->nthread_items == w->capthread_items) {

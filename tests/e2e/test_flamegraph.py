@@ -268,8 +268,10 @@ def test_errors(scry, tmp_path):
     assert cp.returncode == 1 and "not a profile" in cp.stderr and "[bad_profile]" in cp.stderr
     cp = run_scry(["flamegraph", "--folded", tmp_path / "missing.json"])
     assert cp.returncode == 1 and "[io_error]" in cp.stderr
-    cp = run_scry(["view", "--format", "pprof", junk])
-    assert cp.returncode == 2 and "folded or speedscope" in cp.stderr
+    cp = run_scry(["view", "--format", "svg", junk])
+    assert cp.returncode == 2 and "folded, speedscope, pprof, trace or firefox" in cp.stderr
+    cp = run_scry(["view", "--format", "pprof", "-o", tmp_path / "p.pb.gz", junk])
+    assert cp.returncode == 1 and "not a profile" in cp.stderr and "[bad_profile]" in cp.stderr
     cp = run_scry(["flamegraph", "--min-pct", "200", junk])
     assert cp.returncode == 2
     assert not (tmp_path / "x.svg").exists()

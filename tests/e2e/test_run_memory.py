@@ -12,11 +12,15 @@ The ground truth is in tests/targets/mem_*.py, whose lines carry `# @name` marke
 - mem_stress.py: 16 threads allocating and freeing concurrently;
 - mem_children.py: memory allocated by a forked child and by spawned multiprocessing children.
 
-MB means MiB (1,048,576 bytes) everywhere, as in the profile. The sampler charges a line with
-the *net* bytes its thread allocated since the thread's previous sample, a sample every time that
-net reaches the window W (default 1 MiB): totals are exact to within W per thread, which is what
-most tolerances below are made of. The agent counts a block's usable size (the C library rounds
-a 1 MiB + 1 request up to its page, +0.4%), which the 2% tolerances absorb.
+MB means MiB (1,048,576 bytes) everywhere, as in the profile. The sampler gives every allocated
+byte the same chance to be sampled: one point at a random offset in each window W (default
+1 MiB) of a thread's allocated bytes, a sample standing for W per point, and an allocation of W
+or more counted at its size. A line that allocates everything (or allocates objects of W or
+more) is exact to within W, which is what most tolerances below are made of; lines that share
+the windows have a relative error of about 1/sqrt(samples) (the loop tests below). Python's
+objects count their requested size, C blocks their usable size (the C library rounds a 1 MiB + 1
+request up to its page, +0.4%), which the 2% tolerances absorb. Allocated bytes include a line's
+temporaries. The footprint counts C blocks and arenas, and mappings by their resident pages.
 """
 
 import importlib.util
@@ -602,8 +606,9 @@ def test_many_short_threads(mem_run, python_exe):
 
 def test_huge_allocations(mem_run, python_exe):
     """A 4 GiB anonymous mapping is counted when mapped and when unmapped (the mmap/munmap
-    hooks); a 2**60-byte request that fails counts nothing and the program still sees its
-    MemoryError."""
+    hooks) as the line's allocation, and in the footprint only for the page it touches (issue
+    10: reserved address space is not memory); a 2**60-byte request that fails counts nothing
+    and the program still sees its MemoryError."""
     ran = mem_run(python_exe, HUGE)
     assert_same_behaviour(mem_run(python_exe, HUGE, plain=True), ran)
     assert ran.returncode == 4, ran.describe()
@@ -617,7 +622,26 @@ def test_huge_allocations(mem_run, python_exe):
     assert mapped["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, describe(mapped)
     assert near(unmapped["n_free_mb"], 4096, 0, W_MB), describe(unmapped)
     assert failed["n_malloc_mb"] <= W_MB, describe(failed)
-    assert 4096 <= profile["max_footprint_mb"] <= 4096 + 100, profile["max_footprint_mb"]
+    # The interpreter's start-up and the program's objects (a few MB), not the mapping's 4 GiB.
+    assert profile["max_footprint_mb"] <= 100, profile["max_footprint_mb"]
+
+
+def test_mapping_costs_its_resident_pages(mem_run, python_exe):
+    """A 256 MiB mapping of which 96 MiB are touched: 256 MiB allocated on its line, 96 MiB in
+    the footprint (what the process's RSS grew, +-2%)."""
+    ran = mem_run(python_exe, TARGETS / "mem_mapped.py")
+    assert ran.returncode == 0, ran.describe()
+    rss_growth = json.loads(ran.stdout.decode().splitlines()[-1])["rss_growth"] / MB
+    profile = load_memory_profile(ran)
+    e = mem_line(detail_of(profile, TARGETS / "mem_mapped.py", ran),
+                 marker(TARGETS / "mem_mapped.py", "map"))
+    assert near(e["n_malloc_mb"], 256, 0, W_MB), describe(e)
+    assert e["n_python_fraction"] < MAX_NATIVE_PYTHON_FRACTION, describe(e)
+    base = mem_run(python_exe, NUMPY_IMPORT, ["none"])  # the interpreter alone
+    added = profile["max_footprint_mb"] - load_memory_profile(base)["max_footprint_mb"]
+    assert near(rss_growth, 96, 0.02), f"the target's RSS grew {rss_growth:.1f} MB"
+    assert near(added, 96, MALLOC_TOLERANCE, W_MB), (
+        f"the mapping added {added:.1f} MB to the footprint, 96 MiB of it is resident")
 
 
 def test_fork_child_memory(mem_run, python_exe):
@@ -658,3 +682,110 @@ def test_bad_sampling_window_is_a_usage_error(value, tmp_path):
     assert cp.returncode == 2, (cp.returncode, cp.stderr)
     assert "[usage]" in cp.stderr and "--allocation-sampling-window" in cp.stderr, cp.stderr
     assert not marker_file.exists(), "the program ran despite the bad option"
+
+
+# ---- lines of one loop (issue 10, item 2) -----------------------------------------------------
+
+LOOPS = TARGETS / "mem_loops.py"
+# Every byte has the same chance to be sampled, so a line's estimate has a relative standard
+# error of about 1/sqrt(its samples). A 64 KiB window gives the loops' lines 2,300-5,500 samples
+# each (1.4-2%; seen under load: up to twice that, samples that wait for a queue slot going with
+# the thread's next one): the issue's 10% between two lines is then several standard errors, and
+# a real bias (the fixed threshold gave one line of a pair everything) is far beyond it.
+LOOP_WINDOW = ["--allocation-sampling-window", "65536"]
+LOOP_TOLERANCE = 0.10  # the issue's "within 10% of each other and of the truth"
+LOOP_SHAPES = ["one", "two", "three", "two_temp", "two_large"]
+
+
+def loop_profile(mem_run, python, shape):
+    ran = mem_run(python, LOOPS, [shape], LOOP_WINDOW)
+    assert ran.returncode == 0, ran.describe()
+    truth = json.loads(ran.stdout.decode().splitlines()[-1])
+    profile = load_memory_profile(ran)
+    return profile, detail_of(profile, LOOPS, ran), truth
+
+
+def memray_kept(python, shape, tmp_path):
+    """memray's exact bytes still allocated at the end per line of mem_loops.py (every Python
+    allocation traced), or None where memray is not installed for that interpreter."""
+    probe = subprocess.run([python, "-c", "import memray"], capture_output=True, timeout=60)
+    if probe.returncode != 0:
+        return None
+    out = tmp_path / f"memray-{shape}.bin"
+    cp = subprocess.run([python, "-m", "memray", "run", "--trace-python-allocators", "-q", "-o",
+                         str(out), str(LOOPS), shape], capture_output=True, text=True,
+                        timeout=600)
+    assert cp.returncode == 0, cp.stderr
+    reader = ("import collections, json, sys, memray\n"
+              "kept = collections.Counter()\n"
+              "for r in memray.FileReader(sys.argv[1]).get_leaked_allocation_records("
+              "merge_threads=True):\n"
+              "    top = r.stack_trace(1)\n"
+              "    if top and top[0][1].endswith('mem_loops.py'):\n"
+              "        kept[top[0][2]] += r.size\n"
+              "print(json.dumps(kept))\n")
+    cp = subprocess.run([python, "-c", reader, str(out)], capture_output=True, text=True,
+                        timeout=600)
+    assert cp.returncode == 0, cp.stderr
+    return {int(k): v for k, v in json.loads(cp.stdout).items()}
+
+
+@pytest.mark.parametrize("shape", LOOP_SHAPES)
+def test_loop_lines_get_their_own_bytes(mem_run, python_exe, shape, tmp_path):
+    """Lines of one loop are charged what they allocate and keep, each within 10% of the truth
+    (tracemalloc's per-iteration bytes, checked against sys.getsizeof, and memray's exact
+    totals where memray installs) and of each other when they keep the same."""
+    profile, detail, truth = loop_profile(mem_run, python_exe, shape)
+    got = {}
+    for name, want in truth["lines"].items():
+        e = mem_line(detail, marker(LOOPS, name))
+        where = f"{shape}/{name}: {describe(e)}; truth {want['alloc'] / MB:.1f} MB allocated, " \
+                f"{want['kept'] / MB:.1f} MB kept"
+        assert near(e["n_malloc_mb"], want["alloc"] / MB, LOOP_TOLERANCE), where
+        assert near(e["n_growth_mb"], want["kept"] / MB, LOOP_TOLERANCE), where
+        # bytes objects come from Python's allocator.
+        assert e["n_python_fraction"] > MIN_PYTHON_FRACTION, where
+        got[name] = e["n_growth_mb"]
+    # Every line keeps the same bytes per iteration: charged the same, to within 10%.
+    assert max(got.values()) <= (1 + LOOP_TOLERANCE) * min(got.values()), got
+    kept = memray_kept(python_exe, shape, tmp_path)
+    if kept is None:
+        pytest.skip(f"memray is not installed for {python_exe} (checked against tracemalloc)")
+    for name, want in truth["lines"].items():
+        exact = kept.get(marker(LOOPS, name), 0)
+        # The oracle and the interpreter's own truth agree (memray rounds nothing).
+        assert near(exact, want["kept"], 0.01), (name, exact, want["kept"])
+        assert near(got[name], exact / MB, LOOP_TOLERANCE), (name, got[name], exact / MB)
+
+
+# ---- reserved address space (issue 10, item 3) ------------------------------------------------
+
+NUMPY_IMPORT = TARGETS / "mem_numpy_import.py"
+RSS_ALLOWANCE = 0.10  # the issue's "no more than its RSS growth plus 10%"
+
+
+def test_numpy_import_costs_what_is_resident(mem_run, python_exe):
+    """`import numpy` maps its BLAS threads' buffers (tens of MiB it never touches): the footprint
+    grows by what became resident, never more than the process's RSS grew (+10%), and never ends
+    above the peak RSS (issue 10: 72 MB for 25 MB of RSS, 551 MiB of footprint for 484 of peak)."""
+    plain = mem_run(python_exe, NUMPY_IMPORT, ["numpy"], plain=True)
+    truth = json.loads(plain.stdout.decode().splitlines()[-1])
+    if not truth["numpy"]:
+        pytest.skip(f"numpy is not installed for {python_exe}")
+    ran = mem_run(python_exe, NUMPY_IMPORT, ["numpy"])
+    base = mem_run(python_exe, NUMPY_IMPORT, ["none"])
+    assert ran.returncode == 0 and base.returncode == 0, (ran.describe(), base.describe())
+    profiled = json.loads(ran.stdout.decode().splitlines()[-1])
+    profile, baseline = load_memory_profile(ran), load_memory_profile(base)
+    added = profile["max_footprint_mb"] - baseline["max_footprint_mb"]
+    rss_growth = (truth["rss_after"] - truth["rss_before"]) / MB
+    assert added <= (1 + RSS_ALLOWANCE) * rss_growth, (
+        f"import numpy added {added:.1f} MB to the footprint, its RSS grew {rss_growth:.1f} MB")
+    # The import is seen: numpy's own allocations are in the footprint.
+    assert added >= 1, f"import numpy added {added:.2f} MB to the footprint"
+    hwm = profiled["hwm"] / MB
+    assert profile["max_footprint_mb"] <= hwm, (
+        f"max_footprint_mb {profile['max_footprint_mb']:.1f} above the peak RSS {hwm:.1f} MB")
+    # The line that mapped the buffers is still charged the address space it allocated.
+    e = mem_line(detail_of(profile, NUMPY_IMPORT, ran), marker(NUMPY_IMPORT, "import_numpy"))
+    assert e["n_malloc_mb"] >= added, describe(e)

@@ -7,7 +7,8 @@
   numpy     8 numpy arrays of 25 MiB kept (np.ones): 200 MiB of native memory (numpy's data
             allocator calls malloc, not Python's allocator); skipped when numpy is absent
   ctypes    libc's malloc called directly through ctypes for 100 MiB, kept: native
-  small     a list of 2,000,000 distinct short strs: many small objects from Python's allocator
+  small     a list of 2,000,000 distinct short strs: many small objects from Python's allocator,
+            and nothing else on the line
   copy500   50 copies of a 10 MiB bytearray into another (slice assignment, a memcpy in C):
             500 MiB copied; the buffers themselves are made on other lines
 
@@ -67,7 +68,10 @@ def ctypes_section():
 
 
 def small():
-    strs = [str(i) for i in range(2_000_000)]  # @small
+    # 2000 x 1000 concatenations: each makes one new str and nothing else (str(i) of a range
+    # would make each int, and a scratch int, as temporaries: allocated on the line too).
+    heads, tails = [f"h{i:04d}" for i in range(2000)], [f"{i:03d}" for i in range(1000)]
+    strs = [h + t for h in heads for t in tails]  # @small
     KEPT.append(strs)
     # What the line allocated: the objects' own sizes (what tracemalloc counts), and the same
     # rounded up to pymalloc's 16-byte size classes (what its arenas hold). Not printed: the

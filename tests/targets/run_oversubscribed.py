@@ -6,7 +6,9 @@ time). The sibling is a shell loop, not a Python process, so it is not profiled 
 
 At the end the program reads its thread's schedstat (/proc/self/task/TID/schedstat: CPU ns,
 run-queue delay ns) and prints one JSON line {"cpu_sec", "delay_sec"}: the truth the profile's
-run_queue_* fields are checked against.
+run_queue_* fields are checked against, and "read_at", CLOCK_BOOTTIME at that read: what comes
+after it (exit, finalization) may add to the agent's last read, by at most the wall time from
+then to the end of the process.
 
 Usage: run_oversubscribed.py quiet|loaded [SECONDS]   (default 1.0 s of CPU time in the loop)
 """
@@ -49,7 +51,8 @@ def main():
             sibling.kill()
             sibling.wait()
     cpu, delay = own_schedstat()
-    print(json.dumps({"cpu_sec": cpu, "delay_sec": delay}), flush=True)
+    print(json.dumps({"cpu_sec": cpu, "delay_sec": delay, "read_at": time.clock_gettime(time.CLOCK_BOOTTIME)}),
+          flush=True)
 
 
 if __name__ == "__main__":

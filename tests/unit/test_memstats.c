@@ -1,6 +1,7 @@
 /* Unit tests for the agent's memory accounting (src/agent/memstats.c), fed with hand-made samples
- * whose true footprint, per-line peak and leak fate are known. The hooks' address table is
- * replaced by a stub that says which sample allocations were freed, and when. */
+ * whose true footprint, per-line peak and leak fate are known: malloc samples (what they stand
+ * for, the heap's net since the thread's last sample), free samples naming the malloc sample
+ * whose allocation went, and net samples for the footprint alone. */
 #include <stdlib.h>
 
 #include "agent/memstats.h"
@@ -8,33 +9,11 @@
 
 bool ag_leak_on = true;
 
-/* The stub of the hooks' log of freed sample allocations. */
-static struct {
-    uint64_t seq, freed_at;
-} log_[4096];
-static size_t log_head, log_tail;
-
-static void log_free(uint64_t seq, uint64_t freed_at)
-{
-    log_[log_head % 4096].seq = seq;
-    log_[log_head % 4096].freed_at = freed_at;
-    log_head++;
-}
-
-bool ag_memq_next_freed(uint64_t *seq, uint64_t *freed_at)
-{
-    if (log_tail == log_head)
-        return false;
-    *seq = log_[log_tail % 4096].seq;
-    *freed_at = log_[log_tail % 4096].freed_at;
-    log_tail++;
-    return true;
-}
-
 static uint64_t next_seq;
 
-static void sample(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes,
-                   uint64_t python_bytes, int tid, uint32_t file, int32_t line)
+static void record(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes,
+                   uint64_t python_bytes, int64_t net, uint64_t freed_seq, int tid,
+                   uint32_t file, int32_t line)
 {
     static struct ag_mem_sample s;
     s.seq = next_seq++;
@@ -42,11 +21,29 @@ static void sample(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes
     s.mflags = 0;
     s.bytes = bytes;
     s.python_bytes = python_bytes;
+    s.net = net;
+    s.freed_seq = freed_seq;
     s.ptr = 0x1000 + s.seq * 16;
     s.time_ns = 1000 + s.seq;
     s.tid = tid;
     struct ag_mwhere w = {AG_MW_LINE, false, file, 0, line};
     ag_mem_record(m, &s, &w, 0);
+}
+
+/* A malloc sample of bytes whose heap grew as much; its seq. */
+static uint64_t sample(struct ag_mem_stats *m, uint64_t bytes, uint64_t python_bytes, int tid,
+                       uint32_t file, int32_t line)
+{
+    uint64_t seq = next_seq;
+    record(m, AG_M_MALLOC, bytes, python_bytes, (int64_t)bytes, 0, tid, file, line);
+    return seq;
+}
+
+/* The allocation of sample seq freed on line, the heap shrinking by net. */
+static void sample_free(struct ag_mem_stats *m, uint64_t seq, int64_t net, int tid,
+                        uint32_t file, int32_t line)
+{
+    record(m, AG_M_FREE, 0, 0, net, seq, tid, file, line);
 }
 
 static const struct ag_mline *line(const struct ag_mem_stats *m, int32_t lineno)
@@ -65,7 +62,7 @@ static void test_kept_allocations(void)
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
     for (int i = 0; i < 200; i++)
-        sample(&m, AG_M_MALLOC, MB, MB, 1, 0, 3);
+        sample(&m, MB, MB, 1, 0, 3);
     ag_mem_finish(&m);
     const struct ag_mline *l = line(&m, 3);
     CHECK(l != NULL);
@@ -86,10 +83,8 @@ static void test_churn_on_one_line(void)
 {
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
-    for (int i = 0; i < 100; i++) {
-        sample(&m, AG_M_MALLOC, 10 * MB, 10 * MB, 1, 0, 4);
-        sample(&m, AG_M_FREE, 10 * MB, 0, 1, 0, 4);
-    }
+    for (int i = 0; i < 100; i++)
+        sample_free(&m, sample(&m, 10 * MB, 10 * MB, 1, 0, 4), -(int64_t)(10 * MB), 1, 0, 4);
     ag_mem_finish(&m);
     const struct ag_mline *l = line(&m, 4);
     CHECK_EQ_U64(l->malloc_bytes, 1000 * MB);
@@ -108,9 +103,8 @@ static void test_alloc_here_free_there(void)
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
     for (int i = 0; i < 50; i++) {
-        log_free(next_seq, next_seq + 1);
-        sample(&m, AG_M_MALLOC, 10 * MB, 0, 1, 0, 10);
-        sample(&m, AG_M_FREE, 10 * MB, 0, 1, 0, 11);
+        uint64_t seq = sample(&m, 10 * MB, 0, 1, 0, 10);
+        sample_free(&m, seq, -(int64_t)(10 * MB), 1, 0, 11);
         ag_mem_end_batch(&m);
     }
     ag_mem_finish(&m);
@@ -131,8 +125,8 @@ static void test_threads_keep_their_lines(void)
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
     for (int i = 0; i < 10; i++) {
-        sample(&m, AG_M_MALLOC, MB, 0, 1, 0, 20);
-        sample(&m, AG_M_MALLOC, MB, 0, 2, 0, 30);
+        sample(&m, MB, 0, 1, 0, 20);
+        sample(&m, MB, 0, 2, 0, 30);
     }
     ag_mem_finish(&m);
     CHECK_EQ_U64(line(&m, 20)->peak, 10 * MB);
@@ -141,17 +135,44 @@ static void test_threads_keep_their_lines(void)
     ag_mem_stats_free(&m);
 }
 
-/* Free samples beyond what was allocated never take the footprint below 0, and a line's
- * current bytes never exceed the footprint. */
+/* A heap that shrank by more than was sampled never takes the footprint below 0, and a line's
+ * current bytes never exceed the footprint; a net sample charges no line. */
 static void test_footprint_clamped(void)
 {
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
-    sample(&m, AG_M_FREE, 50 * MB, 0, 1, 0, 5);
+    record(&m, AG_M_NET, 0, 0, -(int64_t)(50 * MB), 0, 1, 0, 5);
     CHECK_EQ_U64(m.footprint, 0);
-    sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 5);
+    CHECK(line(&m, 5) == NULL);
+    sample(&m, 5 * MB, 0, 1, 0, 5);
     CHECK_EQ_U64(m.footprint, 5 * MB);
     CHECK_EQ_U64(line(&m, 5)->peak, 5 * MB);
+    /* A sample standing for more than the heap grew: the line holds no more than there is. */
+    record(&m, AG_M_MALLOC, 8 * MB, 0, (int64_t)MB, 0, 1, 0, 5);
+    CHECK_EQ_U64(m.footprint, 6 * MB);
+    CHECK_EQ_U64(line(&m, 5)->peak, 6 * MB);
+    CHECK_EQ_U64(line(&m, 5)->malloc_bytes, 13 * MB);
+    ag_mem_stats_free(&m);
+}
+
+/* A free sample takes what its malloc sample stood for (whatever the heap's net), from the line
+ * that freed it; one whose malloc sample is unknown frees nothing. Resident pages of mappings
+ * join the footprint without a line. */
+static void test_free_takes_its_sample(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t a = sample(&m, 3 * MB, 0, 1, 0, 40);
+    sample_free(&m, a, 0, 1, 0, 41);
+    CHECK_EQ_U64(line(&m, 41)->free_bytes, 3 * MB);
+    CHECK_EQ_U64(line(&m, 40)->live_bytes, 0);
+    CHECK_EQ_U64(m.free_bytes, 3 * MB);
+    sample_free(&m, 999999, 0, 1, 0, 41);
+    CHECK_EQ_U64(line(&m, 41)->free_bytes, 3 * MB);
+    ag_mem_resident(&m, 20 * MB, 5000);
+    CHECK_EQ_U64(m.footprint, 23 * MB);
+    CHECK_EQ_U64(m.max_footprint, 23 * MB);
+    CHECK(!m.max_at_line);
     ag_mem_stats_free(&m);
 }
 
@@ -181,28 +202,24 @@ static void test_leak_candidates(void)
 {
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
-    sample(&m, AG_M_MALLOC, 101 * MB, 0, 1, 0, 1); /* above the gate: first candidate */
+    sample(&m, 101 * MB, 0, 1, 0, 1); /* above the gate: first candidate */
     ag_mem_end_batch(&m);
     for (int i = 0; i < 30; i++) { /* leaking line 2: one new maximum per batch */
-        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 2);
+        sample(&m, 5 * MB, 0, 1, 0, 2);
         ag_mem_end_batch(&m);
     }
+    uint64_t prev = 0;
     for (int i = 0; i < 30; i++) { /* line 3: each peak freed right after the next one */
-        uint64_t seq = next_seq;
-        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 3);
-        if (i > 0)
-            log_free(seq - 1, seq + 1);
+        uint64_t seq = sample(&m, 5 * MB, 0, 1, 0, 3);
+        if (i > 0) /* (the heap's net: 0 here, so that each round still sets a maximum) */
+            sample_free(&m, prev, 0, 1, 0, 3);
+        prev = seq;
         ag_mem_end_batch(&m);
     }
-    log_free(next_seq - 1, next_seq + 1);
-    /* A free logged before its sample reached the collector is taken once the sample has. */
-    log_free(next_seq, next_seq + 5);
+    sample_free(&m, prev, 0, 1, 0, 3);
     ag_mem_end_batch(&m);
-    CHECK_EQ(m.ndeferred, 1);
-    sample(&m, AG_M_MALLOC, 1, 0, 1, 0, 4);
+    sample(&m, 1, 0, 1, 0, 4); /* one more maximum decides line 3's last but one */
     ag_mem_end_batch(&m);
-    CHECK_EQ(m.ndeferred, 0);
-    CHECK_EQ_U64(line(&m, 4)->live_bytes, 0);
     ag_mem_finish(&m);
     const struct ag_mline *leaky = line(&m, 2), *fine = line(&m, 3);
     CHECK_EQ_U64(leaky->leak_mallocs, 30);
@@ -221,12 +238,12 @@ static void test_leak_gate_and_batches(void)
     struct ag_mem_stats m;
     ag_mem_stats_init(&m);
     for (int i = 0; i < 50; i++) {
-        sample(&m, AG_M_MALLOC, MB, 0, 1, 0, 7);
+        sample(&m, MB, 0, 1, 0, 7);
         ag_mem_end_batch(&m);
     }
     CHECK_EQ(m.npending, 0);
     for (int i = 0; i < 100; i++)
-        sample(&m, AG_M_MALLOC, 5 * MB, 0, 1, 0, 7);
+        sample(&m, 5 * MB, 0, 1, 0, 7);
     ag_mem_end_batch(&m);
     CHECK_EQ(m.npending, 1);
     ag_mem_stats_free(&m);
@@ -237,5 +254,6 @@ static const struct tl_test tests[] = {
     TL(test_alloc_here_free_there), TL(test_threads_keep_their_lines),
     TL(test_footprint_clamped),  TL(test_timeline_bounded_keeps_max),
     TL(test_leak_candidates),    TL(test_leak_gate_and_batches),
+    TL(test_free_takes_its_sample),
 };
 TL_MAIN(tests)

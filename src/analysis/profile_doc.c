@@ -1,0 +1,307 @@
+/* Reading a profile document back into flat tables (see profile_doc.h). Percentages become
+ * seconds of `sampled_time_sec` (the denominator of every percentage), MB become bytes. */
+#include "analysis/profile_doc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+#define MB 1048576.0
+
+static int bad(const char *what, const char *field, const char *problem)
+{
+    return err_fail(SCRY_E_BAD_PROFILE, "%s is not a usable profile: %s %s", what, field, problem);
+}
+
+/* A number field; absent gives 0 (Scalene's older files lack some), wrong type an error. */
+static int num(const json_t *o, const char *key, double *out, const char *what)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) {
+        *out = 0;
+        return 0;
+    }
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return bad(what, key, "is not a number");
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int read_entry(const json_t *e, const char *file, double total, struct pdoc_entry *out,
+                      const char *what, const char *kind)
+{
+    memset(out, 0, sizeof(*out));
+    const json_t *lineno = json_object_get(e, "lineno");
+    if (!json_is_object(e) || !json_is_integer(lineno) || json_integer_value(lineno) < 0 ||
+        json_integer_value(lineno) > UINT32_MAX)
+        return bad(what, kind, "entry has no valid lineno");
+    out->file = file;
+    out->line = (uint32_t)json_integer_value(lineno);
+    double py, nat, sys, mal, kept;
+    if (num(e, "n_cpu_percent_python", &py, what) || num(e, "n_cpu_percent_c", &nat, what) ||
+        num(e, "n_sys_percent", &sys, what) || num(e, "n_samples", &out->samples, what) ||
+        num(e, "n_malloc_mb", &mal, what) || num(e, "n_growth_mb", &kept, what))
+        return -SCRY_E_BAD_PROFILE;
+    const json_t *ms = json_object_get(e, "memory_samples");
+    if (ms && !json_is_array(ms))
+        return bad(what, kind, "entry's memory_samples is not an array");
+    for (size_t i = 0; i < json_array_size(ms); i++) {
+        const json_t *p = json_array_get(ms, i);
+        if (!json_is_number(json_array_get(p, 0)) || !json_is_number(json_array_get(p, 1)))
+            return bad(what, kind, "entry's memory_samples point is not [ns, MB]");
+    }
+    out->memory_samples = json_array_size(ms) ? ms : NULL;
+    out->python_sec = py / 100.0 * total;
+    out->native_sec = nat / 100.0 * total;
+    out->sys_sec = sys / 100.0 * total;
+    out->malloc_bytes = mal * MB;
+    out->kept_bytes = kept * MB;
+    return 0;
+}
+
+static int cmp_func_pos(const void *a, const void *b)
+{
+    const struct pdoc_entry *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    if (c)
+        return c;
+    return (x->first_line > y->first_line) - (x->first_line < y->first_line);
+}
+
+/* The function enclosing `line` in `file` among funcs sorted by (file, first line). */
+static void enclosing(const struct pdoc *d, struct pdoc_entry *l)
+{
+    l->func = "<module>";
+    l->first_line = 1;
+    for (size_t i = 0; i < d->nfuncs; i++) {
+        const struct pdoc_entry *f = &d->funcs[i];
+        if (strcmp(f->file, l->file) == 0 && f->first_line <= l->line) {
+            l->func = f->func;
+            l->first_line = f->first_line;
+        }
+    }
+}
+
+/* "FILE QUALNAME:LINE;" (Scalene's stacks): the line after the last ':', the qualname after
+ * the last space before it (file names may hold spaces, qualnames do not, except a
+ * pseudo-function's "<...>"). */
+static bool split_frame(const char *s, size_t n, struct pdoc_frame *f)
+{
+    if (n > 0 && s[n - 1] == ';')
+        n--;
+    size_t colon = n;
+    while (colon > 0 && s[colon - 1] >= '0' && s[colon - 1] <= '9')
+        colon--;
+    if (colon == n || colon == 0 || s[colon - 1] != ':' || n - colon > 9)
+        return false;
+    f->line = (uint32_t)strtoul(s + colon, NULL, 10);
+    colon--;
+    size_t sp = colon;
+    if (sp > 0 && s[sp - 1] == '>') {
+        /* A pseudo-function such as "<interpreter shutdown>" may hold a space: it starts at
+         * its '<'. */
+        while (sp > 0 && s[sp - 1] != '<')
+            sp--;
+        if (sp > 0)
+            sp--;
+        if (sp > 0 && s[sp - 1] != ' ')
+            sp = colon; /* not "FILE <...>": the usual rule */
+    }
+    if (sp == colon || (sp > 0 && s[sp - 1] != ' '))
+        while (sp > 0 && s[sp - 1] != ' ')
+            sp--;
+    if (sp <= 1 || sp == colon)
+        return false;
+    f->file = s;
+    f->file_len = sp - 1;
+    f->func = s + sp;
+    f->func_len = colon - sp;
+    return true;
+}
+
+static int read_stacks(struct pdoc *d, const json_t *stacks, const char *what)
+{
+    size_t n = json_array_size(stacks), nfr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *frames = json_array_get(json_array_get(stacks, i), 0);
+        if (!json_is_array(frames))
+            return bad(what, "stacks", "entry is not [frames, counts]");
+        nfr += json_array_size(frames);
+    }
+    d->stacks = calloc(n ? n : 1, sizeof(*d->stacks));
+    d->frames = calloc(nfr ? nfr : 1, sizeof(*d->frames));
+    if (!d->stacks || !d->frames)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", what);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(stacks, i);
+        const json_t *frames = json_array_get(e, 0), *c = json_array_get(e, 1);
+        if (!json_is_object(c))
+            return bad(what, "stacks", "entry has no counts object");
+        struct pdoc_stack *s = &d->stacks[d->nstacks];
+        double py, nat, sys;
+        if (num(c, "count", &s->samples, what) || num(c, "python_time", &py, what) ||
+            num(c, "c_time", &nat, what) || num(c, "sys_time", &sys, what))
+            return -SCRY_E_BAD_PROFILE;
+        s->python_sec = py * d->sampled_sec;
+        s->native_sec = nat * d->sampled_sec;
+        s->sys_sec = sys * d->sampled_sec;
+        s->off = (uint32_t)d->nframes;
+        for (size_t j = 0; j < json_array_size(frames); j++) {
+            const json_t *f = json_array_get(frames, j);
+            if (!json_is_string(f) ||
+                !split_frame(json_string_value(f), json_string_length(f), &d->frames[d->nframes]))
+                return bad(what, "stacks", "frame is not \"FILE QUALNAME:LINE;\"");
+            d->nframes++;
+        }
+        s->depth = (uint32_t)(d->nframes - s->off);
+        if (s->depth)
+            d->nstacks++;
+    }
+    return 0;
+}
+
+int pdoc_load(struct pdoc *d, json_t *root, const char *what)
+{
+    memset(d, 0, sizeof(*d));
+    if (!json_is_object(root))
+        return bad(what, "the document", "is not a JSON object");
+    d->root = json_incref(root);
+    const json_t *files = json_object_get(root, "files");
+    const json_t *program = json_object_get(root, "program");
+    d->program = json_is_string(program) ? json_string_value(program) : "";
+    int err;
+    if ((err = num(root, "elapsed_time_sec", &d->elapsed_sec, what)) ||
+        (err = num(root, "sampled_time_sec", &d->sampled_sec, what)) ||
+        (err = num(root, "cpu_sampling_rate", &d->sampling_rate_sec, what)) ||
+        (err = num(root, "start_time_absolute", &d->start_time_absolute, what)) ||
+        (err = num(root, "n_samples", &d->n_samples, what)) ||
+        (err = num(root, "memory_sampling_window", &d->mem_window, what)))
+        goto fail;
+    if (!json_is_object(files)) {
+        err = bad(what, "files", "is missing (not a scry or Scalene profile)");
+        goto fail;
+    }
+    d->virtual_time = json_is_true(json_object_get(root, "use_virtual_time"));
+    d->memory = json_is_true(json_object_get(root, "memory"));
+    if (d->sampled_sec <= 0) {
+        /* Scalene's files lack it: percentages are then of the elapsed time. */
+        d->sampled_sec = d->elapsed_sec;
+    }
+    if (d->mem_window <= 0)
+        d->mem_window = MB;
+    if (d->sampling_rate_sec <= 0)
+        d->sampling_rate_sec = 0.01;
+
+    size_t nl = 0, nf = 0;
+    const char *fname;
+    const json_t *fobj;
+    json_object_foreach((json_t *)files, fname, fobj) {
+        nl += json_array_size(json_object_get(fobj, "lines"));
+        nf += json_array_size(json_object_get(fobj, "functions"));
+    }
+    d->lines = calloc(nl ? nl : 1, sizeof(*d->lines));
+    d->funcs = calloc(nf ? nf : 1, sizeof(*d->funcs));
+    if (!d->lines || !d->funcs) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", what);
+        goto fail;
+    }
+    json_object_foreach((json_t *)files, fname, fobj) {
+        const json_t *lines = json_object_get(fobj, "lines");
+        const json_t *funcs = json_object_get(fobj, "functions");
+        if (!json_is_object(fobj) || (lines && !json_is_array(lines)) ||
+            (funcs && !json_is_array(funcs))) {
+            err = bad(what, "files", "entry is not {lines, functions}");
+            goto fail;
+        }
+        for (size_t i = 0; i < json_array_size(funcs); i++) {
+            const json_t *e = json_array_get(funcs, i);
+            struct pdoc_entry *f = &d->funcs[d->nfuncs];
+            if ((err = read_entry(e, fname, d->sampled_sec, f, what, "function")))
+                goto fail;
+            const json_t *name = json_object_get(e, "line");
+            if (!json_is_string(name)) {
+                err = bad(what, "function", "entry has no name (line)");
+                goto fail;
+            }
+            f->func = json_string_value(name);
+            f->first_line = f->line;
+            d->nfuncs++;
+        }
+        for (size_t i = 0; i < json_array_size(lines); i++)
+            if ((err = read_entry(json_array_get(lines, i), fname, d->sampled_sec,
+                                  &d->lines[d->nlines++], what, "line")))
+                goto fail;
+    }
+    qsort(d->funcs, d->nfuncs, sizeof(*d->funcs), cmp_func_pos);
+    for (size_t i = 0; i < d->nlines; i++)
+        enclosing(d, &d->lines[i]);
+
+    const json_t *stacks = json_object_get(root, "stacks");
+    if (stacks && !json_is_array(stacks)) {
+        err = bad(what, "stacks", "is not an array");
+        goto fail;
+    }
+    if ((err = read_stacks(d, stacks, what)))
+        goto fail;
+
+    const json_t *samples = json_object_get(root, "samples");
+    size_t ns = json_array_size(samples);
+    d->footprint = calloc(ns ? ns : 1, sizeof(*d->footprint));
+    if (!d->footprint) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", what);
+        goto fail;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const json_t *p = json_array_get(samples, i);
+        const json_t *t = json_array_get(p, 0), *v = json_array_get(p, 1);
+        if (!json_is_number(t) || !json_is_number(v)) {
+            err = bad(what, "samples", "point is not [ns, MB]");
+            goto fail;
+        }
+        d->footprint[i][0] = json_number_value(t);
+        d->footprint[i][1] = json_number_value(v);
+    }
+    d->nfootprint = ns;
+    return 0;
+fail:
+    pdoc_free(d);
+    return err;
+}
+
+int pdoc_load_bytes(struct pdoc *d, const char *text, size_t len, const char *what)
+{
+    memset(d, 0, sizeof(*d));
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!root)
+        return err_fail(SCRY_E_BAD_PROFILE, "%s is not a profile: not JSON (line %d, column %d: %s)",
+                        what, jerr.line, jerr.column, jerr.text);
+    int err = pdoc_load(d, root, what);
+    json_decref(root);
+    return err;
+}
+
+void pdoc_free(struct pdoc *d)
+{
+    free(d->lines);
+    free(d->funcs);
+    free(d->frames);
+    free(d->stacks);
+    free(d->footprint);
+    json_decref(d->root);
+    memset(d, 0, sizeof(*d));
+}
+
+uint32_t pdoc_first_line(const struct pdoc *d, const char *file, size_t file_len,
+                         const char *func, size_t func_len)
+{
+    for (size_t i = 0; i < d->nfuncs; i++) {
+        const struct pdoc_entry *f = &d->funcs[i];
+        if (strlen(f->file) == file_len && memcmp(f->file, file, file_len) == 0 &&
+            strlen(f->func) == func_len && memcmp(f->func, func, func_len) == 0)
+            return f->first_line;
+    }
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* A profile document (scry-profile.json, Scalene's schema: docs/json-schema.md) read back into
+ * flat tables for the exports (pprof, trace, Firefox) and `scry compare`: per line and per
+ * function the seconds of each time kind, the sample count and the memory, and the call stacks
+ * when the profile has them. Pure: a parsed document in, structs out. Strings point into the
+ * document, which the model keeps a reference to. */
+#ifndef SCRY_ANALYSIS_PROFILE_DOC_H
+#define SCRY_ANALYSIS_PROFILE_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* A line entry or a function entry of files[file]. For a line, func/first_line name the
+ * function that encloses it (pdoc_load's rule, below); for a function, line == first_line. */
+struct pdoc_entry {
+    const char *file;
+    const char *func;
+    uint32_t line, first_line;
+    double python_sec, native_sec, sys_sec;
+    double samples;
+    double malloc_bytes; /* n_malloc_mb in bytes */
+    double kept_bytes;   /* n_growth_mb in bytes */
+    const json_t *memory_samples; /* lines: [[ns, MB], ...] (checked), NULL when empty */
+};
+
+struct pdoc_frame {
+    const char *file; /* not NUL-terminated: file_len bytes */
+    size_t file_len;
+    const char *func;
+    size_t func_len;
+    uint32_t line;
+};
+
+/* One distinct stack of "stacks": frames[off .. off+depth), outermost first. */
+struct pdoc_stack {
+    uint32_t off, depth;
+    double python_sec, native_sec, sys_sec;
+    double samples;
+};
+
+struct pdoc {
+    json_t *root;
+    const char *program; /* "" when absent */
+    double elapsed_sec, sampled_sec, sampling_rate_sec, start_time_absolute;
+    bool virtual_time, memory;
+    double n_samples;  /* every sample (charged or not); 0 when absent */
+    double mem_window; /* memory_sampling_window in bytes (1 MiB when absent) */
+    struct pdoc_entry *lines, *funcs;
+    size_t nlines, nfuncs;
+    struct pdoc_frame *frames;
+    size_t nframes;
+    struct pdoc_stack *stacks;
+    size_t nstacks;
+    /* The footprint timeline ("samples"): [ns since start, MB] pairs. */
+    double (*footprint)[2];
+    size_t nfootprint;
+};
+
+/* Reads the document (a new reference is taken). A line's function is the function entry of
+ * its file with the largest first line at or before it ("<module>" at line 1 when none): exact
+ * for top-level functions and methods, and for a nested function's own lines; lines of an
+ * enclosing function after a nested definition are charged to the nested one (the document
+ * does not say which function a line entry belongs to: profiles with call stacks give
+ * pprof the exact frames). Errors: -SCRY_E_BAD_PROFILE naming `what` and the field. */
+int pdoc_load(struct pdoc *d, json_t *root, const char *what);
+/* The same from the bytes of a file. */
+int pdoc_load_bytes(struct pdoc *d, const char *text, size_t len, const char *what);
+void pdoc_free(struct pdoc *d);
+
+/* The first line of function `func` (len bytes) in `file` (file_len bytes), 0 if the document
+ * has no such function entry. */
+uint32_t pdoc_first_line(const struct pdoc *d, const char *file, size_t file_len,
+                         const char *func, size_t func_len);
+
+#endif

@@ -1,0 +1,133 @@
+/* `scry compare before.json after.json [--fail-above PCT] [--json]`: what got slower or bigger
+ * between two profiles of one program, per function and per line, with intervals from the
+ * sampling error (analysis/compare.h); for CI, --fail-above exits with status 1 when something
+ * regressed by more than PCT percent. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/compare.h"
+#include "cli/cli.h"
+#include "common/error.h"
+#include "render/compare_render.h"
+
+static const char compare_usage[] =
+    "usage: scry compare [--fail-above PCT] [--normalize] [--top N] [--json]\n"
+    "                    before.json after.json\n"
+    "\n"
+    "Compares two profiles of the same program (scry run): per function and per line, the\n"
+    "change of the time (and of its Python, native and system parts) and of the memory\n"
+    "allocated and kept, with a 95% interval from the sampling error. A change is significant\n"
+    "when it is at least 3 standard errors (|z| >= 3); significant changes are listed, the\n"
+    "most significant first.\n"
+    "\n"
+    "      --fail-above PCT  exit with status 1 when a function or line got significantly\n"
+    "                        slower, or allocated or kept significantly more, by more than\n"
+    "                        PCT percent; the regressed entries are listed\n"
+    "      --normalize       first divide after's times by the speed ratio of the function\n"
+    "                        at the time-weighted median of every function's after/before\n"
+    "                        ratio: for machines whose speed varies between runs (shared CI\n"
+    "                        runners), when most of the time is in code that did not change\n"
+    "      --top N           show at most N functions and N lines (default 20; 0: all)\n"
+    "      --json            the whole comparison as JSON (docs/json-schema.md)\n";
+
+static int load(const char *path, struct pdoc *d)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int err = cli_read_file(path, &data, &len);
+    if (!err)
+        err = pdoc_load_bytes(d, data, len, path);
+    free(data);
+    return err;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"fail-above", required_argument, NULL, 'f'},
+        {"top", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"normalize", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = cli_wants_json(argc, argv);
+    struct compare_render_opts o = {.fail_above = -1, .top = 20};
+    bool normalize = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': {
+            char *end;
+            errno = 0;
+            double v = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(v) || v < 0)
+                return cli_usage_error(json, "--fail-above needs a percentage of at least 0, "
+                                             "not '%s'", optarg);
+            o.fail_above = v;
+            break;
+        }
+        case 't': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 1000000)
+                return cli_usage_error(json, "--top needs a count of at least 0, not '%s'",
+                                       optarg);
+            o.top = (size_t)v;
+            break;
+        }
+        case 'j':
+            json = true;
+            break;
+        case 'n':
+            normalize = true;
+            break;
+        case 'h':
+            fputs(compare_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error(json, c, argv);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(json, "give two profiles: scry compare before.json after.json");
+    o.before_path = argv[optind];
+    o.after_path = argv[optind + 1];
+
+    struct pdoc before, after;
+    struct cmp_result r = {0};
+    struct strbuf out = STRBUF_INIT;
+    int status = CLI_EXIT_OK;
+    memset(&before, 0, sizeof(before));
+    memset(&after, 0, sizeof(after));
+    if (load(o.before_path, &before) != 0 || load(o.after_path, &after) != 0 ||
+        cmp_profiles(&before, &after, normalize, &r) != 0) {
+        status = cli_report_error(json);
+        goto out;
+    }
+    o.before = &before;
+    o.after = &after;
+    size_t nreg = json ? compare_render_json(&r, &o, &out) : compare_render_text(&r, &o, &out);
+    if (cli_write_stdout(&out) != 0) {
+        status = cli_report_error(json);
+        goto out;
+    }
+    if (nreg) {
+        fprintf(stderr, "scry: %zu entr%s regressed by more than %g%% (--fail-above)\n", nreg,
+                nreg == 1 ? "y" : "ies", o.fail_above);
+        status = CLI_EXIT_ERROR;
+    }
+out:
+    sb_release(&out);
+    cmp_free(&r);
+    pdoc_free(&before);
+    pdoc_free(&after);
+    return status;
+}

@@ -1,0 +1,234 @@
+"""`scry view --format pprof|trace|firefox` on a real profile.
+
+pprof is read by `go tool pprof` (skipped, saying so, when Go is not installed): its top
+functions and totals must equal the profile's own function entries (what `scry view` shows), for
+a profile with call stacks and for the same profile without them. The trace and the Firefox
+profile are checked against the formats' rules (no validator of either runs offline here: see
+docs/export-formats.md) and against the profile's numbers.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import load_profile, run_profiled, run_scry
+
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")  # names go tool pprof shows unchanged
+
+
+@pytest.fixture(scope="module")
+def real_profile(tmp_path_factory):
+    from pythons import find_pythons
+    found = find_pythons()
+    python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python installed")
+    d = tmp_path_factory.mktemp("export")
+    out = d / "with-stacks.json"
+    ran = run_profiled(python, "run_cpu_split.py", args=["python", "sorted", "sleep"],
+                       outfile=out, options=["--stacks"])
+    assert ran.returncode == 0, ran.describe()
+    profile = load_profile(ran)
+    assert profile["stacks"], "scry run --stacks wrote no stacks"
+    flat = dict(profile)
+    flat["stacks"] = []
+    flat_path = d / "no-stacks.json"
+    flat_path.write_text(json.dumps(flat))
+    return {"stacks": (out, profile), "lines": (flat_path, flat)}
+
+
+def functions(profile):
+    """qualname -> (samples, python s, native s, system s), summed over files."""
+    total = profile["sampled_time_sec"]
+    got = {}
+    for detail in profile["files"].values():
+        for f in detail["functions"]:
+            s, py, nat, sy = got.get(f["line"], (0, 0.0, 0.0, 0.0))
+            got[f["line"]] = (s + f["n_samples"], py + f["n_cpu_percent_python"] * total / 100,
+                              nat + f["n_cpu_percent_c"] * total / 100,
+                              sy + f["n_sys_percent"] * total / 100)
+    return got
+
+
+UNITS = {"": 1, "B": 1, "ns": 1e-9}
+
+
+def pprof_top(path, index):
+    """`go tool pprof -top` of one sample type: (total, {function: flat}, text); times in
+    seconds (printed in ns, so nothing is rounded away), bytes in bytes."""
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("Go is not installed: go tool pprof cannot read the export")
+    unit = {"samples": [], "alloc_space": ["-unit=B"], "inuse_space": ["-unit=B"]}.get(
+        index, ["-unit=ns"])
+    cp = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=10000", "-nodefraction=0", "-edgefraction=0", *unit,
+                         f"-sample_index={index}", str(path)],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    m = re.search(r"of ([0-9.]+)(B|ns|) total", cp.stdout)
+    assert m, cp.stdout
+    rows = {}
+    for line in cp.stdout.splitlines():
+        r = re.match(r"^\s*([0-9.]+)(B|ns|)\s+[0-9.]+%\s+[0-9.]+%\s+[0-9.]+(?:B|ns|)"
+                     r"\s+[0-9.]+%\s+(.*)$", line)
+        if r:
+            rows[r.group(3)] = rows.get(r.group(3), 0) + float(r.group(1)) * UNITS[r.group(2)]
+    return float(m.group(1)) * UNITS[m.group(2)], rows, cp.stdout
+
+
+@pytest.mark.parametrize("variant", ["stacks", "lines"])
+def test_pprof_matches_view(scry, real_profile, tmp_path, variant):
+    src, profile = real_profile[variant]
+    out = tmp_path / "p.pb.gz"
+    cp = run_scry(["view", "--format", "pprof", "-o", out, src])
+    assert cp.returncode == 0, cp.stderr
+    assert out.read_bytes()[:2] == b"\x1f\x8b", "not gzipped"
+    want = functions(profile)
+    total, rows, text = pprof_top(out, "samples")
+    assert total == sum(v[0] for v in want.values()), text
+    for name, v in want.items():
+        if NAME.match(name) and v[0]:
+            assert rows.get(name) == v[0], f"{name}: {rows.get(name)} != {v[0]}\n{text}"
+    # The measured functions are there and on top.
+    top = max(rows, key=rows.get)
+    assert top in ("python_section", "sorted_section", "sleep_section"), text
+    for index, k in (("wall", None), ("python", 1), ("native", 2), ("system", 3)):
+        total, rows, text = pprof_top(out, index)
+        exp = sum(v[1] + v[2] + v[3] for v in want.values()) if k is None else \
+            sum(v[k] for v in want.values())
+        # To the nanosecond the values were written in (one per sample or line).
+        assert abs(total - exp) <= 1e-6 + 1e-9 * exp, f"{index}: {total} != {exp}\n{text}"
+        for name, v in want.items():
+            e = v[1] + v[2] + v[3] if k is None else v[k]
+            if NAME.match(name) and e > 0:
+                assert abs(rows.get(name, 0) - e) <= 1e-6 + 1e-9 * e, \
+                    f"{index} {name}: {rows.get(name)} != {e}\n{text}"
+    assert profile["memory"], "the profile was recorded with memory on"
+    lines = [l for d in profile["files"].values() for l in d["lines"]]
+    for index, key in (("alloc_space", "n_malloc_mb"), ("inuse_space", "n_growth_mb")):
+        total, rows, text = pprof_top(out, index)
+        exp = sum(l[key] for l in lines) * 1048576
+        assert abs(total - exp) <= len(lines), f"{index}: {total} != {exp}\n{text}"
+
+
+def check_trace(doc):
+    """The Trace Event Format's rules for the phases scry writes."""
+    assert isinstance(doc, dict) and isinstance(doc["traceEvents"], list)
+    assert doc.get("displayTimeUnit", "ms") in ("ms", "ns")
+    for e in doc["traceEvents"]:
+        assert e["ph"] in ("M", "X", "C", "i", "B", "E"), e
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int), e
+        assert isinstance(e.get("tid", 0), int), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name", "process_sort_index",
+                                 "thread_sort_index", "process_labels"), e
+            assert isinstance(e["args"]["name"], str), e
+            continue
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values()), e
+
+
+def test_trace(scry, real_profile, tmp_path):
+    src, profile = real_profile["stacks"]
+    out = tmp_path / "t.json"
+    assert run_scry(["view", "--format", "trace", "-o", out, src]).returncode == 0
+    doc = json.loads(out.read_text())
+    check_trace(doc)
+    ev = doc["traceEvents"]
+    run = [e for e in ev if e["ph"] == "X"]
+    assert len(run) == 1 and abs(run[0]["dur"] - profile["elapsed_time_sec"] * 1e6) < 1
+    want = functions(profile)
+    top = run[0]["args"]["top_functions_sec"]
+    assert top, run[0]
+    for key, sec in top.items():
+        name = key.split(" (")[0]
+        assert abs(sec - sum(want[name][1:])) < 1e-6 * max(1, sec), key
+    counters = [(e["ts"], e["args"]["MB"]) for e in ev if e["ph"] == "C"]
+    assert counters == [(t / 1000, mb) for t, mb in profile["samples"]]
+    assert counters, "a memory profile has a footprint timeline"
+    instants = sorted((e["name"], e["ts"], e["args"]["footprint_mb"]) for e in ev
+                      if e["ph"] == "i")
+    want_i = sorted((f"memory sample {path}:{l['lineno']}", t / 1000, mb)
+                    for path, detail in profile["files"].items() for l in detail["lines"]
+                    for t, mb in l["memory_samples"])
+    assert instants == want_i and instants
+
+
+def check_firefox(doc):
+    """The processed format's invariants: column lengths, indices inside their tables."""
+    meta = doc["meta"]
+    assert isinstance(meta["version"], int) and isinstance(meta["preprocessedProfileVersion"], int)
+    assert isinstance(meta["interval"], (int, float)) and meta["interval"] > 0
+    cats = meta["categories"]
+    assert all(isinstance(c["name"], str) and c["subcategories"] for c in cats)
+    strings = doc["shared"]["stringArray"]
+    for th in doc["threads"]:
+        for table in ("samples", "stackTable", "frameTable", "funcTable", "resourceTable",
+                      "nativeSymbols", "markers"):
+            t = th[table]
+            n = t["length"]
+            for col, v in t.items():
+                if isinstance(v, list):
+                    assert len(v) == n, f"{table}.{col}: {len(v)} != {n}"
+        st, fr, fu, rs = th["stackTable"], th["frameTable"], th["funcTable"], th["resourceTable"]
+        for i in range(st["length"]):
+            p = st["prefix"][i]
+            assert p is None or 0 <= p < i, "a prefix precedes its stack"
+            assert 0 <= st["frame"][i] < fr["length"] and 0 <= st["category"][i] < len(cats)
+        for i in range(fr["length"]):
+            assert 0 <= fr["func"][i] < fu["length"] and 0 <= fr["category"][i] < len(cats)
+        for i in range(fu["length"]):
+            assert 0 <= fu["name"][i] < len(strings) and 0 <= fu["fileName"][i] < len(strings)
+            assert 0 <= fu["resource"][i] < rs["length"]
+        s = th["samples"]
+        assert all(0 <= x < st["length"] for x in s["stack"])
+        assert s["weightType"] in ("samples", "tracing-ms", "bytes")
+        assert all(w > 0 for w in s["weight"])
+
+
+@pytest.mark.parametrize("variant", ["stacks", "lines"])
+def test_firefox(scry, real_profile, tmp_path, variant):
+    src, profile = real_profile[variant]
+    out = tmp_path / "f.json"
+    assert run_scry(["view", "--format", "firefox", "-o", out, src]).returncode == 0
+    doc = json.loads(out.read_text())
+    check_firefox(doc)
+    cpu = doc["threads"][0]
+    cats = [c["name"] for c in doc["meta"]["categories"]]
+    st, s = cpu["stackTable"], cpu["samples"]
+    by_cat = {}
+    for stack, w in zip(s["stack"], s["weight"]):
+        c = cats[st["category"][stack]]
+        by_cat[c] = by_cat.get(c, 0) + w
+    want = functions(profile)
+    for cat, k in (("Python", 1), ("Native", 2), ("System", 3)):
+        exp = sum(v[k] for v in want.values()) * 1000
+        assert abs(by_cat.get(cat, 0) - exp) <= 1 + 0.001 * exp, (cat, by_cat, exp)
+    # Self time per function, as the profiler's call tree adds it up.
+    strings = doc["shared"]["stringArray"]
+    fr, fu = cpu["frameTable"], cpu["funcTable"]
+    self_ms = {}
+    for stack, w in zip(s["stack"], s["weight"]):
+        name = strings[fu["name"][fr["func"][st["frame"][stack]]]]
+        self_ms[name] = self_ms.get(name, 0) + w
+    for name, v in want.items():
+        exp = (v[1] + v[2] + v[3]) * 1000
+        if exp > 1:
+            assert abs(self_ms.get(name, 0) - exp) <= 1 + 0.001 * exp, (name, self_ms, exp)
+
+
+def test_export_errors(scry, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"files": 3}')
+    for fmt in ("pprof", "trace", "firefox"):
+        cp = run_scry(["view", "--format", fmt, "-o", tmp_path / "o", bad])
+        assert cp.returncode == 1 and "files" in cp.stderr, cp.stderr
+        assert not (tmp_path / "o").exists()
+    cp = run_scry(["view", "--format", "nope", "-o", tmp_path / "o", bad])
+    assert cp.returncode == 2 and "pprof" in cp.stderr, cp.stderr
