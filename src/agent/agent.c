@@ -5,11 +5,13 @@
  * have done). A forked child starts over with empty statistics. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +27,8 @@ int ag_pid;
 int ag_signal = -1;
 _Atomic bool ag_running;
 uint64_t ag_main_thread_id;
+
+bool ag_low_fds_closed;
 
 static bool active;
 static struct rd_reader *self_reader;
@@ -84,6 +88,44 @@ static void read_config(void)
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
 
+int ag_fd_high(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return high;
+}
+
+int ag_fd_keep(struct ag_fd *id, int fd)
+{
+    struct stat st;
+    id->fd = -1;
+    fd = ag_fd_high(fd);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->fd = fd;
+    return fd;
+}
+
+int ag_fd_get(const struct ag_fd *id)
+{
+    struct stat st;
+    int saved = errno;
+    bool same = id->fd >= 0 && fstat(id->fd, &st) == 0 && st.st_dev == id->dev &&
+                st.st_ino == id->ino;
+    errno = saved;
+    return same ? id->fd : -1;
+}
+
 static bool is_ours(void)
 {
     /* A vfork child shares our memory but is another process: it must not touch anything. */
@@ -139,6 +181,9 @@ __attribute__((constructor)) static void ag_init(void)
         return; /* not a Python: a shell, a compiler, ... */
     ag_mtls.guard++; /* the agent's own start-up is not the program's memory */
     read_config();
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            ag_low_fds_closed = true;
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
     if (rd_open_self(&self_reader) != 0 || py_runtime_open(self_reader, &ag_rt) != 0) {

@@ -211,8 +211,31 @@ struct ag_mem_stats;
 /* mem: the memory statistics, NULL when memory profiling is off. */
 int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                        double start_real_sec, double elapsed_sec);
-/* Creates (or removes) $SCRY_PART_DIR/live-<pid>, which tells the command that this process
- * will write a part: it waits a moment for processes that outlive the program. */
-void ag_live_marker(bool create);
+/* When a process starts profiling (and in a forked child): opens the part directory and creates
+ * this process's part file, so that the part is written even if the program drops its
+ * privileges later, and creates $SCRY_PART_DIR/live-<pid>, which tells the command that this
+ * process will write a part (it waits a moment for processes that outlive the program); the
+ * marker is removed once the part is written. */
+void ag_part_begin(void);
+
+/* agent.c: every descriptor the agent holds is above 2 and close-on-exec, so that a program
+ * started with stdin, stdout or stderr closed never finds one of the agent's files there.
+ * Takes a descriptor just opened (or -1) and returns it moved above 2 (or -1, errno set). */
+int ag_fd_high(int fd);
+/* A descriptor the agent holds and the file it was opened on: a program may close descriptors
+ * it does not know (daemons close them all) and get the number again for a file of its own,
+ * which the agent must then never read, write or truncate. */
+struct ag_fd {
+    int fd;
+    unsigned long long dev, ino;
+};
+/* fd (moved above 2) as id; fd < 0 leaves id->fd -1. Returns id->fd. */
+int ag_fd_keep(struct ag_fd *id, int fd);
+/* id->fd when it still refers to the file it was opened on, else -1 (async-signal-safe). */
+int ag_fd_get(const struct ag_fd *id);
+/* One of fds 0-2 was closed when the agent started: the collector then opens no file while the
+ * program runs (any open would take the lowest free descriptor, where the interpreter looks for
+ * its standard streams). */
+extern bool ag_low_fds_closed;
 
 #endif

@@ -54,7 +54,7 @@ static void *wall_scratch;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t collector;
 static bool collector_started;
-static int wake_fd = -1;
+static struct ag_fd wake_fd = {-1, 0, 0};
 static _Atomic bool stop_requested;
 static _Atomic bool pause_requested;
 static _Atomic int collector_tid;
@@ -1025,11 +1025,12 @@ static void *collector_main(void *arg)
          * millisecond so that they are there before the program's own code runs. */
         if (!ag_pyhooks_installed() && ag_now_ns(CLOCK_MONOTONIC) - started < 5000000000ULL)
             ns = 1000000;
-        struct pollfd pfd = {wake_fd, POLLIN, 0};
+        /* Not ours any more (the program closed it): wait out the interval. */
+        struct pollfd pfd = {ag_fd_get(&wake_fd), POLLIN, 0};
         struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
         if (ppoll(&pfd, 1, &ts, NULL) > 0) {
             uint64_t v;
-            ssize_t r = read(wake_fd, &v, sizeof(v));
+            ssize_t r = read(pfd.fd, &v, sizeof(v));
             (void)r;
         }
         if (atomic_load(&stop_requested) || atomic_load(&pause_requested))
@@ -1099,24 +1100,24 @@ int ag_collector_start(void)
         native_names_init();
     py_code_cache_init(&code_cache);
     reset_state();
-    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd < 0)
+    if (ag_fd_keep(&wake_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return -1;
     atomic_store(&ag_running, true);
-    ag_live_marker(true);
+    ag_part_begin();
     return spawn_collector();
 }
 
 static void wake(void)
 {
     uint64_t one = 1;
-    ssize_t r = write(wake_fd, &one, sizeof(one));
+    int fd = ag_fd_get(&wake_fd);
+    ssize_t r = fd >= 0 ? write(fd, &one, sizeof(one)) : -1;
     (void)r;
 }
 
 void ag_collector_wake(void)
 {
-    if (wake_fd >= 0)
+    if (wake_fd.fd >= 0)
         wake();
 }
 
@@ -1198,7 +1199,7 @@ void ag_collector_resume(void)
 
 void ag_collector_reset_child(void)
 {
-    ag_live_marker(true);
+    ag_part_begin();
     /* POSIX timers and the other threads do not exist here: start from nothing, keeping the
      * code-object cache (the child has the same objects). */
     size_t used = atomic_load(&nthreads_used);

@@ -1,5 +1,6 @@
 /* Writes the agent's part file (format in docs/agent-protocol.md): to a temporary name in the
- * part directory, then renamed, so the command never reads half a file. */
+ * part directory, created when the process starts profiling, then renamed, so the command never
+ * reads half a file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@
 static void write_argv(struct json_writer *w)
 {
     char buf[65536];
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = ag_fd_high(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
     if (fd >= 0)
         close(fd);
@@ -312,53 +313,123 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_obj_end(w);
 }
 
-void ag_live_marker(bool create)
+/* The part directory (O_PATH) and this process's part file, both opened when the process starts
+ * profiling: a program that drops its privileges (setuid to an unprivileged user) can no longer
+ * create anything in the private part directory, but still writes through descriptors it holds.
+ * Both are above 2 and close-on-exec, and used only while they still refer to what they were
+ * opened on (ag_fd_get). */
+static struct ag_fd dir_fd = {-1, 0, 0};
+static struct ag_fd part_fd = {-1, 0, 0};
+static int part_pid; /* the process part_fd was created for */
+
+static void tmp_name(char *buf, size_t size, int pid)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/live-%d", ag_cfg.part_dir, ag_pid);
-    if (!create) {
-        unlink(path);
+    snprintf(buf, size, ".part-%d.json.tmp", pid);
+}
+
+/* The part directory's descriptor, opened again if the program closed it. */
+static int part_dir(void)
+{
+    int fd = ag_fd_get(&dir_fd);
+    if (fd < 0)
+        fd = ag_fd_keep(&dir_fd, open(ag_cfg.part_dir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return fd;
+}
+
+/* This process's part file: the one created at the start if it is still there, else a new one
+ * (-1 if that cannot be created: the program dropped its privileges after closing it). A forked
+ * child holds its parent's part file: it never writes there. */
+static int part_file(bool reuse)
+{
+    char name[64];
+    int fd = part_pid == ag_pid && reuse ? ag_fd_get(&part_fd) : -1;
+    if (fd >= 0)
+        return fd;
+    if (part_fd.fd >= 0 && ag_fd_get(&part_fd) >= 0)
+        close(part_fd.fd);
+    part_fd.fd = -1;
+    int dir = part_dir();
+    if (dir < 0)
+        return -1;
+    tmp_name(name, sizeof(name), ag_pid);
+    part_pid = ag_pid;
+    return ag_fd_keep(&part_fd, openat(dir, name, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                                                      O_CLOEXEC, 0600));
+}
+
+void ag_part_begin(void)
+{
+    char name[64];
+    part_file(false);
+    int dir = part_dir();
+    if (dir < 0)
         return;
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    snprintf(name, sizeof(name), "live-%d", ag_pid);
+    int fd = ag_fd_high(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd >= 0)
         close(fd);
 }
 
+static void live_marker_remove(int dir)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "live-%d", ag_pid);
+    unlinkat(dir, name, 0);
+}
+
+/* Writes the part into the file opened at the start (created now if that failed), then renames
+ * it to part-PID.json. A process that can no longer rename in the part directory (it dropped its
+ * privileges) leaves the complete part under its temporary name, which the command reads too
+ * (docs/agent-protocol.md). */
 int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                        double start_real_sec, double elapsed_sec)
 {
     struct strbuf sb = STRBUF_INIT;
     struct json_writer w;
-    char path[4200], tmp[4300];
+    char path[64], tmp[64];
     int err = 0;
     jw_init(&w, &sb, false);
     write_body(st, mem, start_real_sec, elapsed_sec, &w);
     sb_addch(&sb, '\n');
-    snprintf(path, sizeof(path), "%s/part-%d.json", ag_cfg.part_dir, ag_pid);
-    snprintf(tmp, sizeof(tmp), "%s/.part-%d.json.tmp", ag_cfg.part_dir, ag_pid);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        err = err_fail(SCRY_E_IO, "cannot create %s: %s", tmp, strerror(errno));
+    snprintf(path, sizeof(path), "part-%d.json", ag_pid);
+    tmp_name(tmp, sizeof(tmp), ag_pid);
+    int fd = part_file(true);
+    int dir = ag_fd_get(&dir_fd);
+    part_fd.fd = -1; /* closed below, whatever happens */
+    if (fd < 0 || dir < 0) {
+        err = err_fail(SCRY_E_IO, "cannot create %s/%s: %s", ag_cfg.part_dir, tmp,
+                       strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto out;
+    }
+    if (ftruncate(fd, 0) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
+        close(fd);
         goto out;
     }
     for (size_t done = 0; done < sb.len;) {
-        ssize_t n = write(fd, sb.buf + done, sb.len - done);
+        ssize_t n = pwrite(fd, sb.buf + done, sb.len - done, (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            err = err_fail(SCRY_E_IO, "cannot write %s: %s", tmp, strerror(errno));
+            err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp,
+                           strerror(errno));
             close(fd);
-            unlink(tmp);
+            unlinkat(dir, tmp, 0);
             goto out;
         }
         done += (size_t)n;
     }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        err = err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
+    if (close(fd) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
+        unlinkat(dir, tmp, 0);
+    } else if (renameat(dir, tmp, dir, path) != 0 && errno != EACCES && errno != EPERM) {
+        err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, path,
+                       strerror(errno));
+        unlinkat(dir, tmp, 0);
     }
-    ag_live_marker(false);
+    live_marker_remove(dir);
 out:
     sb_release(&sb);
     return err;

@@ -3,7 +3,9 @@
  * that waits for a CPU is off it, so the off-CPU samples count that wait as system time; on an
  * oversubscribed machine a pure-Python line then shows "system" time that is no I/O at all. The
  * part reports both sums so that the profile can say so (docs/agent-protocol.md).
- * Collector thread only: reading a /proc file is no business of a hook or a signal handler. */
+ * Collector thread only: reading a /proc file is no business of a hook or a signal handler.
+ * Not read at all when the program started with fd 0, 1 or 2 closed (ag_low_fds_closed): the
+ * file would be opened at that number, where the interpreter may be checking for its stream. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,7 +51,7 @@ static bool read_schedstat(int tid, uint64_t *cpu, uint64_t *delay)
 void ag_sched_read(int tid)
 {
     uint64_t cpu, delay, idx;
-    if (tid <= 0 || !read_schedstat(tid, &cpu, &delay))
+    if (ag_low_fds_closed || tid <= 0 || !read_schedstat(tid, &cpu, &delay))
         return;
     available = true;
     if (!hm_get(&by_tid, (uint64_t)tid + 1, &idx)) {

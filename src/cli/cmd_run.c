@@ -374,8 +374,13 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len < 10 || strncmp(e->d_name, "part-", 5) != 0 ||
-            strcmp(e->d_name + len - 5, ".json") != 0)
+        /* .part-PID.json.tmp: the part of a process that could not rename it (it dropped its
+         * privileges), or one that is not complete (checked below). */
+        bool part = len >= 10 && strncmp(e->d_name, "part-", 5) == 0 &&
+                    strcmp(e->d_name + len - 5, ".json") == 0;
+        bool tmp = len >= 15 && strncmp(e->d_name, ".part-", 6) == 0 &&
+                   strcmp(e->d_name + len - 9, ".json.tmp") == 0;
+        if (!part && !tmp)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -400,7 +405,11 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
             continue;
         }
         if (cli_read_file(path, &data, &len) == 0) {
-            if (prof_add_part_text(p, data, len, names[i], child) != 0)
+            /* A part under its temporary name counts once complete: the agent ends every part
+             * with "}\n", and writes the file, created empty at the start, only once. */
+            if (names[i][0] == '.' && (len < 2 || memcmp(data + len - 2, "}\n", 2) != 0))
+                ; /* still being written, or never: not a part */
+            else if (prof_add_part_text(p, data, len, names[i], child) != 0)
                 fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
             free(data);
         } else {

@@ -31,6 +31,12 @@ static int self_read(struct rd_reader *rd, uint64_t addr, void *buf, size_t len)
             n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
             if (n < 0 && (errno == EPERM || errno == ENOSYS)) {
                 st->mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+                if (st->mem_fd >= 0 && st->mem_fd < 3) {
+                    /* In scry's agent, fds 0-2 are the program's even when it closed them. */
+                    int high = fcntl(st->mem_fd, F_DUPFD_CLOEXEC, 3);
+                    close(st->mem_fd);
+                    st->mem_fd = high;
+                }
                 if (st->mem_fd < 0)
                     return err_fail(SCRY_E_READ_FAILED,
                                     "cannot read own memory: process_vm_readv and /proc/self/mem "

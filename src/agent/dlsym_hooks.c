@@ -1,0 +1,263 @@
+/* dlsym and dlvsym interposed, so that native memory the program reaches through a library's own
+ * handle is counted: `ctypes.CDLL("libc.so.6").malloc` looks malloc up with dlsym on libc's
+ * handle, which searches libc alone and returns the real malloc, not the agent's hook (a call
+ * through the global scope reaches the hook because the agent is preloaded). A look-up through a
+ * handle whose answer is the function one of the agent's hooks stands for (the definition that
+ * follows the agent, as dlsym(RTLD_NEXT) from the agent finds it) answers the function the
+ * global scope gives for that name instead: the hook. Any other answer is returned unchanged: a
+ * library's own malloc, or a name the agent does not hook.
+ *
+ * RTLD_NEXT and RTLD_DEFAULT are passed on by a tail call: glibc finds "the object after the
+ * caller" from its return address, which must stay the caller's. The agent's own look-ups
+ * (memhooks.c, RTLD_NEXT) thus still find libc's functions.
+ *
+ * The real dlsym and dlvsym cannot be looked up with dlsym (that is this file): they are found
+ * in libc's (before glibc 2.34: libdl's) dynamic symbol table, through dl_iterate_phdr, which
+ * neither allocates nor calls dlsym. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "agent/agent.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+
+static dlsym_fn real_dlsym;
+static dlvsym_fn real_dlvsym;
+
+/* ---- the real functions, from the dynamic symbol tables of libc or libdl ---- */
+
+struct elf_lookup {
+    const char *lib;   /* "libc.so" or "libdl.so": a file name starting with it */
+    const char *names[2];
+    void *found[2];
+};
+
+static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
+{
+    /* glibc relocates these entries in place on most architectures, not on all. */
+    return p < base ? base + p : p;
+}
+
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+/* The default version of name (versym without the hidden bit) if there is one, else any
+ * definition of it. */
+static void *find_symbol(uintptr_t base, const ElfW(Sym) *symtab, const char *strtab,
+                         const uint16_t *versym, const uint32_t *gnuhash, const uint32_t *hash,
+                         const char *name)
+{
+    void *any = NULL;
+    uint32_t first = 0, end = 0;
+    const uint32_t *chain = NULL;
+    uint32_t h = gnu_hash(name);
+    if (gnuhash) {
+        uint32_t nbuckets = gnuhash[0], symoffset = gnuhash[1], bloom_size = gnuhash[2];
+        if (nbuckets == 0)
+            return NULL;
+        const uint32_t *buckets =
+            (const uint32_t *)((const ElfW(Addr) *)(gnuhash + 4) + bloom_size);
+        chain = buckets + nbuckets;
+        first = buckets[h % nbuckets];
+        if (first < symoffset)
+            return NULL;
+        chain -= symoffset;
+        end = UINT32_MAX;
+    } else if (hash) {
+        end = hash[1]; /* nchain: every symbol */
+    } else {
+        return NULL;
+    }
+    for (uint32_t i = first; i < end; i++) {
+        if (chain && (chain[i] | 1) != (h | 1)) {
+            if (chain[i] & 1)
+                break;
+            continue;
+        }
+        const ElfW(Sym) *s = &symtab[i];
+        if (s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
+            strcmp(strtab + s->st_name, name) == 0) {
+            void *addr = (void *)(base + s->st_value);
+            if (!versym || !(versym[i] & 0x8000))
+                return addr;
+            any = addr;
+        }
+        if (chain && (chain[i] & 1))
+            break;
+    }
+    return any;
+}
+
+static int look_in_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct elf_lookup *q = arg;
+    const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    const char *file = slash ? slash + 1 : info->dlpi_name;
+    if (!file || strncmp(file, q->lib, strlen(q->lib)) != 0)
+        return 0;
+    uintptr_t base = info->dlpi_addr;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn)
+        return 0;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint16_t *versym = NULL;
+    const uint32_t *gnuhash = NULL, *hash = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
+        switch (dyn->d_tag) {
+        case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
+        case DT_STRTAB: strtab = (const char *)p; break;
+        case DT_VERSYM: versym = (const uint16_t *)p; break;
+        case DT_GNU_HASH: gnuhash = (const uint32_t *)p; break;
+        case DT_HASH: hash = (const uint32_t *)p; break;
+        }
+    }
+    if (!symtab || !strtab)
+        return 0;
+    for (int k = 0; k < 2; k++)
+        if (!q->found[k])
+            q->found[k] =
+                find_symbol(base, symtab, strtab, versym, gnuhash, hash, q->names[k]);
+    return q->found[0] && q->found[1];
+}
+
+static void find_real(void)
+{
+    static const char *const libs[] = {"libc.so", "libdl.so"};
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+        struct elf_lookup q = {libs[i], {"dlsym", "dlvsym"}, {NULL, NULL}};
+        dl_iterate_phdr(look_in_object, &q);
+        if (q.found[0] && q.found[1]) {
+            *(void **)&real_dlvsym = q.found[1];
+            atomic_thread_fence(memory_order_release);
+            *(void **)&real_dlsym = q.found[0];
+            return;
+        }
+    }
+}
+
+/* ---- the hooked names ---- */
+
+/* The agent's hooks (memhooks.c; keep the two lists below as its interposers): the addresses are what the global scope gives for each name,
+ * as a plain call from the program reaches it. */
+extern void *__memcpy_chk(void *, const void *, size_t, size_t);
+extern void *__memmove_chk(void *, const void *, size_t, size_t);
+
+static struct {
+    const char *name;
+    void *next; /* the function the hook stands for: dlsym(RTLD_NEXT) from the agent */
+} hooked[] = {
+    {"malloc", NULL},        {"calloc", NULL},   {"realloc", NULL},        {"reallocarray", NULL},
+    {"free", NULL},          {"posix_memalign", NULL},                     {"aligned_alloc", NULL},
+    {"memalign", NULL},      {"valloc", NULL},   {"pvalloc", NULL},        {"mmap", NULL},
+    {"munmap", NULL},        {"mremap", NULL},   {"memcpy", NULL},         {"memmove", NULL},
+    {"__memcpy_chk", NULL},  {"__memmove_chk", NULL},                      {"dlsym", NULL},
+    {"dlvsym", NULL},
+};
+#define NHOOKED (sizeof(hooked) / sizeof(hooked[0]))
+
+static void *hook_address(size_t i)
+{
+    /* Indexed as hooked[]. */
+    void *const hooks[NHOOKED] = {
+        (void *)malloc,         (void *)calloc,        (void *)realloc,
+        (void *)reallocarray,   (void *)free,          (void *)posix_memalign,
+        (void *)aligned_alloc,  (void *)memalign,      (void *)valloc,
+        (void *)pvalloc,        (void *)mmap,          (void *)munmap,
+        (void *)mremap,         (void *)memcpy,        (void *)memmove,
+        (void *)__memcpy_chk,   (void *)__memmove_chk, (void *)dlsym,
+        (void *)dlvsym,
+    };
+    return hooks[i];
+}
+
+static _Atomic int next_state; /* 0: not looked up, 1: under way, 2: done */
+
+/* The definitions that follow the agent, found the way memhooks.c finds them. Called from this
+ * file (not tail-called), so that RTLD_NEXT means "after the agent". */
+static void find_next(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&next_state, &expected, 1))
+        return;
+    for (size_t i = 0; i < NHOOKED; i++)
+        hooked[i].next = real_dlsym(RTLD_NEXT, hooked[i].name);
+    atomic_store(&next_state, 2);
+}
+
+static void *replace(const char *name, void *found)
+{
+    if (!found || !name || atomic_load(&next_state) != 2)
+        return found;
+    for (size_t i = 0; i < NHOOKED; i++)
+        if (found == hooked[i].next && strcmp(name, hooked[i].name) == 0)
+            return hook_address(i);
+    return found;
+}
+
+static void ensure_real(void)
+{
+    if (!real_dlsym)
+        find_real();
+}
+
+/* Before the program runs (one thread): a look-up racing with the first one would otherwise be
+ * answered unreplaced. Look-ups made earlier (another preloaded library's constructor) find
+ * them on the way. */
+__attribute__((constructor)) static void dlsym_hooks_init(void)
+{
+    ensure_real();
+    if (real_dlsym)
+        find_next();
+}
+
+/* Tail calls are what keeps RTLD_NEXT right: they must be made whatever the build (DEBUG=1 is
+ * -O0). tests/e2e/test_run_hostile.py checks RTLD_NEXT from a library of the program's. */
+#if defined(__clang__)
+#define TAIL_CALLS
+#define TAIL_RETURN __attribute__((musttail)) return
+#else
+#define TAIL_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
+#define TAIL_RETURN return
+#endif
+
+TAIL_CALLS AG_EXPORT void *dlsym(void *handle, const char *name)
+{
+    ensure_real();
+    if (!real_dlsym)
+        return NULL;
+    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+        TAIL_RETURN real_dlsym(handle, name);
+    if (atomic_load(&next_state) == 0)
+        find_next();
+    return replace(name, real_dlsym(handle, name));
+}
+
+TAIL_CALLS AG_EXPORT void *dlvsym(void *handle, const char *name, const char *version)
+{
+    ensure_real();
+    if (!real_dlvsym)
+        return NULL;
+    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+        TAIL_RETURN real_dlvsym(handle, name, version);
+    if (atomic_load(&next_state) == 0)
+        find_next();
+    return replace(name, real_dlvsym(handle, name, version));
+}
