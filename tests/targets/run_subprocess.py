@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     print("parent: starting the child", flush=True)
-    cp = subprocess.run([sys.executable, os.path.join(HERE, "run_child_work.py"), "12"])  # @run
+    cp = subprocess.run([sys.executable, os.path.join(HERE, "run_child_work.py")])  # @run
     print(f"parent: child exited with {cp.returncode}", flush=True)
 
 
