@@ -114,8 +114,10 @@ def check_threads(ready, got, where, flags="pid"):
                 soft.append(f"{label}: busy thread reported idle")
             if not g["gil"]:
                 soft.append(f"{label}: busy thread does not hold the gil")
-        else:
-            assert g["idle"], f"{label}: a blocked thread is reported active ({flags})"
+        elif not g["idle"]:
+            # A blocked thread may be caught in the moment it wakes (a timed wait, a signal):
+            # like the busy thread's flags, it must be right in one of the reads.
+            soft.append(f"{label}: a blocked thread is reported active ({flags})")
             assert not g["gil"], f"{label}: a blocked thread is reported holding the gil"
     return soft
 
