@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/outfile.h"
 #include "agent/memory.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -88,22 +89,11 @@ static void read_config(void)
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
 
-int ag_fd_high(int fd)
-{
-    if (fd < 0 || fd > 2)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return high;
-}
-
 int ag_fd_keep(struct ag_fd *id, int fd)
 {
     struct stat st;
     id->fd = -1;
-    fd = ag_fd_high(fd);
+    fd = fd_above_stdio(fd);
     if (fd < 0)
         return -1;
     if (fstat(fd, &st) != 0) {

@@ -218,10 +218,9 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
  * marker is removed once the part is written. */
 void ag_part_begin(void);
 
-/* agent.c: every descriptor the agent holds is above 2 and close-on-exec, so that a program
- * started with stdin, stdout or stderr closed never finds one of the agent's files there.
- * Takes a descriptor just opened (or -1) and returns it moved above 2 (or -1, errno set). */
-int ag_fd_high(int fd);
+/* Every descriptor the agent holds is above 2 and close-on-exec (common/outfile.h's
+ * fd_above_stdio), so that a program started with stdin, stdout or stderr closed never finds one
+ * of the agent's files there. */
 /* A descriptor the agent holds and the file it was opened on: a program may close descriptors
  * it does not know (daemons close them all) and get the number again for a file of its own,
  * which the agent must then never read, write or truncate. */

@@ -189,6 +189,22 @@ static void net_check(struct ag_mem_tls *t)
     t->guard--;
 }
 
+/* Queues a malloc sample standing for weight bytes at p (Python's when python), with what earlier
+ * samples could not queue; if the queue is full, all of it waits for the thread's next sample. */
+static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t weight, bool python)
+{
+    t->guard++;
+    uint64_t bytes = weight + t->pend, py = (python ? weight : 0) + t->pend_py;
+    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
+        t->net = 0;
+        t->pend = t->pend_py = 0;
+    } else {
+        t->pend = bytes;
+        t->pend_py = py;
+    }
+    t->guard--;
+}
+
 /* An allocation of n bytes at p (its requested size for Python's objects, its usable size for
  * the C library's blocks, its length for a mapping), as the program sees it. */
 static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, bool python)
@@ -198,16 +214,7 @@ static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, bool pyth
         net_check(t);
         return;
     }
-    t->guard++;
-    uint64_t bytes = weight + t->pend, py = (python ? weight : 0) + t->pend_py;
-    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
-        t->net = 0;
-        t->pend = t->pend_py = 0;
-    } else { /* what it stands for goes with the thread's next sample */
-        t->pend = bytes;
-        t->pend_py = py;
-    }
-    t->guard--;
+    emit_malloc(t, p, weight, python);
 }
 
 /* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
@@ -284,16 +291,7 @@ static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
     int saved = errno;
     uint64_t weight = n >= w ? n : strata_points(t, &t->alloc, w) * w;
     if (weight) {
-        t->guard++;
-        uint64_t bytes = weight + t->pend, py = weight + t->pend_py;
-        if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
-            t->net = 0;
-            t->pend = t->pend_py = 0;
-        } else { /* what it stands for goes with the thread's next sample */
-            t->pend = bytes;
-            t->pend_py = py;
-        }
-        t->guard--;
+        emit_malloc(t, p, weight, true);
     }
     errno = saved;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/outfile.h"
 #include "agent/memory.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
@@ -21,7 +22,7 @@
 static void write_argv(struct json_writer *w)
 {
     char buf[65536];
-    int fd = ag_fd_high(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
+    int fd = fd_above_stdio(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
     if (fd >= 0)
         close(fd);
@@ -365,7 +366,7 @@ void ag_part_begin(void)
     if (dir < 0)
         return;
     snprintf(name, sizeof(name), "live-%d", ag_pid);
-    int fd = ag_fd_high(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    int fd = fd_above_stdio(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd >= 0)
         close(fd);
 }

@@ -53,10 +53,7 @@ static int same_as_stdio(const char *path)
     return -1;
 }
 
-/* A descriptor above 2: started with stderr closed, scry would otherwise write its own messages
- * into the output (and `scry run` would hand it to the program as its stderr, were it not
- * close-on-exec). */
-static int above_stdio(int fd)
+int fd_above_stdio(int fd)
 {
     if (fd < 0 || fd > 2)
         return fd;
@@ -96,7 +93,7 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
             /* Named on purpose (/dev/null, one's own pipe): written in place, never replaced.
              * Another user's FIFO in a shared folder is replaced like any file: opening it
              * would wait for that user's reader. */
-            of->fd = above_stdio(open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
+            of->fd = fd_above_stdio(open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
             if (of->fd < 0)
                 return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
             if (!(of->path = strdup(path))) {
@@ -129,7 +126,7 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
             snprintf(of->tmp, n, "%.*s.scry-%s", (int)dirlen, path, suffix);
         of->fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         e = of->fd < 0 ? errno : 0;
-        if (of->fd >= 0 && (of->fd = above_stdio(of->fd)) < 0) {
+        if (of->fd >= 0 && (of->fd = fd_above_stdio(of->fd)) < 0) {
             e = errno;
             unlink(of->tmp);
             break;

@@ -23,6 +23,10 @@ struct outfile {
  * us or by root (say /dev/null), or a path that leads to our own stdout or stderr (/dev/stdout),
  * is written in place; a directory is refused. Returns 0 or records an
  * io_error (the message names the target, not the temporary name). */
+/* fd moved to 3 or above (close-on-exec; the old number closed) when it is 0, 1 or 2: a program
+ * or command started with a standard stream closed would otherwise find its own output, or the
+ * agent's descriptors, at that number. -1 (errno set) if that fails; fd itself otherwise. */
+int fd_above_stdio(int fd);
 int outfile_open(struct outfile *of, const char *path, mode_t mode);
 /* Writes all of buf at the current offset; returns 0 or records an io_error. */
 int outfile_write(struct outfile *of, const void *buf, size_t len);
