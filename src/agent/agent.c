@@ -85,6 +85,15 @@ static void read_config(void)
     ag_cfg.memory = env_flag("SCRY_MEMORY");
     env_bytes("SCRY_ALLOCATION_WINDOW", &ag_mem_window);
     env_bytes("SCRY_COPY_WINDOW", &ag_copy_window);
+    const char *snap = getenv("SCRY_SNAPSHOT_INTERVAL");
+    if (snap && *snap) {
+        char *end;
+        double r = strtod(snap, &end);
+        if (*end || !(r >= 0 && r <= 86400))
+            log_warn("agent: ignoring SCRY_SNAPSHOT_INTERVAL=%s (not a number of seconds)", snap);
+        else
+            ag_cfg.snapshot_sec = r;
+    }
     const char *leak = getenv("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }

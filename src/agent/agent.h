@@ -38,6 +38,7 @@ struct ag_config {
     char profile_only[4096];   /* comma-separated, may be empty */
     char profile_exclude[4096];
     bool memory; /* SCRY_MEMORY=1: allocations, footprint, copies (memory.h) */
+    double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
 };
 
 /* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
@@ -217,6 +218,11 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
  * process will write a part (it waits a moment for processes that outlive the program); the
  * marker is removed once the part is written. */
 void ag_part_begin(void);
+/* While the process runs (SCRY_SNAPSHOT_INTERVAL, for `scry run --push`): the statistics so far,
+ * in the part's format, as $SCRY_PART_DIR/snap-<pid>.json (written under a temporary name, then
+ * renamed over the previous one). Collector thread, lock held. */
+int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                           double start_real_sec, double elapsed_sec);
 
 /* Every descriptor the agent holds is above 2 and close-on-exec (common/outfile.h's
  * fd_above_stdio), so that a program started with stdin, stdout or stderr closed never finds one

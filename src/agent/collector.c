@@ -61,7 +61,7 @@ static _Atomic int collector_tid;
 static uint64_t collector_cpu_ns; /* the collector thread's own CPU time, for the log */ /* the thread exits; ag_collector_resume starts another */
 static _Atomic bool finished;
 static _Atomic int finish_started;
-static uint64_t last_scan_ns, last_sched_ns, start_mono_ns;
+static uint64_t last_scan_ns, last_sched_ns, start_mono_ns, last_snapshot_ns;
 static double start_real_sec;
 static char prefixes[3][4096];
 static bool prefixes_known;
@@ -1012,6 +1012,21 @@ static void finish_locked(void)
     atomic_store(&finished, true);
 }
 
+/* SCRY_SNAPSHOT_INTERVAL: the statistics so far, for `scry run --push`. Not when the program
+ * started with fd 0-2 closed (no file is opened while it runs). */
+static void maybe_snapshot(void)
+{
+    if (ag_cfg.snapshot_sec <= 0 || ag_low_fds_closed)
+        return;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    if ((double)(now - last_snapshot_ns) < ag_cfg.snapshot_sec * 1e9)
+        return;
+    last_snapshot_ns = now;
+    if (ag_write_snapshot_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec,
+                               (double)(now - start_mono_ns) / 1e9) != 0)
+        log_warn("agent: could not write a snapshot: %s", err_last_message());
+}
+
 static void *collector_main(void *arg)
 {
     (void)arg;
@@ -1037,6 +1052,7 @@ static void *collector_main(void *arg)
             break;
         take_lock();
         tick(false);
+        maybe_snapshot();
         ag_pyhooks_maybe_schedule();
         collector_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
         drop_lock();
@@ -1073,6 +1089,7 @@ static void reset_state(void)
     last_sched_ns = 0;
     start_mono_ns = ag_now_ns(CLOCK_MONOTONIC);
     start_real_sec = (double)ag_now_ns(CLOCK_REALTIME) / 1e9;
+    last_snapshot_ns = start_mono_ns;
     last_scan_ns = 0;
     carry_ns = 0;
     last_hooked.kind = ATTR_NONE;

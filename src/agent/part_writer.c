@@ -378,6 +378,62 @@ static void live_marker_remove(int dir)
     unlinkat(dir, name, 0);
 }
 
+/* The whole buffer at offset 0 of fd; 0, or -1 with errno set. */
+static int write_all(int fd, const struct strbuf *sb)
+{
+    for (size_t done = 0; done < sb->len;) {
+        ssize_t n = pwrite(fd, sb->buf + done, sb->len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static void render_part(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                        double start_real_sec, double elapsed_sec, struct strbuf *sb)
+{
+    struct json_writer w;
+    jw_init(&w, sb, false);
+    write_body(st, mem, start_real_sec, elapsed_sec, &w);
+    sb_addch(sb, '\n');
+}
+
+int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                           double start_real_sec, double elapsed_sec)
+{
+    char tmp[64], path[64];
+    int dir = part_dir();
+    if (dir < 0)
+        return err_fail(SCRY_E_IO, "cannot open %s: %s", ag_cfg.part_dir, strerror(errno));
+    struct strbuf sb = STRBUF_INIT;
+    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
+    snprintf(tmp, sizeof(tmp), ".snap-%d.json.tmp", ag_pid);
+    snprintf(path, sizeof(path), "snap-%d.json", ag_pid);
+    int err = 0;
+    int fd = fd_above_stdio(
+        openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd < 0) {
+        err = err_fail(SCRY_E_IO, "cannot create %s/%s: %s", ag_cfg.part_dir, tmp,
+                       strerror(errno));
+    } else {
+        bool ok = write_all(fd, &sb) == 0;
+        ok = close(fd) == 0 && ok;
+        if (!ok || renameat(dir, tmp, dir, path) != 0) {
+            err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, path,
+                           strerror(errno));
+            unlinkat(dir, tmp, 0);
+        }
+    }
+    sb_release(&sb);
+    return err;
+}
+
 /* Writes the part into the file opened at the start (created now if that failed), then renames
  * it to part-PID.json. A process that can no longer rename in the part directory (it dropped its
  * privileges) leaves the complete part under its temporary name, which the command reads too
@@ -386,12 +442,9 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
                        double start_real_sec, double elapsed_sec)
 {
     struct strbuf sb = STRBUF_INIT;
-    struct json_writer w;
     char path[64], tmp[64];
     int err = 0;
-    jw_init(&w, &sb, false);
-    write_body(st, mem, start_real_sec, elapsed_sec, &w);
-    sb_addch(&sb, '\n');
+    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
     snprintf(path, sizeof(path), "part-%d.json", ag_pid);
     tmp_name(tmp, sizeof(tmp), ag_pid);
     int fd = part_file(true);
@@ -409,18 +462,11 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
         close(fd);
         goto out;
     }
-    for (size_t done = 0; done < sb.len;) {
-        ssize_t n = pwrite(fd, sb.buf + done, sb.len - done, (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp,
-                           strerror(errno));
-            close(fd);
-            unlinkat(dir, tmp, 0);
-            goto out;
-        }
-        done += (size_t)n;
+    if (write_all(fd, &sb) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
+        close(fd);
+        unlinkat(dir, tmp, 0);
+        goto out;
     }
     if (close(fd) != 0) {
         err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
