@@ -13,17 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "analysis/profile.h"
+#include "analysis/profile_delta.h"
+#include "analysis/profile_doc.h"
 #include "cli/cli.h"
+#include "cli/push.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
+#include "render/pprof.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
 
@@ -62,6 +68,13 @@ static const char run_usage[] =
     "      --no-view                   do not print the terminal view at the end\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --push URL                  continuous profiling: send a pprof profile of each\n"
+    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
+    "                                  and one of the last interval at the end\n"
+    "      --push-interval S           seconds between pushes (default 10)\n"
+    "      --service-name NAME         the application name on the server (default: the\n"
+    "                                  program's name)\n"
+    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -80,6 +93,7 @@ struct run_opts {
     const char *only, *exclude;
     const char *program_path;
     double threshold;
+    struct push_cfg push; /* push.url NULL: no --push */
 };
 
 static int parse(int argc, char **argv, struct run_opts *o, bool *help)
@@ -87,7 +101,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     enum {
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
-        O_LEAKS, O_NO_LEAKS,
+        O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -109,6 +123,10 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"push", required_argument, NULL, O_PUSH},
+        {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
+        {"tag", required_argument, NULL, O_TAG},
+        {"service-name", required_argument, NULL, O_SERVICE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -120,6 +138,11 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->memory = true;
     o->leak_detector = true;
     o->window = 1048576;
+    o->push.interval_sec = 10;
+    o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
+    if (!o->push.tags)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    bool push_opts = false; /* an option that needs --push */
     *help = false;
     opterr = 0;
     optind = 1;
@@ -218,6 +241,34 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_PUSH:
+            if (push_check_url(optarg) != 0)
+                return -SCRY_E_USAGE;
+            o->push.url = optarg;
+            break;
+        case O_PUSH_INTERVAL:
+            errno = 0;
+            o->push.interval_sec = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !isfinite(o->push.interval_sec) ||
+                o->push.interval_sec < 0.1 || o->push.interval_sec > 86400)
+                return err_fail(SCRY_E_USAGE,
+                                "--push-interval needs a number of seconds from 0.1 to 86400 "
+                                "(such as 10), not '%s'",
+                                optarg);
+            push_opts = true;
+            break;
+        case O_TAG:
+            if (push_check_tag(optarg) != 0)
+                return -SCRY_E_USAGE;
+            o->push.tags[o->push.ntags++] = optarg;
+            push_opts = true;
+            break;
+        case O_SERVICE:
+            if (push_check_service(optarg) != 0)
+                return -SCRY_E_USAGE;
+            o->push.service = optarg;
+            push_opts = true;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -229,6 +280,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         if (c == 'm')
             break; /* what follows the module is its command line */
     }
+    if (push_opts && !o->push.url)
+        return err_fail(SCRY_E_USAGE,
+                        "--push-interval, --tag and --service-name go with --push URL");
     if (!o->module) {
         if (optind >= argc)
             return err_fail(SCRY_E_USAGE, "give the program to profile: scry run [options] "
@@ -287,8 +341,9 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64], window[32];
+    char rate[64], window[32], snapshot[64];
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
+    snprintf(snapshot, sizeof(snapshot), "%.17g", o->push.interval_sec);
     snprintf(window, sizeof(window), "%llu", o->window);
     int err;
     if ((err = set_env("LD_PRELOAD", sb_str(&pre))) || (err = set_env("SCRY_PART_DIR", part_dir)) ||
@@ -302,7 +357,8 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
-        (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0"))) {
+        (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
+        (err = set_env("SCRY_SNAPSHOT_INTERVAL", o->push.url ? snapshot : "0"))) {
     }
     sb_release(&pre);
     return err;
@@ -360,7 +416,9 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void read_parts(struct profile *p, const char *dir, pid_t child)
+/* The parts in dir; with snapshots, also the snapshots (snap-PID.json) of the processes that
+ * have no part yet: the statistics of every process so far (--push). */
+static void read_parts(struct profile *p, const char *dir, pid_t child, bool snapshots)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -380,7 +438,9 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
                     strcmp(e->d_name + len - 5, ".json") == 0;
         bool tmp = len >= 15 && strncmp(e->d_name, ".part-", 6) == 0 &&
                    strcmp(e->d_name + len - 9, ".json.tmp") == 0;
-        if (!part && !tmp)
+        bool snap = snapshots && len >= 10 && strncmp(e->d_name, "snap-", 5) == 0 &&
+                    strcmp(e->d_name + len - 5, ".json") == 0;
+        if (!part && !tmp && !snap)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -396,7 +456,19 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
     closedir(d);
     if (n > 1)
         qsort(names, n, sizeof(*names), cmp_name);
+    /* Sorted, snapshots come after every part (".part-" < "part-" < "snap-"): the pids of the
+     * parts read are known by then. */
+    long *have = calloc(n + 1, sizeof(*have));
+    size_t nhave = 0;
     for (size_t i = 0; i < n; i++) {
+        long pid = strtol(names[i] + (names[i][0] == '.' ? 6 : 5), NULL, 10);
+        bool skip = false;
+        for (size_t j = 0; names[i][0] == 's' && j < nhave && !skip; j++)
+            skip = have[j] == pid;
+        if (skip || (names[i][0] == 's' && !have)) {
+            free(names[i]);
+            continue;
+        }
         char path[PATH_MAX];
         char *data;
         size_t len;
@@ -411,12 +483,15 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
                 ; /* still being written, or never: not a part */
             else if (prof_add_part_text(p, data, len, names[i], child) != 0)
                 fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
+            else if (have)
+                have[nhave++] = pid;
             free(data);
         } else {
             fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
         }
         free(names[i]);
     }
+    free(have);
     free(names);
 }
 
@@ -583,16 +658,140 @@ static void print_view(const struct strbuf *json, const char *path, double thres
     sb_release(&text);
 }
 
+/* --push: the profile of every process so far is read from the part directory (snapshots and
+ * parts) at the end of each interval; what it gained since the previous one is the interval's
+ * profile. */
+struct push_state {
+    struct pusher *ps;
+    const char *dir;
+    pid_t child;
+    const struct profile_json_opts *jo;
+    struct pdoc prev; /* the whole profile at the previous push */
+    bool have_prev;
+    double prev_until;
+};
+
+static void push_window(struct push_state *st)
+{
+    struct profile p;
+    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
+    struct pdoc cum, d;
+    memset(&cum, 0, sizeof(cum));
+    memset(&d, 0, sizeof(d));
+    prof_init(&p);
+    read_parts(&p, st->dir, st->child, true);
+    prof_finish(&p);
+    if (p.nparts == 0) /* no process has profiled yet: nothing to say */
+        goto out;
+    profile_json_write(&p, st->jo, &json);
+    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
+        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
+        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
+        fprintf(stderr, "scry: warning: --push: %s\n", san_str(err_last_message()));
+        push_count_dropped(st->ps);
+        pdoc_free(&cum);
+        goto out;
+    }
+    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
+    double until = cum.start_time_absolute + cum.elapsed_sec;
+    if (until < from)
+        until = from;
+    d.start_time_absolute = from;
+    d.elapsed_sec = until - from;
+    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
+    if (pprof_write(&d, &po, &body) != 0) {
+        fprintf(stderr, "scry: warning: --push: %s\n", san_str(err_last_message()));
+        push_count_dropped(st->ps);
+    } else {
+        push_submit(st->ps, &body, from, until);
+    }
+    if (st->have_prev)
+        pdoc_free(&st->prev);
+    st->prev = cum;
+    st->have_prev = true;
+    st->prev_until = until;
+out:
+    pdoc_free(&d);
+    prof_free(&p);
+    sb_release(&json);
+    sb_release(&body);
+}
+
+/* wait_child, pushing at the end of every interval meanwhile. The agent writes its snapshots
+ * every interval from its start, a moment after ours: each push comes a little later (a quarter
+ * of the interval, at most 0.5 s) to find the new ones. */
+static int wait_child_pushing(pid_t pid, struct push_state *st, double t0, double interval)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    double next = t0 + interval + fmin(0.5, interval / 4);
+    for (;;) {
+        double now = mono_now();
+        if (now >= next) {
+            push_window(st);
+            while (next <= mono_now())
+                next += interval;
+            continue;
+        }
+        int ms = (int)ceil((next - now) * 1000);
+        if (pfd >= 0) {
+            struct pollfd pe = {pfd, POLLIN, 0};
+            if (poll(&pe, 1, ms) > 0)
+                break;
+        } else {
+            /* No pidfd (a kernel before 5.3): look every 20 ms. */
+            struct timespec ts = {0, (ms < 20 ? ms : 20) * 1000000L};
+            nanosleep(&ts, NULL);
+            int wst;
+            if (waitpid(pid, &wst, WNOHANG) == pid) {
+                child_pid = 0;
+                return wst;
+            }
+        }
+    }
+    close(pfd);
+    return wait_child(pid);
+}
+
+/* The application name: the program's file name without .py (the module for -m), with the
+ * characters a name cannot have made '_'. */
+static void default_service(const struct run_opts *o, char *out, size_t n)
+{
+    const char *name = o->module ? o->module : o->prog;
+    const char *slash = strrchr(name, '/');
+    if (slash && slash[1])
+        name = slash + 1;
+    snprintf(out, n, "%s", name);
+    size_t len = strlen(out);
+    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
+        out[len - 3] = 0;
+    for (char *c = out; *c; c++)
+        if (!push_name_char(*c))
+            *c = '_';
+    if (!out[0])
+        snprintf(out, n, "python");
+}
+
+static int run(struct run_opts o);
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
     bool help;
-    if (parse(argc, argv, &o, &help) != 0)
-        return cli_report_error(false);
-    if (help) {
+    int rc;
+    if (parse(argc, argv, &o, &help) != 0) {
+        rc = cli_report_error(false);
+    } else if (help) {
         fputs(run_usage, stdout);
-        return CLI_EXIT_OK;
+        rc = CLI_EXIT_OK;
+    } else {
+        rc = run(o);
     }
+    free(o.push.tags);
+    return rc;
+}
+
+static int run(struct run_opts o)
+{
 
     char agent[PATH_MAX], program_path[PATH_MAX], program[PATH_MAX], entry_dir[PATH_MAX];
     program[0] = entry_dir[0] = 0;
@@ -649,24 +848,56 @@ int cmd_run(int argc, char **argv)
         }
     }
 
+    struct push_state ps = {.dir = part_dir};
+    if (o.push.url) {
+        char service[256];
+        default_service(&o, service, sizeof(service));
+        if (push_start(&ps.ps, &o.push, o.push.service ? o.push.service : service, o.rate) != 0) {
+            remove_part_dir(part_dir);
+            outfile_abort(&out);
+            return cli_report_error(false);
+        }
+    }
+
     struct profile p;
     struct strbuf json = STRBUF_INIT;
     prof_init(&p);
     double t0 = mono_now();
     struct timespec wall0;
     clock_gettime(CLOCK_REALTIME, &wall0);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct profile_json_opts jo = {
+        .version = SCRY_VERSION,
+        .program = program,
+        .entrypoint_dir = entry_dir,
+        .filename = program_path,
+        .args = (const char *const *)o.args,
+        .nargs = (size_t)o.nargs,
+        .start_time_perf = t0,
+        .cpu_percent_threshold = o.threshold,
+        .reduced = o.reduced,
+        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+    };
+    /* The pushed profiles keep every line, whatever --reduced-profile does to the file. */
+    struct profile_json_opts push_jo = jo;
+    push_jo.reduced = false;
+    ps.jo = &push_jo;
     pid_t pid = 0;
     if (setup_env(&o, agent, part_dir, program_path) != 0 || spawn(&o, &pid) != 0) {
         remove_part_dir(part_dir);
         prof_free(&p);
         outfile_abort(&out);
+        push_end(ps.ps);
         return cli_report_error(false);
     }
-    int st = wait_child(pid);
+    ps.child = pid;
+    int st = ps.ps ? wait_child_pushing(pid, &ps, t0, o.push.interval_sec) : wait_child(pid);
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);
-    read_parts(&p, part_dir, pid);
+    if (ps.ps)
+        push_window(&ps); /* the last interval, from the parts */
+    read_parts(&p, part_dir, pid, false);
     remove_part_dir(part_dir);
     prof_finish(&p);
     if (p.nparts == 0) {
@@ -682,19 +913,6 @@ int cmd_run(int argc, char **argv)
     }
     read_sources(&p);
 
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    struct profile_json_opts jo = {
-        .version = SCRY_VERSION,
-        .program = program,
-        .entrypoint_dir = entry_dir,
-        .filename = program_path,
-        .args = (const char *const *)o.args,
-        .nargs = (size_t)o.nargs,
-        .start_time_perf = t0,
-        .cpu_percent_threshold = o.threshold,
-        .reduced = o.reduced,
-        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
-    };
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
     int werr = outfile_write(&out, json.buf ? json.buf : "", json.len);
@@ -714,6 +932,10 @@ int cmd_run(int argc, char **argv)
         if (!o.no_view)
             print_view(&json, o.outfile, o.threshold);
     }
+    /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
+    push_end(ps.ps);
+    if (ps.have_prev)
+        pdoc_free(&ps.prev);
     sb_release(&json);
     prof_free(&p);
     if (WIFSIGNALED(st))

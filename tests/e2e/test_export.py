@@ -58,14 +58,16 @@ UNITS = {"": 1, "B": 1, "ns": 1e-9}
 
 def pprof_top(path, index):
     """`go tool pprof -top` of one sample type: (total, {function: flat}, text); times in
-    seconds (printed in ns, so nothing is rounded away), bytes in bytes."""
+    seconds (printed in ns, so nothing is rounded away), bytes in bytes. path may be a list of
+    profiles: pprof merges them."""
     go = shutil.which("go")
     if not go:
         pytest.skip("Go is not installed: go tool pprof cannot read the export")
     unit = {"samples": [], "alloc_space": ["-unit=B"], "inuse_space": ["-unit=B"]}.get(
         index, ["-unit=ns"])
     cp = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=10000", "-nodefraction=0", "-edgefraction=0", *unit,
-                         f"-sample_index={index}", str(path)],
+                         f"-sample_index={index}",
+                         *[str(p) for p in (path if isinstance(path, list) else [path])]],
                         capture_output=True, text=True, timeout=300)
     assert cp.returncode == 0, cp.stderr
     m = re.search(r"of ([0-9.]+)(B|ns|) total", cp.stdout)

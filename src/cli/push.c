@@ -1,0 +1,450 @@
+/* The sender of `scry run --push` (see push.h). The launcher's main thread makes the profiles;
+ * this thread alone talks to the server. The queue is a ring of PUSH_QUEUE_SLOTS under one
+ * mutex: submitting never waits for the network (a full queue drops its oldest profile), and
+ * the sender holds the mutex only to take a profile. The request is Pyroscope's
+ * POST /ingest?name=SERVICE{TAGS}&from=&until=&format=pprof&spyName=scry&sampleRate= with a
+ * multipart body: the profile and the sample types' configuration (docs/export-formats.md). */
+#include "cli/push.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "common/error.h"
+#include "common/sanitize.h"
+
+/* Each of scry's sample types (render/pprof.c) as Pyroscope should add them up: the times are
+ * sums in nanoseconds shown as CPU-like "samples", allocated bytes a sum, kept bytes what the
+ * interval ends with (an average when intervals are merged). */
+static const char sample_type_config[] =
+    "{\"samples\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"samples\"},"
+    "\"python\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"python\","
+    "\"sampled\":true},"
+    "\"native\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"native\","
+    "\"sampled\":true},"
+    "\"system\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"system\","
+    "\"sampled\":true},"
+    "\"wall\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"wall\","
+    "\"sampled\":true},"
+    "\"cpu\":{\"units\":\"samples\",\"aggregation\":\"sum\",\"display-name\":\"cpu\","
+    "\"sampled\":true},"
+    "\"alloc_space\":{\"units\":\"bytes\",\"aggregation\":\"sum\","
+    "\"display-name\":\"alloc_space\"},"
+    "\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\","
+    "\"display-name\":\"inuse_space\"}}";
+
+struct push_item {
+    char *body;
+    size_t len;
+    long long from, until;
+};
+
+struct pusher {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;     /* work for the sender, or closing */
+    pthread_cond_t idle;   /* the sender finished a profile */
+    struct push_item q[PUSH_QUEUE_SLOTS];
+    size_t head, n;
+    bool closing, busy;
+    _Atomic bool abort; /* past the flush deadline: the transfer in flight stops */
+    unsigned long long made, sent, dropped;
+    char last_error[256];
+    char *ingest;  /* the /ingest URL without its query */
+    char *shown;   /* scheme://host[:port], for the report (no credentials, no path) */
+    char *name;    /* service{tags}, escaped for the query */
+    long sample_rate;
+    CURL *curl;
+    pthread_t thread;
+};
+
+static bool label_name_char(char c, bool first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           (!first && ((c >= '0' && c <= '9') || c == '.'));
+}
+
+bool push_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           strchr("_.:/@+-", c) != NULL;
+}
+
+int push_check_tag(const char *tag)
+{
+    const char *eq = strchr(tag, '=');
+    if (!eq || eq == tag || !eq[1] || strlen(tag) > 200)
+        return err_fail_hint(SCRY_E_USAGE, "give each tag as key=value, such as --tag env=prod",
+                             "--tag needs key=value, not '%s'", tag);
+    for (const char *c = tag; c < eq; c++)
+        if (!label_name_char(*c, c == tag))
+            return err_fail_hint(SCRY_E_USAGE,
+                                 "a key is a letter or '_', then letters, digits, '_' or '.'",
+                                 "--tag '%s': the key is not a label name", tag);
+    if (strncmp(tag, "__", 2) == 0 || (eq - tag == 12 && strncmp(tag, "service_name", 12) == 0))
+        return err_fail_hint(SCRY_E_USAGE, "name the service with --service-name",
+                             "--tag '%s': the key is reserved", tag);
+    for (const char *c = eq + 1; *c; c++)
+        if (!push_name_char(*c))
+            return err_fail_hint(SCRY_E_USAGE,
+                                 "a value has letters, digits and _ . : / @ + - only",
+                                 "--tag '%s': the value has a character a label cannot have", tag);
+    return 0;
+}
+
+int push_check_service(const char *name)
+{
+    size_t len = strlen(name);
+    bool ok = len > 0 && len <= 200;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = push_name_char(name[i]);
+    if (!ok)
+        return err_fail_hint(SCRY_E_USAGE,
+                             "a service name has letters, digits and _ . : / @ + - only",
+                             "--service-name needs a name such as my-app, not '%s'", name);
+    return 0;
+}
+
+/* Parses url into h; a usage error unless it is http(s)://host[:port][/path] with no query. */
+static int parse_url(CURLU *h, const char *url)
+{
+    char *scheme = NULL, *host = NULL, *query = NULL, *frag = NULL;
+    int err = 0;
+    if (!h)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host ||
+        (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
+        err = err_fail_hint(SCRY_E_USAGE,
+                            "give the server as http://host:port, such as "
+                            "http://localhost:4040",
+                            "--push needs the URL of a Pyroscope server, not '%s'", url);
+    else if (curl_url_get(h, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
+             curl_url_get(h, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK)
+        err = err_fail_hint(SCRY_E_USAGE, "scry adds the query itself (name, from, until...)",
+                            "--push takes the server's URL without a query or fragment, not "
+                            "'%s'",
+                            url);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(query);
+    curl_free(frag);
+    return err;
+}
+
+int push_check_url(const char *url)
+{
+    CURLU *h = curl_url();
+    int err = parse_url(h, url);
+    curl_url_cleanup(h);
+    return err;
+}
+
+/* The /ingest URL (the path given, with /ingest added unless it ends so; credentials kept, for
+ * a proxy in front of the server) and scheme://host[:port] for the report. */
+static int ingest_urls(struct pusher *ps, const char *url)
+{
+    CURLU *h = curl_url();
+    char *path = NULL, *full = NULL, *scheme = NULL, *host = NULL, *port = NULL;
+    struct strbuf p = STRBUF_INIT, s = STRBUF_INIT;
+    int err = parse_url(h, url);
+    if (err)
+        goto out;
+    if (curl_url_get(h, CURLUPART_PATH, &path, 0) == CURLUE_OK)
+        sb_adds(&p, path);
+    while (p.len && p.buf[p.len - 1] == '/')
+        p.buf[--p.len] = 0;
+    if (p.len < 7 || strcmp(p.buf + p.len - 7, "/ingest") != 0)
+        sb_adds(&p, "/ingest");
+    if (curl_url_get(h, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+        port = NULL;
+    if (curl_url_set(h, CURLUPART_PATH, sb_str(&p), 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_URL, &full, 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        goto out;
+    }
+    sb_addf(&s, "%s://%s%s%s", scheme, host, port ? ":" : "", port ? port : "");
+    ps->shown = strdup(sb_str(&s));
+    ps->ingest = strdup(full);
+    if (!ps->shown || !ps->ingest)
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+out:
+    sb_release(&p);
+    sb_release(&s);
+    curl_free(path);
+    curl_free(full);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+    return err;
+}
+
+static int abort_check(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const struct pusher *ps = arg;
+    return atomic_load(&ps->abort) ? 1 : 0;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p, (void)arg;
+    return size * n;
+}
+
+/* One POST; true when the server took it (2xx). */
+static bool post(struct pusher *ps, const struct push_item *it)
+{
+    char query[128];
+    snprintf(query, sizeof(query), "&from=%lld&until=%lld&format=pprof&spyName=scry&sampleRate=%ld",
+             it->from, it->until, ps->sample_rate);
+    struct strbuf url = STRBUF_INIT;
+    sb_addf(&url, "%s?name=%s%s", ps->ingest, ps->name, query);
+    CURL *c = ps->curl;
+    curl_easy_reset(c);
+    curl_mime *mime = curl_mime_init(c);
+    curl_mimepart *part = curl_mime_addpart(mime);
+    curl_mime_name(part, "profile");
+    curl_mime_filename(part, "profile.pprof");
+    curl_mime_type(part, "application/octet-stream");
+    curl_mime_data(part, it->body, it->len);
+    part = curl_mime_addpart(mime);
+    curl_mime_name(part, "sample_type_config");
+    curl_mime_filename(part, "sample_type_config.json");
+    curl_mime_type(part, "application/json");
+    curl_mime_data(part, sample_type_config, CURL_ZERO_TERMINATED);
+    curl_easy_setopt(c, CURLOPT_URL, sb_str(&url));
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)PUSH_CONNECT_MS);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)PUSH_REQUEST_MS);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "scry/" SCRY_VERSION);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_check);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, ps);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    bool ok = rc == CURLE_OK && status >= 200 && status < 300;
+    if (!ok) {
+        pthread_mutex_lock(&ps->mu);
+        if (rc == CURLE_ABORTED_BY_CALLBACK)
+            snprintf(ps->last_error, sizeof(ps->last_error),
+                     "no answer within %.0f s of the program's end", PUSH_FLUSH_SEC);
+        else if (rc != CURLE_OK)
+            snprintf(ps->last_error, sizeof(ps->last_error), "%s", curl_easy_strerror(rc));
+        else
+            snprintf(ps->last_error, sizeof(ps->last_error), "the server answered HTTP %ld",
+                     status);
+        pthread_mutex_unlock(&ps->mu);
+    }
+    curl_mime_free(mime);
+    sb_release(&url);
+    return ok;
+}
+
+static void deadline_in(struct timespec *ts, double sec)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double whole = floor(sec);
+    ts->tv_sec += (time_t)whole;
+    ts->tv_nsec += (long)((sec - whole) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *sender_main(void *arg)
+{
+    struct pusher *ps = arg;
+    pthread_mutex_lock(&ps->mu);
+    for (;;) {
+        while (ps->n == 0 && !ps->closing)
+            pthread_cond_wait(&ps->cv, &ps->mu);
+        if (ps->n == 0 || atomic_load(&ps->abort))
+            break;
+        struct push_item it = ps->q[ps->head];
+        ps->head = (ps->head + 1) % PUSH_QUEUE_SLOTS;
+        ps->n--;
+        ps->busy = true;
+        bool ok = false;
+        double backoff = 0.5;
+        for (int attempt = 0; attempt < PUSH_ATTEMPTS && !ok && !atomic_load(&ps->abort);
+             attempt++) {
+            if (attempt) {
+                /* Back-off: woken early only to give up (abort). */
+                struct timespec ts;
+                deadline_in(&ts, backoff);
+                backoff *= 2;
+                while (!atomic_load(&ps->abort) &&
+                       pthread_cond_timedwait(&ps->cv, &ps->mu, &ts) != ETIMEDOUT)
+                    ;
+                if (atomic_load(&ps->abort))
+                    break;
+            }
+            pthread_mutex_unlock(&ps->mu);
+            ok = post(ps, &it);
+            pthread_mutex_lock(&ps->mu);
+        }
+        if (ok)
+            ps->sent++;
+        else
+            ps->dropped++;
+        free(it.body);
+        ps->busy = false;
+        pthread_cond_broadcast(&ps->idle);
+    }
+    pthread_mutex_unlock(&ps->mu);
+    return NULL;
+}
+
+static void name_param(struct pusher *ps, const struct push_cfg *cfg, const char *service)
+{
+    struct strbuf s = STRBUF_INIT;
+    sb_adds(&s, service);
+    sb_addch(&s, '{');
+    for (size_t i = 0; i < cfg->ntags; i++) {
+        if (i)
+            sb_addch(&s, ',');
+        sb_adds(&s, cfg->tags[i]);
+    }
+    sb_addch(&s, '}');
+    ps->name = curl_easy_escape(ps->curl, sb_str(&s), (int)s.len);
+    sb_release(&s);
+}
+
+static void pusher_free(struct pusher *ps)
+{
+    for (size_t i = 0; i < ps->n; i++)
+        free(ps->q[(ps->head + i) % PUSH_QUEUE_SLOTS].body);
+    if (ps->curl)
+        curl_easy_cleanup(ps->curl);
+    curl_free(ps->name);
+    free(ps->ingest);
+    free(ps->shown);
+    pthread_mutex_destroy(&ps->mu);
+    pthread_cond_destroy(&ps->cv);
+    pthread_cond_destroy(&ps->idle);
+    free(ps);
+    curl_global_cleanup();
+}
+
+int push_start(struct pusher **out, const struct push_cfg *cfg, const char *service,
+               double rate_sec)
+{
+    *out = NULL;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return err_fail(SCRY_E_INTERNAL, "cannot initialize libcurl for --push");
+    struct pusher *ps = calloc(1, sizeof(*ps));
+    if (!ps) {
+        curl_global_cleanup();
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    pthread_mutex_init(&ps->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ps->cv, &ca);
+    pthread_cond_init(&ps->idle, &ca);
+    pthread_condattr_destroy(&ca);
+    ps->sample_rate = lround(1.0 / rate_sec);
+    if (ps->sample_rate < 1)
+        ps->sample_rate = 1;
+    int err = ingest_urls(ps, cfg->url);
+    if (!err && !(ps->curl = curl_easy_init()))
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (!err) {
+        name_param(ps, cfg, service);
+        if (!ps->name)
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    if (!err) {
+        /* The sender takes no signals: the launcher's handlers forward them to the program. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&ps->thread, NULL, sender_main, ps);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0)
+            err = err_fail(SCRY_E_INTERNAL, "cannot start the --push thread: %s", strerror(rc));
+    }
+    if (err) {
+        pusher_free(ps);
+        return err;
+    }
+    *out = ps;
+    return 0;
+}
+
+void push_submit(struct pusher *ps, struct strbuf *body, double from, double until)
+{
+    struct push_item it = {body->buf, body->len, (long long)floor(from), (long long)floor(until)};
+    if (it.until <= it.from)
+        it.until = it.from + 1;
+    *body = (struct strbuf)STRBUF_INIT;
+    pthread_mutex_lock(&ps->mu);
+    ps->made++;
+    if (ps->n == PUSH_QUEUE_SLOTS) {
+        /* Full: the server has been slow for a while; the newest interval is worth more. */
+        free(ps->q[ps->head].body);
+        ps->head = (ps->head + 1) % PUSH_QUEUE_SLOTS;
+        ps->n--;
+        ps->dropped++;
+    }
+    ps->q[(ps->head + ps->n) % PUSH_QUEUE_SLOTS] = it;
+    ps->n++;
+    pthread_cond_broadcast(&ps->cv);
+    pthread_mutex_unlock(&ps->mu);
+}
+
+void push_count_dropped(struct pusher *ps)
+{
+    pthread_mutex_lock(&ps->mu);
+    ps->made++;
+    ps->dropped++;
+    pthread_mutex_unlock(&ps->mu);
+}
+
+void push_end(struct pusher *ps)
+{
+    if (!ps)
+        return;
+    struct timespec deadline;
+    deadline_in(&deadline, PUSH_FLUSH_SEC);
+    pthread_mutex_lock(&ps->mu);
+    ps->closing = true;
+    pthread_cond_broadcast(&ps->cv);
+    while ((ps->n || ps->busy) &&
+           pthread_cond_timedwait(&ps->idle, &ps->mu, &deadline) != ETIMEDOUT)
+        ;
+    if (ps->n || ps->busy) {
+        atomic_store(&ps->abort, true);
+        pthread_cond_broadcast(&ps->cv);
+    }
+    pthread_mutex_unlock(&ps->mu);
+    pthread_join(ps->thread, NULL);
+    ps->dropped += ps->n; /* never tried: the flush's time was up */
+    unsigned long long sent = ps->sent, dropped = ps->dropped;
+    if (dropped)
+        fprintf(stderr, "scry: push: %llu of %llu profiles sent to %s, %llu dropped (%s)\n", sent,
+                ps->made, san_str(ps->shown), dropped,
+                san_str(ps->last_error[0] ? ps->last_error : "not sent in time"));
+    else
+        fprintf(stderr, "scry: push: %llu of %llu profiles sent to %s, 0 dropped\n", sent,
+                ps->made, san_str(ps->shown));
+    pusher_free(ps);
+}

@@ -1,0 +1,51 @@
+/* `scry run --push URL`: continuous profiling into a Pyroscope server (docs/export-formats.md).
+ * The launcher hands each interval's pprof profile to a sender thread through a bounded queue;
+ * the thread posts it to the server's /ingest with libcurl, retrying with back-off, and drops
+ * what it cannot send (counted), so that a server that is down or slow never holds up the
+ * program or scry. */
+#ifndef SCRY_CLI_PUSH_H
+#define SCRY_CLI_PUSH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/strbuf.h"
+
+#define PUSH_QUEUE_SLOTS 8     /* profiles waiting to be sent; the oldest is dropped beyond */
+#define PUSH_ATTEMPTS 4        /* tries per profile (back-off 0.5 s, 1 s, 2 s between them) */
+#define PUSH_CONNECT_MS 2000   /* connecting to the server */
+#define PUSH_REQUEST_MS 10000  /* one whole request */
+#define PUSH_FLUSH_SEC 3.0     /* after the program ended: the longest scry waits for sends */
+
+struct push_cfg {
+    const char *url;      /* the server: http(s)://host[:port][/prefix] */
+    double interval_sec;  /* --push-interval */
+    const char *service;  /* --service-name (NULL: the program's name) */
+    const char **tags;    /* --tag k=v, checked */
+    size_t ntags;
+};
+
+/* Usage errors (-SCRY_E_USAGE, recorded) for a URL that is not http(s)://host..., a tag that is
+ * not key=value with a label name as key, and a service name with characters Pyroscope's
+ * application names cannot have. */
+int push_check_url(const char *url);
+int push_check_tag(const char *tag);
+int push_check_service(const char *name);
+/* A character of a service name or a tag's value: letters, digits and _ . : / @ + -. */
+bool push_name_char(char c);
+
+struct pusher;
+/* Starts the sender thread. service is the application name to use; rate_sec the CPU sampling
+ * interval (sampleRate). */
+int push_start(struct pusher **out, const struct push_cfg *cfg, const char *service,
+               double rate_sec);
+/* Queues one interval's gzipped pprof (taken: body is reset), covering [from, until) in Unix
+ * seconds; never blocks on the network. */
+void push_submit(struct pusher *ps, struct strbuf *body, double from, double until);
+/* Counts an interval that could not be made into a profile as dropped. */
+void push_count_dropped(struct pusher *ps);
+/* Waits at most PUSH_FLUSH_SEC for what is queued, stops the thread, prints the one-line
+ * report on stderr, frees everything. */
+void push_end(struct pusher *ps);
+
+#endif
