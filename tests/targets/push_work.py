@@ -1,23 +1,32 @@
 """Work for `scry run --push` (tests/e2e/test_push.py).
 
-push_work.py SECONDS STATUS: for SECONDS of wall time, rounds of push_hot_loop (pure Python, on
-the CPU) then push_rest (a 2 ms sleep); prints the time the program itself measured in each and
-exits with STATUS.
-push_work.py --rounds N STATUS: N rounds of push_hot_loop alone (fixed work), then the same.
+push_work.py SECONDS STATUS: for SECONDS of wall time, rounds of push_hot_loop (pure Python on
+the CPU for 80 ms) then push_rest (a 40 ms sleep): phases long beside the sampling interval, so
+that the profile's split can be checked against the time the program measured in each, which it
+prints; then exits with STATUS.
+push_work.py --rounds N STATUS: N calls of push_count (fixed work), then the same.
 """
 import sys
 import time
 
 
-def push_hot_loop():
+def push_hot_loop(until):
     x = 0
-    for i in range(20000):
-        x += i * i % 7
+    while time.perf_counter() < until:
+        for i in range(2000):
+            x += i * i % 7
     return x
 
 
 def push_rest():
-    time.sleep(0.002)
+    time.sleep(0.04)
+
+
+def push_count():
+    x = 0
+    for i in range(20000):
+        x += i * i % 7
+    return x
 
 
 def main():
@@ -25,15 +34,16 @@ def main():
     start = time.perf_counter()
     if sys.argv[1] == "--rounds":
         for _ in range(int(sys.argv[2])):
-            push_hot_loop()
+            push_count()
         hot = time.perf_counter() - start
     else:
-        until = start + float(sys.argv[1])
-        while time.perf_counter() < until:
+        end = start + float(sys.argv[1])
+        while time.perf_counter() < end:
             t = time.perf_counter()
-            push_hot_loop()
+            push_hot_loop(min(t + 0.08, end))
             u = time.perf_counter()
-            push_rest()
+            if u < end:
+                push_rest()
             hot += u - t
             rest += time.perf_counter() - u
     elapsed = time.perf_counter() - start

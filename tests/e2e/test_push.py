@@ -1,0 +1,293 @@
+"""`scry run --push URL`: continuous profiling into a Pyroscope server (docs/export-formats.md).
+
+A fake ingest server (http.server, in the test) records each request: its URL parameters, the
+multipart body (the gzipped pprof profile and the sample types' configuration), and `go tool
+pprof` reads every pushed profile. The pushes are deltas: merged, they must equal the whole
+run's profile exactly, and the hot function's share must be what the program measured itself.
+A server that refuses connections, or accepts them and never answers, must not slow the
+program, change its output or its exit status. A real Pyroscope server is used when one is
+installed (`pyroscope` on PATH or $SCRY_PYROSCOPE); it cannot be built here (see the skip).
+"""
+
+import email.parser
+import email.policy
+import gzip
+import http.server
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import load_profile, run_profiled, run_scry
+from test_export import pprof_top
+
+REPORT = re.compile(r"^scry: push: (\d+) of (\d+) profiles sent to (\S+), (\d+) dropped")
+FLUSH_SEC = 3.0  # PUSH_FLUSH_SEC in src/cli/push.h
+
+
+class FakeIngest:
+    """A Pyroscope /ingest stand-in on 127.0.0.1: records every request, answers 200."""
+
+    def __init__(self):
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(n)
+                url = urllib.parse.urlsplit(self.path)
+                outer.requests.append({
+                    "path": url.path,
+                    "query": dict(urllib.parse.parse_qsl(url.query, strict_parsing=True)),
+                    "content_type": self.headers.get("Content-Type", ""),
+                    "body": body,
+                    "at": time.time(),
+                })
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_ingest():
+    srv = FakeIngest()
+    yield srv
+    srv.close()
+
+
+def multipart_fields(content_type, body):
+    """{field name: bytes} of a multipart/form-data body."""
+    assert content_type.startswith("multipart/form-data"), content_type
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    assert msg.is_multipart()
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in msg.iter_parts()}
+
+
+def measured(stdout):
+    m = re.search(rb"elapsed ([0-9.]+) hot ([0-9.]+) rest ([0-9.]+)", stdout)
+    assert m, stdout
+    return tuple(float(x) for x in m.groups())
+
+
+def push_report(ran):
+    reports = [REPORT.match(line) for line in ran.scry_lines]
+    reports = [m for m in reports if m]
+    assert len(reports) == 1, ran.describe()
+    sent, made, where, dropped = reports[0].groups()
+    return int(sent), int(made), where, int(dropped)
+
+
+def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
+    out = tmp_path / "p.json"
+    seconds, interval = 3.6, 1.0
+    before = time.time()
+    ran = run_profiled(python_exe, "push_work.py", args=[str(seconds), "7"], outfile=out,
+                       options=["--push", f"http://127.0.0.1:{fake_ingest.port}/",
+                                "--push-interval", str(interval), "--service-name", "svc-1",
+                                "--tag", "env=test", "--tag", "zone=a.b"])
+    after = time.time()
+    assert ran.returncode == 7, ran.describe()
+    elapsed, hot, rest = measured(ran.stdout)
+    reqs = fake_ingest.requests
+    sent, made, where, dropped = push_report(ran)
+    assert (sent, made, dropped) == (len(reqs), len(reqs), 0), ran.describe()
+    assert where == f"http://127.0.0.1:{fake_ingest.port}"
+    # One push per interval the program ran (each a quarter of the interval late, so the one
+    # due just before the end may fall after it), and the last one at the end.
+    periodic = int(elapsed // interval)
+    assert periodic + 0 <= len(reqs) <= periodic + 2, [r["query"] for r in reqs]
+    assert len(reqs) >= 3
+
+    prev_until = None
+    paths = []
+    for i, r in enumerate(reqs):
+        q = r["query"]
+        assert r["path"] == "/ingest", r["path"]
+        assert q["name"] == "svc-1{env=test,zone=a.b}", q
+        assert (q["format"], q["spyName"], q["sampleRate"]) == ("pprof", "scry", "100"), q
+        frm, until = int(q["from"]), int(q["until"])
+        assert before - 1 <= frm < until <= after + 1, (q, before, after)
+        if prev_until is not None:
+            assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
+        prev_until = until
+        fields = multipart_fields(r["content_type"], r["body"])
+        assert set(fields) == {"profile", "sample_type_config"}, fields.keys()
+        config = __import__("json").loads(fields["sample_type_config"])
+        assert {"samples", "python", "native", "system", "wall"} <= set(config), config
+        assert fields["profile"][:2] == b"\x1f\x8b", "the profile is not gzipped"
+        gzip.decompress(fields["profile"])
+        path = tmp_path / f"push-{i}.pb.gz"
+        path.write_bytes(fields["profile"])
+        paths.append(path)
+        # Every interval's own profile names the hot function first (the last one may be
+        # short: only when it has samples enough to say).
+        total, rows, text = pprof_top(path, "samples")
+        if total >= 20:
+            _, wall, text = pprof_top(path, "wall")
+            assert max(wall, key=wall.get) == "push_hot_loop", text
+
+    # Deltas: merged, the pushes are the whole run's profile, to the sample.
+    final = tmp_path / "final.pb.gz"
+    cp = run_scry(["view", "--format", "pprof", "-o", final, out])
+    assert cp.returncode == 0, cp.stderr
+    for index, tol in (("samples", 0), ("wall", 1e-6 * len(paths)), ("python", 1e-6 * len(paths))):
+        total_p, rows_p, text_p = pprof_top(paths, index)
+        total_f, rows_f, text_f = pprof_top(final, index)
+        assert abs(total_p - total_f) <= tol, (index, text_p, text_f)
+        for name, v in rows_f.items():
+            assert abs(rows_p.get(name, 0) - v) <= tol + 1e-9, (index, name, text_p, text_f)
+
+    # The split is the program's own: its hot loop's share of the wall time, measured by it.
+    total_w, wall, text = pprof_top(paths, "wall")
+    share, truth = wall.get("push_hot_loop", 0) / total_w, hot / elapsed
+    assert abs(share - truth) <= 0.10, (share, truth, text)
+    load_profile(ran)
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("server", ["refused", "silent"])
+def test_push_server_down(scry, pythons, tmp_path, server):
+    """The program's own run time, output and exit status do not change; scry ends at most
+    FLUSH_SEC after it, and says how many profiles it dropped."""
+    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python installed")
+    silent = None
+    if server == "silent":
+        # Accepts connections (the kernel's backlog) and never reads or answers.
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        port = silent.getsockname()[1]
+    else:
+        port = closed_port()
+    try:
+        rounds = ["--rounds", "1000", "5"]
+        base = run_profiled(python, "push_work.py", args=rounds, outfile=tmp_path / "base.json")
+        assert base.returncode == 5, base.describe()
+        t = time.monotonic()
+        ran = run_profiled(python, "push_work.py", args=rounds, outfile=tmp_path / "p.json",
+                           options=["--push", f"http://127.0.0.1:{port}",
+                                    "--push-interval", "0.25"])
+        wall = time.monotonic() - t
+    finally:
+        if silent:
+            silent.close()
+    assert ran.returncode == 5, ran.describe()
+    assert ran.stderr == base.stderr, ran.describe()
+    base_elapsed, ran_elapsed = measured(base.stdout)[0], measured(ran.stdout)[0]
+    assert ran_elapsed <= base_elapsed * 1.5 + 0.3, (base_elapsed, ran_elapsed)
+    assert wall <= ran_elapsed + FLUSH_SEC + 3.0, (wall, ran_elapsed)
+    sent, made, where, dropped = push_report(ran)
+    assert sent == 0 and dropped == made and made >= 2, ran.describe()
+    profile = load_profile(ran)
+    assert "push_count" in str(profile["files"]), "the run's own profile lost its content"
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--push", "ftp://127.0.0.1:4040"], "--push needs the URL of a Pyroscope server"),
+    (["--push", "localhost"], "--push needs the URL of a Pyroscope server"),
+    (["--push", "http://"], "--push needs the URL of a Pyroscope server"),
+    (["--push", "http://127.0.0.1:4040/?a=b"], "without a query"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "novalue"], "--tag needs key=value"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "=x"], "--tag needs key=value"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "1a=b"], "not a label name"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "a=b c"], "a label cannot have"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "a=b}"], "a label cannot have"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "__name__=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "service_name=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
+    (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
+    (["--tag", "a=b"], "go with --push"),
+    (["--push-interval", "5"], "go with --push"),
+])
+def test_push_usage_errors(scry, tmp_path, options, message):
+    out = tmp_path / "p.json"
+    cp = run_scry(["run", "-o", out, *options, tmp_path / "never.py"])
+    assert cp.returncode == 2, cp.stderr
+    assert message in cp.stderr and "[usage]" in cp.stderr, cp.stderr
+    assert not out.exists()
+
+
+def test_push_real_pyroscope(scry, pythons, tmp_path):
+    """A real server receives the pushes and answers a query with the hot function."""
+    server = os.environ.get("SCRY_PYROSCOPE") or shutil.which("pyroscope")
+    if not server:
+        pytest.skip("no Pyroscope server here: `go install github.com/grafana/pyroscope/cmd/"
+                    "pyroscope` cannot build it on this machine (the module proxy it reaches "
+                    "refuses github.com/grafana/pyroscope: 403, not served); set "
+                    "$SCRY_PYROSCOPE to a pyroscope binary to run this test")
+    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python installed")
+    port = closed_port()
+    proc = subprocess.Popen([server, f"-server.http-listen-port={port}",
+                             f"-storage.filesystem.dir={tmp_path / 'data'}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, "pyroscope did not start"
+            time.sleep(0.5)
+        start = int(time.time()) - 5
+        ran = run_profiled(python, "push_work.py", args=["3", "0"], outfile=tmp_path / "p.json",
+                           options=["--push", base, "--push-interval", "1",
+                                    "--service-name", "scry-e2e"])
+        assert ran.returncode == 0, ran.describe()
+        sent, made, _, dropped = push_report(ran)
+        assert sent == made and dropped == 0, ran.describe()
+        query = urllib.parse.urlencode({"query": "scry-e2e.wall{}", "from": start,
+                                        "until": int(time.time()) + 5, "format": "json"})
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"{base}/pyroscope/render?{query}", timeout=10) as r:
+                doc = __import__("json").loads(r.read())
+            names = doc.get("flamebearer", {}).get("names", [])
+            if "push_hot_loop" in " ".join(names) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert any("push_hot_loop" in n for n in names), doc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
