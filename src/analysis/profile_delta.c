@@ -71,6 +71,16 @@ static double less(double a, double b)
     return a > b ? a - b : 0;
 }
 
+/* The time kinds and samples of an entry or a stack, less an earlier one's. */
+static void less_times(double *py, double *nat, double *sys, double *samples, double opy,
+                       double onat, double osys, double osamples)
+{
+    *py = less(*py, opy);
+    *nat = less(*nat, onat);
+    *sys = less(*sys, osys);
+    *samples = less(*samples, osamples);
+}
+
 int pdoc_subtract(struct pdoc *cur, const struct pdoc *prev)
 {
     struct hashmap lines = HASHMAP_INIT, stacks = HASHMAP_INIT;
@@ -96,10 +106,8 @@ int pdoc_subtract(struct pdoc *cur, const struct pdoc *prev)
                 o = &prev->lines[j];
         if (!o)
             continue;
-        e->python_sec = less(e->python_sec, o->python_sec);
-        e->native_sec = less(e->native_sec, o->native_sec);
-        e->sys_sec = less(e->sys_sec, o->sys_sec);
-        e->samples = less(e->samples, o->samples);
+        less_times(&e->python_sec, &e->native_sec, &e->sys_sec, &e->samples, o->python_sec,
+                   o->native_sec, o->sys_sec, o->samples);
         e->malloc_bytes = less(e->malloc_bytes, o->malloc_bytes);
     }
     for (size_t i = 0; i < cur->nstacks; i++) {
@@ -113,10 +121,8 @@ int pdoc_subtract(struct pdoc *cur, const struct pdoc *prev)
                 o = &prev->stacks[j];
         if (!o)
             continue;
-        s->python_sec = less(s->python_sec, o->python_sec);
-        s->native_sec = less(s->native_sec, o->native_sec);
-        s->sys_sec = less(s->sys_sec, o->sys_sec);
-        s->samples = less(s->samples, o->samples);
+        less_times(&s->python_sec, &s->native_sec, &s->sys_sec, &s->samples, o->python_sec,
+                   o->native_sec, o->sys_sec, o->samples);
     }
     cur->n_samples = less(cur->n_samples, prev->n_samples);
     cur->sampled_sec = less(cur->sampled_sec, prev->sampled_sec);
