@@ -887,7 +887,7 @@ static int run(struct run_opts o)
         remove_part_dir(part_dir);
         prof_free(&p);
         outfile_abort(&out);
-        push_end(ps.ps);
+        push_end(ps.ps, false);
         return cli_report_error(false);
     }
     ps.child = pid;
@@ -933,7 +933,7 @@ static int run(struct run_opts o)
             print_view(&json, o.outfile, o.threshold);
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
-    push_end(ps.ps);
+    push_end(ps.ps, true);
     if (ps.have_prev)
         pdoc_free(&ps.prev);
     sb_release(&json);

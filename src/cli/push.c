@@ -419,7 +419,7 @@ void push_count_dropped(struct pusher *ps)
     pthread_mutex_unlock(&ps->mu);
 }
 
-void push_end(struct pusher *ps)
+void push_end(struct pusher *ps, bool report)
 {
     if (!ps)
         return;
@@ -439,11 +439,11 @@ void push_end(struct pusher *ps)
     pthread_join(ps->thread, NULL);
     ps->dropped += ps->n; /* never tried: the flush's time was up */
     unsigned long long sent = ps->sent, dropped = ps->dropped;
-    if (dropped)
+    if (report && dropped)
         fprintf(stderr, "scry: push: %llu of %llu profiles sent to %s, %llu dropped (%s)\n", sent,
                 ps->made, san_str(ps->shown), dropped,
                 san_str(ps->last_error[0] ? ps->last_error : "not sent in time"));
-    else
+    else if (report)
         fprintf(stderr, "scry: push: %llu of %llu profiles sent to %s, 0 dropped\n", sent,
                 ps->made, san_str(ps->shown));
     pusher_free(ps);

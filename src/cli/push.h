@@ -45,7 +45,8 @@ void push_submit(struct pusher *ps, struct strbuf *body, double from, double unt
 /* Counts an interval that could not be made into a profile as dropped. */
 void push_count_dropped(struct pusher *ps);
 /* Waits at most PUSH_FLUSH_SEC for what is queued, stops the thread, prints the one-line
- * report on stderr, frees everything. */
-void push_end(struct pusher *ps);
+ * report on stderr (when report is set: not when the program could not even start), frees
+ * everything. NULL does nothing. */
+void push_end(struct pusher *ps, bool report);
 
 #endif
