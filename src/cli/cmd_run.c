@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -417,7 +417,9 @@ static int cmp_name(const void *a, const void *b)
 }
 
 /* The parts in dir; with snapshots, also the snapshots (snap-PID.json) of the processes that
- * have no part yet: the statistics of every process so far (--push). */
+ * have no part yet: the statistics of every process so far (--push). That is done while the
+ * program runs, and shares its stderr: a part that cannot be read is then skipped silently (it
+ * is reported at the end). */
 static void read_parts(struct profile *p, const char *dir, pid_t child, bool snapshots)
 {
     DIR *d = opendir(dir);
@@ -481,12 +483,13 @@ static void read_parts(struct profile *p, const char *dir, pid_t child, bool sna
              * with "}\n", and writes the file, created empty at the start, only once. */
             if (names[i][0] == '.' && (len < 2 || memcmp(data + len - 2, "}\n", 2) != 0))
                 ; /* still being written, or never: not a part */
-            else if (prof_add_part_text(p, data, len, names[i], child) != 0)
-                fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
-            else if (have)
+            else if (prof_add_part_text(p, data, len, names[i], child) != 0) {
+                if (!snapshots)
+                    fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
+            } else if (have)
                 have[nhave++] = pid;
             free(data);
-        } else {
+        } else if (!snapshots) {
             fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
         }
         free(names[i]);
@@ -687,8 +690,7 @@ static void push_window(struct push_state *st)
     if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
         pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
         (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
-        fprintf(stderr, "scry: warning: --push: %s\n", san_str(err_last_message()));
-        push_count_dropped(st->ps);
+        push_count_dropped(st->ps, err_last_message());
         pdoc_free(&cum);
         goto out;
     }
@@ -699,12 +701,10 @@ static void push_window(struct push_state *st)
     d.start_time_absolute = from;
     d.elapsed_sec = until - from;
     struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0) {
-        fprintf(stderr, "scry: warning: --push: %s\n", san_str(err_last_message()));
-        push_count_dropped(st->ps);
-    } else {
+    if (pprof_write(&d, &po, &body) != 0)
+        push_count_dropped(st->ps, err_last_message());
+    else
         push_submit(st->ps, &body, from, until);
-    }
     if (st->have_prev)
         pdoc_free(&st->prev);
     st->prev = cum;
@@ -792,7 +792,6 @@ int cmd_run(int argc, char **argv)
 
 static int run(struct run_opts o)
 {
-
     char agent[PATH_MAX], program_path[PATH_MAX], program[PATH_MAX], entry_dir[PATH_MAX];
     program[0] = entry_dir[0] = 0;
     if (o.prog) {

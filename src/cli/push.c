@@ -411,11 +411,12 @@ void push_submit(struct pusher *ps, struct strbuf *body, double from, double unt
     pthread_mutex_unlock(&ps->mu);
 }
 
-void push_count_dropped(struct pusher *ps)
+void push_count_dropped(struct pusher *ps, const char *why)
 {
     pthread_mutex_lock(&ps->mu);
     ps->made++;
     ps->dropped++;
+    snprintf(ps->last_error, sizeof(ps->last_error), "%s", why ? why : "");
     pthread_mutex_unlock(&ps->mu);
 }
 

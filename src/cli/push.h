@@ -42,8 +42,8 @@ int push_start(struct pusher **out, const struct push_cfg *cfg, const char *serv
 /* Queues one interval's gzipped pprof (taken: body is reset), covering [from, until) in Unix
  * seconds; never blocks on the network. */
 void push_submit(struct pusher *ps, struct strbuf *body, double from, double until);
-/* Counts an interval that could not be made into a profile as dropped. */
-void push_count_dropped(struct pusher *ps);
+/* Counts an interval that could not be made into a profile as dropped (why: for the report). */
+void push_count_dropped(struct pusher *ps, const char *why);
 /* Waits at most PUSH_FLUSH_SEC for what is queued, stops the thread, prints the one-line
  * report on stderr (when report is set: not when the program could not even start), frees
  * everything. NULL does nothing. */
