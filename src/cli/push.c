@@ -203,8 +203,11 @@ static size_t discard(char *p, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* One POST; true when the server took it (2xx). */
-static bool post(struct pusher *ps, const struct push_item *it)
+enum post_result { POST_SENT, POST_RETRY, POST_REFUSED };
+
+/* One POST: sent (2xx), worth another try (no connection, no answer, 408, 429, 5xx), or refused
+ * (any other answer: the same request would be refused again). */
+static enum post_result post(struct pusher *ps, const struct push_item *it)
 {
     char query[128];
     snprintf(query, sizeof(query), "&from=%lld&until=%lld&format=pprof&spyName=scry&sampleRate=%ld",
@@ -238,8 +241,12 @@ static bool post(struct pusher *ps, const struct push_item *it)
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    bool ok = rc == CURLE_OK && status >= 200 && status < 300;
-    if (!ok) {
+    enum post_result res = POST_SENT;
+    if (rc != CURLE_OK || status == 408 || status == 429 || status >= 500)
+        res = POST_RETRY;
+    else if (status < 200 || status >= 300)
+        res = POST_REFUSED;
+    if (res != POST_SENT) {
         pthread_mutex_lock(&ps->mu);
         if (rc == CURLE_ABORTED_BY_CALLBACK)
             snprintf(ps->last_error, sizeof(ps->last_error),
@@ -253,7 +260,7 @@ static bool post(struct pusher *ps, const struct push_item *it)
     }
     curl_mime_free(mime);
     sb_release(&url);
-    return ok;
+    return res;
 }
 
 static void deadline_in(struct timespec *ts, double sec)
@@ -281,9 +288,10 @@ static void *sender_main(void *arg)
         ps->head = (ps->head + 1) % PUSH_QUEUE_SLOTS;
         ps->n--;
         ps->busy = true;
-        bool ok = false;
+        enum post_result res = POST_RETRY;
         double backoff = 0.5;
-        for (int attempt = 0; attempt < PUSH_ATTEMPTS && !ok && !atomic_load(&ps->abort);
+        for (int attempt = 0;
+             attempt < PUSH_ATTEMPTS && res == POST_RETRY && !atomic_load(&ps->abort);
              attempt++) {
             if (attempt) {
                 /* Back-off: woken early only to give up (abort). */
@@ -297,10 +305,10 @@ static void *sender_main(void *arg)
                     break;
             }
             pthread_mutex_unlock(&ps->mu);
-            ok = post(ps, &it);
+            res = post(ps, &it);
             pthread_mutex_lock(&ps->mu);
         }
-        if (ok)
+        if (res == POST_SENT)
             ps->sent++;
         else
             ps->dropped++;

@@ -12,7 +12,8 @@
 #include "common/strbuf.h"
 
 #define PUSH_QUEUE_SLOTS 8     /* profiles waiting to be sent; the oldest is dropped beyond */
-#define PUSH_ATTEMPTS 4        /* tries per profile (back-off 0.5 s, 1 s, 2 s between them) */
+#define PUSH_ATTEMPTS 4        /* tries per profile (back-off 0.5 s, 1 s, 2 s between them) while
+                                * the server cannot be reached or answers 408, 429 or 5xx */
 #define PUSH_CONNECT_MS 2000   /* connecting to the server */
 #define PUSH_REQUEST_MS 10000  /* one whole request */
 #define PUSH_FLUSH_SEC 3.0     /* after the program ended: the longest scry waits for sends */

@@ -13,6 +13,7 @@ import email.parser
 import email.policy
 import gzip
 import http.server
+import json
 import os
 import re
 import shutil
@@ -33,10 +34,12 @@ FLUSH_SEC = 3.0  # PUSH_FLUSH_SEC in src/cli/push.h
 
 
 class FakeIngest:
-    """A Pyroscope /ingest stand-in on 127.0.0.1: records every request, answers 200."""
+    """A Pyroscope /ingest stand-in on 127.0.0.1: records every request, answers the statuses
+    of `answers` in turn, then 200."""
 
-    def __init__(self):
+    def __init__(self, answers=()):
         self.requests = []
+        self.answers = list(answers)
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -51,7 +54,7 @@ class FakeIngest:
                     "body": body,
                     "at": time.time(),
                 })
-                self.send_response(200)
+                self.send_response(outer.answers.pop(0) if outer.answers else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -134,7 +137,7 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         prev_until = until
         fields = multipart_fields(r["content_type"], r["body"])
         assert set(fields) == {"profile", "sample_type_config"}, fields.keys()
-        config = __import__("json").loads(fields["sample_type_config"])
+        config = json.loads(fields["sample_type_config"])
         assert {"samples", "python", "native", "system", "wall"} <= set(config), config
         assert fields["profile"][:2] == b"\x1f\x8b", "the profile is not gzipped"
         gzip.decompress(fields["profile"])
@@ -164,6 +167,32 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
     share, truth = wall.get("push_hot_loop", 0) / total_w, hot / elapsed
     assert abs(share - truth) <= 0.10, (share, truth, text)
     load_profile(ran)
+
+
+def test_push_retries(scry, pythons, tmp_path):
+    """503 is tried again (after a back-off) and then sent; 400 is dropped at once."""
+    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python installed")
+    srv = FakeIngest(answers=[503, 200, 400])
+    try:
+        ran = run_profiled(python, "push_work.py", args=["2", "0"], outfile=tmp_path / "p.json",
+                           options=["--push", f"http://127.0.0.1:{srv.port}",
+                                    "--push-interval", "0.5"])
+    finally:
+        srv.close()
+    assert ran.returncode == 0, ran.describe()
+    sent, made, _, dropped = push_report(ran)
+    assert made >= 3 and dropped == 1 and sent == made - 1, ran.describe()
+    assert "the server answered HTTP 400" in ran.scry_lines[-1], ran.scry_lines
+    # One request per profile, and one more for the retried one.
+    assert len(srv.requests) == made + 1, (made, len(srv.requests))
+    # The retry is the same profile: the same interval, the same bytes.
+    assert srv.requests[0]["query"] == srv.requests[1]["query"]
+    assert (multipart_fields(srv.requests[0]["content_type"], srv.requests[0]["body"])["profile"]
+            == multipart_fields(srv.requests[1]["content_type"],
+                                srv.requests[1]["body"])["profile"])
+    assert srv.requests[1]["at"] - srv.requests[0]["at"] >= 0.45, "no back-off before the retry"
 
 
 def closed_port():
@@ -251,8 +280,8 @@ def test_push_real_pyroscope(scry, pythons, tmp_path):
     if not python:
         pytest.skip("no supported Python installed")
     port = closed_port()
-    proc = subprocess.Popen([server, f"-server.http-listen-port={port}",
-                             f"-storage.filesystem.dir={tmp_path / 'data'}"],
+    # Its data goes to ./data (the default local storage), in the test's directory.
+    proc = subprocess.Popen([server, f"-server.http-listen-port={port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -278,7 +307,7 @@ def test_push_real_pyroscope(scry, pythons, tmp_path):
         deadline = time.monotonic() + 30
         while True:
             with urllib.request.urlopen(f"{base}/pyroscope/render?{query}", timeout=10) as r:
-                doc = __import__("json").loads(r.read())
+                doc = json.loads(r.read())
             names = doc.get("flamebearer", {}).get("names", [])
             if "push_hot_loop" in " ".join(names) or time.monotonic() > deadline:
                 break
