@@ -21,6 +21,7 @@
 #include "analysis/profile.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
@@ -382,13 +383,8 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
                    strcmp(e->d_name + len - 9, ".json.tmp") == 0;
         if (!part && !tmp)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof(*names));
-            if (!nn)
-                break;
-            names = nn;
-        }
+        if (grow_array(&names, &cap, n + 1, sizeof(*names)))
+            break;
         if (!(names[n] = strdup(e->d_name)))
             break;
         n++;
