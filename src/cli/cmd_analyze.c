@@ -15,7 +15,7 @@
 #include "common/sanitize.h"
 #include "render/json_writer.h"
 
-static const char analyze_usage[] =
+const char cmd_analyze_usage[] =
     "usage: scry analyze [--top N] [--json] app.heap\n"
     "\n"
     "Computes the dominator tree of a heap snapshot (scry dump) and prints the objects that\n"
@@ -148,11 +148,11 @@ int cmd_analyze(int argc, char **argv)
 {
     bool json;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, analyze_usage, &limit, &json);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json);
     if (parsed >= 0)
         return parsed;
     if (argc - optind != 1)
-        return cli_usage_error(json, "give one snapshot file (scry analyze app.heap)");
+        return cli_usage("give one snapshot file (scry analyze app.heap)");
     const char *path = argv[optind];
 
     struct snap s;
@@ -178,8 +178,7 @@ int cmd_analyze(int argc, char **argv)
         render_json(&a, path, top, ntop, types, ntypes, (size_t)limit, &out);
     else
         render_text(&a, top, ntop, types, ntypes, (size_t)limit, &out);
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    cli_print(&out);
 out:
     sb_release(&out);
     free(types);

@@ -16,7 +16,7 @@
 #include "common/sanitize.h"
 #include "render/json_writer.h"
 
-static const char diff_usage[] =
+const char cmd_diff_usage[] =
     "usage: scry diff [--top N] [--json] before.heap after.heap\n"
     "\n"
     "Compares two heap snapshots (scry dump) of a process: the retaining sites whose retained\n"
@@ -229,11 +229,11 @@ int cmd_diff(int argc, char **argv)
 {
     bool json;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, diff_usage, &limit, &json);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json);
     if (parsed >= 0)
         return parsed;
     if (argc - optind != 2)
-        return cli_usage_error(json, "give two snapshot files (scry diff before.heap after.heap)");
+        return cli_usage("give two snapshot files (scry diff before.heap after.heap)");
 
     struct side b, a;
     struct heap_diff d;
@@ -261,8 +261,7 @@ int cmd_diff(int argc, char **argv)
         render_json(&b, &a, &d, (size_t)limit, &out);
     else
         render_text(&b, &a, &d, (size_t)limit, &out);
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    cli_print(&out);
 out:
     sb_release(&out);
     hd_free(&d);

@@ -19,7 +19,7 @@
 #define MAX_HOPS 512
 #define MAX_LISTED 20
 
-static const char query_usage[] =
+const char cmd_query_usage[] =
     "usage: scry query app.heap --type T [--json]\n"
     "       scry query app.heap --retaining-path ADDR [--json]\n"
     "       scry query app.heap --locate NAME [--json]\n"
@@ -139,9 +139,9 @@ static int query_path(const struct heap_analysis *a, const char *arg, bool json,
     char *end;
     uint64_t addr = strtoull(arg, &end, 0);
     if (*end || end == arg)
-        return err_fail(SCRY_E_USAGE, "--retaining-path needs an address like 0x7f3a2c41b0d0, "
-                                      "not '%s'",
-                        arg);
+        return cli_usage("--retaining-path needs an address like 0x7f3a2c41b0d0, "
+                         "not '%s'",
+                         arg);
     uint32_t v = snap_find(s, addr);
     if (v == SNAP_NONE)
         return err_fail(SCRY_E_NOT_FOUND, "no object at 0x%" PRIx64 " in the snapshot", addr);
@@ -371,7 +371,7 @@ int cmd_query(int argc, char **argv)
         case Q_PATH:
         case Q_LOCATE:
             if (mode)
-                return cli_usage_error(json, "give one of --type, --retaining-path, --locate");
+                return cli_usage("give one of --type, --retaining-path, --locate");
             mode = c;
             arg = optarg;
             break;
@@ -379,17 +379,16 @@ int cmd_query(int argc, char **argv)
             json = true;
             break;
         case 'h':
-            fputs(query_usage, stdout);
-            return CLI_EXIT_OK;
+            return cli_help();
         default:
-            return cli_option_error(json, c, argv);
+            return cli_option_error(c, argv);
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error(json, "give one snapshot file (scry query app.heap --type T)");
+        return cli_usage("give one snapshot file (scry query app.heap --type T)");
     path = argv[optind];
     if (!mode)
-        return cli_usage_error(json, "give one of --type T, --retaining-path ADDR, --locate NAME");
+        return cli_usage("give one of --type T, --retaining-path ADDR, --locate NAME");
 
     struct snap s;
     struct heap_analysis a;
@@ -406,8 +405,8 @@ int cmd_query(int argc, char **argv)
                                : query_locate(&a, arg, json, &out);
     if (err)
         status = cli_report_error(json);
-    else if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    else
+        cli_print(&out);
     sb_release(&out);
     ha_free(&a);
     snap_close(&s);
