@@ -20,9 +20,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 enum cli_command_flags {
     CLI_JSON = 1u << 0,       /* takes --json: with it, errors are JSON documents on stdout */
     CLI_OUTFILE = 1u << 1,    /* takes -o FILE (the stdout error's hint says so) */
-    CLI_PROG_STATUS = 1u << 2, /* exits as the program it ran: a failed write to stdout is
-                                  reported but does not replace that status */
-    CLI_JSON_SHORT = 1u << 3   /* -j is --json */
+    CLI_JSON_SHORT = 1u << 2  /* -j is --json */
 };
 
 /* A handler returns an exit status (its errors already reported), or a negative error code it
@@ -85,9 +83,10 @@ bool cli_wants_json(int argc, char **argv);
  * by the dispatcher after the command, flushes and reports it (io_error, exit status 1). */
 void cli_print(const struct strbuf *buf);
 /* Flushes standard output; if any write to it failed (a full disk, a closed pipe), reports an
- * io_error on stderr and returns CLI_EXIT_ERROR when status was 0 (status otherwise, and always
- * with keep_status). The one place stdout's errors are checked. */
-int cli_finish_stdout(int status, bool outfile_hint, bool keep_status);
+ * io_error on stderr and returns CLI_EXIT_ERROR when status was 0, status otherwise (so `scry
+ * run` keeps a failing program's status, as it does when the profile cannot be written). The
+ * one place stdout's errors are checked. */
+int cli_finish_stdout(int status, bool outfile_hint);
 /* Standard output when path is NULL or "-", else the file (common/outfile.h: a temporary name
  * renamed over path, mode 0600); returns 0 or records an io_error. */
 int cli_write_output(const char *path, const struct strbuf *sb);
@@ -104,9 +103,9 @@ bool cli_parse_percent(const char *s, double *out);
 bool cli_parse_amount(const char *s, double *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
-/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help. Returns
- * -1 to go on, or what the handler returns (help shown, or a usage error recorded). */
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json);
+/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets
+ * *help). Returns 0, or -SCRY_E_USAGE (recorded with cli_usage) for the handler to return. */
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help);
 /* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Records a
  * usage error unless exactly one was given (returns -SCRY_E_USAGE then, else 0). */
 struct rd_reader;

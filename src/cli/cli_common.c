@@ -59,7 +59,7 @@ int cli_dispatch(const struct cli_command *c, int argc, char **argv)
     int status = c->run(argc, argv);
     if (status < 0)
         status = cli_report_error(cli_json_errors());
-    return cli_finish_stdout(status, c->flags & CLI_OUTFILE, c->flags & CLI_PROG_STATUS);
+    return cli_finish_stdout(status, c->flags & CLI_OUTFILE);
 }
 
 int cli_help(void)
@@ -133,7 +133,7 @@ void cli_print(const struct strbuf *buf)
         stdout_errno = errno ? errno : EIO;
 }
 
-int cli_finish_stdout(int status, bool outfile_hint, bool keep_status)
+int cli_finish_stdout(int status, bool outfile_hint)
 {
     errno = 0;
     bool failed = fflush(stdout) != 0;
@@ -148,7 +148,7 @@ int cli_finish_stdout(int status, bool outfile_hint, bool keep_status)
                                  "full or gone",
                   "cannot write to standard output: %s", strerror(e ? e : EIO));
     int st = cli_report_error(false);
-    return keep_status || status != CLI_EXIT_OK ? status : st;
+    return status != CLI_EXIT_OK ? status : st;
 }
 
 int cli_write_output(const char *path, const struct strbuf *sb)
@@ -213,8 +213,9 @@ int cli_read_file(const char *path, char **data, size_t *len)
     return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
 }
 
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json)
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help)
 {
+    *help = false;
     static const struct option longopts[] = {
         {"top", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
@@ -238,12 +239,13 @@ int cli_parse_report_options(int argc, char **argv, long *top, bool *json)
             *json = true;
             break;
         case 'h':
-            return cli_help();
+            *help = true;
+            return 0;
         default:
             return cli_option_error(c, argv);
         }
     }
-    return -1;
+    return 0;
 }
 
 int cli_check_target(int pid, const char *core, const char *exe)

@@ -21,7 +21,7 @@ static const char version_usage[] =
 
 const struct cli_command cli_commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
-     cmd_run_usage, CLI_OUTFILE | CLI_PROG_STATUS},
+     cmd_run_usage, CLI_OUTFILE},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
      cmd_view_usage, CLI_OUTFILE},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
@@ -58,6 +58,8 @@ static int cmd_help(int argc, char **argv)
 {
     if (argc > 2)
         return cli_usage("give at most one command: scry help [COMMAND]");
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return cli_help();
     if (argc == 2) {
         const struct cli_command *c = cli_find_command(argv[1]);
         if (!c)
@@ -109,8 +111,7 @@ int main(int argc, char **argv)
             cli_usage("unknown command '%s' (commands: %s)", name, sb_str(&names));
         sb_release(&names);
         /* A script's arguments are its own: --json among them is not scry's. */
-        return cli_finish_stdout(cli_report_error(!script && cli_wants_json(argc, argv)), false,
-                                 false);
+        return cli_finish_stdout(cli_report_error(!script && cli_wants_json(argc, argv)), false);
     }
     return cli_dispatch(c, argc - 1, argv + 1);
 }
