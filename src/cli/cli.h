@@ -132,7 +132,7 @@ const char *cli_profile_program(const json_t *doc);
 /* `scry view --format FORMAT` (view_export.c): folded, speedscope, pprof, trace, firefox;
  * outfile NULL or "-" is standard output. Returns what a handler returns. */
 int cli_view_export(const char *path, const char *format, const char *outfile);
-/* Whether the file starts with a heap snapshot's magic (heap_common.c); false if unreadable. */
+/* Whether the file starts with a heap snapshot's magic (heap_flamegraph.c); false if unreadable. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */
 struct cli_heap_graph {
