@@ -19,7 +19,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
 enum cli_command_flags {
     CLI_JSON = 1u << 0,       /* takes --json: with it, errors are JSON documents on stdout */
-    CLI_OUTFILE = 1u << 1,    /* takes -o FILE (the stdout error's hint says so) */
+    CLI_OUTFILE = 1u << 1,    /* what it prints can go to -o FILE (the stdout error's hint) */
     CLI_JSON_SHORT = 1u << 2  /* -j is --json */
 };
 

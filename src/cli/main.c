@@ -21,13 +21,13 @@ static const char version_usage[] =
 
 const struct cli_command cli_commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
-     cmd_run_usage, CLI_OUTFILE},
+     cmd_run_usage, 0},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
-     cmd_view_usage, CLI_OUTFILE},
+     cmd_view_usage, 0},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
      cmd_stacks_usage, CLI_JSON | CLI_JSON_SHORT},
     {"dump", cmd_dump, "write a heap snapshot of a process or a core file", cmd_dump_usage,
-     CLI_JSON | CLI_JSON_SHORT | CLI_OUTFILE},
+     CLI_JSON | CLI_JSON_SHORT},
     {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share",
      cmd_analyze_usage, CLI_JSON | CLI_JSON_SHORT},
     {"query", cmd_query,

@@ -177,11 +177,16 @@ def test_outfile_commands_hint_at_o(scry, tmp_path):
                                    "files": {},
                                    "stacks": [[["/app/app.py main:3;", "/app/app.py f:7;"],
                                                {"count": 5}]]}))
-    cp = run_to_dev_full(["view", "--format", "folded", profile])
+    cp = run_to_dev_full(["flamegraph", "--folded", profile])
     check_stdout_error(cp)
     hint = [ln for ln in cp.stderr.decode().splitlines() if ln.startswith("hint: ")][-1]
     assert "-o FILE" in hint and "path" not in hint, hint
-    # The same export to a file works.
+    # The same graph to a file works.
     out = tmp_path / "p.folded"
-    ok = run_scry(["view", "--format", "folded", "-o", out, profile])
-    assert ok.returncode == 0 and out.is_file(), ok.stderr
+    ok = run_scry(["flamegraph", "--folded", "-o", out, profile])
+    assert ok.returncode == 0 and out.read_text().strip() != "", ok.stderr
+    # A command whose -o is not where its printout goes does not suggest it.
+    cp = run_to_dev_full(["view", "--format", "folded", profile])
+    check_stdout_error(cp)
+    hint = [ln for ln in cp.stderr.decode().splitlines() if ln.startswith("hint: ")][-1]
+    assert "-o" not in hint, hint
