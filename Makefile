@@ -2,7 +2,7 @@
 #   make                 build build/scry (installs missing build packages first)
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
-#                        (installs 3.14 and 3.15 from Debian sid first: scripts/install-pythons.sh)
+#                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
@@ -108,18 +108,18 @@ unit: deps $(UNIT_BIN)
 
 e2e: all $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
-	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
-	@# nothing after); without them (no network) their tests skip.
-	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15 not installed: their tests will be skipped" >&2
+	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
+	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
+	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check
 	@scripts/install-deps.sh test
-	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
-	@# nothing after); without them (no network) their tests skip.
-	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15 not installed: their tests will be skipped" >&2
+	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
+	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
+	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2

@@ -81,21 +81,21 @@ int push_check_tag(const char *tag)
 {
     const char *eq = strchr(tag, '=');
     if (!eq || eq == tag || !eq[1] || strlen(tag) > 200)
-        return err_fail_hint(SCRY_E_USAGE, "give each tag as key=value, such as --tag env=prod",
-                             "--tag needs key=value, not '%s'", tag);
+        return cli_usage("--tag needs key=value (such as --tag env=prod), not '%s'", tag);
     for (const char *c = tag; c < eq; c++)
         if (!label_name_char(*c, c == tag))
-            return err_fail_hint(SCRY_E_USAGE,
-                                 "a key is a letter or '_', then letters, digits, '_' or '.'",
-                                 "--tag '%s': the key is not a label name", tag);
+            return cli_usage("--tag '%s': the key is not a label name (a letter or '_', then "
+                             "letters, digits, '_' or '.')",
+                             tag);
     if (strncmp(tag, "__", 2) == 0 || (eq - tag == 12 && strncmp(tag, "service_name", 12) == 0))
-        return err_fail_hint(SCRY_E_USAGE, "name the service with --service-name",
-                             "--tag '%s': the key is reserved", tag);
+        return cli_usage("--tag '%s': the key is reserved (name the service with "
+                         "--service-name)",
+                         tag);
     for (const char *c = eq + 1; *c; c++)
         if (!push_name_char(*c))
-            return err_fail_hint(SCRY_E_USAGE,
-                                 "a value has letters, digits and _ . : / @ + - only",
-                                 "--tag '%s': the value has a character a label cannot have", tag);
+            return cli_usage("--tag '%s': the value has a character a label cannot have "
+                             "(letters, digits and _ . : / @ + - only)",
+                             tag);
     return 0;
 }
 
@@ -106,9 +106,9 @@ int push_check_service(const char *name)
     for (size_t i = 0; ok && i < len; i++)
         ok = push_name_char(name[i]);
     if (!ok)
-        return err_fail_hint(SCRY_E_USAGE,
-                             "a service name has letters, digits and _ . : / @ + - only",
-                             "--service-name needs a name such as my-app, not '%s'", name);
+        return cli_usage("--service-name needs a name such as my-app (letters, digits and "
+                         "_ . : / @ + - only), not '%s'",
+                         name);
     return 0;
 }
 
@@ -123,16 +123,14 @@ static int parse_url(CURLU *h, const char *url)
         curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host ||
         (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
-        err = err_fail_hint(SCRY_E_USAGE,
-                            "give the server as http://host:port, such as "
-                            "http://localhost:4040",
-                            "--push needs the URL of a Pyroscope server, not '%s'", url);
+        err = cli_usage("--push needs the URL of a Pyroscope server, such as "
+                        "http://localhost:4040, not '%s'",
+                        url);
     else if (curl_url_get(h, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
              curl_url_get(h, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK)
-        err = err_fail_hint(SCRY_E_USAGE, "scry adds the query itself (name, from, until...)",
-                            "--push takes the server's URL without a query or fragment, not "
-                            "'%s'",
-                            url);
+        err = cli_usage("--push takes the server's URL without a query or fragment (scry adds "
+                        "the query), not '%s'",
+                        url);
     curl_free(scheme);
     curl_free(host);
     curl_free(query);

@@ -26,9 +26,9 @@ struct push_cfg {
     size_t ntags;
 };
 
-/* Usage errors (-SCRY_E_USAGE, recorded) for a URL that is not http(s)://host..., a tag that is
- * not key=value with a label name as key, and a service name with characters Pyroscope's
- * application names cannot have. */
+/* Usage errors (-SCRY_E_USAGE, recorded with cli_usage) for a URL that is not
+ * http(s)://host[:port][/path] or has a query, a tag that is not key=value with a label name as
+ * key, and a service name with characters Pyroscope's application names cannot have. */
 int push_check_url(const char *url);
 int push_check_tag(const char *tag);
 int push_check_service(const char *name);

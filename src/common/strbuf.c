@@ -6,22 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/sanitize.h"
 
 static void grow(struct strbuf *sb, size_t extra)
 {
     if (sb->len + extra + 1 <= sb->alloc)
         return;
-    size_t want = sb->alloc ? sb->alloc : 64;
-    while (want < sb->len + extra + 1)
-        want *= 2;
-    char *nb = realloc(sb->buf, want);
-    if (!nb) {
+    if (extra > SIZE_MAX - sb->len - 1 ||
+        grow_array(&sb->buf, &sb->alloc, sb->len + extra + 1, 1) != 0) {
         fputs("scry: out of memory\n", stderr);
         abort();
     }
-    sb->buf = nb;
-    sb->alloc = want;
 }
 
 void sb_add(struct strbuf *sb, const void *data, size_t len)
