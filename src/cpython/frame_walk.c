@@ -25,20 +25,6 @@ bool py_mem_read(const struct py_mem *m, uint64_t addr, void *buf, size_t len)
     return m->read(m->ctx, addr, buf, len);
 }
 
-static uint64_t u64_at(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static int32_t i32_at(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 static void widen(size_t *lo, size_t *hi, uint64_t off, size_t len)
 {
     if (off < *lo)
@@ -95,18 +81,18 @@ bool py_fw_thread(const struct py_fw *fw, const struct py_mem *m, uint64_t tstat
     size_t lo = fw->tstate_lo;
     if (!py_mem_read(m, tstate + lo, buf, fw->tstate_hi - lo))
         return false;
-    out->native_id = u64_at(buf + (L->ts_native_thread_id - lo));
+    out->native_id = py_u64_at(buf + (L->ts_native_thread_id - lo));
     out->chunk = out->top = 0;
     if (L->ts_datastack_chunk) {
-        out->chunk = u64_at(buf + (L->ts_datastack_chunk - lo));
-        out->top = u64_at(buf + (L->ts_datastack_chunk + 8 - lo));
+        out->chunk = py_u64_at(buf + (L->ts_datastack_chunk - lo));
+        out->top = py_u64_at(buf + (L->ts_datastack_chunk + 8 - lo));
     }
     if (!L->ts_cframe) {
-        out->frame = u64_at(buf + (L->ts_current_frame - lo));
+        out->frame = py_u64_at(buf + (L->ts_current_frame - lo));
         return true;
     }
     /* 3.11, 3.12: tstate->cframe->current_frame; no cframe, no frame */
-    uint64_t cframe = u64_at(buf + (L->ts_cframe - lo));
+    uint64_t cframe = py_u64_at(buf + (L->ts_cframe - lo));
     out->frame = 0;
     return !cframe || py_mem_read(m, cframe + L->cframe_current_frame, &out->frame, 8);
 }
@@ -163,16 +149,16 @@ size_t py_fw_walk(const struct py_fw *fw, const struct py_mem *m, uint64_t frame
             break;
         }
         uint64_t here = frame;
-        uint64_t code = py_fw_object(L, u64_at(fr + L->fr_code));
+        uint64_t code = py_fw_object(L, py_u64_at(fr + L->fr_code));
         int owner = fr[L->fr_owner];
         /* Each C call of the eval loop starts with an entry frame: 3.11 flags it (is_entry),
          * later versions put a shim frame (owned by the C stack) under it. */
         bool entry = (L->fr_is_entry && fr[L->fr_is_entry]) || owner == L->owner_cstack;
-        frame = u64_at(fr + L->fr_previous);
+        frame = py_u64_at(fr + L->fr_previous);
         if (code && owner != L->owner_cstack && owner != L->owner_interpreter) {
             out[n].addr = here;
             out[n].code = code;
-            out[n].instr = u64_at(fr + L->fr_instr);
+            out[n].instr = py_u64_at(fr + L->fr_instr);
             out[n].owner = (uint8_t)owner;
             out[n].group = (uint8_t)(group < 255 ? group : 255);
             n++;
@@ -191,9 +177,9 @@ int64_t py_fw_lasti(const struct py_fw *fw, uint64_t code, uint64_t instr)
 void py_fw_code_facts(const struct py_fw *fw, const uint8_t *header, struct py_fw_code *out)
 {
     const struct py_layout *L = fw->L;
-    out->is_code = u64_at(header + L->ob_type) == fw->code_type;
-    out->firsttraceable = i32_at(header + L->co_firsttraceable);
-    out->nunits = u64_at(header + L->co_nunits);
+    out->is_code = py_u64_at(header + L->ob_type) == fw->code_type;
+    out->firsttraceable = py_i32_at(header + L->co_firsttraceable);
+    out->nunits = py_u64_at(header + L->co_nunits);
 }
 
 bool py_fw_shown(const struct py_fw *fw, const struct py_fw_frame *f, const struct py_fw_code *c,
@@ -211,8 +197,8 @@ bool py_fw_frame_above(const struct py_fw *fw, const struct py_fw_frame *f, cons
 {
     if (!fw->co_nlocalsplus || !chunk || f->addr <= chunk || f->addr >= top)
         return false;
-    int32_t nlocalsplus = i32_at(header + fw->co_nlocalsplus);
-    int32_t stacksize = i32_at(header + fw->co_stacksize);
+    int32_t nlocalsplus = py_i32_at(header + fw->co_nlocalsplus);
+    int32_t stacksize = py_i32_at(header + fw->co_stacksize);
     if (nlocalsplus < 0 || stacksize < 0)
         return false;
     /* _PyFrame_PushUnchecked: a frame takes localsplus + co_framesize slots of the data stack */
@@ -228,11 +214,11 @@ int64_t py_fw_stack_used(const struct py_fw *fw, uint64_t frame_addr, const uint
         return -1;
     int64_t top;
     if (fw->fr_stackpointer)
-        top = ((int64_t)u64_at(fr + fw->fr_stacktop) -
+        top = ((int64_t)py_u64_at(fr + fw->fr_stacktop) -
                (int64_t)(frame_addr + fw->L->fr_localsplus)) /
               8;
     else
-        top = i32_at(fr + fw->fr_stacktop);
+        top = py_i32_at(fr + fw->fr_stacktop);
     if (top < 0 || (uint64_t)top > nlocalsplus + (uint64_t)stacksize)
         return -1;
     return top;

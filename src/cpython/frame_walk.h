@@ -15,8 +15,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cpython/layout.h"
+
+/* Little-endian fields of a copied struct (x86-64 and arm64 targets). */
+static inline uint64_t py_u64_at(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline int32_t py_i32_at(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 /* Read access to the target's memory. read copies len bytes at addr into buf and returns true
  * when every byte was read; it never faults. An optional copy made beforehand (the agent copies

@@ -16,20 +16,6 @@
 #define MAX_NAME_CHARS 4096
 #define MAX_LINETABLE_BYTES (1u << 20)
 
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static int32_t rd32(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 void py_code_cache_init(struct py_code_cache *cc)
 {
     memset(cc, 0, sizeof(*cc));
@@ -102,21 +88,21 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
     if (!ci)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory resolving code objects");
     ci->addr = code;
-    ci->firstlineno = rd32(hdr + L->co_firstlineno);
+    ci->firstlineno = py_i32_at(hdr + L->co_firstlineno);
     ci->nunits = facts.nunits;
     ci->firsttraceable = facts.firsttraceable;
-    ci->filename_obj = rd64(hdr + L->co_filename);
-    ci->qualname_obj = rd64(hdr + L->co_qualname);
+    ci->filename_obj = py_u64_at(hdr + L->co_filename);
+    ci->qualname_obj = py_u64_at(hdr + L->co_qualname);
     ci->filename = read_name(rt, &cc->arena, ci->filename_obj);
-    ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_qualname));
+    ci->qualname = read_name(rt, &cc->arena, py_u64_at(hdr + L->co_qualname));
     if (!ci->qualname)
-        ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_name));
+        ci->qualname = read_name(rt, &cc->arena, py_u64_at(hdr + L->co_name));
     if (!ci->filename)
         ci->filename = "<unknown>";
     if (!ci->qualname)
         ci->qualname = "<unknown>";
 
-    uint64_t table = rd64(hdr + L->co_linetable);
+    uint64_t table = py_u64_at(hdr + L->co_linetable);
     int64_t tlen;
     if (table && rd_read_u64(rt->rd, table + L->bytes_size, (uint64_t *)&tlen) == 0 &&
         tlen > 0 && tlen <= MAX_LINETABLE_BYTES) {

@@ -153,6 +153,23 @@ static void fw_for(struct py_fw *fw, const struct py_layout *L)
     CHECK_EQ(py_fw_init(fw, L, py_heap_layout_table(L->minor), CODE_TYPE), 0);
 }
 
+/* A fresh image and the walker for layout L. */
+static struct img *setup(const struct py_layout *L, struct py_fw *fw)
+{
+    struct img *m = img_new();
+    fw_for(fw, L);
+    return m;
+}
+
+/* chunk_frame(top) <- ... <- chunk_frame(0), all running code 0 (unit i in frame i). */
+static void linear_chain(struct img *m, const struct py_layout *L, int top)
+{
+    put_code(m, L, code_at(0), CODE_TYPE, 20, 0);
+    for (int i = top; i > 0; i--)
+        put_frame(m, L, chunk_frame(i), code_at(0), 0, i, chunk_frame(i - 1), 0, PLAIN);
+    put_frame(m, L, chunk_frame(0), code_at(0), 0, 0, 0, 0, PLAIN);
+}
+
 static const int minors[] = {11, 12, 13, 14, 15};
 #define FOR_EACH_VERSION(L)                                                                        \
     for (size_t vi_ = 0; vi_ < sizeof(minors) / sizeof(minors[0]); vi_++)                          \
@@ -181,9 +198,8 @@ static void test_normal_chain(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         uint64_t tag = L->fr_code_tagged ? 1 : 0; /* Py_TAG_DEFERRED */
         for (int i = 0; i < 4; i++)
             put_code(m, L, code_at(i), CODE_TYPE, 40, 2);
@@ -238,9 +254,8 @@ static void test_chunk_copy_and_generator(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         put_code(m, L, code_at(0), CODE_TYPE, 20, 4);
         put_code(m, L, code_at(1), CODE_TYPE, 20, 4);
         uint64_t gen = GENS + 0x48, caller = chunk_frame(0);
@@ -274,9 +289,8 @@ static void test_incomplete_frames_hidden(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         put_code(m, L, code_at(0), CODE_TYPE, 20, 3);
         put_code(m, L, code_at(1), NOT_CODE_TYPE, 20, 0);
         struct py_fw_code c0, c1;
@@ -300,9 +314,8 @@ static void test_frame_above(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         const struct py_heap_layout *H = py_heap_layout_table(L->minor);
         uint64_t code = code_at(0), frame = chunk_frame(0);
         put_code(m, L, code, CODE_TYPE, 20, 0);
@@ -325,9 +338,8 @@ static void test_skipped_frames(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         put_code(m, L, code_at(0), CODE_TYPE, 20, 0);
         uint64_t f0 = chunk_frame(0), f1 = chunk_frame(1), f2 = chunk_frame(2),
                  f3 = chunk_frame(3);
@@ -360,13 +372,9 @@ static void test_fault_mid_chain(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
-        put_code(m, L, code_at(0), CODE_TYPE, 20, 0);
-        for (int i = 5; i > 0; i--)
-            put_frame(m, L, chunk_frame(i), code_at(0), 0, i, chunk_frame(i - 1), 0, PLAIN);
-        put_frame(m, L, chunk_frame(0), code_at(0), 0, 0, 0, 0, PLAIN);
+        struct img *m = setup(L, &fw);
+        linear_chain(m, L, 5);
         struct py_mem mem = mem_of(m);
         m->hole_lo = chunk_frame(2);
         m->hole_hi = chunk_frame(2) + 1;
@@ -406,9 +414,8 @@ static void test_cycles(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
+        struct img *m = setup(L, &fw);
         put_code(m, L, code_at(0), CODE_TYPE, 20, 0);
         struct py_mem mem = mem_of(m);
         struct py_fw_frame out[64];
@@ -450,13 +457,9 @@ static void test_limits(void)
 {
     FOR_EACH_VERSION(L)
     {
-        struct img *m = img_new();
         struct py_fw fw;
-        fw_for(&fw, L);
-        put_code(m, L, code_at(0), CODE_TYPE, 20, 0);
-        for (int i = 9; i > 0; i--)
-            put_frame(m, L, chunk_frame(i), code_at(0), 0, i, chunk_frame(i - 1), 0, PLAIN);
-        put_frame(m, L, chunk_frame(0), code_at(0), 0, 0, 0, 0, PLAIN);
+        struct img *m = setup(L, &fw);
+        linear_chain(m, L, 9);
         struct py_mem mem = mem_of(m);
         struct py_fw_frame out[10];
         unsigned flags;
