@@ -4,14 +4,18 @@
  * running interpreters, ctypes.string_at). Each test builds thread states, frames and code
  * objects by hand in a buffer that a fake memory interface reads (failing outside it and in a
  * chosen hole) and checks what the walker finds: code addresses, instruction offsets and lines,
- * owners, eval-loop groups, and clean ends on faults, loops and limits. */
+ * owners, eval-loop groups, and clean ends on faults, loops and limits; and `scry stacks`' walk
+ * (py_thread_stack) over the same image through a reader, with names and lines resolved. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "cpython/frame_walk.h"
+#include "cpython/frames.h"
 #include "cpython/layout.h"
 #include "cpython/linetable.h"
+#include "reader/reader_impl.h"
 #include "testlib.h"
 
 /* ---- the real _Py_DebugOffsets blocks ---------------------------------------------------------- */
@@ -528,6 +532,106 @@ static void test_init_bounds(void)
     CHECK_EQ(py_fw_init(&fw, &bad, NULL, CODE_TYPE), -1);
 }
 
+
+/* ---- scry stacks' walk through a reader ------------------------------------------------------- */
+
+#define STR_TYPE 0x55aa00003000ULL
+#define STRS (BASE + 0x20000)
+
+static int fake_read(struct rd_reader *rd, uint64_t addr, void *buf, size_t len)
+{
+    (void)rd;
+    if (!img_read(&g_img, addr, buf, len))
+        return err_fail(SCRY_E_READ_FAILED, "cannot read %zu bytes at 0x%llx", len,
+                        (unsigned long long)addr);
+    return 0;
+}
+
+static const struct rd_ops fake_ops = {.read = fake_read};
+
+/* A compact ASCII str at addr. */
+static void put_str(struct img *m, const struct py_layout *L, uint64_t addr, const char *text)
+{
+    put64(m, addr + L->ob_type, STR_TYPE);
+    put64(m, addr + L->str_length, strlen(text));
+    put32(m, addr + L->str_state, (1 << 2) | (1 << 5) | (1 << 6)); /* kind 1, compact, ascii */
+    memcpy(m->mem + (addr + L->str_ascii_size - BASE), text, strlen(text));
+}
+
+/* Code object i named name in /app/t.py, first line 10: units 0-3 on line 12, 4-7 on line 15. */
+static void put_named_code(struct img *m, const struct py_layout *L, int i, const char *name,
+                           int32_t firsttraceable)
+{
+    static const uint8_t table[] = {0x80 | (13 << 3) | 3, 0x04, 0x80 | (13 << 3) | 3, 0x06};
+    uint64_t code = code_at(i), file = STRS + 0x800, qual = STRS + (uint64_t)i * 0x100,
+             lines = STRS + 0x1000 + (uint64_t)i * 0x100;
+    put_code(m, L, code, CODE_TYPE, 8, firsttraceable);
+    put_str(m, L, file, "/app/t.py");
+    put_str(m, L, qual, name);
+    put64(m, lines + L->bytes_size, sizeof(table));
+    memcpy(m->mem + (lines + L->bytes_sval - BASE), table, sizeof(table));
+    put64(m, code + L->co_filename, file);
+    put64(m, code + L->co_qualname, qual);
+    put64(m, code + L->co_linetable, lines);
+    put32(m, code + L->co_firstlineno, 10);
+}
+
+static void test_thread_stack_through_reader(void)
+{
+    FOR_EACH_VERSION(L)
+    {
+        struct py_fw fw;
+        struct img *m = setup(L, &fw);
+        struct py_runtime *rt = calloc(1, sizeof(*rt));
+        rt->rd = rd_alloc(RD_CORE, &fake_ops);
+        rt->layout = *L;
+        rt->minor = L->minor;
+        rt->types.code = CODE_TYPE;
+        rt->types.str = STR_TYPE;
+        put_named_code(m, L, 0, "inner", 1);
+        put_named_code(m, L, 1, "outer", 1);
+        put_named_code(m, L, 2, "pushed", 1);
+        /* pushed (not started) <- inner <- [shim] <- outer */
+        uint64_t p = chunk_frame(3), a = chunk_frame(2), s = chunk_frame(1), b = chunk_frame(0);
+        put_frame(m, L, p, code_at(2), 0, 0, a, 0, PLAIN);
+        put_frame(m, L, a, code_at(0), 0, 5, has_shims(L) ? s : b, 0, ENTRY);
+        put_frame(m, L, s, code_at(0), 0, 0, b, L->owner_cstack, PLAIN);
+        put_frame(m, L, b, code_at(1), 0, 2, 0, 0, PLAIN);
+        put_tstate(m, L, p, chunk_frame(4));
+
+        struct py_code_cache cc;
+        py_code_cache_init(&cc);
+        struct py_frame frames[8];
+        size_t n = 99;
+        bool truncated = true;
+        CHECK_EQ(py_thread_stack(rt, &cc, TSTATE, frames, 8, &n, &truncated), 0);
+        CHECK_EQ(n, 2);
+        CHECK(!truncated);
+        if (n == 2) {
+            CHECK_EQ_U64(frames[0].addr, a);
+            CHECK_STR(frames[0].code->qualname, "inner");
+            CHECK_STR(frames[0].code->filename, "/app/t.py");
+            CHECK_EQ(frames[0].lasti, 5);
+            CHECK_EQ(frames[0].line, 15);
+            CHECK_STR(frames[1].code->qualname, "outer");
+            CHECK_EQ(frames[1].line, 12);
+        }
+        /* a loop: outer's previous is inner */
+        put64(m, b + L->fr_previous, a);
+        CHECK_EQ(py_thread_stack(rt, &cc, TSTATE, frames, 8, &n, &truncated), 0);
+        CHECK_EQ(n, 2);
+        CHECK(truncated);
+        /* outer's previous unreadable: the reader's error, the frames before it kept */
+        put64(m, b + L->fr_previous, 0xdead0000);
+        CHECK_EQ(py_thread_stack(rt, &cc, TSTATE, frames, 8, &n, &truncated),
+                 -SCRY_E_READ_FAILED);
+        CHECK_EQ(n, 2);
+        py_code_cache_free(&cc);
+        rd_close(rt->rd);
+        free(rt);
+    }
+}
+
 static const struct tl_test tests[] = {
     TL(test_layouts_load),
     TL(test_normal_chain),
@@ -541,5 +645,6 @@ static const struct tl_test tests[] = {
     TL(test_object_refs),
     TL(test_stack_used),
     TL(test_init_bounds),
+    TL(test_thread_stack_through_reader),
 };
 TL_MAIN(tests)
