@@ -53,7 +53,7 @@ struct ag_frame {
 
 enum ag_sample_flags {
     AG_S_NATIVE = 1,    /* inside a call into C, or the PC was outside the interpreter */
-    AG_S_TRUNCATED = 2, /* deeper than AG_MAX_DEPTH, or the chain could not be read */
+    AG_S_TRUNCATED = 2, /* deeper than AG_MAX_DEPTH, or the chain could not be read or loops */
     /* the thread's frame stack goes on above its innermost frame: a Python frame being set up
      * (a call into Python) or cleared (a return from it) */
     AG_S_FRAME_ABOVE = 4,

@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/memory.h"
 #include "common/log.h"
+#include "cpython/frame_walk.h"
 #include "cpython/opcodes.h"
 
 #if defined(__has_include)
@@ -43,8 +44,6 @@ bool ag_safe_read(uint64_t addr, void *buf, size_t len)
     long n = syscall(SYS_process_vm_readv, ag_pid, &local, 1UL, &remote, 1UL, 0UL);
     return n == (long)len;
 }
-
-static bool read_u64(uint64_t addr, uint64_t *v) { return ag_safe_read(addr, v, sizeof(*v)); }
 
 uint64_t ag_now_ns(clockid_t clock)
 {
@@ -127,141 +126,53 @@ bool ag_pc_in_interpreter(uint64_t pc)
     return false;
 }
 
+/* The frame walker (cpython/frame_walk.h) over this process's own memory, read with reads that
+ * cannot fault. */
+static struct py_fw fw;
+static bool fw_ok;
+
+static bool self_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    (void)ctx;
+    return ag_safe_read(addr, buf, len);
+}
+
 /* A thread's frames mostly live in its current data-stack chunk: one read copies the used part
- * of it, and the code objects' headers are fetched in one batched read, so a sample costs a
- * handful of system calls whatever the depth. Frames elsewhere (generators, older chunks) are
- * read one by one. */
+ * of it, the walker reads the frames from that copy, and the code objects' headers are fetched in
+ * one batched read, so a sample costs a handful of system calls whatever the depth. Frames
+ * elsewhere (generators, older chunks) are read one by one. */
 struct walk_scratch {
     unsigned char chunk[AG_CHUNK_COPY];
     unsigned char headers[AG_MAX_DEPTH][256];
     struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
-    uint64_t code[AG_MAX_DEPTH], instr[AG_MAX_DEPTH], addr[AG_MAX_DEPTH];
-    uint8_t owner[AG_MAX_DEPTH], group[AG_MAX_DEPTH];
+    struct py_fw_frame frames[AG_MAX_DEPTH];
 };
 
 _Static_assert(sizeof(struct walk_scratch) <= AG_SCRATCH_SIZE, "scratch too small");
-
-/* Reads the thread-state fields the walk needs in one read. */
-static bool read_tstate(uint64_t tstate, int expect_tid, uint64_t *frame, uint64_t *chunk,
-                        uint64_t *top)
-{
-    const struct py_layout *L = &ag_rt.layout;
-    uint64_t cf = L->ts_cframe ? L->ts_cframe : L->ts_current_frame;
-    uint64_t lo = cf, hi = cf + 8;
-    uint64_t offs[3] = {L->ts_native_thread_id, L->ts_datastack_chunk, L->ts_datastack_chunk + 8};
-    for (int i = 0; i < 3; i++) {
-        if (!L->ts_datastack_chunk && i > 0)
-            break;
-        if (offs[i] < lo)
-            lo = offs[i];
-        if (offs[i] + 8 > hi)
-            hi = offs[i] + 8;
-    }
-    uint8_t buf[512];
-    if (hi - lo > sizeof(buf) || !ag_safe_read(tstate + lo, buf, hi - lo))
-        return false;
-    uint64_t native, first;
-    memcpy(&native, buf + (L->ts_native_thread_id - lo), 8);
-    if (expect_tid && (int64_t)native != expect_tid)
-        return false;
-    memcpy(&first, buf + (cf - lo), 8);
-    *chunk = *top = 0;
-    if (L->ts_datastack_chunk) {
-        memcpy(chunk, buf + (L->ts_datastack_chunk - lo), 8);
-        memcpy(top, buf + (L->ts_datastack_chunk + 8 - lo), 8);
-    }
-    if (!L->ts_cframe) {
-        *frame = first;
-        return true;
-    }
-    *frame = 0;
-    return first && read_u64(first + L->cframe_current_frame, frame);
-}
-
-/* Offsets of co_nlocalsplus and co_stacksize (ints) in a code object (0: unknown). */
-static uint64_t off_nlocalsplus, off_stacksize;
-
-/* True when the thread's frame stack goes on above the innermost frame, at frame (whose code
- * header is co): a Python frame has been pushed but is not running yet (a call into a Python
- * function setting up its frame, arguments and locals) or has ended and is being cleared (its
- * locals released). The frame of code co takes localsplus + (co_nlocalsplus + co_stacksize)
- * slots of the data stack (_PyFrame_PushUnchecked: co_framesize). Only for a frame in the
- * current chunk, whose top is the thread's datastack_top. */
-static bool frame_above(uint64_t frame, const uint8_t *co, uint64_t chunk, uint64_t top)
-{
-    const struct py_layout *L = &ag_rt.layout;
-    if (!off_nlocalsplus || !chunk || frame <= chunk || frame >= top)
-        return false;
-    int32_t nlocalsplus, stacksize;
-    memcpy(&nlocalsplus, co + off_nlocalsplus, 4);
-    memcpy(&stacksize, co + off_stacksize, 4);
-    if (nlocalsplus < 0 || stacksize < 0)
-        return false;
-    uint64_t end = frame + L->fr_localsplus + 8 * ((uint64_t)nlocalsplus + (uint64_t)stacksize);
-    return top > end;
-}
 
 int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch_mem)
 {
     const struct py_layout *L = &ag_rt.layout;
     struct walk_scratch *w = scratch_mem;
-    uint64_t frame, chunk, top;
+    struct py_fw_thread th;
+    struct py_mem mem = {.read = self_read};
     s->depth = 0;
-    if (!tstate || !read_tstate(tstate, expect_tid, &frame, &chunk, &top))
+    if (!fw_ok || !tstate || !py_fw_thread(&fw, &mem, tstate, &th) ||
+        (expect_tid && (int64_t)th.native_id != expect_tid))
         return -1;
-    size_t frsize = L->fr_owner + 1;
-    if (L->fr_instr + 8 > frsize)
-        frsize = L->fr_instr + 8;
-    if (L->fr_previous + 8 > frsize)
-        frsize = L->fr_previous + 8;
-    if (frsize > 128 || L->co_size > sizeof(w->headers[0]))
-        return -1;
-
-    uint64_t copied = 0;
-    if (chunk && top > chunk && top - chunk <= AG_CHUNK_COPY &&
-        ag_safe_read(chunk, w->chunk, top - chunk))
-        copied = top - chunk;
-
-    /* Pass 1: the chain of frames. Each C call of the eval loop starts with an entry frame:
-     * 3.11 flags it (is_entry), later versions put a shim frame (owned by the C stack) under
-     * it; counting them tells which call runs which frame. */
-    int n = 0, group = 0;
-    for (int steps = 0; frame; steps++) {
-        if (steps >= 4 * AG_MAX_DEPTH || n >= AG_MAX_DEPTH) {
-            s->flags |= AG_S_TRUNCATED;
-            break;
-        }
-        const uint8_t *fr;
-        uint8_t one[128];
-        uint64_t here = frame;
-        if (frame >= chunk && frame - chunk + frsize <= copied) {
-            fr = w->chunk + (frame - chunk);
-        } else if (ag_safe_read(frame, one, frsize)) {
-            fr = one;
-        } else {
-            s->flags |= AG_S_TRUNCATED;
-            break;
-        }
-        uint64_t code, instr, prev;
-        memcpy(&code, fr + L->fr_code, 8);
-        memcpy(&instr, fr + L->fr_instr, 8);
-        memcpy(&prev, fr + L->fr_previous, 8);
-        int owner = fr[L->fr_owner];
-        bool entry = (L->fr_is_entry && fr[L->fr_is_entry]) || owner == L->owner_cstack;
-        frame = prev == frame ? 0 : prev;
-        if (L->fr_code_tagged)
-            code &= ~(uint64_t)3;
-        if (code && owner != L->owner_cstack && owner != L->owner_interpreter) {
-            w->code[n] = code;
-            w->instr[n] = instr;
-            w->addr[n] = here;
-            w->owner[n] = (uint8_t)owner;
-            w->group[n] = (uint8_t)(group < 255 ? group : 255);
-            n++;
-        }
-        if (entry)
-            group++;
+    if (th.chunk && th.top > th.chunk && th.top - th.chunk <= AG_CHUNK_COPY &&
+        ag_safe_read(th.chunk, w->chunk, th.top - th.chunk)) {
+        mem.copy_base = th.chunk;
+        mem.copy = w->chunk;
+        mem.copy_len = th.top - th.chunk;
     }
+
+    /* Pass 1: the chain of frames. */
+    unsigned flags;
+    int n = (int)py_fw_walk(&fw, &mem, th.frame, w->frames, AG_MAX_DEPTH, 4 * AG_MAX_DEPTH,
+                            &flags);
+    if (flags)
+        s->flags |= AG_S_TRUNCATED;
     if (n == 0)
         return -1;
 
@@ -269,7 +180,7 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
      * first unreadable range: the ones after it are read one by one. */
     for (int i = 0; i < n; i++) {
         w->local[i] = (struct iovec){w->headers[i], L->co_size};
-        w->remote[i] = (struct iovec){(void *)(uintptr_t)w->code[i], L->co_size};
+        w->remote[i] = (struct iovec){(void *)(uintptr_t)w->frames[i].code, L->co_size};
     }
     long got = syscall(SYS_process_vm_readv, ag_pid, w->local, (unsigned long)n, w->remote,
                        (unsigned long)n, 0UL);
@@ -278,32 +189,26 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
     int opcode = -1;
     for (int i = 0; i < n; i++) {
         const uint8_t *co = w->headers[i];
-        if (i >= complete && !ag_safe_read(w->code[i], w->headers[i], L->co_size))
+        const struct py_fw_frame *fr = &w->frames[i];
+        if (i >= complete && !ag_safe_read(fr->code, w->headers[i], L->co_size))
             continue;
-        uint64_t type, nunits;
-        memcpy(&type, co + L->ob_type, 8);
-        memcpy(&nunits, co + L->co_nunits, 8);
-        if (type != ag_rt.types.code)
-            continue;
-        int64_t lasti = ((int64_t)w->instr[i] - (int64_t)(w->code[i] + L->co_code_adaptive)) / 2;
-        int32_t firsttraceable;
-        memcpy(&firsttraceable, co + L->co_firsttraceable, 4);
-        if (w->owner[i] != L->owner_generator && lasti < firsttraceable)
-            continue; /* not started: CPython hides it too */
-        if (lasti >= (int64_t)nunits)
+        struct py_fw_code facts;
+        py_fw_code_facts(&fw, co, &facts);
+        int64_t lasti = py_fw_lasti(&fw, fr->code, fr->instr);
+        if (!py_fw_shown(&fw, fr, &facts, lasti))
             continue;
         struct ag_frame *f = &s->frames[s->depth];
-        f->code = w->code[i];
+        f->code = fr->code;
         memcpy(&f->filename, co + L->co_filename, 8);
         memcpy(&f->qualname, co + L->co_qualname, 8);
         memcpy(&f->firstlineno, co + L->co_firstlineno, 4);
         f->lasti = (int32_t)lasti;
-        s->group[s->depth] = w->group[i];
+        s->group[s->depth] = fr->group;
         if (s->depth == 0 && lasti >= 0) {
             uint8_t unit[2];
-            if (ag_safe_read(w->code[i] + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
+            if (ag_safe_read(fr->code + L->co_code_adaptive + (uint64_t)lasti * 2, unit, 2))
                 opcode = unit[0];
-            if (frame_above(w->addr[i], co, chunk, top))
+            if (py_fw_frame_above(&fw, fr, co, th.chunk, th.top))
                 s->flags |= AG_S_FRAME_ABOVE;
         }
         s->depth++;
@@ -558,12 +463,12 @@ static int pick_signal(void)
 
 int ag_sampler_init(void)
 {
-    const struct py_heap_layout *H = py_heap_layout_table(ag_rt.minor);
-    if (H && H->co_nlocalsplus + 4 <= ag_rt.layout.co_size &&
-        H->co_stacksize + 4 <= ag_rt.layout.co_size) {
-        off_nlocalsplus = H->co_nlocalsplus;
-        off_stacksize = H->co_stacksize;
-    }
+    /* Before anything samples: memory samples walk stacks too, even with CPU sampling off. */
+    fw_ok = py_fw_init(&fw, &ag_rt.layout, py_heap_layout_table(ag_rt.minor),
+                       ag_rt.types.code) == 0 &&
+            ag_rt.layout.co_size <= sizeof(((struct walk_scratch *)0)->headers[0]);
+    if (!fw_ok)
+        log_warn("agent: this Python's frame layout is out of the walker's bounds: no stacks");
     find_eval_loop();
     nranges = 0;
     Dl_info self;

@@ -3,30 +3,18 @@
  * a live target may be caught mid-push and a core may be damaged. */
 #include "frames.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "cpython/frame_walk.h"
 #include "cpython/linetable.h"
 #include "cpython/objects.h"
 
 #define MAX_NAME_CHARS 4096
 #define MAX_LINETABLE_BYTES (1u << 20)
-
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static int32_t rd32(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 void py_code_cache_init(struct py_code_cache *cc)
 {
@@ -49,6 +37,28 @@ static const char *read_name(struct py_runtime *rt, struct arena *a, uint64_t ob
     return r;
 }
 
+/* The frame walker reads through the runtime's reader; the first error is kept. */
+struct reader_mem {
+    struct rd_reader *rd;
+    int err;
+};
+
+static bool reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    struct reader_mem *r = ctx;
+    int err = rd_read(r->rd, addr, buf, len);
+    if (err && !r->err)
+        r->err = err;
+    return err == 0;
+}
+
+static int runtime_fw(struct py_runtime *rt, struct py_fw *fw)
+{
+    if (py_fw_init(fw, &rt->layout, py_heap_layout_table(rt->minor), rt->types.code) != 0)
+        return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
+    return 0;
+}
+
 int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t code,
                     const struct py_code_info **out)
 {
@@ -59,12 +69,18 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
         return 0;
     }
     uint8_t hdr[256];
-    if (L->co_size > sizeof(hdr) || L->co_firsttraceable + 4 > L->co_size)
-        return err_fail(SCRY_E_INTERNAL, "code object layout out of range");
-    int err = rd_read(rt->rd, code, hdr, L->co_size);
+    struct py_fw fw;
+    struct py_fw_code facts;
+    int err = runtime_fw(rt, &fw);
     if (err)
         return err;
-    if (rd64(hdr + L->ob_type) != rt->types.code)
+    if (L->co_size > sizeof(hdr))
+        return err_fail(SCRY_E_INTERNAL, "code object layout out of range");
+    err = rd_read(rt->rd, code, hdr, L->co_size);
+    if (err)
+        return err;
+    py_fw_code_facts(&fw, hdr, &facts);
+    if (!facts.is_code)
         return err_fail(SCRY_E_READ_FAILED, "0x%llx is not a code object",
                         (unsigned long long)code);
 
@@ -72,20 +88,21 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
     if (!ci)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory resolving code objects");
     ci->addr = code;
-    ci->firstlineno = rd32(hdr + L->co_firstlineno);
-    ci->nunits = rd64(hdr + L->co_nunits);
-    ci->filename_obj = rd64(hdr + L->co_filename);
-    ci->qualname_obj = rd64(hdr + L->co_qualname);
+    ci->firstlineno = py_i32_at(hdr + L->co_firstlineno);
+    ci->nunits = facts.nunits;
+    ci->firsttraceable = facts.firsttraceable;
+    ci->filename_obj = py_u64_at(hdr + L->co_filename);
+    ci->qualname_obj = py_u64_at(hdr + L->co_qualname);
     ci->filename = read_name(rt, &cc->arena, ci->filename_obj);
-    ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_qualname));
+    ci->qualname = read_name(rt, &cc->arena, py_u64_at(hdr + L->co_qualname));
     if (!ci->qualname)
-        ci->qualname = read_name(rt, &cc->arena, rd64(hdr + L->co_name));
+        ci->qualname = read_name(rt, &cc->arena, py_u64_at(hdr + L->co_name));
     if (!ci->filename)
         ci->filename = "<unknown>";
     if (!ci->qualname)
         ci->qualname = "<unknown>";
 
-    uint64_t table = rd64(hdr + L->co_linetable);
+    uint64_t table = py_u64_at(hdr + L->co_linetable);
     int64_t tlen;
     if (table && rd_read_u64(rt->rd, table + L->bytes_size, (uint64_t *)&tlen) == 0 &&
         tlen > 0 && tlen <= MAX_LINETABLE_BYTES) {
@@ -107,77 +124,41 @@ void py_code_forget(struct py_code_cache *cc, uint64_t code)
     hm_del(&cc->by_addr, code);
 }
 
-/* The frame a thread is executing, or 0. */
-static int current_frame(struct py_runtime *rt, uint64_t tstate, uint64_t *frame)
-{
-    const struct py_layout *L = &rt->layout;
-    if (L->ts_cframe) {
-        uint64_t cframe;
-        int err = rd_read_u64(rt->rd, tstate + L->ts_cframe, &cframe);
-        if (err || !cframe) {
-            *frame = 0;
-            return err;
-        }
-        return rd_read_u64(rt->rd, cframe + L->cframe_current_frame, frame);
-    }
-    return rd_read_u64(rt->rd, tstate + L->ts_current_frame, frame);
-}
-
 int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
                     struct py_frame *frames, size_t max, size_t *count, bool *truncated)
 {
-    const struct py_layout *L = &rt->layout;
-    struct hashmap seen = HASHMAP_INIT;
-    uint64_t frame;
-    size_t n = 0;
+    struct py_fw fw;
+    struct reader_mem rm = {rt->rd, 0};
+    struct py_mem mem = {.read = reader_read, .ctx = &rm};
+    struct py_fw_thread th;
     *count = 0;
     *truncated = false;
-    int err = current_frame(rt, tstate, &frame);
+    int err = runtime_fw(rt, &fw);
     if (err)
         return err;
+    if (!py_fw_thread(&fw, &mem, tstate, &th))
+        return rm.err ? rm.err : err_fail(SCRY_E_READ_FAILED, "cannot read a thread state");
+    if (max > PY_MAX_STACK_DEPTH)
+        max = PY_MAX_STACK_DEPTH;
+    struct py_fw_frame *raw = malloc((max ? max : 1) * sizeof(*raw));
+    if (!raw)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory walking frames");
+    unsigned flags;
+    size_t nraw = py_fw_walk(&fw, &mem, th.frame, raw, max, PY_MAX_STACK_DEPTH, &flags);
+    *truncated = (flags & (PY_FW_LIMIT | PY_FW_CYCLE)) != 0;
 
-    uint8_t fr[128];
-    size_t frsize = L->fr_owner + 1;
-    if (L->fr_instr + 8 > frsize)
-        frsize = L->fr_instr + 8;
-    if (L->fr_previous + 8 > frsize)
-        frsize = L->fr_previous + 8;
-    if (frsize > sizeof(fr))
-        return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
-
-    for (size_t depth = 0; frame; depth++) {
-        if (depth >= PY_MAX_STACK_DEPTH || hm_has(&seen, frame) || n >= max) {
-            *truncated = true;
-            break;
-        }
-        if (hm_put(&seen, frame, 1)) {
-            err = err_fail(SCRY_E_NO_MEMORY, "out of memory walking frames");
-            goto out;
-        }
-        err = rd_read(rt->rd, frame, fr, frsize);
-        if (err)
-            goto out;
-        uint64_t addr = frame;
-        uint64_t code = rd64(fr + L->fr_code);
-        int owner = fr[L->fr_owner];
-        frame = rd64(fr + L->fr_previous);
-        if (L->fr_code_tagged)
-            code &= ~(uint64_t)3;
-        if (!code || owner == L->owner_cstack || owner == L->owner_interpreter)
-            continue;
-
+    size_t n = 0;
+    for (size_t i = 0; i < nraw; i++) {
         const struct py_code_info *ci;
-        if (py_code_resolve(rt, cc, code, &ci) != 0) {
-            log_debug("frame 0x%llx: %s", (unsigned long long)addr, err_last_message());
+        if (py_code_resolve(rt, cc, raw[i].code, &ci) != 0) {
+            log_debug("frame 0x%llx: %s", (unsigned long long)raw[i].addr, err_last_message());
             continue;
         }
-        uint64_t instr = rd64(fr + L->fr_instr);
-        int64_t lasti = ((int64_t)instr - (int64_t)(code + L->co_code_adaptive)) / 2;
-        int32_t firsttraceable = 0;
-        if (rd_read(rt->rd, code + L->co_firsttraceable, &firsttraceable, 4) == 0 &&
-            owner != L->owner_generator && lasti < firsttraceable)
-            continue; /* not started yet: CPython hides these frames too */
-        frames[n].addr = addr;
+        int64_t lasti = py_fw_lasti(&fw, raw[i].code, raw[i].instr);
+        struct py_fw_code facts = {true, ci->firsttraceable, ci->nunits};
+        if (!py_fw_shown(&fw, &raw[i], &facts, lasti))
+            continue;
+        frames[n].addr = raw[i].addr;
         frames[n].code = ci;
         frames[n].lasti = lasti;
         frames[n].line = ci->linetable
@@ -186,9 +167,9 @@ int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t ts
                              : -1;
         n++;
     }
-    err = 0;
-out:
+    free(raw);
     *count = n;
-    hm_free(&seen);
-    return err;
+    if (flags & PY_FW_FAULT)
+        return rm.err ? rm.err : err_fail(SCRY_E_READ_FAILED, "cannot read a frame");
+    return 0;
 }

@@ -21,6 +21,7 @@ struct py_code_info {
     const uint8_t *linetable;
     size_t linetable_len;
     uint64_t nunits; /* code units of bytecode */
+    int32_t firsttraceable; /* co_firsttraceable: frames before it have not started */
     /* Identity: a code object's memory can be freed and reused by another code object, so a
      * cached entry is trusted only while these still match what the object holds. */
     uint64_t filename_obj, qualname_obj;
@@ -47,8 +48,10 @@ struct py_frame {
     int line;      /* -1 when unknown */
 };
 
-/* The Python frames of a thread, innermost first. *truncated is set when the stack was deeper
- * than max or a loop was found in the chain. */
+/* The Python frames of a thread, innermost first, as the frame walker (cpython/frame_walk.h) finds
+ * them through the runtime's reader. *truncated is set when the stack was deeper than max (or
+ * PY_MAX_STACK_DEPTH) or a loop was found in the chain. A frame that cannot be read ends the walk
+ * with the reader's error, *count holding the frames before it. */
 int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
                     struct py_frame *frames, size_t max, size_t *count, bool *truncated);
 

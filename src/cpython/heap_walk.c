@@ -35,6 +35,7 @@
 #include "common/hashmap.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "cpython/frame_walk.h"
 #include "cpython/frames.h"
 #include "cpython/heap_ctypes.h"
 #include "cpython/memcache.h"
@@ -251,6 +252,7 @@ struct hw {
     struct py_runtime *rt;
     const struct py_layout *L;
     const struct py_heap_layout *H;
+    struct py_fw fw; /* the frame rules (cpython/frame_walk.h) */
     const struct hw_options *opt;
     const struct hw_sink *sink;
     struct hw_stats *st;
@@ -1426,9 +1428,7 @@ static int walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, boo
     uint64_t code;
     if (L->fr_localsplus > sizeof(fr) || mc_read(&w->mc, frame, fr, L->fr_localsplus))
         return 0;
-    code = rd64(fr + L->fr_code);
-    if (L->fr_code_tagged)
-        code &= ~(uint64_t)3;
+    code = py_fw_object(L, rd64(fr + L->fr_code));
     if (code_out)
         *code_out = code;
     uint64_t ct;
@@ -1439,12 +1439,8 @@ static int walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, boo
     if (suspended) {
         int32_t stacksize = 0;
         mc_read(&w->mc, code + H->co_stacksize, &stacksize, 4);
-        int64_t top;
-        if (H->fr_stackpointer)
-            top = ((int64_t)rd64(fr + H->fr_stacktop) - (int64_t)(frame + L->fr_localsplus)) / 8;
-        else
-            top = rd32(fr + H->fr_stacktop);
-        if (top >= 0 && stacksize >= 0 && (uint64_t)top <= nlocals + (uint64_t)stacksize)
+        int64_t top = py_fw_stack_used(&w->fw, frame, fr, nlocals, stacksize);
+        if (top >= 0)
             nslots = (uint64_t)top;
     }
     uint64_t slots[CHUNK];
@@ -1454,12 +1450,7 @@ static int walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, boo
         if (mc_read(&w->mc, frame + L->fr_localsplus + i * 8, slots, n * 8))
             break;
         for (size_t j = 0; j < n; j++) {
-            uint64_t p = slots[j];
-            if (L->fr_code_tagged) {
-                if ((p & 3) == 3)
-                    continue; /* a tagged int, not an object */
-                p &= ~(uint64_t)3;
-            }
+            uint64_t p = py_fw_object(L, slots[j]); /* 0: NULL or a tagged int */
             if (!p)
                 continue;
             uint64_t idx = i + j;
@@ -1487,9 +1478,7 @@ static int walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, boo
     if (locals && locals != globals)
         err = ref(w, h, locals, HW_EDGE_ATTR, ".f_locals", false);
     if (!err && h->from) { /* thread frames: module dicts are reached through sys.modules */
-        uint64_t func = rd64(fr + H->fr_func);
-        if (L->fr_code_tagged)
-            func &= ~(uint64_t)3;
+        uint64_t func = py_fw_object(L, rd64(fr + H->fr_func));
         err = ref(w, h, globals, HW_EDGE_INTERNAL, ".f_globals", false);
         if (!err)
             err = ref(w, h, func, HW_EDGE_INTERNAL, ".f_func", false);
@@ -1639,8 +1628,8 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         int32_t nl = 0, ns = 0;
         if (ti->kind == K_FRAME && mc_read_u64(&w->mc, addr + H->frobj_frame, &f))
             f = 0;
-        if (f && mc_read_u64(&w->mc, f + w->L->fr_code, &c) == 0 && c) {
-            c &= ~(uint64_t)3;
+        if (f && mc_read_u64(&w->mc, f + w->L->fr_code, &c) == 0 &&
+            (c = py_fw_object(w->L, c)) != 0) {
             mc_read(&w->mc, c + H->co_nlocalsplus, &nl, 4);
             mc_read(&w->mc, c + H->co_stacksize, &ns, 4);
         }
@@ -2073,6 +2062,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     w.resume_ctx = resume_ctx;
     if (!w.H)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "no heap layout for Python 3.%d", rt->minor);
+    if (py_fw_init(&w.fw, w.L, w.H, rt->types.code) != 0)
+        return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
     if (!rt->types.type || !rt->types.str || !rt->types.dict)
         return err_fail(SCRY_E_NOT_PYTHON, "the Python image does not export its type objects");
     mc_init(&w.mc, rt->rd, 0);
