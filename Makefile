@@ -103,10 +103,16 @@ $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
 
+# scry's own layout numbers for one version, compared with its headers by
+# tests/e2e/test_layout_headers.py (which compiles tests/tools/layout_offsets.c per version).
+$(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
+
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 
-e2e: all $(BUILD)/tools/linetable_check
+e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
 	@# nothing after); without them (no network) their tests skip.
@@ -115,7 +121,7 @@ e2e: all $(BUILD)/tools/linetable_check
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
-test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check
+test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
 	@# nothing after); without them (no network) their tests skip.

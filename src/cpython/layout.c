@@ -1,5 +1,8 @@
 /* Layout tables for 3.11 and 3.12 (offsetof() on the 3.11.7 and 3.12.1 headers with
- * Py_BUILD_CORE), and the reader of _Py_DebugOffsets for 3.13 and 3.14. Facts and sources:
+ * Py_BUILD_CORE), the reader of _Py_DebugOffsets for 3.13-3.15 with what that block does not give,
+ * and the heap walker's tables. Every number here is compared with the installed interpreters'
+ * headers by tests/e2e/test_layout_headers.py (tests/tools/layout_offsets.c against
+ * tests/tools/layout_table.c): change one and that test names it. Facts and sources:
  * shared/reference/cpython-internals.md sections 3.2-3.9. */
 #include "layout.h"
 
@@ -14,7 +17,7 @@ static const struct py_layout layout_311 = {
     .rt_interpreters_head = 40,
     .rt_gil_locked = 376,
     .rt_gil_last_holder = 368,
-    .is_size = 100000,
+    .is_size = 107752,
     .is_next = 0,
     .is_id = 48,
     .is_threads_head = 16,
@@ -73,7 +76,7 @@ static const struct py_layout layout_312 = {
     .minor = 12,
     .rt_size = 459944,
     .rt_interpreters_head = 40,
-    .is_size = 300000,
+    .is_size = 383552,
     .is_next = 0,
     .is_id = 8,
     .is_threads_head = 72,
@@ -142,19 +145,10 @@ const struct py_layout *py_layout_table(int minor)
     }
 }
 
-/* One field of struct py_layout taken from _Py_DebugOffsets: the u64 at index `idx` of the block,
- * which must lie inside the struct whose size is at index `size_idx`. */
-struct dbg_field {
-    const char *name;
-    size_t layout_off;
-    int idx;
-    int size_idx;
-};
-
 #define F(field, i, s) {#field, offsetof(struct py_layout, field), i, s}
 
 /* Indices of the 3.13 block (584 bytes, 73 u64). */
-static const struct dbg_field fields_313[] = {
+static const struct py_dbg_field fields_313[] = {
     F(rt_size, 3, 3),
     F(rt_interpreters_head, 5, 3),
     F(is_size, 6, 6),
@@ -200,10 +194,10 @@ static const struct dbg_field fields_313[] = {
 };
 /* The _gil_runtime_state fields are given relative to the interpreter; these indices give the
  * embedded GIL's start, its `locked` and its `last_holder`. */
-static const int gil_313[3] = {15, 17, 18};
+static const int gil_313[PY_DBG_GIL_INDICES] = {15, 17, 18};
 
 /* Indices of the 3.14 block (760 bytes, 95 u64). */
-static const struct dbg_field fields_314[] = {
+static const struct py_dbg_field fields_314[] = {
     F(rt_size, 3, 3),
     F(rt_interpreters_head, 5, 3),
     F(is_size, 6, 6),
@@ -247,12 +241,12 @@ static const struct dbg_field fields_314[] = {
     F(str_length, 79, 77),
     F(str_ascii_size, 80, 77),
 };
-static const int gil_314[3] = {16, 18, 19};
+static const int gil_314[PY_DBG_GIL_INDICES] = {16, 18, 19};
 
 /* Indices of the 3.15 block (888 bytes, 111 u64): the thread state gains base_frame and the
  * profiling fields before thread_id, the type object tp_basicsize/tp_dictoffset, and a heap
  * type object struct follows it. */
-static const struct dbg_field fields_315[] = {
+static const struct py_dbg_field fields_315[] = {
     F(rt_size, 3, 3),
     F(rt_interpreters_head, 5, 3),
     F(is_size, 6, 6),
@@ -299,8 +293,47 @@ static const struct dbg_field fields_315[] = {
     F(str_length, 91, 89),
     F(str_ascii_size, 92, 89),
 };
-static const int gil_315[3] = {16, 18, 19};
+static const int gil_315[PY_DBG_GIL_INDICES] = {16, 18, 19};
 
+/* What the block does not give (3.15's gives tp_basicsize, tp_dictoffset and ht_cached_keys):
+ * offsetof() on the 3.13.0, 3.14.10 and 3.15.2 headers (tests/e2e/test_layout_headers.py checks
+ * them). Entry frames are FRAME_OWNED_BY_CSTACK (3) on 3.13 and FRAME_OWNED_BY_INTERPRETER (3) on
+ * 3.14+ (seen in the live 3.14.10 and 3.15.2); 3.14 keeps FRAME_OWNED_BY_CSTACK (4) for other
+ * shims, 3.15 has none. The fields the block gives are filled from it over these. */
+#define FIXED_313_315                                                                              \
+    .from_debug_offsets = true, .owner_generator = 1, .owner_cstack = 3, .co_nunits = 16,         \
+    .str_compact_size = 56, .long_has_lv_tag = true, .values_kind = PY_VALUES_313, .mod_dict = 16
+
+static const struct py_layout fixed_313 = {
+    .minor = 13,
+    FIXED_313_315,
+    .owner_interpreter = -1,
+    .co_firsttraceable = 184,
+    .tp_basicsize = 32,
+    .tp_dictoffset = 288,
+    .ht_cached_keys = 880,
+};
+
+static const struct py_layout fixed_314 = {
+    .minor = 14,
+    FIXED_313_315,
+    .fr_code_tagged = true,
+    .owner_interpreter = 4,
+    .co_firsttraceable = 192,
+    .tp_basicsize = 32,
+    .tp_dictoffset = 288,
+    .ht_cached_keys = 880,
+};
+
+static const struct py_layout fixed_315 = {
+    .minor = 15,
+    FIXED_313_315,
+    .fr_code_tagged = true,
+    .owner_interpreter = -1,
+    .co_firsttraceable = 192,
+};
+
+#undef FIXED_313_315
 #undef F
 
 size_t py_debug_offsets_size(int minor)
@@ -324,36 +357,44 @@ static uint64_t block_u64(const uint8_t *block, int idx)
     return v;
 }
 
+const struct py_layout *py_debug_layout_fixed(int minor, const struct py_dbg_field **fields,
+                                              size_t *nfields, const int **gil)
+{
+    const struct py_layout *fixed;
+    if (minor == 13) {
+        fixed = &fixed_313;
+        *fields = fields_313;
+        *nfields = sizeof(fields_313) / sizeof(fields_313[0]);
+        *gil = gil_313;
+    } else if (minor == 14) {
+        fixed = &fixed_314;
+        *fields = fields_314;
+        *nfields = sizeof(fields_314) / sizeof(fields_314[0]);
+        *gil = gil_314;
+    } else if (minor == 15) {
+        fixed = &fixed_315;
+        *fields = fields_315;
+        *nfields = sizeof(fields_315) / sizeof(fields_315[0]);
+        *gil = gil_315;
+    } else {
+        return NULL;
+    }
+    return fixed;
+}
+
 int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
                                  struct py_layout *out)
 {
-    const struct dbg_field *fields;
+    const struct py_dbg_field *fields;
     size_t nfields;
     const int *gil;
-    if (minor == 13) {
-        fields = fields_313;
-        nfields = sizeof(fields_313) / sizeof(fields_313[0]);
-        gil = gil_313;
-    } else if (minor == 14) {
-        fields = fields_314;
-        nfields = sizeof(fields_314) / sizeof(fields_314[0]);
-        gil = gil_314;
-    } else if (minor == 15) {
-        fields = fields_315;
-        nfields = sizeof(fields_315) / sizeof(fields_315[0]);
-        gil = gil_315;
-    } else {
+    const struct py_layout *fixed = py_debug_layout_fixed(minor, &fields, &nfields, &gil);
+    if (!fixed)
         return err_fail(SCRY_E_INTERNAL, "no _Py_DebugOffsets layout for 3.%d", minor);
-    }
     if (len < py_debug_offsets_size(minor) || memcmp(block, "xdebugpy", 8) != 0)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "_Py_DebugOffsets block is missing or short");
 
-    memset(out, 0, sizeof(*out));
-    /* Not in the 3.13/3.14 block (3.15's gives them and overwrites these): offsetof() on the
-     * 3.13.0 and 3.14.10 headers (tests/tools/layout_offsets.c). */
-    out->tp_basicsize = 32;
-    out->tp_dictoffset = 288;
-    out->ht_cached_keys = 880;
+    *out = *fixed;
     for (size_t i = 0; i < nfields; i++) {
         uint64_t v = block_u64(block, fields[i].idx);
         uint64_t size = block_u64(block, fields[i].size_idx);
@@ -375,24 +416,8 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                         "_Py_DebugOffsets GIL fields of this Python 3.%d are inconsistent", minor);
 
-    out->minor = minor;
-    out->from_debug_offsets = true;
     out->gil_locked = gil_locked - gil_start;
     out->gil_last_holder = gil_holder - gil_start;
-    out->owner_generator = 1;
-    out->fr_code_tagged = minor >= 14;
-    /* Entry frames are FRAME_OWNED_BY_CSTACK (3) on 3.13 and FRAME_OWNED_BY_INTERPRETER (3) on
-     * 3.14+ (seen in the live 3.14.10 and 3.15.2); 3.14 keeps FRAME_OWNED_BY_CSTACK (4) for other
-     * shims, 3.15 has none. */
-    out->owner_cstack = 3;
-    out->owner_interpreter = minor == 14 ? 4 : -1;
-    out->co_nunits = 16;
-    /* Not in the block: offsetof() on the 3.13.0, 3.14.10 and 3.15.2 headers. */
-    out->co_firsttraceable = minor >= 14 ? 192 : 184;
-    out->str_compact_size = out->str_ascii_size + 16;
-    out->long_has_lv_tag = true;
-    out->values_kind = PY_VALUES_313;
-    out->mod_dict = 16;
     return 0;
 }
 
