@@ -34,9 +34,14 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libscry-core.a
 
 # The agent is preloaded into profiled programs: only what it needs, compiled apart with hidden
-# visibility so that none of its symbols can clash with the program's.
-AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/common/*.c) $(wildcard src/reader/*.c) \
-             $(wildcard src/cpython/*.c) src/render/json_writer.c
+# visibility so that none of its symbols can clash with the program's. No heap walker, no ptrace
+# or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
+# marks a buffer failed instead of aborting when out of memory.
+AGENT_SRC := $(wildcard src/agent/*.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
+             $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c linetable.c objects.c opcodes.c) \
+             src/render/json_writer.c
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)
 AGENT     := $(BUILD)/libscry-agent.so
 
@@ -68,7 +73,7 @@ $(BUILD)/agent-obj/%.o: %.c | deps
 	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
 
 $(AGENT): $(AGENT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -o $@ $(AGENT_OBJ) -lelf -lm -ldl -lpthread -lrt $(LDSAN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -97,6 +102,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+# strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
+$(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(BUILD)/agent-obj/src/common/strbuf.o $(BUILD)/agent-obj/src/common/sanitize.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/agent-obj/src/common/strbuf.o $(BUILD)/agent-obj/src/common/sanitize.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
 $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
