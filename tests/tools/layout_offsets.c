@@ -2,8 +2,8 @@
  * (src/cpython/layout.c) hold, under the names tests/tools/layout_table.c prints scry's own
  * numbers with: the u64 index of each _Py_DebugOffsets field scry reads and of its struct's size
  * (3.13+: "dbg.<field>", "dbg.<field>.within"), and offsetof()/sizeof/enum values for the rest
- * (0 for a field this version does not have). A few more lines (func_*, sizeof_func, ...) are for
- * reading only. tests/e2e/test_layout_headers.py compiles it per installed version and compares.
+ * (0 for a field this version does not have). tests/e2e/test_layout_headers.py compiles it per
+ * installed version and compares.
  *
  *   cc -I$INC -I$INC/internal tests/tools/layout_offsets.c -o layout_offsets
  *
@@ -275,41 +275,6 @@ int main(void)
 #else
     Z("ba_bytes_header");
 #endif
-    /* functions */
-    O("func_globals", PyFunctionObject, func_globals);
-    O("func_builtins", PyFunctionObject, func_builtins);
-    O("func_name", PyFunctionObject, func_name);
-    O("func_qualname", PyFunctionObject, func_qualname);
-    O("func_code", PyFunctionObject, func_code);
-    O("func_defaults", PyFunctionObject, func_defaults);
-    O("func_kwdefaults", PyFunctionObject, func_kwdefaults);
-    O("func_closure", PyFunctionObject, func_closure);
-    O("func_doc", PyFunctionObject, func_doc);
-    O("func_dict", PyFunctionObject, func_dict);
-    O("func_module", PyFunctionObject, func_module);
-    O("func_annotations", PyFunctionObject, func_annotations);
-#if PY_MINOR_VERSION >= 14
-    O("func_annotate", PyFunctionObject, func_annotate);
-#endif
-#if PY_MINOR_VERSION >= 12
-    O("func_typeparams", PyFunctionObject, func_typeparams);
-#endif
-    P("sizeof_func", sizeof(PyFunctionObject));
-    O("exc_dict", PyBaseExceptionObject, dict);
-    O("exc_args", PyBaseExceptionObject, args);
-    O("exc_notes", PyBaseExceptionObject, notes);
-    O("exc_traceback", PyBaseExceptionObject, traceback);
-    O("exc_context", PyBaseExceptionObject, context);
-    O("exc_cause", PyBaseExceptionObject, cause);
-    O("tb_next", PyTracebackObject, tb_next);
-    O("tb_frame", PyTracebackObject, tb_frame);
-    O("method_func", PyMethodObject, im_func);
-    O("method_self", PyMethodObject, im_self);
-    O("cfunc_self", PyCFunctionObject, m_self);
-    O("cfunc_module", PyCFunctionObject, m_module);
-    O("cell_contents", PyCellObject, ob_ref);
-    O("module_dict", PyModuleObject, md_dict);
-    O("module_name", PyModuleObject, md_name);
     /* the heap walker's labelled references (classmethod and property objects are private to
      * Objects/ and have no header: the test lists them as unchecked) */
     O("ref.func.__globals__", PyFunctionObject, func_globals);
