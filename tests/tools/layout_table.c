@@ -1,4 +1,5 @@
-/* Prints scry's own layout numbers for one CPython minor version (src/cpython/layout.c), in the
+/* Prints scry's own layout numbers for one CPython minor version as compiled (src/cpython/layout.c
+ * and the generated layout_3X.c), in the
  * "name value" lines of tests/tools/layout_offsets.c, which prints the same names from the
  * version's headers: tests/e2e/test_layout_headers.py compares the two.
  *
@@ -9,7 +10,7 @@
  * dbg.gil_start/gil_locked/gil_holder, and by name every other field. Then the heap walker's table
  * (struct py_heap_layout): its numbers by name, gc_gen0..2, and each labelled reference as
  * "ref.<kind><label> <offset>". Flags and enums (values_kind, fr_code_tagged, ...) are rules,
- * not header numbers, and are not printed. */
+ * not header numbers (tests/tools/gen_layouts.py rules()), and are not printed. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
