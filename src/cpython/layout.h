@@ -122,9 +122,9 @@ struct py_ref_field {
 #define PY_MAX_REF_FIELDS 16
 
 /* What the heap walker needs beyond struct py_layout: GC lists, type and heap-type fields, and the
- * layouts of the builtin containers, per minor version (offsetof() on the 3.11.7, 3.12.1 and
- * 3.13.0 headers; 3.14 from py-spy's 3.14.0 bindings and cpython-internals.md, untested). None of
- * these is in _Py_DebugOffsets except gc.collecting, which the walker checks against it. */
+ * layouts of the builtin containers, per minor version (generated from the 3.11.7, 3.12.1, 3.13.0,
+ * 3.14.10 and 3.15.2 headers: layout_3X.c). None of these is in _Py_DebugOffsets except
+ * gc.collecting, which the walker checks against it. */
 struct py_heap_layout {
     int minor;
     /* struct _gc_runtime_state, relative to interp->gc: list heads (PyGC_Head, 16 bytes) */
