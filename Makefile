@@ -2,7 +2,7 @@
 #   make                 build build/scry (installs missing build packages first)
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
-#                        (installs 3.14 and 3.15 from Debian sid first: scripts/install-pythons.sh)
+#                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
@@ -38,7 +38,7 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 # or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
 # marks a buffer failed instead of aborting when out of memory.
 AGENT_SRC := $(wildcard src/agent/*.c) \
-             $(addprefix src/common/,arena.c cursor.c error.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
              $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
              $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c linetable.c objects.c opcodes.c) \
              $(wildcard src/cpython/layout_3*.c) \
@@ -105,9 +105,10 @@ $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/o
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
-$(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(BUILD)/agent-obj/src/common/strbuf.o $(BUILD)/agent-obj/src/common/sanitize.o $(UNIT_LIB) $(CORE_LIB)
+AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
+$(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/agent-obj/src/common/strbuf.o $(BUILD)/agent-obj/src/common/sanitize.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
 $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
@@ -125,18 +126,18 @@ unit: deps $(UNIT_BIN)
 
 e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
-	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
-	@# nothing after); without them (no network) their tests skip.
-	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15 not installed: their tests will be skipped" >&2
+	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
+	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
+	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
-	@# Python 3.14 and 3.15 from Debian sid under pyenv's versions folder (a minute the first time;
-	@# nothing after); without them (no network) their tests skip.
-	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15 not installed: their tests will be skipped" >&2
+	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
+	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
+	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2

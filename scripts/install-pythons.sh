@@ -4,7 +4,7 @@
 # ($(pyenv root)/versions/3.X.Y/bin/python3.X and bin/python3), where tests/e2e/pythons.py finds
 # the others. Does nothing for a version that is already there and runs.
 #
-#   install-pythons.sh [3.14] [3.15]      (default: both)
+#   install-pythons.sh [3.14] [3.15] [3.13t]     (default: all three)
 #
 # How: a private apt configuration (sid's entries, Debian's archive keyring, its own lists and
 # cache under $SCRY_PYTHONS_CACHE, never the system's) downloads python3.X, its -dev and -venv
@@ -17,10 +17,15 @@
 #
 # A first run downloads about 35 MB per version and takes about a minute (compiling the stdlib's
 # bytecode included).
+#
+# 3.13t, the free-threaded build (--disable-gil), has no binary package: it is built from the
+# upstream tarball of Debian's python3.13 source package (the newest one the archive serves) with
+# Debian 12's own -dev packages, and installed as versions/3.13.Nt (bin/python3.13t, bin/python3).
+# That first build takes 10-20 minutes on two cores.
 set -euo pipefail
 
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(3.14 3.15)
+[ ${#versions[@]} -gt 0 ] || versions=(3.14 3.15 3.13t)
 
 pyenv_root=${PYENV_ROOT:-}
 if [ -z "$pyenv_root" ]; then
@@ -34,20 +39,83 @@ arch=$(dpkg --print-architecture)
 
 say() { echo "scry: install-pythons: $*" >&2; }
 
-# An interpreter of this minor version already under $dest_dir that runs: nothing to do.
+# An interpreter of this minor version (3.13t: free-threaded) already under $dest_dir that runs:
+# nothing to do.
 installed() {
   local minor=$1 exe
-  for exe in "$dest_dir"/"$minor".*/bin/python"$minor"; do
+  for exe in "$dest_dir"/"${minor%t}".*"${minor//[0-9.]/}"/bin/python"$minor"; do
     [ -x "$exe" ] && "$exe" -c 'import ssl, sqlite3, venv' >/dev/null 2>&1 && return 0
   done
   return 1
 }
 
+# The free-threaded 3.13 built from the upstream tarball of Debian's source package: the newest
+# version sid lists, else the newest older one the archive still serves.
+build_free_threaded() {
+  local pool=http://deb.debian.org/debian/pool/main/p/python3.13 listed v full="" work prefix
+  local deps=(build-essential pkg-config libssl-dev zlib1g-dev libffi-dev libsqlite3-dev
+    libbz2-dev liblzma-dev uuid-dev libreadline-dev libncurses-dev libexpat1-dev libgdbm-dev)
+  local missing=()
+  for p in "${deps[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages to build 3.13t: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  listed=$(curl -fsS "http://deb.debian.org/debian/dists/sid/main/source/Sources.xz" 2>/dev/null |
+    xz -dc 2>/dev/null | sed -n '/^Package: python3.13$/,/^$/s/^Version: \([0-9.]*\).*/\1/p' |
+    head -n1 || true)
+  mkdir -p "$cache/src"
+  for v in $listed 3.13.15 3.13.5; do
+    if [ -s "$cache/src/python3.13_$v.orig.tar.xz" ] ||
+      curl -fsS -o "$cache/src/python3.13_$v.orig.tar.xz.part" "$pool/python3.13_$v.orig.tar.xz" \
+        2>/dev/null; then
+      [ -s "$cache/src/python3.13_$v.orig.tar.xz" ] ||
+        mv "$cache/src/python3.13_$v.orig.tar.xz.part" "$cache/src/python3.13_$v.orig.tar.xz"
+      full=$v
+      break
+    fi
+    rm -f "$cache/src/python3.13_$v.orig.tar.xz.part"
+  done
+  if [ -z "$full" ]; then
+    say "no python3.13 source tarball is served by deb.debian.org (tried: $listed 3.13.15 3.13.5)"
+    exit 1
+  fi
+  prefix="$dest_dir/${full}t"
+  mkdir -p "$dest_dir"
+  work=$(mktemp -d "$dest_dir/.${full}t.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  say "building free-threaded Python $full (10-20 minutes on two cores)"
+  tar -xJf "$cache/src/python3.13_$full.orig.tar.xz" -C "$work"
+  local src
+  src=$(ls -d "$work"/Python-* "$work"/python3.13-* 2>/dev/null | head -n1)
+  (cd "$src" && ./configure -q --disable-gil --prefix="$prefix" --with-ensurepip=install \
+      >"$work/configure.log" 2>&1 &&
+    make -s -j"$(nproc)" >"$work/make.log" 2>&1 &&
+    make -s install >"$work/install.log" 2>&1) || {
+    say "the build of 3.13t failed; the last lines of its logs:"
+    tail -n 20 "$work"/*.log >&2
+    rm -rf "$prefix"
+    exit 1
+  }
+  ln -sf python3.13t "$prefix/bin/python3"
+  rm -rf "$work"
+  trap - EXIT
+  if ! "$prefix/bin/python3.13t" -c 'import sys, ssl, sqlite3, venv; assert not sys._is_gil_enabled()' \
+    >/dev/null; then
+    say "free-threaded Python $full was built into $prefix but does not run without the GIL"
+    exit 1
+  fi
+  say "free-threaded Python $full is at $prefix/bin/python3.13t"
+}
+
 wanted=()
 for v in "${versions[@]}"; do
   case "$v" in
-    3.1[4-9]) installed "$v" || wanted+=("$v") ;;
-    *) say "unknown version '$v' (this script installs 3.14 and 3.15)"; exit 2 ;;
+    3.1[4-9] | 3.13t) installed "$v" || wanted+=("$v") ;;
+    *) say "unknown version '$v' (this script installs 3.14, 3.15 and 3.13t)"; exit 2 ;;
   esac
 done
 [ ${#wanted[@]} -gt 0 ] || exit 0
@@ -71,6 +139,17 @@ apt_opts=(-o "Dir::Etc::SourceList=$cache/etc/sources.list" -o "Dir::Etc::Source
   -o "Dir::State::Lists=$cache/lists" -o "Dir::State::Status=$cache/etc/status"
   -o "Dir::Cache::Archives=$cache/archives" -o "APT::Architecture=$arch"
   -o "APT::Sandbox::User=root" -o "Debug::NoLocking=1" -o "Acquire::Languages=none")
+
+binary=()
+for v in "${wanted[@]}"; do
+  [ "$v" = 3.13t ] || binary+=("$v")
+done
+ft_failed=0
+if [ ${#binary[@]} -ne ${#wanted[@]} ]; then
+  (build_free_threaded) || ft_failed=1 # 3.14/3.15 are installed even if this build fails
+fi
+[ ${#binary[@]} -gt 0 ] || exit $ft_failed
+wanted=("${binary[@]}")
 
 say "reading Debian sid's package lists"
 apt-get "${apt_opts[@]}" update -qq
@@ -139,3 +218,4 @@ for minor in "${wanted[@]}"; do
     "$final/usr/lib/python$minor" >/dev/null 2>&1 || true
   say "Python $full is at $prefix/bin/python$minor"
 done
+exit $ft_failed

@@ -143,7 +143,7 @@ static void after_fork_parent(void)
     if (!is_ours())
         return;
     ag_unwind_fork_done(false, unwind_clean);
-    if (!atomic_load(&ag_python_fork))
+    if (!atomic_load(&ag_python_fork) && (ag_pyhooks_installed() || !ag_pyhooks_defer_resume()))
         ag_collector_resume();
 }
 

@@ -203,6 +203,10 @@ void ag_sched_reset(void);
  * only once CPython has counted the threads. */
 void ag_pyhooks_maybe_schedule(void);
 bool ag_pyhooks_installed(void);
+/* A fork that returns in a thread holding the GIL before the fork hooks are installed: the
+ * collector is started again from a pending call, once os.fork() has counted the process's
+ * threads. False if it must be started now (no GIL held, or no pending call possible). */
+bool ag_pyhooks_defer_resume(void);
 extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart the collector */
 
 /* part_writer.c: writes $SCRY_PART_DIR/part-<pid>.json (docs/agent-protocol.md). */

@@ -44,6 +44,7 @@ static struct {
     PyObject *(*call_args)(PyObject *, ...);
     void (*mem_get)(int, void *);
     void (*mem_set)(int, void *);
+    int (*gil_held)(void);
 } api;
 
 /* ---- Python's allocators ---- */
@@ -286,10 +287,21 @@ static bool load_api(void)
     SYM(call_args, "PyObject_CallFunctionObjArgs");
     SYM(mem_get, "PyMem_GetAllocator");
     SYM(mem_set, "PyMem_SetAllocator");
+    SYM(gil_held, "PyGILState_Check");
 #undef SYM
     return api.add_pending_call && api.import_module && api.get_attr && api.cfunction_new &&
            api.dict_new && api.dict_set && api.tuple_new && api.call && api.decref &&
            api.incref && api.err_clear && api.none;
+}
+
+bool ag_pyhooks_defer_resume(void)
+{
+    /* os.fork() in the first milliseconds, before install() ran: CPython counts the threads
+     * (3.12+) after this C parent handler, so a collector started here would be counted. */
+    static int have_api = -1;
+    if (have_api < 0)
+        have_api = load_api() && api.gil_held;
+    return have_api && api.gil_held() && api.add_pending_call(resume_pending, NULL) == 0;
 }
 
 void ag_pyhooks_maybe_schedule(void)

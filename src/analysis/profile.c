@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/strbuf.h"
 
 /* Line numbers beyond this are refused: no Python source is that long, and the writer must
@@ -383,19 +384,6 @@ static int check_part(const json_t *part, const char *what)
     return 0;
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    void *na = realloc(*arr, ncap * elem);
-    if (!na)
-        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
-    *arr = na;
-    *cap = ncap;
-    return 0;
-}
-
 /* Looks key up in the merge index; *found says whether it was there. */
 static int index_get(struct profile *p, const char *key, size_t *pos, bool *found)
 {
@@ -426,7 +414,7 @@ static int intern_file(struct profile *p, const char *name, uint32_t *out)
     if (err)
         return err;
     if (!found) {
-        if ((err = grow((void **)&p->files, &p->cap_files, p->nfiles, sizeof(*p->files))))
+        if ((err = grow_array(&p->files, &p->cap_files, p->nfiles + 1, sizeof(*p->files))))
             return err;
         pos = p->nfiles;
         p->files[pos] = (struct prof_file){.name = arena_strdup(&p->arena, name)};
@@ -450,7 +438,7 @@ static int intern_func(struct profile *p, const char *qualname, uint32_t file, u
     if (err)
         return err;
     if (!found) {
-        if ((err = grow((void **)&p->funcs, &p->cap_funcs, p->nfuncs, sizeof(*p->funcs))))
+        if ((err = grow_array(&p->funcs, &p->cap_funcs, p->nfuncs + 1, sizeof(*p->funcs))))
             return err;
         pos = p->nfuncs;
         p->funcs[pos] = (struct prof_func){
@@ -475,7 +463,7 @@ static int line_at(struct profile *p, uint32_t file, uint32_t line, uint32_t fun
     if (err)
         return err;
     if (!found) {
-        if ((err = grow((void **)&p->lines, &p->cap_lines, p->nlines, sizeof(*p->lines))))
+        if ((err = grow_array(&p->lines, &p->cap_lines, p->nlines + 1, sizeof(*p->lines))))
             return err;
         pos = p->nlines;
         p->lines[pos] = (struct prof_line){.file = file, .line = line, .func = func};
@@ -513,10 +501,10 @@ static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t d
     bool found;
     int err = index_get(p, sb_str(&key), &pos, &found);
     if (!err && !found) {
-        err = grow((void **)&p->stacks, &p->cap_stacks, p->nstacks, sizeof(*p->stacks));
-        while (!err && p->nsframes + depth > p->cap_sframes)
-            err = grow((void **)&p->sframes, &p->cap_sframes, p->cap_sframes,
-                       sizeof(*p->sframes));
+        err = grow_array(&p->stacks, &p->cap_stacks, p->nstacks + 1, sizeof(*p->stacks));
+        if (!err)
+            err = grow_array(&p->sframes, &p->cap_sframes, p->nsframes + depth,
+                             sizeof(*p->sframes));
         if (!err) {
             pos = p->nstacks;
             memcpy(&p->sframes[p->nsframes], fr, depth * sizeof(*fr));
@@ -557,7 +545,7 @@ static int intern_nframe(struct profile *p, const json_t *f, uint32_t *out)
     if (err)
         return err;
     if (!found) {
-        if ((err = grow((void **)&p->nframes, &p->cap_nframes, p->nnframes, sizeof(*p->nframes))))
+        if ((err = grow_array(&p->nframes, &p->cap_nframes, p->nnframes + 1, sizeof(*p->nframes))))
             return err;
         pos = p->nnframes;
         p->nframes[pos] = (struct prof_nframe){.module = arena_strdup(&p->arena, module),
@@ -581,9 +569,9 @@ static int add_chain(struct profile *p, const char *key, struct prof_chain **cha
     bool found;
     int err = index_get(p, key, &pos, &found);
     if (!err && !found) {
-        err = grow((void **)chains, cap, *n, sizeof(**chains));
-        while (!err && *nitems + depth > *cap_items)
-            err = grow(items, cap_items, *cap_items, item_size);
+        err = grow_array(chains, cap, *n + 1, sizeof(**chains));
+        if (!err)
+            err = grow_array(items, cap_items, *nitems + depth, item_size);
         if (!err) {
             pos = *n;
             memcpy((char *)*items + *nitems * item_size, new_items, depth * item_size);
@@ -672,7 +660,7 @@ static int add_excluded(struct profile *p, const char *file, const char *rule, d
             p->excluded[i].sec += sec;
             return 0;
         }
-    int err = grow((void **)&p->excluded, &p->cap_excluded, p->nexcluded, sizeof(*p->excluded));
+    int err = grow_array(&p->excluded, &p->cap_excluded, p->nexcluded + 1, sizeof(*p->excluded));
     if (err)
         return err;
     struct prof_excluded *e = &p->excluded[p->nexcluded];
@@ -711,9 +699,8 @@ static int set_program(struct profile *p, const json_t *part)
 
 int prof_timeline_append(struct prof_timeline *dst, const struct prof_point *pts, size_t n)
 {
-    while (dst->n + n > dst->cap)
-        if (grow((void **)&dst->pts, &dst->cap, dst->cap, sizeof(*dst->pts)))
-            return -SCRY_E_NO_MEMORY;
+    if (grow_array(&dst->pts, &dst->cap, dst->n + n, sizeof(*dst->pts)))
+        return -SCRY_E_NO_MEMORY;
     if (n)
         memcpy(dst->pts + dst->n, pts, n * sizeof(*pts));
     dst->n += n;
@@ -783,7 +770,7 @@ static uint64_t mcount(const json_t *m, const char *key)
 static int add_mpart(struct profile *p, const json_t *part, const json_t *m, int64_t start_ns)
 {
     struct prof_memory *mem = &p->mem;
-    int err = grow((void **)&mem->parts, &mem->cap_parts, mem->nparts, sizeof(*mem->parts));
+    int err = grow_array(&mem->parts, &mem->cap_parts, mem->nparts + 1, sizeof(*mem->parts));
     if (err)
         return err;
     struct prof_mpart *mp = &mem->parts[mem->nparts++];

@@ -9,6 +9,7 @@
 
 #include "analysis/dominators.h"
 #include "common/error.h"
+#include "common/grow.h"
 
 static int oom(void)
 {
@@ -124,21 +125,14 @@ static int grow_nodes(struct ret_nodes *nodes, size_t need)
 {
     if (need <= nodes->cap)
         return 0;
-    size_t cap = nodes->cap ? nodes->cap : 1024;
-    while (cap < need)
-        cap *= 2;
-    uint64_t *o = realloc(nodes->objects, cap * sizeof(*o));
-    if (o)
-        nodes->objects = o;
-    uint64_t *ob = realloc(nodes->objects_before, cap * sizeof(*ob));
-    if (ob)
-        nodes->objects_before = ob;
-    bool *st = realloc(nodes->structural, cap * sizeof(*st));
-    if (st)
-        nodes->structural = st;
-    if (!o || !ob || !st)
+    /* Parallel arrays: each grows from the same capacity to the same new one. */
+    size_t old = nodes->cap, cap = old, cap_ob = old, cap_st = old;
+    if (grow_array(&nodes->objects, &cap, need, sizeof(*nodes->objects)) ||
+        grow_array(&nodes->objects_before, &cap_ob, need, sizeof(*nodes->objects_before)) ||
+        grow_array(&nodes->structural, &cap_st, need, sizeof(*nodes->structural)))
         return oom();
-    size_t old = nodes->cap;
+    uint64_t *o = nodes->objects, *ob = nodes->objects_before;
+    bool *st = nodes->structural;
     memset(o + old, 0, (cap - old) * sizeof(*o));
     memset(ob + old, 0, (cap - old) * sizeof(*ob));
     memset(st + old, 0, (cap - old) * sizeof(*st));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/sanitize.h"
 
 /* Without libm: the binary links none. */
@@ -39,14 +40,8 @@ static int new_node(struct stk_tree *t, uint32_t parent, uint32_t frame, uint32_
 {
     if (t->nnodes >= UINT32_MAX - 1)
         return err_fail(SCRY_E_NO_MEMORY, "call tree too large");
-    if (t->nnodes == t->cap_nodes) {
-        size_t cap = t->cap_nodes ? t->cap_nodes * 2 : 256;
-        struct stk_node *n = realloc(t->nodes, cap * sizeof(*n));
-        if (!n)
-            return oom();
-        t->nodes = n;
-        t->cap_nodes = cap;
-    }
+    if (grow_array(&t->nodes, &t->cap_nodes, t->nnodes + 1, sizeof(*t->nodes)))
+        return oom();
     uint32_t id = (uint32_t)t->nnodes++;
     struct stk_node *n = &t->nodes[id];
     memset(n, 0, sizeof(*n));
@@ -157,15 +152,9 @@ int stk_frame(struct stk_tree *t, const char *text, size_t len, uint32_t *out)
         }
         j = (j + 1) & (t->ftab_cap - 1);
     }
-    if (t->nframes == t->cap_frames) {
-        size_t cap = t->cap_frames ? t->cap_frames * 2 : 256;
-        const char **f = realloc(t->frames, cap * sizeof(*f));
-        if (!f) {
-            err = oom();
-            goto out;
-        }
-        t->frames = f;
-        t->cap_frames = cap;
+    if (grow_array(&t->frames, &t->cap_frames, t->nframes + 1, sizeof(*t->frames))) {
+        err = oom();
+        goto out;
     }
     char *copy = arena_strndup(&t->arena, s, len);
     if (!copy) {
@@ -270,14 +259,9 @@ int stk_finish(struct stk_tree *t)
     for (size_t i = 0; i < t->nnodes; i++) {
         size_t k = 0;
         for (uint32_t c = t->nodes[i].first_child; c != STK_NONE; c = t->nodes[c].next_sibling) {
-            if (k == cap) {
-                cap = cap ? cap * 2 : 64;
-                uint32_t *nk = realloc(kids, cap * sizeof(*nk));
-                if (!nk) {
-                    free(kids);
-                    return oom();
-                }
-                kids = nk;
+            if (grow_array(&kids, &cap, k + 1, sizeof(*kids))) {
+                free(kids);
+                return oom();
             }
             kids[k++] = c;
         }
@@ -513,18 +497,11 @@ int stk_parse_folded(struct stk_tree *t, const char *text, size_t len, const cha
         for (size_t i = start; i <= slen; i++) {
             if (i < slen && line[i] != ';')
                 continue;
-            if (k == cap) {
-                cap = cap ? cap * 2 : 64;
-                const char **nf = realloc(frames, cap * sizeof(*nf));
-                size_t *nlens = realloc(lens, cap * sizeof(*nlens));
-                if (nf)
-                    frames = nf;
-                if (nlens)
-                    lens = nlens;
-                if (!nf || !nlens) {
-                    err = oom();
-                    break;
-                }
+            size_t cap_lens = cap; /* parallel arrays: one capacity */
+            if (grow_array(&lens, &cap_lens, k + 1, sizeof(*lens)) ||
+                grow_array(&frames, &cap, k + 1, sizeof(*frames))) {
+                err = oom();
+                break;
             }
             frames[k] = line + start;
             lens[k] = i - start;

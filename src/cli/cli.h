@@ -1,10 +1,12 @@
-/* What every subcommand shares: the command table, error reporting in text or JSON with the
- * stable codes, and writing output to stdout with errors checked. */
+/* What every subcommand shares: the command table, usage errors and other errors in text or
+ * JSON with the stable codes, help, standard output (checked once, at the end), small parsers. */
 #ifndef SCRY_CLI_CLI_H
 #define SCRY_CLI_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <jansson.h>
 
 #include "common/strbuf.h"
 
@@ -13,28 +15,99 @@
 /* Exit statuses: 0 success, 1 any error with a code, 2 usage errors. */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
-int cmd_stacks(int argc, char **argv);
-int cmd_analyze(int argc, char **argv);
-int cmd_query(int argc, char **argv);
-int cmd_dump(int argc, char **argv);
+/* ---- the command table (main.c) ------------------------------------------------------------- */
+
+enum cli_command_flags {
+    CLI_JSON = 1u << 0,       /* takes --json: with it, errors are JSON documents on stdout */
+    CLI_OUTFILE = 1u << 1,    /* what it prints can go to -o FILE (the stdout error's hint) */
+    CLI_JSON_SHORT = 1u << 2  /* -j is --json */
+};
+
+/* A handler returns an exit status (its errors already reported), or a negative error code it
+ * recorded with err_fail/cli_usage and left to the dispatcher to report. */
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+    const char *summary;               /* the one line of `scry --help` */
+    const char *usage;                 /* `scry help NAME`, `scry NAME --help` */
+    unsigned flags;
+};
+extern const struct cli_command cli_commands[];
+extern const size_t cli_ncommands;
+/* NULL if no command has that name. */
+const struct cli_command *cli_find_command(const char *name);
+/* Runs c with argc/argv (argv[0] its name): the current command for cli_usage and cli_help
+ * while it runs; reports a negative return, then checks standard output (cli_finish_stdout).
+ * Returns the exit status. */
+int cli_dispatch(const struct cli_command *c, int argc, char **argv);
+
 int cmd_run(int argc, char **argv);
 int cmd_view(int argc, char **argv);
+int cmd_stacks(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_query(int argc, char **argv);
 int cmd_check(int argc, char **argv);
-int cmd_flamegraph(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+/* Each command's help text, next to its options. */
+extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
+    cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
+    cmd_compare_usage[], cmd_flamegraph_usage[];
 
+/* ---- errors and help (cli_common.c) ---------------------------------------------------------- */
+
+/* Records a usage error (code usage, exit status 2): the message, and a hint naming the
+ * current command's --help. Returns -SCRY_E_USAGE: a handler returns it and the dispatcher
+ * reports it (as JSON when the command takes --json and argv has it). The one way a usage
+ * error is made. */
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* getopt's complaint (c is ':' for a missing value, anything else an unknown option) through
+ * cli_usage; returns -SCRY_E_USAGE. */
+int cli_option_error(int c, char **argv);
 /* Prints the last recorded error (err_last_*) as text on stderr, or as a JSON error document on
  * stdout when json is set, and returns the exit status for it. */
 int cli_report_error(bool json);
-/* Reports getopt's complaint (c is ':' for a missing value, anything else an unknown option) as
- * a usage error; returns CLI_EXIT_USAGE. */
-int cli_option_error(bool json, int c, char **argv);
-/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (prints
- * usage). Returns -1 to go on, or the exit status to return (help shown, usage error reported). */
-int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json);
-/* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Checks that
- * exactly one was given (usage error otherwise), then opens it with the reader. */
+/* Whether the current command's errors are JSON: it takes --json and argv holds it (or -j, where
+ * that is its short form), before any `--`. */
+bool cli_json_errors(void);
+/* Prints the current command's help on stdout; returns CLI_EXIT_OK. */
+int cli_help(void);
+/* True if argv contains --json before any `--` (so that errors found while parsing are JSON). */
+bool cli_wants_json(int argc, char **argv);
+
+/* ---- standard output (cli_common.c) ---------------------------------------------------------- */
+
+/* Appends buf to standard output. A failure is not reported here: cli_finish_stdout, run once
+ * by the dispatcher after the command, flushes and reports it (io_error, exit status 1). */
+void cli_print(const struct strbuf *buf);
+/* Flushes standard output; if any write to it failed (a full disk, a closed pipe), reports an
+ * io_error on stderr and returns CLI_EXIT_ERROR when status was 0, status otherwise (so `scry
+ * run` keeps a failing program's status, as it does when the profile cannot be written). The
+ * one place stdout's errors are checked. */
+int cli_finish_stdout(int status, bool outfile_hint);
+/* Standard output when path is NULL or "-", else the file (common/outfile.h: a temporary name
+ * renamed over path, mode 0600); returns 0 or records an io_error. */
+int cli_write_output(const char *path, const struct strbuf *sb);
+
+/* ---- inputs and parsers (cli_common.c) ------------------------------------------------------ */
+
+/* Whether stdout should get colours (a terminal, NO_COLOR unset). */
+bool cli_color_stdout(void);
+/* Parses a positive pid; false if s is not one. */
+bool cli_parse_pid(const char *s, int *pid);
+/* Parses a percentage from 0 to 100; false if s is not one. */
+bool cli_parse_percent(const char *s, double *out);
+/* Parses a finite number >= 0; false if s is not one. */
+bool cli_parse_amount(const char *s, double *out);
+/* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
+int cli_read_file(const char *path, char **data, size_t *len);
+/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets
+ * *help). Returns 0, or -SCRY_E_USAGE (recorded with cli_usage) for the handler to return. */
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help);
+/* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Records a
+ * usage error unless exactly one was given (returns -SCRY_E_USAGE then, else 0). */
 struct rd_reader;
 int cli_check_target(int pid, const char *core, const char *exe);
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
@@ -42,33 +115,24 @@ int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader
  * that has exited or is exiting becomes no_such_process, the error that says what happened;
  * permission_denied as root gets a hint that does not say to run as root. */
 void cli_target_error(int pid);
-/* Records a usage error and reports it; returns CLI_EXIT_USAGE. */
-int cli_usage_error(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Writes buf to path through common/outfile.h (an unpredictable temporary name in the same
- * directory, renamed over path; mode 0600); returns 0 or records an io_error. */
-int cli_write_file_atomic(const char *path, const struct strbuf *sb);
-/* Records an io_error for a failed write to stdout (errno says why), with a hint about stdout;
- * returns the negative code. */
-int cli_stdout_error(void);
-/* Writes buf to stdout and flushes; returns 0 or records an io_error. */
-int cli_write_stdout(const struct strbuf *buf);
-/* Whether stdout should get colours (a terminal, NO_COLOR unset). */
-bool cli_color_stdout(void);
-/* Parses a positive pid; false if s is not one. */
-bool cli_parse_pid(const char *s, int *pid);
-/* Reads a whole file into a malloc'd buffer (cmd_view.c); records an io_error on failure. */
-int cli_read_file(const char *path, char **data, size_t *len);
-/* Parses a percentage from 0 to 100 (cmd_view.c); false if s is not one. */
-bool cli_parse_percent(const char *s, double *out);
-/* `scry view --format folded|speedscope [-o FILE]`: the profile's call stacks for other tools
- * (cmd_flamegraph.c); outfile NULL or "-" is standard output. Returns the exit status. */
+
+/* ---- profiles' call stacks (cli_common.c), for flamegraph and view --format ----------------- */
+
+struct stk_tree;
+/* Reads a profile's stacks into t (one side of a differential tree when before is set; the
+ * memory stacks with memory); the document goes to *doc when doc is not NULL (release it with
+ * json_decref). A heap snapshot is refused with a message that says what to do. */
+int cli_load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
+                            json_t **doc);
+/* The profiled program's name in a profile document, NULL if it has none. */
+const char *cli_profile_program(const json_t *doc);
+
+/* ---- the other files' entry points --------------------------------------------------------- */
+
+/* `scry view --format FORMAT` (view_export.c): folded, speedscope, pprof, trace, firefox;
+ * outfile NULL or "-" is standard output. Returns what a handler returns. */
 int cli_view_export(const char *path, const char *format, const char *outfile);
-/* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
-int cli_write_output(const char *path, const struct strbuf *sb);
-/* The exports of the whole profile document (view_export.c): pprof, trace, firefox. */
-bool cli_view_doc_format(const char *format);
-int cli_view_export_doc(const char *path, const char *format, const char *outfile);
-/* Whether the file starts with a heap snapshot's magic (SCRYSNAP); false if it cannot be read. */
+/* Whether the file starts with a heap snapshot's magic (heap_flamegraph.c); false if unreadable. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */
 struct cli_heap_graph {
@@ -82,7 +146,5 @@ struct cli_heap_graph {
 };
 /* Writes the SVG or folded stacks to out. Returns 0 or a negative error (recorded). */
 int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out);
-/* True if argv contains --json (so that usage errors found while parsing can be JSON too). */
-bool cli_wants_json(int argc, char **argv);
 
 #endif

@@ -1,19 +1,73 @@
-/* Shared CLI helpers: error documents, stdout writing, small parsers. */
+/* What the commands share (cli.h): dispatch with the current command, usage errors (one form:
+ * the message, code usage, a hint naming the command's --help), error documents, help, the one
+ * check of standard output, small parsers, and reading a profile's call stacks. No command calls
+ * into another command's file. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/stacks.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/infile.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
+#include "snapshot/format.h"
+
+/* The command running now (NULL before dispatch: `scry` itself) and its arguments. */
+static const struct cli_command *current;
+static int current_argc;
+static char **current_argv;
+/* errno of the first failed write to stdout (0: none seen by cli_print). */
+static int stdout_errno;
+
+const struct cli_command *cli_find_command(const char *name)
+{
+    for (size_t i = 0; i < cli_ncommands; i++)
+        if (strcmp(cli_commands[i].name, name) == 0)
+            return &cli_commands[i];
+    return NULL;
+}
+
+bool cli_json_errors(void)
+{
+    if (!current || !(current->flags & CLI_JSON))
+        return false;
+    for (int i = 1; i < current_argc; i++) {
+        const char *a = current_argv[i];
+        if (strcmp(a, "--") == 0)
+            break;
+        if (strcmp(a, "--json") == 0 || ((current->flags & CLI_JSON_SHORT) && !strcmp(a, "-j")))
+            return true;
+    }
+    return false;
+}
+
+int cli_dispatch(const struct cli_command *c, int argc, char **argv)
+{
+    current = c;
+    current_argc = argc;
+    current_argv = argv;
+    int status = c->run(argc, argv);
+    if (status < 0)
+        status = cli_report_error(cli_json_errors());
+    return cli_finish_stdout(status, c->flags & CLI_OUTFILE);
+}
+
+int cli_help(void)
+{
+    if (current && current->usage)
+        fputs(current->usage, stdout);
+    return CLI_EXIT_OK;
+}
 
 int cli_report_error(bool json)
 {
@@ -50,32 +104,60 @@ int cli_report_error(bool json)
     return code == SCRY_E_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
 }
 
-int cli_usage_error(bool json, const char *fmt, ...)
+int cli_usage(const char *fmt, ...)
 {
+    /* The hint names the command's help; `scry` itself and `scry help` keep the default one,
+     * which points at the list of commands. */
+    char hint[128];
+    bool own = current && strcmp(current->name, "help") != 0;
+    if (own)
+        snprintf(hint, sizeof(hint), "run 'scry %s --help' to see its options", current->name);
     va_list ap;
     va_start(ap, fmt);
-    err_failv(SCRY_E_USAGE, NULL, fmt, ap);
+    int ret = err_failv(SCRY_E_USAGE, own ? hint : NULL, fmt, ap);
     va_end(ap);
-    return cli_report_error(json);
+    return ret;
 }
 
-int cli_stdout_error(void)
+int cli_option_error(int c, char **argv)
 {
-    /* io_error's default hint is about paths: none was given here. */
-    return err_fail_hint(SCRY_E_IO,
-                         "standard output was closed, or the disk or pipe it goes to is full or "
-                         "gone; write to a file with -o where the command has it",
-                         "cannot write to standard output: %s", strerror(errno ? errno : EIO));
+    if (c == ':')
+        return cli_usage("option %s needs a value", argv[optind - 1]);
+    return cli_usage("unknown option '%s'", argv[optind - 1]);
 }
 
-int cli_write_stdout(const struct strbuf *buf)
+void cli_print(const struct strbuf *buf)
 {
     errno = 0;
-    if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len)
-        return cli_stdout_error();
-    if (fflush(stdout) != 0)
-        return cli_stdout_error();
-    return 0;
+    if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len && !stdout_errno)
+        stdout_errno = errno ? errno : EIO;
+}
+
+int cli_finish_stdout(int status, bool outfile_hint)
+{
+    errno = 0;
+    bool failed = fflush(stdout) != 0;
+    int e = failed && errno ? errno : stdout_errno;
+    if (!failed && !ferror(stdout))
+        return status;
+    /* io_error's default hint is about paths: none was given here. */
+    err_fail_hint(SCRY_E_IO,
+                  outfile_hint ? "standard output was closed, or the disk or pipe it goes to is "
+                                 "full or gone; write to a file with -o FILE instead"
+                               : "standard output was closed, or the disk or pipe it goes to is "
+                                 "full or gone",
+                  "cannot write to standard output: %s", strerror(e ? e : EIO));
+    int st = cli_report_error(false);
+    return status != CLI_EXIT_OK ? status : st;
+}
+
+int cli_write_output(const char *path, const struct strbuf *sb)
+{
+    if (!path || strcmp(path, "-") == 0) {
+        cli_print(sb);
+        return 0;
+    }
+    return outfile_write_all(path, sb->buf ? sb->buf : "", sb->len, OUTFILE_PRIVATE);
 }
 
 bool cli_color_stdout(void)
@@ -106,20 +188,34 @@ bool cli_wants_json(int argc, char **argv)
     return false;
 }
 
-int cli_option_error(bool json, int c, char **argv)
+bool cli_parse_amount(const char *s, double *out)
 {
-    if (c == ':')
-        return cli_usage_error(json, "option %s needs a value", argv[optind - 1]);
-    return cli_usage_error(json, "unknown option '%s'", argv[optind - 1]);
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0)
+        return false;
+    *out = v;
+    return true;
 }
 
-int cli_write_file_atomic(const char *path, const struct strbuf *sb)
+bool cli_parse_percent(const char *s, double *out)
 {
-    return outfile_write_all(path, sb->buf ? sb->buf : "", sb->len, OUTFILE_PRIVATE);
+    double v;
+    if (!cli_parse_amount(s, &v) || v > 100)
+        return false;
+    *out = v;
+    return true;
 }
 
-int cli_parse_report_options(int argc, char **argv, const char *usage, long *top, bool *json)
+int cli_read_file(const char *path, char **data, size_t *len)
 {
+    return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
+}
+
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help)
+{
+    *help = false;
     static const struct option longopts[] = {
         {"top", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
@@ -136,29 +232,28 @@ int cli_parse_report_options(int argc, char **argv, const char *usage, long *top
             char *end;
             *top = strtol(optarg, &end, 10);
             if (*end || *top <= 0 || *top > 100000)
-                return cli_usage_error(*json, "--top needs a count from 1 to 100000, not '%s'",
-                                       optarg);
+                return cli_usage("--top needs a count from 1 to 100000, not '%s'", optarg);
             break;
         }
         case 'j':
             *json = true;
             break;
         case 'h':
-            fputs(usage, stdout);
-            return CLI_EXIT_OK;
+            *help = true;
+            return 0;
         default:
-            return cli_option_error(*json, c, argv);
+            return cli_option_error(c, argv);
         }
     }
-    return -1;
+    return 0;
 }
 
 int cli_check_target(int pid, const char *core, const char *exe)
 {
     if (!pid == !core)
-        return err_fail(SCRY_E_USAGE, "give exactly one of --pid PID and --core FILE");
+        return cli_usage("give exactly one of --pid PID and --core FILE");
     if (exe && !core)
-        return err_fail(SCRY_E_USAGE, "--exe only applies to --core");
+        return cli_usage("--exe only applies to --core");
     return 0;
 }
 
@@ -189,4 +284,42 @@ void cli_target_error(int pid)
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)
 {
     return pid ? rd_open_pid(pid, out) : rd_open_core(core, exe, out);
+}
+
+int cli_load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
+                            json_t **doc)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int err = cli_read_file(path, &data, &len);
+    if (err)
+        return err;
+    if (len >= strlen(SNAP_MAGIC) && memcmp(data, SNAP_MAGIC, strlen(SNAP_MAGIC)) == 0) {
+        free(data);
+        return err_fail_hint(SCRY_E_USAGE,
+                             "draw the CPU flame graph of a profile: scry run --stacks, then "
+                             "scry flamegraph scry-profile.json",
+                             "%s is a heap snapshot: heap snapshots are not supported yet by "
+                             "scry flamegraph",
+                             path);
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, 0, &jerr);
+    free(data);
+    if (!root)
+        return err_fail(SCRY_E_BAD_PROFILE,
+                        "%s is not a profile: not JSON (line %d, column %d: %s)", path, jerr.line,
+                        jerr.column, jerr.text);
+    err = stk_add_profile(t, root, path, before, memory);
+    if (err || !doc)
+        json_decref(root);
+    else
+        *doc = root;
+    return err;
+}
+
+const char *cli_profile_program(const json_t *doc)
+{
+    const json_t *p = doc ? json_object_get(doc, "program") : NULL;
+    return json_is_string(p) && *json_string_value(p) ? json_string_value(p) : NULL;
 }

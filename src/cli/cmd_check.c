@@ -14,7 +14,7 @@
 #include "render/json_writer.h"
 #include "snapshot/snap_reader.h"
 
-static const char check_usage[] =
+const char cmd_check_usage[] =
     "usage: scry check [--json] app.heap\n"
     "\n"
     "Validates a heap snapshot written by `scry dump` (every checksum, index and offset) and\n"
@@ -191,17 +191,16 @@ int cmd_check(int argc, char **argv)
             json = true;
             break;
         case 'h':
-            fputs(check_usage, stdout);
-            return CLI_EXIT_OK;
+            return cli_help();
         default:
-            return cli_usage_error(json, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
     }
     if (optind >= argc)
-        return cli_usage_error(json, "give the snapshot to check: scry check app.heap");
+        return cli_usage("give the snapshot to check: scry check app.heap");
     if (argc - optind > 1)
-        return cli_usage_error(json, "unexpected argument '%s' (give one snapshot)",
-                               argv[optind + 1]);
+        return cli_usage("unexpected argument '%s' (give one snapshot)",
+                         argv[optind + 1]);
     const char *path = argv[optind];
 
     struct snap s;
@@ -214,8 +213,7 @@ int cmd_check(int argc, char **argv)
         render_text(&s, path, &out);
     snap_close(&s);
     int status = CLI_EXIT_OK;
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(json);
+    cli_print(&out);
     sb_release(&out);
     return status;
 }

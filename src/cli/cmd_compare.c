@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "render/compare_render.h"
 
-static const char compare_usage[] =
+const char cmd_compare_usage[] =
     "usage: scry compare [--fail-above PCT] [--normalize] [--top N] [--json]\n"
     "                    before.json after.json\n"
     "\n"
@@ -63,23 +63,18 @@ int cmd_compare(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'f': {
-            char *end;
-            errno = 0;
-            double v = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(v) || v < 0)
-                return cli_usage_error(json, "--fail-above needs a percentage of at least 0, "
-                                             "not '%s'", optarg);
-            o.fail_above = v;
+        case 'f':
+            if (!cli_parse_amount(optarg, &o.fail_above))
+                return cli_usage("--fail-above needs a percentage of at least 0, not '%s'",
+                                 optarg);
             break;
-        }
         case 't': {
             char *end;
             errno = 0;
             long v = strtol(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 0 || v > 1000000)
-                return cli_usage_error(json, "--top needs a count of at least 0, not '%s'",
-                                       optarg);
+                return cli_usage("--top needs a count of at least 0, not '%s'",
+                                 optarg);
             o.top = (size_t)v;
             break;
         }
@@ -90,14 +85,13 @@ int cmd_compare(int argc, char **argv)
             normalize = true;
             break;
         case 'h':
-            fputs(compare_usage, stdout);
-            return CLI_EXIT_OK;
+            return cli_help();
         default:
-            return cli_option_error(json, c, argv);
+            return cli_option_error(c, argv);
         }
     }
     if (argc - optind != 2)
-        return cli_usage_error(json, "give two profiles: scry compare before.json after.json");
+        return cli_usage("give two profiles: scry compare before.json after.json");
     o.before_path = argv[optind];
     o.after_path = argv[optind + 1];
 
@@ -115,10 +109,7 @@ int cmd_compare(int argc, char **argv)
     o.before = &before;
     o.after = &after;
     size_t nreg = json ? compare_render_json(&r, &o, &out) : compare_render_text(&r, &o, &out);
-    if (cli_write_stdout(&out) != 0) {
-        status = cli_report_error(json);
-        goto out;
-    }
+    cli_print(&out);
     if (nreg) {
         fprintf(stderr, "scry: %zu entr%s regressed by more than %g%% (--fail-above)\n", nreg,
                 nreg == 1 ? "y" : "ies", o.fail_above);

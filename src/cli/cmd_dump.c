@@ -41,7 +41,7 @@ _Static_assert((int)HW_OBJ_TYPE == (int)SNAP_OBJ_TYPE, "HW_OBJ_TYPE differs from
 #define MAX_MAX_STR (1u << 20)
 #define GC_RETRIES 50
 
-static const char dump_usage[] =
+const char cmd_dump_usage[] =
     "usage: scry dump --pid PID -o FILE [--capture-contents [--max-str N]] [--json]\n"
     "       scry dump --core FILE [--exe PYTHON] -o FILE [--capture-contents [--max-str N]]\n"
     "                 [--json]\n"
@@ -97,7 +97,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         switch (c) {
         case 'p':
             if (!cli_parse_pid(optarg, &o->pid))
-                return err_fail(SCRY_E_USAGE, "--pid needs a process id, not '%s'", optarg);
+                return cli_usage("--pid needs a process id, not '%s'", optarg);
             break;
         case 'c':
             o->core = optarg;
@@ -119,8 +119,8 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
             errno = 0;
             unsigned long v = strtoul(optarg, &end, 10);
             if (errno || end == optarg || *end || optarg[0] == '-' || v > MAX_MAX_STR)
-                return err_fail(SCRY_E_USAGE, "--max-str needs a byte count from 0 to %u, not '%s'",
-                                MAX_MAX_STR, optarg);
+                return cli_usage("--max-str needs a byte count from 0 to %u, not '%s'",
+                                 MAX_MAX_STR, optarg);
             o->max_str = v;
             max_str_given = true;
             break;
@@ -131,20 +131,19 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         case 'h':
             *help = true;
             return 0;
-        case ':':
-            return err_fail(SCRY_E_USAGE, "option %s needs a value", argv[optind - 1]);
         default:
-            return err_fail(SCRY_E_USAGE, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
     }
     if (optind < argc)
-        return err_fail(SCRY_E_USAGE, "unexpected argument '%s'", argv[optind]);
-    if (cli_check_target(o->pid, o->core, o->exe) != 0)
-        return -SCRY_E_USAGE;
+        return cli_usage("unexpected argument '%s'", argv[optind]);
+    int err = cli_check_target(o->pid, o->core, o->exe);
+    if (err)
+        return err;
     if (!o->output)
-        return err_fail(SCRY_E_USAGE, "give the snapshot to write with -o FILE (e.g. -o app.heap)");
+        return cli_usage("give the snapshot to write with -o FILE (e.g. -o app.heap)");
     if (max_str_given && !o->capture)
-        return err_fail(SCRY_E_USAGE, "--max-str only applies with --capture-contents");
+        return cli_usage("--max-str only applies with --capture-contents");
     return 0;
 }
 
@@ -431,11 +430,11 @@ int cmd_dump(int argc, char **argv)
     int status = CLI_EXIT_OK, err;
 
     memset(&res, 0, sizeof(res));
-    if (parse(argc, argv, &o, &help) != 0)
-        return cli_report_error(o.json);
+    int parsed = parse(argc, argv, &o, &help);
+    if (parsed != 0)
+        return parsed; /* a usage error, reported by the dispatcher */
     if (help) {
-        fputs(dump_usage, stdout);
-        return CLI_EXIT_OK;
+        return cli_help();
     }
     err = cli_open_target(o.pid, o.core, o.exe, &rd);
     if (!err)
@@ -490,8 +489,7 @@ int cmd_dump(int argc, char **argv)
         print_json(&o, &rt, rd_pid(rd), &res, &out);
     else
         print_text(&o, &rt, rd_pid(rd), &res, &out);
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    cli_print(&out);
     goto out;
 fail:
     cli_target_error(o.pid);

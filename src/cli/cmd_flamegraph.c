@@ -1,6 +1,6 @@
 /* `scry flamegraph`: the CPU flame graph of a profile recorded with `scry run --stacks`, as an
- * interactive SVG or folded stacks, plain or differential (two profiles). Also the stack exports
- * of `scry view --format folded|speedscope`, which read profiles the same way. */
+ * interactive SVG or folded stacks, plain or differential (two profiles); heap snapshots are
+ * handed to heap_flamegraph.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #include "render/speedscope.h"
 #include "snapshot/format.h"
 
-static const char flamegraph_usage[] =
+const char cmd_flamegraph_usage[] =
     "usage: scry flamegraph [options] profile.json\n"
     "       scry flamegraph --diff before.json after.json [options]\n"
     "\n"
@@ -44,102 +44,6 @@ static const char flamegraph_usage[] =
     "      --colors MODE   kind (Python warm, native blue; the default) or hash (one colour\n"
     "                      per name)\n"
     "      --width PX      image width (default 1200)\n";
-
-/* Standard output when path is NULL or "-", else the file (temporary name, then renamed). */
-int cli_write_output(const char *path, const struct strbuf *sb)
-{
-    if (!path || strcmp(path, "-") == 0)
-        return cli_write_stdout(sb);
-    return cli_write_file_atomic(path, sb);
-}
-
-/* Reads a profile's stacks into t (one side of a differential tree when before is set); the
- * program's name goes to *program when asked (a string of the document, valid until it is
- * released through *doc). */
-static int load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
-                               json_t **doc)
-{
-    char *data = NULL;
-    size_t len = 0;
-    int err = cli_read_file(path, &data, &len);
-    if (err)
-        return err;
-    if (len >= strlen(SNAP_MAGIC) && memcmp(data, SNAP_MAGIC, strlen(SNAP_MAGIC)) == 0) {
-        free(data);
-        return err_fail_hint(SCRY_E_USAGE,
-                             "draw the CPU flame graph of a profile: scry run --stacks, then "
-                             "scry flamegraph scry-profile.json",
-                             "%s is a heap snapshot: heap snapshots are not supported yet by "
-                             "scry flamegraph",
-                             path);
-    }
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, 0, &jerr);
-    free(data);
-    if (!root)
-        return err_fail(SCRY_E_BAD_PROFILE,
-                        "%s is not a profile: not JSON (line %d, column %d: %s)", path, jerr.line,
-                        jerr.column, jerr.text);
-    err = stk_add_profile(t, root, path, before, memory);
-    if (err || !doc)
-        json_decref(root);
-    else
-        *doc = root;
-    return err;
-}
-
-static const char *program_of(const json_t *doc)
-{
-    const json_t *p = doc ? json_object_get(doc, "program") : NULL;
-    return json_is_string(p) && *json_string_value(p) ? json_string_value(p) : NULL;
-}
-
-static bool parse_count(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0)
-        return false;
-    *out = v;
-    return true;
-}
-
-int cli_view_export(const char *path, const char *format, const char *outfile)
-{
-    bool folded = strcmp(format, "folded") == 0;
-    if (cli_view_doc_format(format))
-        return cli_view_export_doc(path, format, outfile);
-    if (!folded && strcmp(format, "speedscope") != 0)
-        return cli_usage_error(false, "--format takes folded, speedscope, pprof, trace or firefox, not '%s'",
-                               format);
-    struct stk_tree t;
-    stk_init(&t, false);
-    struct strbuf out = STRBUF_INIT;
-    json_t *doc = NULL;
-    int status = CLI_EXIT_OK;
-    if (load_profile_stacks(path, &t, false, false, &doc) != 0 || stk_finish(&t) != 0) {
-        status = cli_report_error(false);
-        goto out;
-    }
-    if (folded) {
-        if (stk_write_folded(&t, &out) != 0) {
-            status = cli_report_error(false);
-            goto out;
-        }
-    } else {
-        struct speedscope_opts so = {.name = program_of(doc), .unit = "none",
-                                     .exporter = "scry@" SCRY_VERSION};
-        speedscope_write(&t, &so, &out);
-    }
-    if (cli_write_output(outfile, &out) != 0)
-        status = cli_report_error(false);
-out:
-    json_decref(doc);
-    sb_release(&out);
-    stk_free(&t);
-    return status;
-}
 
 int cmd_flamegraph(int argc, char **argv)
 {
@@ -182,14 +86,14 @@ int cmd_flamegraph(int argc, char **argv)
             break;
         case 'p':
             if (!cli_parse_percent(optarg, &cut.min_pct))
-                return cli_usage_error(false, "--min-pct needs a percentage from 0 to 100, not '%s'",
-                                       optarg);
+                return cli_usage("--min-pct needs a percentage from 0 to 100, not '%s'",
+                                 optarg);
             pct_given = true;
             break;
         case 'b':
-            if (!parse_count(optarg, &cut.min_weight))
-                return cli_usage_error(false, "--min-bytes needs a number of bytes, not '%s'",
-                                       optarg);
+            if (!cli_parse_amount(optarg, &cut.min_weight))
+                return cli_usage("--min-bytes needs a number of bytes, not '%s'",
+                                 optarg);
             min_bytes_given = true;
             break;
         case 'd': {
@@ -197,9 +101,8 @@ int cmd_flamegraph(int argc, char **argv)
             errno = 0;
             long v = strtol(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 1 || v > 100000)
-                return cli_usage_error(false,
-                                       "--max-depth needs a depth from 1 to 100000, not '%s'",
-                                       optarg);
+                return cli_usage("--max-depth needs a depth from 1 to 100000, not '%s'",
+                                 optarg);
             cut.max_depth = (uint32_t)v;
             break;
         }
@@ -212,42 +115,39 @@ int cmd_flamegraph(int argc, char **argv)
             else if (strcmp(optarg, "hash") == 0)
                 fo.palette = FG_PALETTE_HASH;
             else
-                return cli_usage_error(false, "--colors takes kind or hash, not '%s'", optarg);
+                return cli_usage("--colors takes kind or hash, not '%s'", optarg);
             break;
         case 'w': {
             char *end;
             errno = 0;
             long v = strtol(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 100 || v > 100000)
-                return cli_usage_error(false, "--width needs a width in pixels from 100 to "
-                                              "100000, not '%s'",
-                                       optarg);
+                return cli_usage("--width needs a width in pixels from 100 to "
+                                 "100000, not '%s'",
+                                 optarg);
             fo.width = (unsigned)v;
             break;
         }
         case 'h':
-            fputs(flamegraph_usage, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error(false, "option %s needs a value", argv[optind - 1]);
+            return cli_help();
         default:
-            return cli_usage_error(false, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
     }
     int nin = argc - optind;
     if (diff && nin != 2)
-        return cli_usage_error(false, "--diff takes two profiles: before.json after.json");
+        return cli_usage("--diff takes two profiles: before.json after.json");
     if (!diff && nin != 1)
-        return cli_usage_error(false, nin == 0 ? "give the profile to draw "
-                                                 "(scry flamegraph scry-profile.json -o cpu.svg)"
-                                               : "give one profile (or --diff BEFORE AFTER)");
+        return cli_usage(nin == 0 ? "give the profile to draw "
+                         "(scry flamegraph scry-profile.json -o cpu.svg)"
+                         : "give one profile (or --diff BEFORE AFTER)");
     if (cli_is_snapshot(argv[optind])) {
         if (memory)
-            return cli_usage_error(false, "--memory draws a profile's memory flame graph; a heap "
-                                          "snapshot's graph is always by retained bytes");
+            return cli_usage("--memory draws a profile's memory flame graph; a heap "
+                             "snapshot's graph is always by retained bytes");
         if (!folded && !outfile && isatty(1))
-            return cli_usage_error(false, "give -o FILE.svg for the SVG (or --folded to print the "
-                                          "folded stacks)");
+            return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
+                             "folded stacks)");
         struct cli_heap_graph hg = {.inputs = argv + optind, .diff = diff, .folded = folded,
                                     .title = title, .min_pct = pct_given ? cut.min_pct : -1,
                                     .min_bytes = cut.min_weight, .max_depth = cut.max_depth,
@@ -260,11 +160,11 @@ int cmd_flamegraph(int argc, char **argv)
         return hstatus;
     }
     if (min_bytes_given)
-        return cli_usage_error(false, "--min-bytes applies to heap snapshots; a CPU profile's "
-                                      "weights are samples: use --min-pct");
+        return cli_usage("--min-bytes applies to heap snapshots; a CPU profile's "
+                         "weights are samples: use --min-pct");
     if (!folded && !outfile && isatty(1))
-        return cli_usage_error(false, "give -o FILE.svg for the SVG (or --folded to print the "
-                                      "folded stacks)");
+        return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
+                         "folded stacks)");
 
     struct stk_tree t, cutt;
     stk_init(&t, diff);
@@ -274,12 +174,12 @@ int cmd_flamegraph(int argc, char **argv)
     json_t *doc = NULL;
     int status = CLI_EXIT_OK;
     if (diff) {
-        if (load_profile_stacks(argv[optind], &t, true, memory, NULL) != 0 ||
-            load_profile_stacks(argv[optind + 1], &t, false, memory, &doc) != 0) {
+        if (cli_load_profile_stacks(argv[optind], &t, true, memory, NULL) != 0 ||
+            cli_load_profile_stacks(argv[optind + 1], &t, false, memory, &doc) != 0) {
             status = cli_report_error(false);
             goto out;
         }
-    } else if (load_profile_stacks(argv[optind], &t, false, memory, &doc) != 0) {
+    } else if (cli_load_profile_stacks(argv[optind], &t, false, memory, &doc) != 0) {
         status = cli_report_error(false);
         goto out;
     }
@@ -302,7 +202,7 @@ int cmd_flamegraph(int argc, char **argv)
             goto out;
         }
     } else {
-        const char *program = program_of(doc);
+        const char *program = cli_profile_program(doc);
         const struct stk_node *root = &draw->nodes[STK_ROOT];
         if (diff) {
             sb_addf(&sub, "%s -> %s: ", argv[optind], argv[optind + 1]);

@@ -10,16 +10,15 @@
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
-#include "cli/heap_common.h"
+#include "common/arena.h"
 #include "common/error.h"
-#include "common/fmt.h"
-#include "common/sanitize.h"
-#include "render/json_writer.h"
+#include "common/grow.h"
+#include "render/heap_report.h"
 
 #define MAX_HOPS 512
 #define MAX_LISTED 20
 
-static const char query_usage[] =
+const char cmd_query_usage[] =
     "usage: scry query app.heap --type T [--json]\n"
     "       scry query app.heap --retaining-path ADDR [--json]\n"
     "       scry query app.heap --locate NAME [--json]\n"
@@ -38,11 +37,6 @@ static bool type_matches(const char *type, const char *want)
         return true;
     size_t lt = strlen(type), lw = strlen(want);
     return lt > lw && type[lt - lw - 1] == '.' && strcmp(type + lt - lw, want) == 0;
-}
-
-static void addr_str(uint64_t addr, char *out, size_t size)
-{
-    snprintf(out, size, "0x%" PRIx64, addr);
 }
 
 static int query_type(const struct heap_analysis *a, const char *want, bool json,
@@ -72,62 +66,12 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
         return err_fail(SCRY_E_NOT_FOUND, "no object of type '%s' in the snapshot", want);
     }
     dom_top(a->retained, match, nmatch, NULL, MAX_LISTED, top, &ntop);
-    char b1[32], b2[32], ad[32];
-    struct strbuf path = STRBUF_INIT, holder = STRBUF_INIT;
-    struct json_writer w;
-    if (json) {
-        jw_init(&w, out, false);
-        jw_obj_begin(&w);
-        jw_key(&w, "type");
-        jw_str(&w, want);
-        jw_key(&w, "count");
-        jw_uint(&w, nmatch);
-        jw_key(&w, "shallow");
-        jw_uint(&w, shallow);
-        jw_key(&w, "retained");
-        jw_uint(&w, retained);
-        jw_key(&w, "largest");
-        jw_arr_begin(&w);
-    } else {
-        fmt_bytes(shallow, b1, sizeof(b1));
-        fmt_bytes(retained, b2, sizeof(b2));
-        sb_addf(out, "%u instances of %s: %s shallow, %s retained\n\nlargest by retained size\n",
-                nmatch, san_str(want), b1, b2);
-        sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", "retained", "shallow", "address", "type",
-                "path");
-    }
-    for (uint32_t i = 0; i < ntop; i++) {
-        uint32_t v = top[i];
-        sb_reset(&path);
-        sb_reset(&holder);
-        ha_path_inline(a, v, &path);
-        uint32_t d = a->idom[v];
-        if (d < a->n)
-            ha_path_inline(a, d, &holder);
-        addr_str(s->objects[v].addr, ad, sizeof(ad));
-        if (json) {
-            jw_obj_begin(&w);
-            cli_heap_object_fields(&w, a, v, &path);
-            jw_key(&w, "held_by");
-            if (d < a->n)
-                jw_str(&w, sb_str(&holder));
-            else
-                jw_null(&w);
-            jw_obj_end(&w);
-        } else {
-            fmt_bytes(a->retained[v], b1, sizeof(b1));
-            fmt_bytes(s->objects[v].size, b2, sizeof(b2));
-            sb_addf(out, "%11s %11s  %-18s  %-28s %s\n", b1, b2, ad,
-                    san_str(snap_string(s, s->objects[v].type)), san_str(sb_str(&path)));
-        }
-    }
-    if (json) {
-        jw_arr_end(&w);
-        jw_obj_end(&w);
-        sb_addch(out, '\n');
-    }
-    sb_release(&path);
-    sb_release(&holder);
+    struct heap_type_report r = {.a = a, .type = want, .count = nmatch, .shallow = shallow,
+                                 .retained = retained, .largest = top, .nlargest = ntop};
+    if (json)
+        heap_type_json(&r, out);
+    else
+        heap_type_text(&r, out);
     free(match);
     return 0;
 }
@@ -139,75 +83,21 @@ static int query_path(const struct heap_analysis *a, const char *arg, bool json,
     char *end;
     uint64_t addr = strtoull(arg, &end, 0);
     if (*end || end == arg)
-        return err_fail(SCRY_E_USAGE, "--retaining-path needs an address like 0x7f3a2c41b0d0, "
-                                      "not '%s'",
-                        arg);
+        return cli_usage("--retaining-path needs an address like 0x7f3a2c41b0d0, "
+                         "not '%s'",
+                         arg);
     uint32_t v = snap_find(s, addr);
     if (v == SNAP_NONE)
         return err_fail(SCRY_E_NOT_FOUND, "no object at 0x%" PRIx64 " in the snapshot", addr);
     struct ha_hop *hops = calloc(MAX_HOPS, sizeof(*hops));
     if (!hops)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    size_t n = ha_path(a, v, hops, MAX_HOPS);
-    char b1[32], b2[32], ad[32];
-    if (json) {
-        struct json_writer w;
-        jw_init(&w, out, false);
-        jw_obj_begin(&w);
-        addr_str(addr, ad, sizeof(ad));
-        jw_key(&w, "address");
-        jw_str(&w, ad);
-        jw_key(&w, "reachable");
-        jw_bool(&w, n > 0);
-        jw_key(&w, "path");
-        jw_arr_begin(&w);
-        for (size_t i = 0; i < n; i++) {
-            const struct snap_object *o = &s->objects[hops[i].object];
-            addr_str(o->addr, ad, sizeof(ad));
-            jw_obj_begin(&w);
-            jw_key(&w, i == 0 ? "root" : "label");
-            jw_str(&w, hops[i].label);
-            if (hops[i].inferred) {
-                jw_key(&w, "inferred");
-                jw_bool(&w, true);
-            }
-            jw_key(&w, "type");
-            jw_str(&w, snap_string(s, o->type));
-            jw_key(&w, "address");
-            jw_str(&w, ad);
-            jw_key(&w, "shallow");
-            jw_uint(&w, o->size);
-            jw_key(&w, "retained");
-            jw_uint(&w, a->retained[hops[i].object]);
-            jw_obj_end(&w);
-        }
-        jw_arr_end(&w);
-        jw_obj_end(&w);
-        sb_addch(out, '\n');
-    } else if (n == 0) {
-        sb_addf(out, "0x%" PRIx64 " (%s) is not reachable from any root: it is garbage, or held "
-                     "only by native code or weak references\n",
-                addr, san_str(snap_string(s, s->objects[v].type)));
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            const struct snap_object *o = &s->objects[hops[i].object];
-            const char *type = san_str(snap_string(s, o->type));
-            const char *label = san_str(hops[i].label);
-            if (i == 0) {
-                sb_addf(out, "%-30s %s\n", label, type);
-            } else if (i + 1 < n) {
-                sb_addf(out, "  %-28s %s\n", label, type);
-            } else {
-                fmt_bytes(o->size, b1, sizeof(b1));
-                fmt_bytes(a->retained[hops[i].object], b2, sizeof(b2));
-                sb_addf(out, "  %-28s %s  (%s, retains %s)\n", label, type, b1, b2);
-            }
-        }
-        if (n == 1) { /* the object is a root itself */
-            fmt_bytes(a->retained[v], b2, sizeof(b2));
-            sb_addf(out, "  (a root; retains %s)\n", b2);
-        }
-    }
+    struct heap_path_report r = {.a = a, .addr = addr, .object = v, .hops = hops,
+                                 .nhops = ha_path(a, v, hops, MAX_HOPS)};
+    if (json)
+        heap_path_json(&r, out);
+    else
+        heap_path_text(&r, out);
     free(hops);
     return 0;
 }
@@ -280,71 +170,49 @@ static int query_locate(const struct heap_analysis *a, const char *want, bool js
 {
     const struct snap *s = a->s;
     struct ha_hop *hops = calloc(MAX_HOPS, sizeof(*hops));
+    struct heap_location *found = NULL;
+    size_t nfound = 0, cap = 0, wl = strlen(want);
     struct strbuf name = STRBUF_INIT;
-    struct json_writer w;
-    size_t found = 0, wl = strlen(want);
-    if (!hops)
-        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    if (json) {
-        jw_init(&w, out, false);
-        jw_obj_begin(&w);
-        jw_key(&w, "name");
-        jw_str(&w, want);
-        jw_key(&w, "matches");
-        jw_arr_begin(&w);
-    }
+    struct arena names = ARENA_INIT; /* the matches' dotted names */
+    int err = hops ? 0 : err_fail(SCRY_E_NO_MEMORY, "out of memory");
     /* Functions, code and modules carry a location; classes are placed by their methods. */
-    for (uint32_t v = 0; v < a->n; v++) {
+    for (uint32_t v = 0; !err && v < a->n; v++) {
         const struct snap_object *o = &s->objects[v];
-        const char *file;
-        uint32_t line;
-        bool approximate = false;
-        if (!snap_location(s, v, &file, &line)) {
+        struct heap_location l = {.object = v};
+        if (!snap_location(s, v, &l.file, &l.line)) {
             if (!(o->flags & SNAP_OBJ_TYPE) && strcmp(snap_string(s, o->type), "builtins.type"))
                 continue;
-            if (!class_location(s, v, &file, &line))
+            if (!class_location(s, v, &l.file, &l.line))
                 continue;
-            approximate = true;
+            l.approximate = true;
         }
         size_t n = ha_path(a, v, hops, MAX_HOPS);
         sb_reset(&name);
         if (n == 0 || !dotted_name(hops, n, &name) ||
             !name_matches(sb_str(&name), name.len, want, wl))
             continue;
-        char ad[32];
-        addr_str(o->addr, ad, sizeof(ad));
-        found++;
-        if (json) {
-            jw_obj_begin(&w);
-            jw_key(&w, "name");
-            jw_str(&w, sb_str(&name));
-            jw_key(&w, "type");
-            jw_str(&w, snap_string(s, o->type));
-            jw_key(&w, "address");
-            jw_str(&w, ad);
-            jw_key(&w, "file");
-            jw_str(&w, file);
-            jw_key(&w, "line");
-            jw_uint(&w, line);
-            jw_key(&w, "approximate");
-            jw_bool(&w, approximate);
-            jw_obj_end(&w);
-        } else {
-            sb_addf(out, "%s  %s  %s:%s%u\n", san_str(sb_str(&name)),
-                    san_str(snap_string(s, o->type)), san_str(file), approximate ? "~" : "", line);
+        if (!(l.name = arena_strndup(&names, name.buf, name.len)) ||
+            grow_array(&found, &cap, nfound + 1, sizeof(*found)) != 0) {
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+            break;
         }
+        found[nfound++] = l;
     }
-    if (json) {
-        jw_arr_end(&w);
-        jw_obj_end(&w);
-        sb_addch(out, '\n');
+    if (!err && !nfound)
+        err = err_fail(SCRY_E_NOT_FOUND,
+                       "no function, class or module named '%s' with a recorded location", want);
+    if (!err) {
+        struct heap_locate_report r = {.a = a, .name = want, .found = found, .nfound = nfound};
+        if (json)
+            heap_locate_json(&r, out);
+        else
+            heap_locate_text(&r, out);
     }
     sb_release(&name);
+    arena_free(&names);
+    free(found);
     free(hops);
-    if (!found)
-        return err_fail(SCRY_E_NOT_FOUND,
-                        "no function, class or module named '%s' with a recorded location", want);
-    return 0;
+    return err;
 }
 
 int cmd_query(int argc, char **argv)
@@ -371,7 +239,7 @@ int cmd_query(int argc, char **argv)
         case Q_PATH:
         case Q_LOCATE:
             if (mode)
-                return cli_usage_error(json, "give one of --type, --retaining-path, --locate");
+                return cli_usage("give one of --type, --retaining-path, --locate");
             mode = c;
             arg = optarg;
             break;
@@ -379,17 +247,16 @@ int cmd_query(int argc, char **argv)
             json = true;
             break;
         case 'h':
-            fputs(query_usage, stdout);
-            return CLI_EXIT_OK;
+            return cli_help();
         default:
-            return cli_option_error(json, c, argv);
+            return cli_option_error(c, argv);
         }
     }
     if (argc - optind != 1)
-        return cli_usage_error(json, "give one snapshot file (scry query app.heap --type T)");
+        return cli_usage("give one snapshot file (scry query app.heap --type T)");
     path = argv[optind];
     if (!mode)
-        return cli_usage_error(json, "give one of --type T, --retaining-path ADDR, --locate NAME");
+        return cli_usage("give one of --type T, --retaining-path ADDR, --locate NAME");
 
     struct snap s;
     struct heap_analysis a;
@@ -406,8 +273,8 @@ int cmd_query(int argc, char **argv)
                                : query_locate(&a, arg, json, &out);
     if (err)
         status = cli_report_error(json);
-    else if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    else
+        cli_print(&out);
     sb_release(&out);
     ha_free(&a);
     snap_close(&s);

@@ -21,13 +21,14 @@
 #include "analysis/profile.h"
 #include "cli/cli.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
 
-static const char run_usage[] =
+const char cmd_run_usage[] =
     "usage: scry run [options] prog.py [---] [args]\n"
     "       scry run [options] -m module [args]\n"
     "\n"
@@ -139,7 +140,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         switch (c) {
         case 'o':
             if (!*optarg)
-                return err_fail(SCRY_E_USAGE, "--outfile needs a file name");
+                return cli_usage("--outfile needs a file name");
             o->outfile = optarg;
             break;
         case 'm':
@@ -147,7 +148,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_PYTHON:
             if (!*optarg)
-                return err_fail(SCRY_E_USAGE, "--python needs the path of a Python");
+                return cli_usage("--python needs the path of a Python");
             o->python = optarg;
             break;
         case O_CPU_ONLY:
@@ -160,10 +161,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             errno = 0;
             o->window = strtoull(optarg, &end, 10);
             if (errno || end == optarg || *end || optarg[0] == '-' || o->window == 0)
-                return err_fail(SCRY_E_USAGE,
-                                "--allocation-sampling-window needs a number of bytes above 0 "
-                                "(such as 1048576), not '%s'",
-                                optarg);
+                return cli_usage("--allocation-sampling-window needs a number of bytes above 0 "
+                                 "(such as 1048576), not '%s'",
+                                 optarg);
             break;
         case O_LEAKS:
             o->leak_detector = true;
@@ -176,10 +176,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->rate = strtod(optarg, &end);
             if (errno || end == optarg || *end || !isfinite(o->rate) || o->rate <= 0 ||
                 o->rate > 3600)
-                return err_fail(SCRY_E_USAGE,
-                                "--cpu-sampling-rate needs a number of seconds above 0 (such as "
-                                "0.01), not '%s'",
-                                optarg);
+                return cli_usage("--cpu-sampling-rate needs a number of seconds above 0 (such as "
+                                 "0.01), not '%s'",
+                                 optarg);
             break;
         case O_VIRTUAL:
             o->virtual_time = true;
@@ -201,10 +200,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_THRESHOLD:
             if (!cli_parse_percent(optarg, &o->threshold))
-                return err_fail(SCRY_E_USAGE,
-                                "--cpu-percent-threshold needs a percentage from 0 to 100, not "
-                                "'%s'",
-                                optarg);
+                return cli_usage("--cpu-percent-threshold needs a percentage from 0 to 100, not "
+                                 "'%s'",
+                                 optarg);
             break;
         case O_REDUCED:
             o->reduced = true;
@@ -221,18 +219,16 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case 'h':
             *help = true;
             return 0;
-        case ':':
-            return err_fail(SCRY_E_USAGE, "option %s needs a value", argv[optind - 1]);
         default:
-            return err_fail(SCRY_E_USAGE, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
         if (c == 'm')
             break; /* what follows the module is its command line */
     }
     if (!o->module) {
         if (optind >= argc)
-            return err_fail(SCRY_E_USAGE, "give the program to profile: scry run [options] "
-                                          "prog.py [args], or scry run [options] -m module [args]");
+            return cli_usage("give the program to profile: scry run [options] "
+                             "prog.py [args], or scry run [options] -m module [args]");
         o->prog = argv[optind++];
     }
     if (!sep && optind < argc && strcmp(argv[optind], "---") == 0)
@@ -382,13 +378,8 @@ static void read_parts(struct profile *p, const char *dir, pid_t child)
                    strcmp(e->d_name + len - 9, ".json.tmp") == 0;
         if (!part && !tmp)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nn = realloc(names, cap * sizeof(*names));
-            if (!nn)
-                break;
-            names = nn;
-        }
+        if (grow_array(&names, &cap, n + 1, sizeof(*names)))
+            break;
         if (!(names[n] = strdup(e->d_name)))
             break;
         n++;
@@ -590,8 +581,7 @@ int cmd_run(int argc, char **argv)
     if (parse(argc, argv, &o, &help) != 0)
         return cli_report_error(false);
     if (help) {
-        fputs(run_usage, stdout);
-        return CLI_EXIT_OK;
+        return cli_help();
     }
 
     char agent[PATH_MAX], program_path[PATH_MAX], program[PATH_MAX], entry_dir[PATH_MAX];
@@ -619,8 +609,8 @@ int cmd_run(int argc, char **argv)
         struct stat st;
         if (!realpath(o.program_path, program_path) || stat(program_path, &st) != 0 ||
             !S_ISDIR(st.st_mode))
-            return cli_usage_error(false, "--program-path needs a directory, not '%s'",
-                                   o.program_path);
+            return cli_usage("--program-path needs a directory, not '%s'",
+                             o.program_path);
     } else if (o.prog) {
         snprintf(program_path, sizeof(program_path), "%s", entry_dir);
     } else if (!getcwd(program_path, sizeof(program_path))) {

@@ -18,7 +18,7 @@
 #include "reader/reader.h"
 #include "render/stacks_render.h"
 
-static const char stacks_usage[] =
+const char cmd_stacks_usage[] =
     "usage: scry stacks --pid PID [--json] [--no-color]\n"
     "       scry stacks --core FILE [--exe PYTHON] [--json] [--no-color]\n"
     "\n"
@@ -59,7 +59,7 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
         switch (c) {
         case 'p':
             if (!cli_parse_pid(optarg, &o->pid))
-                return err_fail(SCRY_E_USAGE, "--pid needs a process id, not '%s'", optarg);
+                return cli_usage("--pid needs a process id, not '%s'", optarg);
             break;
         case 'c':
             o->core = optarg;
@@ -76,16 +76,15 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
         case 'h':
             *help = true;
             return 0;
-        case ':':
-            return err_fail(SCRY_E_USAGE, "option %s needs a value", argv[optind - 1]);
         default:
-            return err_fail(SCRY_E_USAGE, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
     }
     if (optind < argc)
-        return err_fail(SCRY_E_USAGE, "unexpected argument '%s'", argv[optind]);
-    if (cli_check_target(o->pid, o->core, o->exe) != 0)
-        return -SCRY_E_USAGE;
+        return cli_usage("unexpected argument '%s'", argv[optind]);
+    int err = cli_check_target(o->pid, o->core, o->exe);
+    if (err)
+        return err;
     if (o->json)
         o->color = false;
     return 0;
@@ -213,11 +212,11 @@ int cmd_stacks(int argc, char **argv)
     struct stacks_report rep;
     int status = CLI_EXIT_OK;
 
-    if (parse(argc, argv, &o, &help) != 0)
-        return cli_report_error(o.json);
+    int parsed = parse(argc, argv, &o, &help);
+    if (parsed != 0)
+        return parsed; /* a usage error, reported by the dispatcher */
     if (help) {
-        fputs(stacks_usage, stdout);
-        return CLI_EXIT_OK;
+        return cli_help();
     }
     int err = cli_open_target(o.pid, o.core, o.exe, &rd);
     if (!err)
@@ -239,8 +238,7 @@ int cmd_stacks(int argc, char **argv)
         stacks_render_json(&rep, &out);
     else
         stacks_render_text(&rep, o.color, &out);
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    cli_print(&out);
 out:
     sb_release(&out);
     arena_free(&a);

@@ -16,11 +16,12 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/infile.h"
+#include "common/outfile.h"
 #include "common/sanitize.h"
 #include "render/profile_html.h"
 #include "render/profile_text.h"
 
-static const char view_usage[] =
+const char cmd_view_usage[] =
     "usage: scry view [--cli|--html|--standalone] [-o FILE] [--cpu-percent-threshold P]\n"
     "                 [--no-color] [profile.json]\n"
     "\n"
@@ -47,22 +48,6 @@ static const char view_usage[] =
     "      --format pprof|trace|firefox  export the whole profile: gzipped pprof (go tool\n"
     "                                pprof, Pyroscope), Trace Event JSON (Perfetto), the\n"
     "                                Firefox Profiler's format (docs/export-formats.md)\n";
-int cli_read_file(const char *path, char **data, size_t *len)
-{
-    return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
-}
-
-bool cli_parse_percent(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 100)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* A new private file in $TMPDIR for the default mode's page (the browser opens it after we
  * exit, so it stays; the system's temp cleaning removes it). */
 static int write_temp(const struct strbuf *sb, char *path, size_t size)
@@ -70,30 +55,13 @@ static int write_temp(const struct strbuf *sb, char *path, size_t size)
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";
-    if ((size_t)snprintf(path, size, "%s/scry-profile-XXXXXX.html", dir) >= size)
-        return err_fail(SCRY_E_IO, "the temporary directory %s has too long a name", dir);
-    int fd = mkstemps(path, 5);
-    if (fd < 0)
-        return err_fail(SCRY_E_IO, "cannot create a file in %s: %s (set TMPDIR, or use "
-                                   "--html -o FILE)", dir, strerror(errno));
-    const char *p = sb->buf ? sb->buf : "";
-    size_t left = sb->len;
-    while (left) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int saved = errno;
-            close(fd);
-            unlink(path);
-            return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(saved));
-        }
-        p += n;
-        left -= (size_t)n;
-    }
-    if (close(fd) != 0)
-        return err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
-    return 0;
+    if (outfile_write_new(dir, "scry-profile-", ".html", sb->buf ? sb->buf : "", sb->len, path,
+                          size) == 0)
+        return 0;
+    /* The message names the directory; say what to do about it. */
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", err_last_message());
+    return err_fail_hint(SCRY_E_IO, "set TMPDIR, or use --html -o FILE", "%s", msg);
 }
 
 /* Runs `prog path` with stdio on /dev/null and waits for it (xdg-open and most browsers'
@@ -152,7 +120,7 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
     }
     if (mode != VIEW_BROWSER || outfile) {
         const char *dest = outfile ? outfile : "scry-profile.html";
-        if (cli_write_file_atomic(dest, &page) != 0) {
+        if (outfile_write_all(dest, page.buf ? page.buf : "", page.len, OUTFILE_PRIVATE) != 0) {
             status = cli_report_error(false);
             goto out;
         }
@@ -180,10 +148,6 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
         }
     } else {
         printf("%s\n", san_str(tmp));
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        cli_stdout_error();
-        status = cli_report_error(false);
     }
 out:
     sb_release(&page);
@@ -226,10 +190,9 @@ int cmd_view(int argc, char **argv)
             break;
         case 't':
             if (!cli_parse_percent(optarg, &o.threshold))
-                return cli_usage_error(false,
-                                       "--cpu-percent-threshold needs a percentage from 0 to 100, "
-                                       "not '%s'",
-                                       optarg);
+                return cli_usage("--cpu-percent-threshold needs a percentage from 0 to 100, "
+                                 "not '%s'",
+                                 optarg);
             break;
         case 'C':
             o.color = false;
@@ -238,29 +201,26 @@ int cmd_view(int argc, char **argv)
             format = optarg;
             break;
         case 'h':
-            fputs(view_usage, stdout);
-            return CLI_EXIT_OK;
-        case ':':
-            return cli_usage_error(false, "option %s needs a value", argv[optind - 1]);
+            return cli_help();
         default:
-            return cli_usage_error(false, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(c, argv);
         }
         if (want != mode && mode != VIEW_BROWSER)
-            return cli_usage_error(false, "give one of --cli, --html and --standalone");
+            return cli_usage("give one of --cli, --html and --standalone");
         mode = want;
     }
     if (argc - optind > 1)
-        return cli_usage_error(false, "unexpected argument '%s' (give one profile)",
-                               argv[optind + 1]);
+        return cli_usage("unexpected argument '%s' (give one profile)",
+                         argv[optind + 1]);
     if (format && mode != VIEW_BROWSER)
-        return cli_usage_error(false, "--format exports the profile; it goes without --cli, "
-                                      "--html and --standalone");
+        return cli_usage("--format exports the profile; it goes without --cli, "
+                         "--html and --standalone");
     if (format)
         return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
                                outfile);
     if (mode == VIEW_CLI && outfile)
-        return cli_usage_error(false, "-o writes the HTML page; the terminal view goes to "
-                                      "standard output");
+        return cli_usage("-o writes the HTML page; the terminal view goes to "
+                         "standard output");
     const char *path = optind < argc ? argv[optind] : "scry-profile.json";
 
     char *data = NULL;
@@ -279,8 +239,7 @@ int cmd_view(int argc, char **argv)
         status = cli_report_error(false);
         goto out;
     }
-    if (cli_write_stdout(&out) != 0)
-        status = cli_report_error(false);
+    cli_print(&out);
 out:
     free(data);
     sb_release(&out);

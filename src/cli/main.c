@@ -1,76 +1,117 @@
-/* scry's entry point: the command table and top-level help. */
+/* scry's entry point and its one command table: `scry --help`, `scry help CMD`, `scry CMD
+ * --help` and dispatch are all made from it. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/strbuf.h"
 
-struct command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const char help_usage[] =
+    "usage: scry help [COMMAND]\n"
+    "\n"
+    "Lists scry's commands, or prints one command's options (the same as scry COMMAND --help).\n";
+
+static const char version_usage[] =
+    "usage: scry version\n"
+    "\n"
+    "Prints scry's version (also scry --version).\n";
+
+const struct cli_command cli_commands[] = {
+    {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
+     cmd_run_usage, 0},
+    {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
+     cmd_view_usage, 0},
+    {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
+     cmd_stacks_usage, CLI_JSON | CLI_JSON_SHORT},
+    {"dump", cmd_dump, "write a heap snapshot of a process or a core file", cmd_dump_usage,
+     CLI_JSON | CLI_JSON_SHORT},
+    {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share",
+     cmd_analyze_usage, CLI_JSON | CLI_JSON_SHORT},
+    {"query", cmd_query,
+     "a heap snapshot's instances of a type, an object's retaining path, where a name is defined",
+     cmd_query_usage, CLI_JSON | CLI_JSON_SHORT},
+    {"check", cmd_check, "validate a heap snapshot and say what it holds", cmd_check_usage,
+     CLI_JSON},
+    {"diff", cmd_diff, "what grew between two heap snapshots: by type and by retaining site",
+     cmd_diff_usage, CLI_JSON | CLI_JSON_SHORT},
+    {"compare", cmd_compare, "what got slower or bigger between two profiles, with sampling error",
+     cmd_compare_usage, CLI_JSON},
+    {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks",
+     cmd_flamegraph_usage, CLI_OUTFILE},
+    {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0},
+    {"version", cmd_version, "print scry's version", version_usage, 0},
 };
+const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
-static const struct command commands[] = {
-    {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)"},
-    {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)"},
-    {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file"},
-    {"dump", cmd_dump, "write a heap snapshot of a process or a core file"},
-    {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share"},
-    {"query", cmd_query, "a heap snapshot's instances of a type, an object's retaining path, "
-                         "where a name is defined"},
-    {"check", cmd_check, "validate a heap snapshot and say what it holds"},
-    {"diff", cmd_diff, "what grew between two heap snapshots: by type and by retaining site"},
-    {"compare", cmd_compare, "what got slower or bigger between two profiles, with sampling error"},
-    {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks"},
-};
-
-static void usage(FILE *f)
+static void commands_help(struct strbuf *sb)
 {
-    fprintf(f, "usage: scry <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "  %-10s %s\n", "help", "show this help, or a command's: scry help stacks");
-    fprintf(f, "  %-10s %s\n", "version", "print scry's version");
-    fprintf(f, "\nRun 'scry <command> --help' for a command's options.\n");
+    sb_adds(sb, "usage: scry <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < cli_ncommands; i++)
+        sb_addf(sb, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
+    sb_adds(sb, "\nRun 'scry <command> --help' for a command's options.\n");
 }
 
-static const struct command *find(const char *name)
+static int cmd_help(int argc, char **argv)
 {
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return &commands[i];
-    return NULL;
+    if (argc > 2)
+        return cli_usage("give at most one command: scry help [COMMAND]");
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+        return cli_help();
+    if (argc == 2) {
+        const struct cli_command *c = cli_find_command(argv[1]);
+        if (!c)
+            return cli_usage("unknown command '%s'", argv[1]);
+        fputs(c->usage, stdout);
+        return CLI_EXIT_OK;
+    }
+    struct strbuf sb = STRBUF_INIT;
+    commands_help(&sb);
+    cli_print(&sb);
+    sb_release(&sb);
+    return CLI_EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    if (argc > 1)
+        return strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0
+                   ? cli_help()
+                   : cli_usage("unexpected argument '%s'", argv[1]);
+    printf("scry %s\n", SCRY_VERSION);
+    return CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        struct strbuf sb = STRBUF_INIT;
+        commands_help(&sb);
+        fputs(sb_str(&sb), stderr);
+        sb_release(&sb);
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-        const struct command *c = argc > 2 ? find(argv[2]) : NULL;
-        if (c) {
-            char *args[] = {argv[2], "--help", NULL};
-            return c->run(2, args);
-        }
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
-        printf("scry %s\n", SCRY_VERSION);
-        return CLI_EXIT_OK;
-    }
-    const struct command *c = find(name);
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        name = "help";
+    else if (strcmp(name, "--version") == 0)
+        name = "version";
+    const struct cli_command *c = cli_find_command(name);
     if (!c) {
+        struct strbuf names = STRBUF_INIT;
+        for (size_t i = 0; i < cli_ncommands; i++)
+            sb_addf(&names, "%s%s", i ? ", " : "", cli_commands[i].name);
         size_t n = strlen(name);
-        if (n > 3 && strcmp(name + n - 3, ".py") == 0)
-            return cli_usage_error(false, "unknown command '%s'; did you mean: scry run %s", name,
-                                   name);
-        return cli_usage_error(cli_wants_json(argc, argv),
-                               "unknown command '%s' (commands: run, view, stacks, dump, check, help, version)",
-                               name);
+        bool script = n > 3 && strcmp(name + n - 3, ".py") == 0;
+        if (script)
+            cli_usage("unknown command '%s'; did you mean: scry run %s", name, name);
+        else
+            cli_usage("unknown command '%s' (commands: %s)", name, sb_str(&names));
+        sb_release(&names);
+        /* A script's arguments are its own: --json among them is not scry's. */
+        return cli_finish_stdout(cli_report_error(!script && cli_wants_json(argc, argv)), false);
     }
-    return c->run(argc - 1, argv + 1);
+    return cli_dispatch(c, argc - 1, argv + 1);
 }

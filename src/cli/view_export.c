@@ -1,24 +1,26 @@
-/* `scry view --format pprof|trace|firefox -o FILE`: exports that read the whole profile document (time
- * split and memory per line, call stacks) rather than only its stacks. cmd_flamegraph.c's
- * cli_view_export hands these formats over. */
+/* `scry view --format FORMAT [-o FILE]`: the profile for other tools. folded and speedscope
+ * carry its call stacks (read as `scry flamegraph` reads them); pprof, trace and firefox read the
+ * whole profile document (time split and memory per line, call stacks). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "analysis/profile_doc.h"
+#include "analysis/stacks.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "render/firefox_profile.h"
 #include "render/pprof.h"
+#include "render/speedscope.h"
 #include "render/trace_event.h"
 
-bool cli_view_doc_format(const char *format)
+static bool doc_format(const char *format)
 {
     return strcmp(format, "pprof") == 0 || strcmp(format, "trace") == 0 ||
            strcmp(format, "firefox") == 0;
 }
 
-int cli_view_export_doc(const char *path, const char *format, const char *outfile)
+static int export_doc(const char *path, const char *format, const char *outfile)
 {
     char *data = NULL;
     size_t len = 0;
@@ -28,7 +30,7 @@ int cli_view_export_doc(const char *path, const char *format, const char *outfil
     memset(&d, 0, sizeof(d));
     if (strcmp(format, "pprof") == 0 && (!outfile || strcmp(outfile, "-") == 0) &&
         isatty(1)) {
-        status = cli_usage_error(false, "--format pprof writes gzipped binary data: give -o FILE");
+        status = cli_usage("--format pprof writes gzipped binary data: give -o FILE");
         goto out;
     }
     if (cli_read_file(path, &data, &len) != 0 || pdoc_load_bytes(&d, data, len, path) != 0) {
@@ -59,3 +61,40 @@ out:
     sb_release(&out);
     return status;
 }
+
+int cli_view_export(const char *path, const char *format, const char *outfile)
+{
+    bool folded = strcmp(format, "folded") == 0;
+    if (doc_format(format))
+        return export_doc(path, format, outfile);
+    if (!folded && strcmp(format, "speedscope") != 0)
+        return cli_usage("--format takes folded, speedscope, pprof, trace or firefox, not '%s'",
+                         format);
+    struct stk_tree t;
+    stk_init(&t, false);
+    struct strbuf out = STRBUF_INIT;
+    json_t *doc = NULL;
+    int status = CLI_EXIT_OK;
+    if (cli_load_profile_stacks(path, &t, false, false, &doc) != 0 || stk_finish(&t) != 0) {
+        status = cli_report_error(false);
+        goto out;
+    }
+    if (folded) {
+        if (stk_write_folded(&t, &out) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+    } else {
+        struct speedscope_opts so = {.name = cli_profile_program(doc), .unit = "none",
+                                     .exporter = "scry@" SCRY_VERSION};
+        speedscope_write(&t, &so, &out);
+    }
+    if (cli_write_output(outfile, &out) != 0)
+        status = cli_report_error(false);
+out:
+    json_decref(doc);
+    sb_release(&out);
+    stk_free(&t);
+    return status;
+}
+

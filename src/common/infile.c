@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 
 static const char *kind(mode_t m)
 {
@@ -75,14 +76,13 @@ int infile_read_all(const char *path, const char *what, uint64_t max, char **dat
                 return err_fail(SCRY_E_TOO_LARGE, "the %s %s grew past the %llu bytes scry reads",
                                 what, path, (unsigned long long)max);
             }
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) {
+            size_t alloc = cap + 1; /* the byte after cap holds the terminating NUL */
+            if (grow_array(&buf, &alloc, cap * 2 + 1, 1)) {
                 free(buf);
                 close(fd);
                 return err_fail(SCRY_E_NO_MEMORY, "out of memory reading the %s %s", what, path);
             }
-            buf = nb;
-            cap *= 2;
+            cap = alloc - 1;
         }
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR)

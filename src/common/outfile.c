@@ -150,20 +150,24 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
     return 0;
 }
 
-int outfile_write(struct outfile *of, const void *buf, size_t len)
+int outfile_write_fd(int fd, const void *buf, size_t len, const char *name)
 {
     const char *p = buf;
     while (len) {
-        ssize_t n = write(of->fd, p, len);
+        ssize_t n = write(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return err_fail(SCRY_E_IO, "cannot write %s: %s", of->path,
-                            strerror(n < 0 ? errno : EIO));
+            return err_fail(SCRY_E_IO, "cannot write %s: %s", name, strerror(n < 0 ? errno : EIO));
         p += n;
         len -= (size_t)n;
     }
     return 0;
+}
+
+int outfile_write(struct outfile *of, const void *buf, size_t len)
+{
+    return outfile_write_fd(of->fd, buf, len, of->path);
 }
 
 int outfile_commit(struct outfile *of)
@@ -210,4 +214,27 @@ int outfile_write_all(const char *path, const void *buf, size_t len, mode_t mode
         return err;
     }
     return outfile_commit(&of);
+}
+
+int outfile_write_new(const char *dir, const char *prefix, const char *suffix, const void *buf,
+                      size_t len, char *path, size_t size)
+{
+    int fd = -1, e = EEXIST;
+    for (int tries = 0; tries < 64 && e == EEXIST; tries++) {
+        char rnd[13];
+        random_suffix(rnd, 12);
+        if ((size_t)snprintf(path, size, "%s/%s%s%s", dir, prefix, rnd, suffix) >= size)
+            return err_fail(SCRY_E_IO, "the directory %s has too long a name", dir);
+        fd = fd_above_stdio(open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                 OUTFILE_PRIVATE));
+        e = fd < 0 ? errno : 0;
+    }
+    if (fd < 0)
+        return err_fail(SCRY_E_IO, "cannot create a file in %s: %s", dir, strerror(e));
+    int err = outfile_write_fd(fd, buf, len, path);
+    if (close(fd) != 0 && !err)
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(errno));
+    if (err)
+        unlink(path);
+    return err;
 }

@@ -30,6 +30,9 @@ int fd_above_stdio(int fd);
 int outfile_open(struct outfile *of, const char *path, mode_t mode);
 /* Writes all of buf at the current offset; returns 0 or records an io_error. */
 int outfile_write(struct outfile *of, const void *buf, size_t len);
+/* The same on any descriptor (write retried on EINTR and short writes); name is for the
+ * message. */
+int outfile_write_fd(int fd, const void *buf, size_t len, const char *name);
 /* Flushes the data to disk and renames the file over the target; always releases of. Returns 0
  * or records an io_error (then the target is untouched and the temporary file removed). */
 int outfile_commit(struct outfile *of);
@@ -37,5 +40,11 @@ int outfile_commit(struct outfile *of);
 void outfile_abort(struct outfile *of);
 /* The whole thing for data already in memory. */
 int outfile_write_all(const char *path, const void *buf, size_t len, mode_t mode);
+/* A new file that stays where it is made (no target to rename over: a page the browser opens
+ * after scry exits): dir/PREFIX<12 random characters>SUFFIX, created with O_EXCL|O_NOFOLLOW and
+ * mode 0600, holding buf. Its name goes to path (size bytes). Returns 0, or records an io_error
+ * and leaves nothing behind. */
+int outfile_write_new(const char *dir, const char *prefix, const char *suffix, const void *buf,
+                      size_t len, char *path, size_t size);
 
 #endif

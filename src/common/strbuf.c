@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/sanitize.h"
 
 /* Makes room for extra more bytes and the NUL; false (in the agent only) when it cannot. */
@@ -14,13 +15,10 @@ static bool grow(struct strbuf *sb, size_t extra)
 {
     if (sb->failed)
         return false;
-    if (sb->len + extra + 1 <= sb->alloc)
+    bool fits = extra <= SIZE_MAX - sb->len - 1;
+    if (fits && sb->len + extra + 1 <= sb->alloc)
         return true;
-    size_t want = sb->alloc ? sb->alloc : 64;
-    while (want < sb->len + extra + 1 && want <= SIZE_MAX / 2)
-        want *= 2;
-    char *nb = want >= sb->len + extra + 1 ? realloc(sb->buf, want) : NULL;
-    if (!nb) {
+    if (!fits || grow_array(&sb->buf, &sb->alloc, sb->len + extra + 1, 1) != 0) {
 #ifdef SCRY_AGENT
         sb->failed = true;
         return false;
@@ -29,8 +27,6 @@ static bool grow(struct strbuf *sb, size_t extra)
         abort();
 #endif
     }
-    sb->buf = nb;
-    sb->alloc = want;
     return true;
 }
 

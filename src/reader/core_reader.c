@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/infile.h"
 #include "common/log.h"
 
@@ -66,10 +67,10 @@ struct core_state {
     struct core_file *files; /* sorted by start */
     size_t nfiles;
     struct core_fd *fds;
-    size_t nfds;
+    size_t nfds, cap_fds;
     struct rd_thread *threads;
     uint64_t *pcs; /* aarch64: each thread's pc */
-    size_t nthreads;
+    size_t nthreads, cap_threads;
     uint64_t execfn;
     bool have_execfn;
     char fname[17];
@@ -136,10 +137,8 @@ static int open_backing(struct rd_reader *rd, const char *host, struct core_fd *
             return st->fds[i].fd >= 0 ? 0 : -1;
         }
     }
-    struct core_fd *nfds = realloc(st->fds, (st->nfds + 1) * sizeof(*nfds));
-    if (!nfds)
+    if (grow_array(&st->fds, &st->cap_fds, st->nfds + 1, sizeof(*st->fds)))
         return err_fail(SCRY_E_NO_MEMORY, "cannot allocate a file table");
-    st->fds = nfds;
     struct core_fd *cf = &st->fds[st->nfds++];
     cf->host_path = host;
     cf->size = 0;
@@ -279,14 +278,10 @@ static const struct rd_ops core_ops = {
 
 static int add_thread(struct core_state *st, int tid, char state, uint64_t pc)
 {
-    struct rd_thread *nt = realloc(st->threads, (st->nthreads + 1) * sizeof(*nt));
-    if (!nt)
+    size_t cap_pcs = st->cap_threads; /* parallel arrays: one capacity */
+    if (grow_array(&st->pcs, &cap_pcs, st->nthreads + 1, sizeof(*st->pcs)) ||
+        grow_array(&st->threads, &st->cap_threads, st->nthreads + 1, sizeof(*st->threads)))
         return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the thread list");
-    st->threads = nt;
-    uint64_t *np = realloc(st->pcs, (st->nthreads + 1) * sizeof(*np));
-    if (!np)
-        return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the thread list");
-    st->pcs = np;
     st->threads[st->nthreads].tid = tid;
     st->threads[st->nthreads].state = state;
     st->pcs[st->nthreads] = pc;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 
 int rd_proc_slurp(const char *path, char **out, size_t *len)
 {
@@ -26,14 +27,9 @@ int rd_proc_slurp(const char *path, char **out, size_t *len)
         goto out;
     }
     for (;;) {
-        if (alloc - used < 2) {
-            char *nb = realloc(buf, alloc * 2);
-            if (!nb) {
-                ret = -ENOMEM;
-                goto out;
-            }
-            buf = nb;
-            alloc *= 2;
+        if (alloc - used < 2 && grow_array(&buf, &alloc, alloc + 1, 1)) {
+            ret = -ENOMEM;
+            goto out;
         }
         ssize_t n = read(fd, buf + used, alloc - used - 1);
         if (n < 0) {
@@ -245,16 +241,8 @@ int rd_threads_proc(struct rd_reader *rd, int pid)
         free(text);
         if (!state)
             continue;
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            struct rd_thread *nl = realloc(list, ncap * sizeof(*nl));
-            if (!nl) {
-                ret = err_fail(SCRY_E_NO_MEMORY, "cannot allocate a list of %zu threads", ncap);
-                goto out;
-            }
-            list = nl;
-            cap = ncap;
-        }
+        if ((ret = grow_array(&list, &cap, n + 1, sizeof(*list))) != 0)
+            goto out;
         list[n].tid = (int)tid;
         list[n].state = state;
         n++;

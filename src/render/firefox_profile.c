@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/hashmap.h"
 #include "render/json_writer.h"
 
@@ -55,15 +56,9 @@ static size_t tab_add(struct ffb *b, struct tab *t, uint64_t a, uint64_t c, uint
             if (memcmp(t->rows[i], v, sizeof(v)) == 0)
                 return i;
     }
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        void *p = realloc(t->rows, cap * sizeof(*t->rows));
-        if (!p) {
-            b->oom = true;
-            return 0;
-        }
-        t->rows = p;
-        t->cap = cap;
+    if (grow_array(&t->rows, &t->cap, t->n + 1, sizeof(*t->rows))) {
+        b->oom = true;
+        return 0;
     }
     memcpy(t->rows[t->n], v, sizeof(v));
     if (dedup && !hm_has(&t->index, h) && hm_put(&t->index, h, t->n + 1) != 0)
@@ -85,19 +80,11 @@ static size_t str_of(struct ffb *b, const char *s, size_t len)
     for (size_t i = 0; hm_has(&b->str_tab.index, h) && i < b->nstrs; i++)
         if (b->lens[i] == len && memcmp(b->strs[i], s, len) == 0)
             return i;
-    if (b->nstrs == b->cap_strs) {
-        size_t cap = b->cap_strs ? b->cap_strs * 2 : 64;
-        const char **p = realloc(b->strs, cap * sizeof(*p));
-        if (p)
-            b->strs = p;
-        size_t *q = realloc(b->lens, cap * sizeof(*q));
-        if (q)
-            b->lens = q;
-        if (!p || !q) {
-            b->oom = true;
-            return 0;
-        }
-        b->cap_strs = cap;
+    size_t cap_lens = b->cap_strs; /* parallel arrays: one capacity */
+    if (grow_array(&b->lens, &cap_lens, b->nstrs + 1, sizeof(*b->lens)) ||
+        grow_array(&b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*b->strs))) {
+        b->oom = true;
+        return 0;
     }
     b->strs[b->nstrs] = s;
     b->lens[b->nstrs] = len;

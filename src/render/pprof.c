@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/hashmap.h"
 #include "render/protobuf.h"
 
@@ -51,21 +52,6 @@ struct pbuild {
     bool oom;
 };
 
-static bool grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return true;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = n;
-    return true;
-}
-
 static uint64_t hash_bytes(const char *s, size_t len, uint64_t seed)
 {
     uint64_t h = 1469598103934665603ULL ^ seed;
@@ -86,7 +72,7 @@ static uint64_t intern(struct pbuild *b, const char *s, size_t len)
             if (b->strs[i].len == len && memcmp(b->strs[i].s, s, len) == 0)
                 return i;
     }
-    if (!grow((void **)&b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*b->strs))) {
+    if (grow_array(&b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*b->strs))) {
         b->oom = true;
         return 0;
     }
@@ -118,7 +104,7 @@ static uint64_t function_id(struct pbuild *b, const char *file, size_t file_len,
                 b->funcs[i].first_line == f.first_line)
                 return i + 1;
     }
-    if (!grow((void **)&b->funcs, &b->cap_funcs, b->nfuncs + 1, sizeof(*b->funcs))) {
+    if (grow_array(&b->funcs, &b->cap_funcs, b->nfuncs + 1, sizeof(*b->funcs))) {
         b->oom = true;
         return 1;
     }
@@ -133,7 +119,7 @@ static uint64_t location_id(struct pbuild *b, uint64_t func_id, uint32_t line)
     uint64_t key = func_id << 32 | line, v;
     if (hm_get(&b->loc_index, key, &v))
         return v;
-    if (!grow((void **)&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs))) {
+    if (grow_array(&b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*b->locs))) {
         b->oom = true;
         return 1;
     }

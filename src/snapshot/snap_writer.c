@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/hashmap.h" /* hm_hash64 */
 #include "common/outfile.h"
 #include "snapshot/crc32.h"
@@ -44,24 +45,6 @@ static uint32_t str_hash(const char *s, size_t len)
     for (; i < len; i++)
         h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
     return (uint32_t)(hm_hash64(h) >> 32);
-}
-
-static int grow(void **p, size_t *alloc, size_t need, size_t elem)
-{
-    if (need <= *alloc)
-        return 0;
-    size_t n = *alloc ? *alloc : 1024;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / elem)
-            return -SCRY_E_NO_MEMORY;
-        n *= 2;
-    }
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -SCRY_E_NO_MEMORY;
-    *p = q;
-    *alloc = n;
-    return 0;
 }
 
 static int intern_rehash(struct interner *in, size_t newcap)
@@ -113,8 +96,8 @@ static int intern(struct interner *in, const char *s, size_t len, uint32_t *id)
         return err_fail(SCRY_E_INTERNAL, "snapshot limit: more than 2^32 - 2 distinct strings");
     if (len >= UINT32_MAX || in->blob_len + len + 1 > UINT32_MAX)
         return err_fail(SCRY_E_INTERNAL, "snapshot limit: more than 4 GiB of distinct strings");
-    if (grow((void **)&in->blob, &in->blob_alloc, in->blob_len + len + 1, 1) ||
-        grow((void **)&in->off, &in->off_alloc, in->count + 2, sizeof(uint32_t)))
+    if (grow_array(&in->blob, &in->blob_alloc, in->blob_len + len + 1, 1) ||
+        grow_array(&in->off, &in->off_alloc, in->count + 2, sizeof(uint32_t)))
         return -SCRY_E_NO_MEMORY;
     if (in->count == 0)
         in->off[0] = 0;
@@ -206,7 +189,7 @@ struct snap_writer {
 };
 
 #define VEC_PUSH(w, vec, item)                                                                     \
-    (grow((void **)&(vec).v, &(vec).alloc, (vec).n + 1, sizeof(*(vec).v))                          \
+    (grow_array(&(vec).v, &(vec).alloc, (vec).n + 1, sizeof(*(vec).v))                          \
          ? writer_fail(w, -SCRY_E_NO_MEMORY)                                                        \
          : ((vec).v[(vec).n++] = (item), 0))
 

@@ -119,6 +119,35 @@ static void test_outfile_errors(void)
     CHECK(S_ISCHR(st.st_mode));
 }
 
+/* outfile_write_new: a new private file that stays (the browser's page): unpredictable names,
+ * never an existing file or link, nothing left behind on failure. */
+static void test_outfile_write_new(void)
+{
+    const char *d = fresh_dir("new");
+    char a[1024], b[1024];
+    CHECK_EQ(outfile_write_new(d, "scry-profile-", ".html", "<p>", 3, a, sizeof(a)), 0);
+    CHECK_EQ(outfile_write_new(d, "scry-profile-", ".html", "", 0, b, sizeof(b)), 0);
+    CHECK(strcmp(a, b) != 0);
+    CHECK(strncmp(a, d, strlen(d)) == 0);
+    const char *base = a + strlen(d) + 1;
+    CHECK(strncmp(base, "scry-profile-", 13) == 0 && strlen(base) == 13 + 12 + 5);
+    CHECK(strcmp(a + strlen(a) - 5, ".html") == 0);
+    struct stat st;
+    CHECK_EQ(lstat(a, &st), 0);
+    CHECK(S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600 && st.st_size == 3);
+    CHECK_EQ(entries(d), 2);
+    /* A directory that does not exist: an io_error naming it, nothing created. */
+    err_clear();
+    CHECK_EQ(outfile_write_new(path_in(d, "missing"), "p-", ".html", "x", 1, a, sizeof(a)),
+             -SCRY_E_IO);
+    CHECK(strstr(err_last_message(), "missing") != NULL);
+    /* A name that does not fit the buffer is refused, not cut. */
+    char tiny[16];
+    CHECK_EQ(outfile_write_new(d, "scry-profile-", ".html", "x", 1, tiny, sizeof(tiny)),
+             -SCRY_E_IO);
+    CHECK_EQ(entries(d), 2);
+}
+
 static void test_infile_refuses_what_is_not_a_regular_file(void)
 {
     const char *d = fresh_dir("inputs");
@@ -163,6 +192,7 @@ static const struct tl_test tests[] = {
     TL(test_outfile_replaces_a_symlink),
     TL(test_outfile_temporary_names),
     TL(test_outfile_errors),
+    TL(test_outfile_write_new),
     TL(test_infile_refuses_what_is_not_a_regular_file),
     TL(test_infile_caps),
 };
