@@ -34,9 +34,15 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libscry-core.a
 
 # The agent is preloaded into profiled programs: only what it needs, compiled apart with hidden
-# visibility so that none of its symbols can clash with the program's.
-AGENT_SRC := $(wildcard src/agent/*.c) $(wildcard src/common/*.c) $(wildcard src/reader/*.c) \
-             $(wildcard src/cpython/*.c) src/render/json_writer.c
+# visibility so that none of its symbols can clash with the program's. No heap walker, no ptrace
+# or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
+# marks a buffer failed instead of aborting when out of memory.
+AGENT_SRC := $(wildcard src/agent/*.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
+             $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c linetable.c objects.c opcodes.c) \
+             $(wildcard src/cpython/layout_3*.c) \
+             src/render/json_writer.c
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)
 AGENT     := $(BUILD)/libscry-agent.so
 
@@ -68,7 +74,7 @@ $(BUILD)/agent-obj/%.o: %.c | deps
 	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
 
 $(AGENT): $(AGENT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -o $@ $(AGENT_OBJ) -lelf -lm -ldl -lpthread -lrt $(LDSAN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -98,15 +104,27 @@ $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
+AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
+$(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
 $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
+
+# scry's own layout numbers for one version, compared with its headers by
+# tests/e2e/test_layout_headers.py (which compiles tests/tools/layout_offsets.c per version).
+$(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
 
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 
-e2e: all $(BUILD)/tools/linetable_check
+e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
 	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
@@ -115,7 +133,7 @@ e2e: all $(BUILD)/tools/linetable_check
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
-test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check
+test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
 	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.

@@ -185,7 +185,7 @@ __attribute__((constructor)) static void ag_init(void)
             ag_low_fds_closed = true;
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
-    if (rd_open_self(&self_reader) != 0 || py_runtime_open(self_reader, &ag_rt) != 0) {
+    if (rd_open_self(&self_reader) != 0 || py_runtime_open_self(self_reader, &ag_rt) != 0) {
         log_warn("agent: not profiling pid %d: %s", ag_pid, err_last_message());
         ag_mtls.guard--;
         return;

@@ -15,8 +15,6 @@
  * in libc's (before glibc 2.34: libdl's) dynamic symbol table, through dl_iterate_phdr, which
  * neither allocates nor calls dlsym. */
 #include <dlfcn.h>
-#include <elf.h>
-#include <link.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "agent/agent.h"
+#include "reader/self_symbols.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
@@ -34,120 +33,17 @@ static dlvsym_fn real_dlvsym;
 
 /* ---- the real functions, from the dynamic symbol tables of libc or libdl ---- */
 
-struct elf_lookup {
-    const char *lib;   /* "libc.so" or "libdl.so": a file name starting with it */
-    const char *names[2];
-    void *found[2];
-};
-
-static uintptr_t dyn_ptr(uintptr_t base, uintptr_t p)
-{
-    /* glibc relocates these entries in place on most architectures, not on all. */
-    return p < base ? base + p : p;
-}
-
-static uint32_t gnu_hash(const char *s)
-{
-    uint32_t h = 5381;
-    for (; *s; s++)
-        h = h * 33 + (unsigned char)*s;
-    return h;
-}
-
-/* The default version of name (versym without the hidden bit) if there is one, else any
- * definition of it. */
-static void *find_symbol(uintptr_t base, const ElfW(Sym) *symtab, const char *strtab,
-                         const uint16_t *versym, const uint32_t *gnuhash, const uint32_t *hash,
-                         const char *name)
-{
-    void *any = NULL;
-    uint32_t first = 0, end = 0;
-    const uint32_t *chain = NULL;
-    uint32_t h = gnu_hash(name);
-    if (gnuhash) {
-        uint32_t nbuckets = gnuhash[0], symoffset = gnuhash[1], bloom_size = gnuhash[2];
-        if (nbuckets == 0)
-            return NULL;
-        const uint32_t *buckets =
-            (const uint32_t *)((const ElfW(Addr) *)(gnuhash + 4) + bloom_size);
-        chain = buckets + nbuckets;
-        first = buckets[h % nbuckets];
-        if (first < symoffset)
-            return NULL;
-        chain -= symoffset;
-        end = UINT32_MAX;
-    } else if (hash) {
-        end = hash[1]; /* nchain: every symbol */
-    } else {
-        return NULL;
-    }
-    for (uint32_t i = first; i < end; i++) {
-        if (chain && (chain[i] | 1) != (h | 1)) {
-            if (chain[i] & 1)
-                break;
-            continue;
-        }
-        const ElfW(Sym) *s = &symtab[i];
-        if (s->st_shndx != SHN_UNDEF && s->st_value != 0 &&
-            strcmp(strtab + s->st_name, name) == 0) {
-            void *addr = (void *)(base + s->st_value);
-            if (!versym || !(versym[i] & 0x8000))
-                return addr;
-            any = addr;
-        }
-        if (chain && (chain[i] & 1))
-            break;
-    }
-    return any;
-}
-
-static int look_in_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct elf_lookup *q = arg;
-    const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-    const char *file = slash ? slash + 1 : info->dlpi_name;
-    if (!file || strncmp(file, q->lib, strlen(q->lib)) != 0)
-        return 0;
-    uintptr_t base = info->dlpi_addr;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
-    if (!dyn)
-        return 0;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const uint16_t *versym = NULL;
-    const uint32_t *gnuhash = NULL, *hash = NULL;
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t p = dyn_ptr(base, dyn->d_un.d_ptr);
-        switch (dyn->d_tag) {
-        case DT_SYMTAB: symtab = (const ElfW(Sym) *)p; break;
-        case DT_STRTAB: strtab = (const char *)p; break;
-        case DT_VERSYM: versym = (const uint16_t *)p; break;
-        case DT_GNU_HASH: gnuhash = (const uint32_t *)p; break;
-        case DT_HASH: hash = (const uint32_t *)p; break;
-        }
-    }
-    if (!symtab || !strtab)
-        return 0;
-    for (int k = 0; k < 2; k++)
-        if (!q->found[k])
-            q->found[k] =
-                find_symbol(base, symtab, strtab, versym, gnuhash, hash, q->names[k]);
-    return q->found[0] && q->found[1];
-}
-
 static void find_real(void)
 {
     static const char *const libs[] = {"libc.so", "libdl.so"};
+    static const char *const names[2] = {"dlsym", "dlvsym"};
     for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-        struct elf_lookup q = {libs[i], {"dlsym", "dlvsym"}, {NULL, NULL}};
-        dl_iterate_phdr(look_in_object, &q);
-        if (q.found[0] && q.found[1]) {
-            *(void **)&real_dlvsym = q.found[1];
+        void *found[2] = {NULL, NULL};
+        struct self_sym_query q = {.file_prefix = libs[i], .names = names, .found = found, .n = 2};
+        if (self_symbols_find(&q)) {
+            *(void **)&real_dlvsym = found[1];
             atomic_thread_fence(memory_order_release);
-            *(void **)&real_dlsym = q.found[0];
+            *(void **)&real_dlsym = found[0];
             return;
         }
     }

@@ -457,6 +457,13 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
             close(fd);
         goto out;
     }
+    if (sb_failed(&sb)) { /* out of memory: no truncated part */
+        err = err_fail(SCRY_E_NO_MEMORY, "cannot write %s/%s: out of memory", ag_cfg.part_dir,
+                       tmp);
+        close(fd);
+        unlinkat(dir, tmp, 0);
+        goto out;
+    }
     if (ftruncate(fd, 0) != 0) {
         err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, tmp, strerror(errno));
         close(fd);

@@ -1,4 +1,5 @@
-/* strbuf: amortised-doubling growth; allocation failure aborts (a CLI cannot go on without it). */
+/* strbuf: amortised-doubling growth. Allocation failure stops the CLI (it cannot go on without
+ * it); in the agent it marks the buffer failed (strbuf.h). */
 #include "strbuf.h"
 
 #include <stdint.h>
@@ -9,20 +10,30 @@
 #include "common/grow.h"
 #include "common/sanitize.h"
 
-static void grow(struct strbuf *sb, size_t extra)
+/* Makes room for extra more bytes and the NUL; false (in the agent only) when it cannot. */
+static bool grow(struct strbuf *sb, size_t extra)
 {
-    if (sb->len + extra + 1 <= sb->alloc)
-        return;
-    if (extra > SIZE_MAX - sb->len - 1 ||
-        grow_array(&sb->buf, &sb->alloc, sb->len + extra + 1, 1) != 0) {
+    if (sb->failed)
+        return false;
+    bool fits = extra <= SIZE_MAX - sb->len - 1;
+    if (fits && sb->len + extra + 1 <= sb->alloc)
+        return true;
+    if (!fits || grow_array(&sb->buf, &sb->alloc, sb->len + extra + 1, 1) != 0) {
+#ifdef SCRY_AGENT
+        sb->failed = true;
+        return false;
+#else
         fputs("scry: out of memory\n", stderr);
         abort();
+#endif
     }
+    return true;
 }
 
 void sb_add(struct strbuf *sb, const void *data, size_t len)
 {
-    grow(sb, len);
+    if (!grow(sb, len))
+        return;
     if (len)
         memcpy(sb->buf + sb->len, data, len);
     sb->len += len;
@@ -39,9 +50,8 @@ void sb_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
     va_copy(cp, ap);
     int n = vsnprintf(NULL, 0, fmt, cp);
     va_end(cp);
-    if (n <= 0)
+    if (n <= 0 || !grow(sb, (size_t)n))
         return;
-    grow(sb, (size_t)n);
     vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
     sb->len += (size_t)n;
 }
@@ -148,8 +158,11 @@ void sb_reset(struct strbuf *sb)
 
 char *sb_detach(struct strbuf *sb)
 {
-    if (!sb->buf)
-        grow(sb, 0), sb->buf[0] = 0;
+    if (!sb->buf) {
+        if (!grow(sb, 0))
+            return NULL;
+        sb->buf[0] = 0;
+    }
     char *r = sb->buf;
     sb->buf = NULL;
     sb->len = sb->alloc = 0;
@@ -161,6 +174,7 @@ void sb_release(struct strbuf *sb)
     free(sb->buf);
     sb->buf = NULL;
     sb->len = sb->alloc = 0;
+    sb->failed = false;
 }
 
 const char *sb_str(const struct strbuf *sb) { return sb->buf ? sb->buf : ""; }

@@ -1,7 +1,8 @@
 /* Where CPython keeps what scry reads, per minor version: byte offsets into the runtime,
  * interpreter, thread, frame, code, type and object structs. 3.11 and 3.12 come from tables
- * (checked against offsetof() on the real headers); 3.13 and 3.14 are read from the target's own
- * _Py_DebugOffsets and checked for sanity, with tables only for what that block does not give.
+ * (checked against offsetof() on the real headers by tests/e2e/test_layout_headers.py); 3.13-3.15
+ * are read from the target's own _Py_DebugOffsets and checked for sanity, with tables only for
+ * what that block does not give (checked the same way, as are the block's indices).
  * Walkers use these numbers and never branch on the version for a struct layout. */
 #ifndef SCRY_CPYTHON_LAYOUT_H
 #define SCRY_CPYTHON_LAYOUT_H
@@ -93,6 +94,24 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
 /* Bytes of the _Py_DebugOffsets block for a minor version (0 when it has none). */
 size_t py_debug_offsets_size(int minor);
 
+/* One field of struct py_layout taken from _Py_DebugOffsets: the u64 at index `idx` of the block,
+ * which must lie inside the struct whose size is at index `size_idx`. */
+struct py_dbg_field {
+    const char *name; /* the struct py_layout field */
+    size_t layout_off;
+    int idx;
+    int size_idx;
+};
+
+/* The indices of the embedded GIL's start, its `locked` and its `last_holder` in the block. */
+#define PY_DBG_GIL_INDICES 3
+
+/* For 3.13+: what py_layout_from_debug_offsets starts from (the fields the block does not give),
+ * the fields it takes from the block and the GIL's indices; NULL for other versions. Exposed so
+ * that tests/tools/layout_table.c can print every number for the header check. */
+const struct py_layout *py_debug_layout_fixed(int minor, const struct py_dbg_field **fields,
+                                              size_t *nfields, const int **gil);
+
 /* A labelled object pointer inside a struct: the references a tp_traverse visits, as data. */
 struct py_ref_field {
     uint16_t off;
@@ -103,9 +122,9 @@ struct py_ref_field {
 #define PY_MAX_REF_FIELDS 16
 
 /* What the heap walker needs beyond struct py_layout: GC lists, type and heap-type fields, and the
- * layouts of the builtin containers, per minor version (offsetof() on the 3.11.7, 3.12.1 and
- * 3.13.0 headers; 3.14 from py-spy's 3.14.0 bindings and cpython-internals.md, untested). None of
- * these is in _Py_DebugOffsets except gc.collecting, which the walker checks against it. */
+ * layouts of the builtin containers, per minor version (generated from the 3.11.7, 3.12.1, 3.13.0,
+ * 3.14.10 and 3.15.2 headers: layout_3X.c). None of these is in _Py_DebugOffsets except
+ * gc.collecting, which the walker checks against it. */
 struct py_heap_layout {
     int minor;
     /* struct _gc_runtime_state, relative to interp->gc: list heads (PyGC_Head, 16 bytes) */

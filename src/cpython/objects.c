@@ -124,6 +124,8 @@ int py_read_str(struct py_runtime *rt, uint64_t obj, size_t max_chars, struct st
         }
         done += chunk;
     }
+    if (sb_failed(out)) /* the agent, out of memory */
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading a string");
     return 0;
 }
 

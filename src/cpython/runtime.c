@@ -1,5 +1,7 @@
 /* Finding CPython in a target: the image that holds _PyRuntime (libpython, or the executable of
- * a static interpreter), the version, the refusal of builds scry cannot read, and the layout. */
+ * a static interpreter), the version, the refusal of builds scry cannot read, and the layout.
+ * Where the image's symbols come from is the caller's: its ELF file (runtime_elf.c, scry's
+ * commands) or its dynamic symbol table in this process (runtime_self.c, the agent). */
 #include "runtime.h"
 
 #include <stddef.h>
@@ -9,7 +11,6 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "reader/elf_image.h"
 
 static const char *base_name(const char *path)
 {
@@ -104,45 +105,33 @@ static void version_string(struct py_runtime *rt)
                  rt->micro);
 }
 
-static uint64_t sym_addr(struct py_runtime *rt, struct elf_image *img, uint64_t first_vaddr,
-                         const char *name)
-{
-    uint64_t value, size;
-    if (!elf_symbol(img, name, &value, &size) || value < first_vaddr)
-        return 0;
-    return rt->load_base + (value - first_vaddr);
-}
-
 /* Reads PY_VERSION_HEX from the Py_Version symbol: in the target's memory if it is there (a core
- * usually lacks .rodata), else from the file. */
-static bool read_py_version(struct py_runtime *rt, struct elf_image *img, uint64_t first_vaddr,
+ * usually lacks .rodata), else from the image's file. */
+static bool read_py_version(struct py_runtime *rt, const struct py_image_syms *syms,
                             uint32_t *out)
 {
-    uint64_t value, size;
-    if (!elf_symbol(img, "Py_Version", &value, &size) || value < first_vaddr)
+    uint64_t addr = syms->addr(syms->ctx, "Py_Version");
+    if (!addr)
         return false;
-    uint64_t addr = rt->load_base + (value - first_vaddr);
     if (rd_read_u32(rt->rd, addr, out) == 0 && (*out >> 24) == 3)
         return true;
-    uint8_t b[4];
-    if (elf_read_vaddr(img, value, b, 4) != 0)
-        return false;
-    *out = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-    return (*out >> 24) == 3;
+    return syms->file_version && syms->file_version(syms->ctx, out) && (*out >> 24) == 3;
 }
 
-static int describe_target(struct rd_reader *rd, char *buf, size_t size)
+const char *py_target_name(struct rd_reader *rd, char *buf, size_t size)
 {
     const char *exe = rd_exe_path(rd);
     if (rd_kind(rd) == RD_CORE)
-        return snprintf(buf, size, "the core of %s", exe ? exe : "an unknown program");
-    return snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
+        snprintf(buf, size, "the core of %s", exe ? exe : "an unknown program");
+    else
+        snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
+    return buf;
 }
 
 static int unsupported_version(struct rd_reader *rd, int major, int minor, const char *what)
 {
     char who[512];
-    describe_target(rd, who, sizeof(who));
+    py_target_name(rd, who, sizeof(who));
     return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                     "%s runs Python %d.%d%s, which scry does not support", who, major, minor,
                     what);
@@ -152,7 +141,7 @@ static int unsupported_version(struct rd_reader *rd, int major, int minor, const
 static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
 {
     char who[512];
-    describe_target(rd, who, sizeof(who));
+    py_target_name(rd, who, sizeof(who));
     return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                     "%s runs Python %d.%d in a free-threaded build, which scry does not support "
                     "yet: it does not read that build's thread states without a GIL (stacks, "
@@ -161,14 +150,12 @@ static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
                     who, major, minor);
 }
 
-int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
+int py_runtime_locate(struct rd_reader *rd, struct py_runtime *rt)
 {
-    struct elf_image *img = NULL;
-    char who[512], host[4096];
-    int err;
+    char who[512];
     memset(rt, 0, sizeof(*rt));
     rt->rd = rd;
-    describe_target(rd, who, sizeof(who));
+    py_target_name(rd, who, sizeof(who));
 
     const char *image = pick_image(rd);
     if (!image)
@@ -187,61 +174,49 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
 
     if (!image_base(rd, image, &rt->load_base))
         return err_fail(SCRY_E_NOT_PYTHON, "%s: cannot find where %s is loaded", who, image);
-    rd_host_path(rd, image, host, sizeof(host));
-    err = elf_open(host, &img);
-    if (err) {
-        char why[512]; /* a copy: err_fail_hint writes over the last message */
-        snprintf(why, sizeof(why), "%s", err_last_message());
-        return err_fail_hint(SCRY_E_NOT_PYTHON,
-                             rd_kind(rd) == RD_CORE
-                                 ? "pass the Python executable that made the core with --exe PATH"
-                                 : NULL,
-                             "%s: cannot read %s to find the Python runtime: %s", who, host, why);
-    }
-    uint64_t first_vaddr = elf_first_load_vaddr(img);
-    uint64_t value, size;
-    if (!elf_symbol(img, "_PyRuntime", &value, &size) &&
-        !elf_section(img, ".PyRuntime", &value, &size)) {
-        err = err_fail(SCRY_E_NOT_PYTHON,
-                       "%s is not a Python process: no libpython is mapped and %s has no "
-                       "_PyRuntime",
-                       who, image);
-        goto out;
-    }
-    if (value < first_vaddr) {
-        err = err_fail(SCRY_E_NOT_PYTHON, "%s: _PyRuntime lies outside %s", who, image);
-        goto out;
-    }
-    rt->runtime_addr = rt->load_base + (value - first_vaddr);
     rt->static_interpreter = !(named && ni.is_lib);
+    return 0;
+}
+
+int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *syms)
+{
+    struct rd_reader *rd = rt->rd;
+    const char *image = rt->image_path;
+    char who[512];
+    int err;
+    py_target_name(rd, who, sizeof(who));
+    struct name_info ni;
+    bool named = parse_python_name(image, &ni);
+
+    rt->runtime_addr = syms->addr(syms->ctx, "_PyRuntime");
+    if (!rt->runtime_addr)
+        return err_fail(SCRY_E_NOT_PYTHON,
+                        "%s is not a Python process: no libpython is mapped and %s has no "
+                        "_PyRuntime",
+                        who, image);
 
     uint8_t head[24];
     err = rd_read(rd, rt->runtime_addr, head, sizeof(head));
     if (err && (err == -SCRY_E_NO_SUCH_PROCESS || err == -SCRY_E_PERMISSION_DENIED))
-        goto out; /* it exited, or may not be read: say that, not "not Python" */
+        return err; /* it exited, or may not be read: say that, not "not Python" */
     if (err) {
         char why[512]; /* a copy: err_fail writes over the last message */
         snprintf(why, sizeof(why), "%s", err_last_message());
-        err = err_fail(SCRY_E_NOT_PYTHON, "%s: cannot read _PyRuntime at 0x%llx: %s", who,
-                       (unsigned long long)rt->runtime_addr, why);
-        goto out;
+        return err_fail(SCRY_E_NOT_PYTHON, "%s: cannot read _PyRuntime at 0x%llx: %s", who,
+                        (unsigned long long)rt->runtime_addr, why);
     }
     bool has_debug_offsets = memcmp(head, "xdebugpy", 8) == 0;
     if (has_debug_offsets) {
         memcpy(&rt->version_hex, head + 8, 4);
         uint64_t free_threaded;
         memcpy(&free_threaded, head + 16, 8);
-        if (free_threaded) {
-            err = unsupported_free_threaded(rd, (int)(rt->version_hex >> 24),
-                                            (int)((rt->version_hex >> 16) & 0xff));
-            goto out;
-        }
-    } else if (!read_py_version(rt, img, first_vaddr, &rt->version_hex)) {
-        if (!named || ni.minor < 0) {
-            err = err_fail(SCRY_E_NOT_PYTHON, "%s: cannot tell which Python version %s is", who,
-                           image);
-            goto out;
-        }
+        if (free_threaded)
+            return unsupported_free_threaded(rd, (int)(rt->version_hex >> 24),
+                                             (int)((rt->version_hex >> 16) & 0xff));
+    } else if (!read_py_version(rt, syms, &rt->version_hex)) {
+        if (!named || ni.minor < 0)
+            return err_fail(SCRY_E_NOT_PYTHON, "%s: cannot tell which Python version %s is", who,
+                            image);
         rt->version_hex = (uint32_t)ni.major << 24 | (uint32_t)ni.minor << 16 | 0xf0;
     }
     rt->major = (int)(rt->version_hex >> 24);
@@ -249,16 +224,11 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     rt->micro = (int)((rt->version_hex >> 8) & 0xff);
     version_string(rt);
 
-    if (rt->major != 3 || rt->minor < 11 || rt->minor > 15) {
-        err = unsupported_version(rd, rt->major, rt->minor,
-                                  rt->minor < 11 ? " (scry reads 3.11 and newer)" : "");
-        goto out;
-    }
-    if (elf_symbol(img, "_Py_NegativeRefcount", &value, &size) ||
-        elf_symbol(img, "_Py_RefTotal", &value, &size)) {
-        err = unsupported_version(rd, rt->major, rt->minor, " in a debug build (--with-pydebug)");
-        goto out;
-    }
+    if (rt->major != 3 || rt->minor < 11 || rt->minor > 15)
+        return unsupported_version(rd, rt->major, rt->minor,
+                                   rt->minor < 11 ? " (scry reads 3.11 and newer)" : "");
+    if (syms->addr(syms->ctx, "_Py_NegativeRefcount") || syms->addr(syms->ctx, "_Py_RefTotal"))
+        return unsupported_version(rd, rt->major, rt->minor, " in a debug build (--with-pydebug)");
     if (((rt->version_hex >> 4) & 0xf) != 0xf)
         log_warn("Python %s is a pre-release: its layouts may differ from the release",
                  rt->version_str);
@@ -266,39 +236,35 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
     if (has_debug_offsets) {
         uint8_t block[1024];
         size_t n = py_debug_offsets_size(rt->minor);
-        if (n == 0) { /* 3.11/3.12 never carry the cookie: something is off */
-            err = unsupported_version(rd, rt->major, rt->minor, " with an unknown layout");
-            goto out;
-        }
+        if (n == 0) /* 3.11/3.12 never carry the cookie: something is off */
+            return unsupported_version(rd, rt->major, rt->minor, " with an unknown layout");
         err = rd_read(rd, rt->runtime_addr, block, n);
         if (!err)
             err = py_layout_from_debug_offsets(rt->minor, block, n, &rt->layout);
         if (err)
-            goto out;
+            return err;
     } else {
         const struct py_layout *t = py_layout_table(rt->minor);
-        if (!t) {
-            err = unsupported_version(rd, rt->major, rt->minor,
-                                      ": its runtime carries no _Py_DebugOffsets");
-            goto out;
-        }
+        if (!t)
+            return unsupported_version(rd, rt->major, rt->minor,
+                                       ": its runtime carries no _Py_DebugOffsets");
         rt->layout = *t;
     }
 
-    rt->types.code = sym_addr(rt, img, first_vaddr, "PyCode_Type");
-    rt->types.type = sym_addr(rt, img, first_vaddr, "PyType_Type");
-    rt->types.str = sym_addr(rt, img, first_vaddr, "PyUnicode_Type");
-    rt->types.bytes = sym_addr(rt, img, first_vaddr, "PyBytes_Type");
-    rt->types.long_ = sym_addr(rt, img, first_vaddr, "PyLong_Type");
-    rt->types.dict = sym_addr(rt, img, first_vaddr, "PyDict_Type");
-    rt->types.list = sym_addr(rt, img, first_vaddr, "PyList_Type");
-    rt->types.tuple = sym_addr(rt, img, first_vaddr, "PyTuple_Type");
-    rt->types.module = sym_addr(rt, img, first_vaddr, "PyModule_Type");
-    rt->types.none_struct = sym_addr(rt, img, first_vaddr, "_Py_NoneStruct");
     static const struct {
         size_t off;
         const char *sym;
-    } more[] = {
+    } types[] = {
+        {offsetof(struct py_types, code), "PyCode_Type"},
+        {offsetof(struct py_types, type), "PyType_Type"},
+        {offsetof(struct py_types, str), "PyUnicode_Type"},
+        {offsetof(struct py_types, bytes), "PyBytes_Type"},
+        {offsetof(struct py_types, long_), "PyLong_Type"},
+        {offsetof(struct py_types, dict), "PyDict_Type"},
+        {offsetof(struct py_types, list), "PyList_Type"},
+        {offsetof(struct py_types, tuple), "PyTuple_Type"},
+        {offsetof(struct py_types, module), "PyModule_Type"},
+        {offsetof(struct py_types, none_struct), "_Py_NoneStruct"},
         {offsetof(struct py_types, object), "PyBaseObject_Type"},
         {offsetof(struct py_types, bool_), "PyBool_Type"},
         {offsetof(struct py_types, float_), "PyFloat_Type"},
@@ -328,20 +294,15 @@ int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
         {offsetof(struct py_types, false_struct), "_Py_FalseStruct"},
         {offsetof(struct py_types, set_dummy_ptr), "_PySet_Dummy"},
     };
-    for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
-        uint64_t a = sym_addr(rt, img, first_vaddr, more[i].sym);
-        memcpy((uint8_t *)&rt->types + more[i].off, &a, sizeof(a));
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        uint64_t a = syms->addr(syms->ctx, types[i].sym);
+        memcpy((uint8_t *)&rt->types + types[i].off, &a, sizeof(a));
     }
-    if (!rt->types.code) {
-        err = err_fail(SCRY_E_NOT_PYTHON, "%s: %s does not export PyCode_Type", who, image);
-        goto out;
-    }
+    if (!rt->types.code)
+        return err_fail(SCRY_E_NOT_PYTHON, "%s: %s does not export PyCode_Type", who, image);
     log_debug("Python %s, _PyRuntime at 0x%llx in %s (base 0x%llx)", rt->version_str,
               (unsigned long long)rt->runtime_addr, image, (unsigned long long)rt->load_base);
-    err = 0;
-out:
-    elf_close(img);
-    return err;
+    return 0;
 }
 
 int py_interp_head(struct py_runtime *rt, uint64_t *interp)

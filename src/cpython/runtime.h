@@ -34,10 +34,36 @@ struct py_runtime {
     struct py_types types;
 };
 
-/* Finds the Python runtime in the target behind rd. Errors: not_python (no CPython runtime in
+/* Finds the Python runtime in the target behind rd, reading the symbols of the image that holds
+ * it from its ELF file (runtime_elf.c: scry's commands). Errors: not_python (no CPython runtime in
  * it), unsupported_python (too old or new, debug or free-threaded builds: the message says which),
  * read errors of the reader. */
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *out);
+
+/* The same for this process (rd: the self reader), with the symbols taken from the image's
+ * dynamic symbol table as loaded (runtime_self.c: the agent; no libelf). */
+int py_runtime_open_self(struct rd_reader *rd, struct py_runtime *out);
+
+/* ---- for runtime_elf.c and runtime_self.c ---- */
+
+/* Where the symbols of the image holding _PyRuntime come from. */
+struct py_image_syms {
+    void *ctx;
+    /* The address in the target of the image's symbol `name`, or 0 when it has none. */
+    uint64_t (*addr)(void *ctx, const char *name);
+    /* PY_VERSION_HEX from the image's file, for a core that lacks .rodata; NULL: no file. */
+    bool (*file_version)(void *ctx, uint32_t *out);
+};
+
+/* First step: picks the image that should hold _PyRuntime (a mapped libpython, else the
+ * executable), refuses what its file name says scry cannot read, and finds its load base. Fills
+ * out->rd, image_path, load_base, static_interpreter. */
+int py_runtime_locate(struct rd_reader *rd, struct py_runtime *out);
+/* Second step, with the image's symbols: _PyRuntime, the version, the refusals, the layout and
+ * the builtin types. */
+int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *syms);
+/* "process PID (EXE)" or "the core of EXE", for messages; returns buf. */
+const char *py_target_name(struct rd_reader *rd, char *buf, size_t size);
 
 /* The first interpreter (newest first, as CPython links them), or 0. */
 int py_interp_head(struct py_runtime *rt, uint64_t *interp);

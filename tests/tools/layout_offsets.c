@@ -1,12 +1,14 @@
-/* Prints, for the CPython whose headers it is compiled against, every offset scry's layout tables
- * (src/cpython/layout.c) hold: the u64 index of each _Py_DebugOffsets field scry reads (3.13+),
- * and offsetof()/sizeof of what that block does not give. One "name value" line each; compare
- * with the tables by hand or with tests/e2e/test_layout_headers.py.
+/* Prints, for the CPython whose headers it is compiled against, every number scry's layout tables
+ * (src/cpython/layout.c) hold, under the names tests/tools/layout_table.c prints scry's own
+ * numbers with: the u64 index of each _Py_DebugOffsets field scry reads and of its struct's size
+ * (3.13+: "dbg.<field>", "dbg.<field>.within"), and offsetof()/sizeof/enum values for the rest
+ * (0 for a field this version does not have). tests/e2e/test_layout_headers.py compiles it per
+ * installed version and compares.
  *
- *   cc -I$INC -I$INC/internal -DPy_BUILD_CORE tests/tools/layout_offsets.c -o layout_offsets
+ *   cc -I$INC -I$INC/internal tests/tools/layout_offsets.c -o layout_offsets
  *
  * $INC: the version's include/python3.X folder (pyenv's, or a Debian root's usr/include/python3.X
- * together with -I of that root's usr/include, where its pyconfig.h points). */
+ * with -idirafter that root's usr/include, where its pyconfig.h points). */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <stddef.h>
@@ -30,82 +32,167 @@
 #define P(name, v) printf("%s %lld\n", name, (long long)(v))
 #define O(name, type, field) P(name, offsetof(type, field))
 #if PY_MINOR_VERSION >= 13
-#define D(name, field) P("dbg." name, offsetof(struct _Py_DebugOffsets, field) / 8)
+/* A field of the block and the index of the size of the struct it lies in. */
+#define D(name, st, field)                                                                         \
+    do {                                                                                           \
+        P("dbg." name, offsetof(struct _Py_DebugOffsets, st.field) / 8);                            \
+        P("dbg." name ".within", offsetof(struct _Py_DebugOffsets, st.size) / 8);                  \
+    } while (0)
+#define DG(name, field) P("dbg." name, offsetof(struct _Py_DebugOffsets, field) / 8)
 #endif
+#define Z(name) P(name, 0) /* a field this version does not have */
 
 int main(void)
 {
     P("minor", PY_MINOR_VERSION);
 #if PY_MINOR_VERSION >= 13
+    /* struct py_layout, from the block */
     P("dbg.sizeof", sizeof(struct _Py_DebugOffsets));
-    D("rt_size", runtime_state.size);
-    D("rt_interpreters_head", runtime_state.interpreters_head);
-    D("is_size", interpreter_state.size);
-    D("is_id", interpreter_state.id);
-    D("is_next", interpreter_state.next);
-    D("is_threads_head", interpreter_state.threads_head);
-    D("is_gc", interpreter_state.gc);
-    D("is_modules", interpreter_state.imports_modules);
-    D("is_sysdict", interpreter_state.sysdict);
-    D("is_builtins", interpreter_state.builtins);
-    D("is_ceval_gil", interpreter_state.ceval_gil);
-    D("gil_start", interpreter_state.gil_runtime_state);
-    D("gil_locked", interpreter_state.gil_runtime_state_locked);
-    D("gil_holder", interpreter_state.gil_runtime_state_holder);
-    D("ts_size", thread_state.size);
-    D("ts_next", thread_state.next);
-    D("ts_interp", thread_state.interp);
-    D("ts_current_frame", thread_state.current_frame);
-    D("ts_thread_id", thread_state.thread_id);
-    D("ts_native_thread_id", thread_state.native_thread_id);
-    D("ts_datastack_chunk", thread_state.datastack_chunk);
-    D("fr_size", interpreter_frame.size);
-    D("fr_previous", interpreter_frame.previous);
-    D("fr_code", interpreter_frame.executable);
-    D("fr_instr", interpreter_frame.instr_ptr);
-    D("fr_localsplus", interpreter_frame.localsplus);
-    D("fr_owner", interpreter_frame.owner);
-    D("co_size", code_object.size);
-    D("co_filename", code_object.filename);
-    D("co_name", code_object.name);
-    D("co_qualname", code_object.qualname);
-    D("co_linetable", code_object.linetable);
-    D("co_firstlineno", code_object.firstlineno);
-    D("co_code_adaptive", code_object.co_code_adaptive);
-    D("ob_size", pyobject.size);
-    D("ob_type", pyobject.ob_type);
-    D("tp_size", type_object.size);
-    D("tp_name", type_object.tp_name);
-    D("tp_flags", type_object.tp_flags);
-    D("dict_size", dict_object.size);
-    D("dict_keys", dict_object.ma_keys);
-    D("dict_values", dict_object.ma_values);
-    D("long_size", long_object.size);
-    D("long_digits", long_object.ob_digit);
-    D("bytes_objsize", bytes_object.size);
-    D("bytes_size", bytes_object.ob_size);
-    D("bytes_sval", bytes_object.ob_sval);
-    D("str_size", unicode_object.size);
-    D("str_state", unicode_object.state);
-    D("str_length", unicode_object.length);
-    D("str_ascii_size", unicode_object.asciiobject_size);
+    D("rt_size", runtime_state, size);
+    D("rt_interpreters_head", runtime_state, interpreters_head);
+    D("is_size", interpreter_state, size);
+    D("is_id", interpreter_state, id);
+    D("is_next", interpreter_state, next);
+    D("is_threads_head", interpreter_state, threads_head);
+    D("is_gc", interpreter_state, gc);
+    D("is_modules", interpreter_state, imports_modules);
+    D("is_sysdict", interpreter_state, sysdict);
+    D("is_builtins", interpreter_state, builtins);
+    D("is_ceval_gil", interpreter_state, ceval_gil);
+    DG("gil_start", interpreter_state.gil_runtime_state);
+    DG("gil_locked", interpreter_state.gil_runtime_state_locked);
+    DG("gil_holder", interpreter_state.gil_runtime_state_holder);
+    D("ts_size", thread_state, size);
+    D("ts_next", thread_state, next);
+    D("ts_interp", thread_state, interp);
+    D("ts_current_frame", thread_state, current_frame);
+    D("ts_thread_id", thread_state, thread_id);
+    D("ts_native_thread_id", thread_state, native_thread_id);
+    D("ts_datastack_chunk", thread_state, datastack_chunk);
+    D("fr_size", interpreter_frame, size);
+    D("fr_previous", interpreter_frame, previous);
+    D("fr_code", interpreter_frame, executable);
+    D("fr_instr", interpreter_frame, instr_ptr);
+    D("fr_localsplus", interpreter_frame, localsplus);
+    D("fr_owner", interpreter_frame, owner);
+    D("co_size", code_object, size);
+    D("co_filename", code_object, filename);
+    D("co_name", code_object, name);
+    D("co_qualname", code_object, qualname);
+    D("co_linetable", code_object, linetable);
+    D("co_firstlineno", code_object, firstlineno);
+    D("co_code_adaptive", code_object, co_code_adaptive);
+    D("ob_type", pyobject, ob_type);
+    D("tp_name", type_object, tp_name);
+    D("tp_flags", type_object, tp_flags);
+#if PY_MINOR_VERSION >= 15
+    D("tp_basicsize", type_object, tp_basicsize);
+    D("tp_dictoffset", type_object, tp_dictoffset);
+    D("ht_cached_keys", heap_type_object, ht_cached_keys);
 #endif
-    /* struct py_layout, beyond the block */
-    P("owner_generator", FRAME_OWNED_BY_GENERATOR);
-    P("owner_frame_object", FRAME_OWNED_BY_FRAME_OBJECT);
-#if PY_MINOR_VERSION >= 12 && PY_MINOR_VERSION <= 14 /* 3.15: shim frames are the interpreter's */
-    P("owner_cstack", FRAME_OWNED_BY_CSTACK);
+    D("dict_keys", dict_object, ma_keys);
+    D("dict_values", dict_object, ma_values);
+    D("long_digits", long_object, ob_digit);
+    D("bytes_size", bytes_object, ob_size);
+    D("bytes_sval", bytes_object, ob_sval);
+    D("str_state", unicode_object, state);
+    D("str_length", unicode_object, length);
+    D("str_ascii_size", unicode_object, asciiobject_size);
+    /* struct py_layout fields these versions do not have */
+    Z("rt_gil_locked");
+    Z("rt_gil_last_holder");
+    Z("ts_cframe");
+    Z("cframe_current_frame");
+    Z("fr_is_entry");
+#else
+    /* struct py_layout, all of it (3.11, 3.12) */
+    P("rt_size", sizeof(_PyRuntimeState));
+    O("rt_interpreters_head", _PyRuntimeState, interpreters.head);
+    P("is_size", sizeof(PyInterpreterState));
+    O("is_next", PyInterpreterState, next);
+    O("is_id", PyInterpreterState, id);
+    O("is_threads_head", PyInterpreterState, threads.head);
+    O("is_gc", PyInterpreterState, gc);
+    O("is_sysdict", PyInterpreterState, sysdict);
+    O("is_builtins", PyInterpreterState, builtins);
+#if PY_MINOR_VERSION == 11
+    O("rt_gil_locked", _PyRuntimeState, ceval.gil.locked);
+    O("rt_gil_last_holder", _PyRuntimeState, ceval.gil.last_holder);
+    O("is_modules", PyInterpreterState, modules);
+    Z("is_ceval_gil");
+    Z("gil_locked");
+    Z("gil_last_holder");
+    O("fr_code", _PyInterpreterFrame, f_code);
+    O("fr_is_entry", _PyInterpreterFrame, is_entry);
+    O("long_digits", PyLongObject, ob_digit);
+#else
+    Z("rt_gil_locked");
+    Z("rt_gil_last_holder");
+    O("is_modules", PyInterpreterState, imports.modules);
+    O("is_ceval_gil", PyInterpreterState, ceval.gil);
+    O("gil_locked", struct _gil_runtime_state, locked);
+    O("gil_last_holder", struct _gil_runtime_state, last_holder);
+    O("fr_code", _PyInterpreterFrame, f_code);
+    Z("fr_is_entry");
+    O("long_digits", PyLongObject, long_value.ob_digit);
 #endif
-#if PY_MINOR_VERSION >= 14
-    P("owner_interpreter", FRAME_OWNED_BY_INTERPRETER);
+    P("ts_size", sizeof(PyThreadState));
+    O("ts_next", PyThreadState, next);
+    O("ts_interp", PyThreadState, interp);
+    O("ts_thread_id", PyThreadState, thread_id);
+    O("ts_native_thread_id", PyThreadState, native_thread_id);
+    O("ts_cframe", PyThreadState, cframe);
+    O("cframe_current_frame", _PyCFrame, current_frame);
+    Z("ts_current_frame");
+    O("ts_datastack_chunk", PyThreadState, datastack_chunk);
+    P("fr_size", sizeof(_PyInterpreterFrame));
+    O("fr_previous", _PyInterpreterFrame, previous);
+    O("fr_instr", _PyInterpreterFrame, prev_instr);
+    O("fr_owner", _PyInterpreterFrame, owner);
+    O("fr_localsplus", _PyInterpreterFrame, localsplus);
+    P("co_size", sizeof(PyCodeObject));
+    O("co_filename", PyCodeObject, co_filename);
+    O("co_name", PyCodeObject, co_name);
+    O("co_qualname", PyCodeObject, co_qualname);
+    O("co_linetable", PyCodeObject, co_linetable);
+    O("co_firstlineno", PyCodeObject, co_firstlineno);
+    O("co_code_adaptive", PyCodeObject, co_code_adaptive);
+    O("ob_type", PyObject, ob_type);
+    O("tp_name", PyTypeObject, tp_name);
+    O("tp_flags", PyTypeObject, tp_flags);
+    O("str_length", PyASCIIObject, length);
+    O("str_state", PyASCIIObject, state);
+    P("str_ascii_size", sizeof(PyASCIIObject));
+    O("bytes_size", PyBytesObject, ob_base.ob_size);
+    O("bytes_sval", PyBytesObject, ob_sval);
+    O("dict_keys", PyDictObject, ma_keys);
+    O("dict_values", PyDictObject, ma_values);
 #endif
-    O("co_firsttraceable", PyCodeObject, _co_firsttraceable);
-    O("co_nunits", PyCodeObject, ob_base.ob_size);
+#if PY_MINOR_VERSION <= 14 /* 3.15's block gives these */
     O("tp_basicsize", PyTypeObject, tp_basicsize);
     O("tp_dictoffset", PyTypeObject, tp_dictoffset);
     O("ht_cached_keys", PyHeapTypeObject, ht_cached_keys);
+#endif
+    /* struct py_layout, never in the block */
+    P("owner_generator", FRAME_OWNED_BY_GENERATOR);
+    /* scry's owner_cstack is the owner of the entry (shim) frame the eval loop pushes per C call,
+     * owner_interpreter another owner whose frames are skipped (-1: none) */
+#if PY_MINOR_VERSION == 11
+    P("owner_cstack", -1);
+    P("owner_interpreter", -1);
+#elif PY_MINOR_VERSION <= 13
+    P("owner_cstack", FRAME_OWNED_BY_CSTACK);
+    P("owner_interpreter", -1);
+#elif PY_MINOR_VERSION == 14
+    P("owner_cstack", FRAME_OWNED_BY_INTERPRETER);
+    P("owner_interpreter", FRAME_OWNED_BY_CSTACK);
+#else
+    P("owner_cstack", FRAME_OWNED_BY_INTERPRETER);
+    P("owner_interpreter", -1);
+#endif
+    O("co_firsttraceable", PyCodeObject, _co_firsttraceable);
+    O("co_nunits", PyCodeObject, ob_base.ob_size);
     P("str_compact_size", sizeof(PyCompactUnicodeObject));
-    P("str_ascii_size_sizeof", sizeof(PyASCIIObject));
     O("mod_dict", PyModuleObject, md_dict);
     /* struct py_heap_layout */
 #if PY_MINOR_VERSION >= 14 && defined(Py_GIL_DISABLED)
@@ -179,41 +266,64 @@ int main(void)
     O("ts_exc_info", PyThreadState, exc_info);
 #if PY_MINOR_VERSION >= 12
     O("ts_current_exception", PyThreadState, current_exception);
+#else
+    O("ts_current_exception", PyThreadState, curexc_value);
 #endif
-    /* functions */
-    O("func_globals", PyFunctionObject, func_globals);
-    O("func_builtins", PyFunctionObject, func_builtins);
-    O("func_name", PyFunctionObject, func_name);
-    O("func_qualname", PyFunctionObject, func_qualname);
-    O("func_code", PyFunctionObject, func_code);
-    O("func_defaults", PyFunctionObject, func_defaults);
-    O("func_kwdefaults", PyFunctionObject, func_kwdefaults);
-    O("func_closure", PyFunctionObject, func_closure);
-    O("func_doc", PyFunctionObject, func_doc);
-    O("func_dict", PyFunctionObject, func_dict);
-    O("func_module", PyFunctionObject, func_module);
-    O("func_annotations", PyFunctionObject, func_annotations);
+    P("frame_owned_by_frame_object", FRAME_OWNED_BY_FRAME_OBJECT);
+#if PY_MINOR_VERSION >= 15 /* the buffer is a bytes object's: its header and NUL */
+    P("ba_bytes_header", offsetof(PyBytesObject, ob_sval) + 1);
+#else
+    Z("ba_bytes_header");
+#endif
+    /* the heap walker's labelled references (classmethod and property objects are private to
+     * Objects/ and have no header: the test lists them as unchecked) */
+    O("ref.func.__globals__", PyFunctionObject, func_globals);
+    O("ref.func.__builtins__", PyFunctionObject, func_builtins);
+    O("ref.func.__name__", PyFunctionObject, func_name);
+    O("ref.func.__qualname__", PyFunctionObject, func_qualname);
+    O("ref.func.__code__", PyFunctionObject, func_code);
+    O("ref.func.__defaults__", PyFunctionObject, func_defaults);
+    O("ref.func.__kwdefaults__", PyFunctionObject, func_kwdefaults);
+    O("ref.func.__closure__", PyFunctionObject, func_closure);
+    O("ref.func.__doc__", PyFunctionObject, func_doc);
+    O("ref.func.__dict__", PyFunctionObject, func_dict);
+    O("ref.func.__module__", PyFunctionObject, func_module);
+    O("ref.func.__annotations__", PyFunctionObject, func_annotations);
 #if PY_MINOR_VERSION >= 14
-    O("func_annotate", PyFunctionObject, func_annotate);
+    O("ref.func.__annotate__", PyFunctionObject, func_annotate);
 #endif
 #if PY_MINOR_VERSION >= 12
-    O("func_typeparams", PyFunctionObject, func_typeparams);
+    O("ref.func.__type_params__", PyFunctionObject, func_typeparams);
 #endif
-    P("sizeof_func", sizeof(PyFunctionObject));
-    O("exc_dict", PyBaseExceptionObject, dict);
-    O("exc_args", PyBaseExceptionObject, args);
-    O("exc_notes", PyBaseExceptionObject, notes);
-    O("exc_traceback", PyBaseExceptionObject, traceback);
-    O("exc_context", PyBaseExceptionObject, context);
-    O("exc_cause", PyBaseExceptionObject, cause);
-    O("tb_next", PyTracebackObject, tb_next);
-    O("tb_frame", PyTracebackObject, tb_frame);
-    O("method_func", PyMethodObject, im_func);
-    O("method_self", PyMethodObject, im_self);
-    O("cfunc_self", PyCFunctionObject, m_self);
-    O("cfunc_module", PyCFunctionObject, m_module);
-    O("cell_contents", PyCellObject, ob_ref);
-    O("module_dict", PyModuleObject, md_dict);
-    O("module_name", PyModuleObject, md_name);
+    O("ref.exc.__dict__", PyBaseExceptionObject, dict);
+    O("ref.exc.args", PyBaseExceptionObject, args);
+    O("ref.exc.__notes__", PyBaseExceptionObject, notes);
+    O("ref.exc.__traceback__", PyBaseExceptionObject, traceback);
+    O("ref.exc.__context__", PyBaseExceptionObject, context);
+    O("ref.exc.__cause__", PyBaseExceptionObject, cause);
+    O("ref.tb.tb_next", PyTracebackObject, tb_next);
+    O("ref.tb.tb_frame", PyTracebackObject, tb_frame);
+    O("ref.method.__func__", PyMethodObject, im_func);
+    O("ref.method.__self__", PyMethodObject, im_self);
+    O("ref.cfunc.__self__", PyCFunctionObject, m_self);
+    O("ref.cfunc.__module__", PyCFunctionObject, m_module);
+    O("ref.cell.cell_contents", PyCellObject, ob_ref);
+    O("ref.weakref.__callback__", PyWeakReference, wr_callback);
+    O("ref.module.__dict__", PyModuleObject, md_dict);
+    O("ref.module.__name__", PyModuleObject, md_name);
+    O("ref.type.__dict__", PyTypeObject, tp_dict);
+    O("ref.type.__mro__", PyTypeObject, tp_mro);
+    O("ref.type.__bases__", PyTypeObject, tp_bases);
+    O("ref.type.__base__", PyTypeObject, tp_base);
+    O("ref.type.__module_object__", PyHeapTypeObject, ht_module);
+    O("ref.type.__name__", PyHeapTypeObject, ht_name);
+    O("ref.type.__qualname__", PyHeapTypeObject, ht_qualname);
+    O("ref.type.__slots__", PyHeapTypeObject, ht_slots);
+    O("ref.frame.f_back", PyFrameObject, f_back);
+    O("ref.frame.f_trace", PyFrameObject, f_trace);
+#if PY_MINOR_VERSION >= 13
+    O("ref.frame.f_extra_locals", PyFrameObject, f_extra_locals);
+    O("ref.frame.f_locals_cache", PyFrameObject, f_locals_cache);
+#endif
     return 0;
 }
