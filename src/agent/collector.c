@@ -24,6 +24,7 @@
 #include "cpython/frames.h"
 #include "cpython/linetable.h"
 #include "cpython/objects.h"
+#include "common/grow.h"
 
 #define SCAN_INTERVAL_NS 20000000ULL  /* look for new or ended threads every 20 ms */
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
@@ -192,14 +193,8 @@ static const struct ag_code *resolve(const struct ag_frame *f)
         py_code_forget(&code_cache, f->code);
         return NULL;
     }
-    if (ncodes == codes_cap) {
-        size_t ncap = codes_cap ? codes_cap * 2 : 256;
-        struct ag_code *n = realloc(codes, ncap * sizeof(*codes));
-        if (!n)
-            return NULL;
-        codes = n;
-        codes_cap = ncap;
-    }
+    if (grow_array(&codes, &codes_cap, ncodes + 1, sizeof(*codes)) != 0)
+        return NULL;
     char path[8192];
     if (!absolute_name(ci->filename, path, sizeof(path)))
         return NULL;

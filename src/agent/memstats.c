@@ -1,6 +1,7 @@
 /* The collector's accounting of memory samples (docs/agent-protocol.md, "Memory"). Runs on the
  * collector thread only, whose own allocations the hooks never count. */
 #include "agent/memstats.h"
+#include "common/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,14 +63,8 @@ static struct ag_mline *line_of(struct ag_mem_stats *m, const struct ag_mwhere *
     uint64_t key = ((uint64_t)(w->file + 1) << 32) | (uint32_t)w->line, v;
     if (hm_get(&m->line_by_key, key, &v))
         return &m->lines[v - 1];
-    if (m->nlines == m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 64;
-        struct ag_mline *n = realloc(m->lines, ncap * sizeof(*n));
-        if (!n)
-            return NULL;
-        m->lines = n;
-        m->cap = ncap;
-    }
+    if (grow_array(&m->lines, &m->cap, m->nlines + 1, sizeof(*m->lines)) != 0)
+        return NULL;
     struct ag_timeline *tl = calloc(1, sizeof(*tl));
     if (!tl || hm_put(&m->line_by_key, key, m->nlines + 1) != 0) {
         free(tl);
@@ -124,14 +119,8 @@ static void leak_candidate(struct ag_mem_stats *m)
 
 static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint32_t line)
 {
-    if (m->nlive == m->cap_live) {
-        size_t ncap = m->cap_live ? m->cap_live * 2 : 256;
-        struct ag_live *n = realloc(m->live, ncap * sizeof(*n));
-        if (!n)
-            return; /* its bytes stay charged to its line */
-        m->live = n;
-        m->cap_live = ncap;
-    }
+    if (grow_array(&m->live, &m->cap_live, m->nlive + 1, sizeof(*m->live)) != 0)
+        return; /* its bytes stay charged to its line */
     if (hm_put(&m->live_by_seq, s->seq + 1, m->nlive + 1) != 0)
         return;
     m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, line};

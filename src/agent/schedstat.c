@@ -14,6 +14,7 @@
 
 #include "agent/agent.h"
 #include "common/hashmap.h"
+#include "common/grow.h"
 
 /* Per thread, by its id (a thread may change slots, and a slot threads: keyed by the slot, a
  * thread seen again in a new slot would add its whole life a second time): its values when it
@@ -55,14 +56,8 @@ void ag_sched_read(int tid)
         return;
     available = true;
     if (!hm_get(&by_tid, (uint64_t)tid + 1, &idx)) {
-        if (nrecs == cap_recs) {
-            size_t ncap = cap_recs ? cap_recs * 2 : 64;
-            struct sched_rec *n = realloc(recs, ncap * sizeof(*n));
-            if (!n)
-                return;
-            recs = n;
-            cap_recs = ncap;
-        }
+        if (grow_array(&recs, &cap_recs, nrecs + 1, sizeof(*recs)) != 0)
+            return;
         if (hm_put(&by_tid, (uint64_t)tid + 1, nrecs) != 0)
             return;
         idx = nrecs++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 
 const char *ag_rule_name(enum ag_rule r)
 {
@@ -34,17 +35,7 @@ static uint64_t key_of(uint64_t h)
 
 static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *n = realloc(*arr, ncap * elem);
-    if (!n)
-        return false;
-    *arr = n;
-    *cap = ncap;
-    return true;
+    return grow_array(arr, cap, need, elem) == 0;
 }
 
 void ag_stats_init(struct ag_stats *st)
