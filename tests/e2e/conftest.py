@@ -101,6 +101,16 @@ def python_exe(request, pythons):
     return exe
 
 
+def preferred_python():
+    """One supported interpreter for tests that need just one (3.12 first: the suite's most
+    exercised); skips the test when none is installed."""
+    found = find_pythons()
+    python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python (3.11-3.13) is installed")
+    return python
+
+
 def find_old_python(version):
     """An interpreter of an unsupported version (3.9, 3.10) from pyenv, or None."""
     found = find_pythons().get(version)

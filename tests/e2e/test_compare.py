@@ -11,19 +11,14 @@ import json
 
 import pytest
 
-from conftest import TARGETS, run_profiled, run_scry
+from conftest import TARGETS, run_profiled, run_scry, preferred_python
 
 OPTIONS = ["--cpu-only", "--use-virtual-time", "--cpu-sampling-rate", "0.002"]
 TARGET = str(TARGETS / "compare_work.py")
 
 
 def _python():
-    from pythons import find_pythons
-    found = find_pythons()
-    python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
-    return python
+    return preferred_python()
 
 
 def _profile(d, name, args):

@@ -14,18 +14,14 @@ import subprocess
 
 import pytest
 
-from conftest import load_profile, run_profiled, run_scry
+from conftest import load_profile, run_profiled, run_scry, preferred_python
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")  # names go tool pprof shows unchanged
 
 
 @pytest.fixture(scope="module")
 def real_profile(tmp_path_factory):
-    from pythons import find_pythons
-    found = find_pythons()
-    python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
+    python = preferred_python()
     d = tmp_path_factory.mktemp("export")
     out = d / "with-stacks.json"
     ran = run_profiled(python, "run_cpu_split.py", args=["python", "sorted", "sleep"],

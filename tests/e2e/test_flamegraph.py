@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import TARGETS, load_profile, run_profiled, run_scry
+from conftest import TARGETS, load_profile, run_profiled, run_scry, preferred_python
 
 # flamegraph.pl: `my ($stack, $samples) = (/^(.*)\s+?(\d+(?:\.\d*)?)$/);`
 FOLDED_LINE = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)$")
@@ -332,11 +332,7 @@ def test_svg_zoom_and_search_in_browser(scry, synthetic, tmp_path):
 
 @pytest.fixture(scope="module")
 def real_profile(tmp_path_factory):
-    from pythons import find_pythons
-    found = find_pythons()
-    python = next((found[v] for v in ("3.12", "3.13", "3.11") if found.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
+    python = preferred_python()
     out = tmp_path_factory.mktemp("real") / "profile.json"
     ran = run_profiled(python, "run_cpu_split.py", args=["python", "sorted"], outfile=out,
                        options=["--stacks"])

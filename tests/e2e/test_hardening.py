@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SANITIZER_MARKS, SCRY, SCRY_TIMEOUT_S, SUPPORTED, TARGETS, Target
+from conftest import (SANITIZER_MARKS, SCRY, SCRY_TIMEOUT_S, TARGETS, Target,
+                      preferred_python)
 
 HOSTILE = TARGETS / "hostile_names.py"
 # What must never reach a terminal: C0 controls (newline aside), DEL, C1, the bidirectional
@@ -70,11 +71,8 @@ def assert_clean(data, where, marker=True):
 
 
 @pytest.fixture
-def one_python(pythons):
-    for v in SUPPORTED:
-        if pythons.get(v):
-            return pythons[v]
-    pytest.skip("no supported Python is installed")
+def one_python():
+    return preferred_python()
 
 
 @pytest.fixture

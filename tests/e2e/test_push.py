@@ -26,7 +26,7 @@ import urllib.request
 
 import pytest
 
-from conftest import load_profile, run_profiled, run_scry
+from conftest import load_profile, run_profiled, run_scry, preferred_python
 from test_export import pprof_top
 
 REPORT = re.compile(r"^scry: push: (\d+) of (\d+) profiles sent to (\S+), (\d+) dropped")
@@ -171,9 +171,7 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
 
 def test_push_retries(scry, pythons, tmp_path):
     """503 is tried again (after a back-off) and then sent; 400 is dropped at once."""
-    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
+    python = preferred_python()
     srv = FakeIngest(answers=[503, 200, 400])
     try:
         ran = run_profiled(python, "push_work.py", args=["2", "0"], outfile=tmp_path / "p.json",
@@ -207,9 +205,7 @@ def closed_port():
 def test_push_server_down(scry, pythons, tmp_path, server):
     """The program's own run time, output and exit status do not change; scry ends at most
     FLUSH_SEC after it, and says how many profiles it dropped."""
-    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
+    python = preferred_python()
     silent = None
     if server == "silent":
         # Accepts connections (the kernel's backlog) and never reads or answers.
@@ -276,9 +272,7 @@ def test_push_real_pyroscope(scry, pythons, tmp_path):
                     "pyroscope` cannot build it on this machine (the module proxy it reaches "
                     "refuses github.com/grafana/pyroscope: 403, not served); set "
                     "$SCRY_PYROSCOPE to a pyroscope binary to run this test")
-    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
-    if not python:
-        pytest.skip("no supported Python installed")
+    python = preferred_python()
     port = closed_port()
     # Its data goes to ./data (the default local storage), in the test's directory.
     proc = subprocess.Popen([server, f"-server.http-listen-port={port}"],
