@@ -695,10 +695,11 @@ static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64
 /* ---- threads counted from their creation (threadhooks.c) ----
  *
  * The creating thread claims a slot; the new thread fills it and arms its timer before it runs
- * anything, with its CPU clock read as 0 at its creation, so that every nanosecond of its CPU
- * time is charged: by its samples, then (ag_thread_end) the time since its last sample goes
- * where that sample went, or, for a thread that ended before any sample, with the next sample
- * of such a thread (carry_ns). */
+ * any Python, so that every nanosecond of its CPU time from there is charged: by its samples
+ * (a sample before the thread has a thread state, or after, has no frame: C start-up and exit,
+ * not charged), then (ag_thread_end) the time since its last sample goes where that sample
+ * went, or, for a thread that ended before any sample, with the next sample of such a thread
+ * (carry_ns). */
 
 /* A thread's first sample comes at the first kernel tick (when CPU timers are checked) that
  * finds it running: a point uniform over its life, so that a short thread's time, all charged
@@ -736,12 +737,16 @@ void ag_thread_begin(struct ag_thread *t)
     t->tid = tid;
     atomic_store(&t->tstate, 0);
     t->cpu_clock = thread_cpu_clock(tid);
-    t->last_cpu_ns = 0; /* the thread's CPU clock started when it was created */
     t->rng = hm_hash64(((uint64_t)tid << 32) ^ ag_now_ns(CLOCK_MONOTONIC));
     t->pending_off_ns = 0;
     t->seen_scan = 0;
     t->wall_last_ns = ag_now_ns(CLOCK_MONOTONIC);
     t->wall_last_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
+    /* The CPU time before the timer is armed (the kernel's and libc's start of the thread) has
+     * no Python frame, like a sample in the C start-up: it is not charged. Charged with the
+     * first sample it went where that sample went, mostly the thread's function (+5% there on
+     * 1 ms threads). */
+    t->last_cpu_ns = t->wall_last_cpu_ns;
     reset_ring(t);
     atomic_store_explicit(&t->state, AG_T_ACTIVE, memory_order_release);
     if (ag_timer_create(t, FIRST_SAMPLE_NS) != 0)

@@ -393,15 +393,15 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
         goto out;
 
     /* A thread counted from its creation may not have a thread state yet (or the collector has
-     * not seen it): look for it; until there is one, its CPU time waits for its first sample. */
+     * not seen it): look for it. Until there is one the thread is in its C start-up, and the
+     * sample says so (no Python frame): its time is charged there, as a sample anywhere else in
+     * the thread's life would be. (Skipping it carried a short thread's whole time to the next
+     * thread's sample, mostly in a function: +7% on 1 ms threads.) */
     uint64_t tstate = atomic_load_explicit(&t->tstate, memory_order_relaxed);
     if (!tstate) {
         tstate = find_tstate(t->tid);
-        if (!tstate) {
-            arm(t);
-            goto out;
-        }
-        atomic_store_explicit(&t->tstate, tstate, memory_order_relaxed);
+        if (tstate)
+            atomic_store_explicit(&t->tstate, tstate, memory_order_relaxed);
     }
 
     uint64_t now = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);

@@ -96,9 +96,11 @@ def test_interpreter_shutdown_is_accounted(python, tmp_path):
     # (which may read that line a little late on a busy machine).
     assert 0.75 * truth_teardown - 0.03 <= shutdown_sec <= 1.2 * truth_teardown + 0.05, (
         shutdown_sec, truth_teardown, where)
-    # The test means something: the shutdown is well above the 5%, so a profile without it
-    # fails the check of the sampled time above.
-    assert shutdown_sec >= 2 * ELAPSED_TOLERANCE * outside, (shutdown_sec, where)
+    # The test means something: the same profile without the shutdown would fail the check of
+    # the sampled time above (a fixed share of the run asked of the fixture failed in CI on a
+    # slow build of the dicts, while what the profile says was right).
+    without = profile["sampled_time_sec"] - shutdown_sec
+    assert abs(without - outside) > ELAPSED_TOLERANCE * outside, (shutdown_sec, where)
     # The terminal view says what the shares are of.
     cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
                         capture_output=True, text=True)
