@@ -66,6 +66,10 @@ def test_region_between_start_and_stop_is_all_there_is(python_exe, tmp_path):
     assert sum(others.values()) <= SAMPLE_SLACK, others
     off = truth["before"] + truth["after"]
     assert profile["profiling_off_sec"] >= 0.9 * off, (profile["profiling_off_sec"], truth)
+    view = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
+                          capture_output=True, text=True)
+    assert f"{profile['profiling_off_sec']:.3f} s of it with profiling off" in view.stdout, \
+        view.stdout
 
 
 def test_off_without_start_says_so(python_exe, tmp_path):
