@@ -103,6 +103,18 @@ struct run_opts {
     struct push_cfg push; /* push.url NULL: no --push */
 };
 
+/* Seconds between two rounds of periodic work (--push-interval, --profile-interval). */
+static bool parse_interval(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < 0.1 || v > 86400)
+        return false;
+    *out = v;
+    return true;
+}
+
 static int parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
     enum {
@@ -256,10 +268,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->off = false;
             break;
         case O_PROFILE_INTERVAL:
-            errno = 0;
-            o->profile_interval = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(o->profile_interval) ||
-                o->profile_interval < 0.1 || o->profile_interval > 86400)
+            if (!parse_interval(optarg, &o->profile_interval))
                 return cli_usage("--profile-interval needs a number of seconds from 0.1 to 86400 "
                                  "(such as 1), not '%s'",
                                  optarg);
@@ -270,10 +279,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->push.url = optarg;
             break;
         case O_PUSH_INTERVAL:
-            errno = 0;
-            o->push.interval_sec = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(o->push.interval_sec) ||
-                o->push.interval_sec < 0.1 || o->push.interval_sec > 86400)
+            if (!parse_interval(optarg, &o->push.interval_sec))
                 return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
                                  "(such as 10), not '%s'",
                                  optarg);
