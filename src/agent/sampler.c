@@ -391,6 +391,11 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
         goto out;
     if (t->tid != (int)syscall(SYS_gettid))
         goto out;
+    /* Profiling off: no sample, and the clock is left as it is (switching on restarts it). */
+    if (!atomic_load_explicit(&ag_enabled, memory_order_acquire)) {
+        arm(t);
+        goto out;
+    }
 
     /* A thread counted from its creation may not have a thread state yet (or the collector has
      * not seen it): look for it. Until there is one the thread is in its C start-up, and the

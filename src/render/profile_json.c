@@ -706,6 +706,8 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_double(&w, prof_total_sec(p));
     jw_key(&w, "profiled_time_sec");
     jw_double(&w, prof_charged_sec(p));
+    jw_key(&w, "profiling_off_sec");
+    jw_double(&w, p->off_sec);
     /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
     jw_key(&w, "run_queue_delay_sec");
     if (p->have_run_queue)

@@ -642,6 +642,10 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
                 sampled, json_is_true(vt) ? "CPU time only" : "on and off the CPU");
         if (elapsed > 0)
             sb_addf(out, "; the program ran %.3f s", elapsed);
+        /* Profiled only part of the time (--off, scry.stop(), scry control, optional key). */
+        double off = json_number_value(json_object_get(root, "profiling_off_sec"));
+        if (off > 0)
+            sb_addf(out, ", %.3f s of it with profiling off", off);
         sb_adds(out, "\n\n");
     }
     if (json_is_true(json_object_get(root, "oversubscribed"))) {
