@@ -99,6 +99,7 @@ def test_config_equal_to_command_line_gives_the_same_profile(python_exe, tmp_pat
         assert (s["SCRY_MEMORY"], s["SCRY_STACKS"], s["SCRY_VIRTUAL_TIME"]) == ("0", "1", "1")
         assert s["SCRY_PROFILE_EXCLUDE"] == "run_lib" and s["SCRY_CPU_SAMPLING_RATE"] == 0.004
         # The helper is excluded; the interpreter's shutdown may have a file of its own.
+        assert file_profile["memory"] is False and file_profile["stacks"]
         assert TARGET in what_landed(file_profile)["files"]
         assert "filter_helper.py" not in what_landed(file_profile)["files"]
     else:
@@ -374,6 +375,8 @@ def test_every_scalene_option_is_accepted(tmp_path, run_help, option, expect):
         name, _, value = line.partition("=")
         if name.startswith("SCRY_"):
             s[name] = value
+    if option[0] == "--outfile":
+        assert (tmp_path / "o.json").is_file() and not (tmp_path / "p.json").exists()
     if expect:
         got, want = s.get(expect[0]), fill(expect[1])
         if expect[0] == "SCRY_CPU_SAMPLING_RATE":
