@@ -24,7 +24,7 @@ ifneq ($(SANITIZE),)
   LDSAN := -fsanitize=$(SANITIZE)
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
-LDLIBS  := -lelf -ljansson -lz -lcurl -lpthread -lm $(LDSAN)
+LDLIBS  := -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 
 CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))

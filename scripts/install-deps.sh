@@ -13,7 +13,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev libyaml-dev) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push; yaml: run --config
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;

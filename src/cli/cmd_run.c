@@ -46,9 +46,13 @@ const char cmd_run_usage[] =
     "Options stop at the program name; what follows it is the program's own command line.\n"
     "\n"
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
+    "      --config FILE               options from a YAML file (option: value, a list for\n"
+    "                                  --tag, true/false for flags); the command line wins\n"
     "      --python PATH               the Python to run (default: python3 on PATH)\n"
     "  -m MODULE                       run a module, as python -m does\n"
     "      --cpu-only                  profile CPU time only (no memory, copies or leaks)\n"
+    "      --cpu                       CPU time; without --memory, CPU time only (Scalene's\n"
+    "                                  mode flags)\n"
     "      --memory                    profile memory too (the default)\n"
     "      --allocation-sampling-window B\n"
     "                                  bytes a thread allocates (net) between two memory\n"
@@ -66,7 +70,18 @@ const char cmd_run_usage[] =
     "      --cpu-percent-threshold P   the view hides lines under P% of the time (default 1);\n"
     "                                  with --reduced-profile the JSON leaves them out too\n"
     "      --reduced-profile           keep only lines and functions at or above the threshold\n"
-    "      --no-view                   do not print the terminal view at the end\n"
+    "                                  (or with memory: see --malloc-threshold)\n"
+    "      --malloc-threshold MB       a line under the time threshold stays in the reduced\n"
+    "                                  profile and the view for its memory only when it\n"
+    "                                  allocated at least MB megabytes (default 0: any)\n"
+    "      --cli                       print the terminal view at the end (the default)\n"
+    "      --no-view, --json           do not print it: the JSON profile only\n"
+    "      --html                      also write the browser page next to the profile\n"
+    "                                  (scry-profile.html for scry-profile.json)\n"
+    "      --web, --viewer             open the browser view at the end instead of printing the\n"
+    "                                  terminal view ($BROWSER or xdg-open, with a display;\n"
+    "                                  otherwise the terminal view)\n"
+    "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
@@ -101,6 +116,11 @@ struct run_opts {
     const char *program_path;
     double threshold;
     struct push_cfg push; /* push.url NULL: no --push */
+    bool web, html;          /* --web: the browser view at the end; --html: the page is written */
+    double malloc_threshold; /* --malloc-threshold, MB */
+    struct cli_config config; /* --config FILE */
+    char **argv;              /* with --config: the file's arguments, then the command line */
+    int at;                   /* the argument being parsed (a usage error's place) */
 };
 
 /* Seconds between two rounds of periodic work (--push-interval, --profile-interval). */
@@ -113,6 +133,54 @@ static bool parse_interval(const char *arg, double *out)
         return false;
     *out = v;
     return true;
+}
+
+/* Scalene's names and --config (scalene-options.md), apart from the first table's codes. */
+enum {
+    O_CONFIG = 512, O_CPU, O_CLI, O_JSON, O_HTML, O_WEB, O_NO_BROWSER, O_MALLOC_THRESHOLD,
+};
+
+/* --config FILE (once, before the program): its options go in front of the command line's, so
+ * that the command line wins. The program comes from the command line only. */
+static int expand_config(int *argc, char ***argv, const struct option *longopts,
+                         struct run_opts *o)
+{
+    static const char *const repeatable[] = {"tag", NULL}, *const skip[] = {"config", "help",
+                                                                              NULL};
+    const char *path = NULL;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while (optind < *argc && strcmp((*argv)[optind], "---") != 0 &&
+           (c = getopt_long(*argc, *argv, "+:o:m:h", longopts, NULL)) != -1 && c != 'm')
+        if (c == O_CONFIG && path)
+            return cli_usage("give --config once");
+        else if (c == O_CONFIG)
+            path = optarg;
+    if (!path)
+        return 0;
+    int err = cli_config_load(path, longopts, repeatable, skip, &o->config);
+    if (err)
+        return err;
+    size_t n = o->config.nargs;
+    char **av = calloc((size_t)*argc + n + 1, sizeof(*av));
+    if (!av)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    av[0] = (*argv)[0];
+    memcpy(av + 1, o->config.args, n * sizeof(*av));
+    memcpy(av + 1 + n, *argv + 1, (size_t)(*argc - 1) * sizeof(*av));
+    o->argv = *argv = av;
+    *argc += (int)n;
+    return 0;
+}
+
+/* The html page next to the profile: its name with .html for .json (or .html added). */
+static void page_path(const char *outfile, char *out, size_t n)
+{
+    size_t len = strlen(outfile);
+    if (len > 5 && strcmp(outfile + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(out, n, "%.*s.html", (int)len, outfile);
 }
 
 static int parse(int argc, char **argv, struct run_opts *o, bool *help)
@@ -128,6 +196,15 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"python", required_argument, NULL, O_PYTHON},
         {"cpu-only", no_argument, NULL, O_CPU_ONLY},
         {"memory", no_argument, NULL, O_MEMORY},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"cpu", no_argument, NULL, O_CPU},
+        {"cli", no_argument, NULL, O_CLI},
+        {"json", no_argument, NULL, O_JSON},
+        {"html", no_argument, NULL, O_HTML},
+        {"web", no_argument, NULL, O_WEB},
+        {"viewer", no_argument, NULL, O_WEB},
+        {"no-browser", no_argument, NULL, O_NO_BROWSER},
+        {"malloc-threshold", required_argument, NULL, O_MALLOC_THRESHOLD},
         {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"memory-leak-detector", no_argument, NULL, O_LEAKS},
         {"no-memory-leak-detector", no_argument, NULL, O_NO_LEAKS},
@@ -162,6 +239,10 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->leak_detector = true;
     o->window = 1048576;
     o->push.interval_sec = 10;
+    int cerr = expand_config(&argc, &argv, longopts, o);
+    if (cerr)
+        return cerr;
+    bool cpu_flag = false, memory_flag = false; /* Scalene's mode flags */
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -178,6 +259,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             sep = true;
             break;
         }
+        o->at = optind;
         c = getopt_long(argc, argv, "+:o:m:h", longopts, NULL);
         if (c == -1)
             break;
@@ -201,6 +283,35 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_MEMORY:
             o->memory = true;
+            memory_flag = true;
+            break;
+        case O_CONFIG:
+            break; /* read before the others (expand_config) */
+        case O_CPU:
+            cpu_flag = true;
+            break;
+        case O_CLI:
+            o->no_view = o->web = false;
+            break;
+        case O_JSON:
+            o->no_view = true;
+            o->web = false;
+            break;
+        case O_HTML:
+            o->html = true;
+            break;
+        case O_WEB:
+            o->web = true;
+            break;
+        case O_NO_BROWSER:
+            o->web = false;
+            o->html = true;
+            break;
+        case O_MALLOC_THRESHOLD:
+            if (!cli_parse_amount(optarg, &o->malloc_threshold))
+                return cli_usage("--malloc-threshold needs a number of MB from 0 (such as 10), "
+                                 "not '%s'",
+                                 optarg);
             break;
         case O_WINDOW:
             errno = 0;
@@ -306,6 +417,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         if (c == 'm')
             break; /* what follows the module is its command line */
     }
+    o->at = 0;
+    if (cpu_flag && !memory_flag)
+        o->memory = false; /* Scalene: --cpu without --memory is CPU only */
     if (push_opts && !o->push.url)
         return cli_usage("--push-interval, --tag and --service-name go with --push URL");
     if (!o->module) {
@@ -669,12 +783,15 @@ static int exit_like(int st)
 }
 
 
-static void print_view(const struct strbuf *json, const char *path, double threshold)
+static void print_view(const struct strbuf *json, const char *path, double threshold,
+                       double malloc_threshold)
 {
     bool to_stdout = isatty(1);
     int fd = to_stdout ? 1 : 2;
     const char *nc = getenv("NO_COLOR");
-    struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc), .threshold = threshold};
+    struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc),
+                                   .threshold = threshold,
+                                   .malloc_threshold_mb = malloc_threshold};
     struct strbuf text = STRBUF_INIT;
     if (profile_text_render_bytes(json->buf ? json->buf : "", json->len, path, &to, &text) != 0) {
         fprintf(stderr, "scry: warning: cannot show the profile: %s\n",
@@ -686,6 +803,34 @@ static void print_view(const struct strbuf *json, const char *path, double thres
         fflush(f);
     }
     sb_release(&text);
+}
+
+/* The views at the end: the page next to the profile (--html), the browser view (--web; the
+ * page then goes to a temporary file unless --html wrote it) and the terminal view, unless
+ * --no-view or the browser showed the profile. What scry says goes to stderr. */
+static void show_views(const struct run_opts *o, const struct strbuf *json)
+{
+    bool in_browser = false;
+    if (o->html || o->web) {
+        char html[PATH_MAX], page[PATH_MAX], abs[PATH_MAX];
+        page_path(o->outfile, html, sizeof(html));
+        if (cli_page_write(json->buf ? json->buf : "", json->len, o->outfile, o->threshold,
+                           o->html ? html : NULL, page, sizeof(page)) != 0) {
+            fprintf(stderr, "scry: warning: cannot write the page: %s\n",
+                    san_str(err_last_message()));
+        } else {
+            const char *shown = realpath(page, abs) ? abs : page, *why = "";
+            if (o->html)
+                fprintf(stderr, "scry: wrote the page to %s\n", san_str(page));
+            if (o->web && (in_browser = cli_page_open(shown, &why)))
+                fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
+            else if (o->web)
+                fprintf(stderr, "scry: the page is %s; %s%s\n", san_str(shown), why,
+                        o->no_view ? "" : ": the terminal view instead");
+        }
+    }
+    if (!o->no_view && !in_browser)
+        print_view(json, o->outfile, o->threshold, o->malloc_threshold);
 }
 
 /* --push: the profile of every process so far is read from the part directory (snapshots and
@@ -859,18 +1004,41 @@ static void default_service(const struct run_opts *o, char *out, size_t n)
 
 static int run(struct run_opts o);
 
+/* A usage error found after parsing (--program-path's directory) names its option first: when
+ * only the config gave that option, the error gets the config's file and line. */
+static void blame_late(const struct run_opts *o)
+{
+    const char *msg = err_last_message();
+    for (size_t i = o->config.nargs; i-- > 0;) {
+        const char *a = o->config.args[i];
+        size_t n = strcspn(a, "=");
+        if (strncmp(msg, a, n) != 0 || msg[n] != ' ')
+            continue;
+        for (char **arg = o->argv + 1 + o->config.nargs; *arg; arg++)
+            if (strncmp(*arg, a, n) == 0 && ((*arg)[n] == 0 || (*arg)[n] == '='))
+                return; /* the command line gave it too */
+        cli_config_blame(&o->config, i);
+        return;
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
     bool help;
     int rc;
-    if (parse(argc, argv, &o, &help) != 0)
+    if (parse(argc, argv, &o, &help) != 0) {
+        if (o.at > 0)
+            cli_config_blame(&o.config, (size_t)o.at - 1);
         rc = cli_report_error(false);
-    else if (help)
+    } else if (help) {
         rc = cli_help();
-    else
-        rc = run(o);
+    } else if ((rc = run(o)) == -SCRY_E_USAGE) {
+        blame_late(&o);
+    }
     free(o.push.tags);
+    free(o.argv);
+    cli_config_free(&o.config);
     return rc;
 }
 
@@ -966,6 +1134,7 @@ static int run(struct run_opts o)
         .start_time_perf = t0,
         .cpu_percent_threshold = o.threshold,
         .reduced = o.reduced,
+        .malloc_threshold_mb = o.malloc_threshold,
         .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
     };
     /* The pushed profiles keep every line, whatever --reduced-profile does to the file. */
@@ -1031,8 +1200,7 @@ static int run(struct run_opts o)
                 "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli %s\n",
                 san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
                 san_str(o.outfile));
-        if (!o.no_view)
-            print_view(&json, o.outfile, o.threshold);
+        show_views(&o, &json);
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
