@@ -1,7 +1,7 @@
 """Target for scry's in-code control (issue 13). Modes (argv[1]):
   region     under `scry run --off`: spins in before() (0.4 s of CPU), then in inside()
              between scry.start() and scry.stop() (0.4 s), then in after() (0.4 s)
-  decorated  three functions of 0.3 s of CPU each; two of them decorated with the builtin
+  decorated  three functions of 0.5 s of CPU each; two of them decorated with the builtin
              @profile and scry.profile
   external   under `scry run --off`: prints "ready PID", spins in outside_off() until profiling
              is on (a test runs `scry control PID on`), prints "on", spins in while_on() until
@@ -128,7 +128,7 @@ def main(mode):
         profile(one)  # noqa: F821 (the builtin scry run gives the program)
         scry.profile(two)
         for fn in (one, two, three):
-            timed(fn)(work(0.3))
+            timed(fn)(work(0.5))
     elif mode == "external":
         print(f"ready {os.getpid()}", flush=True)
         outside_off()
