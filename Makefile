@@ -3,6 +3,8 @@
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
 #                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
+#   make wheel           the Python package: $(BUILD)/wheel/scry-VERSION-py3-none-manylinux_*.whl with
+#                        the binary, the agent and the C libraries they use (pip install it)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
@@ -54,7 +56,7 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
 .SECONDARY:
-.PHONY: all deps demo test unit e2e check fuzz clean format
+.PHONY: all deps demo test unit e2e check fuzz clean format wheel
 all: deps $(BUILD)/scry $(AGENT)
 
 demo: all
@@ -73,8 +75,10 @@ $(BUILD)/agent-obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
 
+# Run path $ORIGIN: the agent's dlopen("libunwind.so.8") (--stacks) looks next to the agent first,
+# where the Python package puts its own copy (setup.py); elsewhere the system's is found as before.
 $(AGENT): $(AGENT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -120,6 +124,20 @@ $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
 $(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
+
+# The Python package (pyproject.toml, setup.py, python/scry): pip builds a platform wheel through
+# setup.py, which runs this Makefile; auditwheel then grafts the libraries that no manylinux
+# system is sure to have (libelf, jansson, curl and theirs, libunwind's liblzma) into it with
+# rewritten run paths, and checks the result. WHEEL_DIR: where the wheel goes.
+WHEEL_DIR  ?= $(BUILD)/wheel
+WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
+wheel: all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
+	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
+	BUILD=$(abspath $(BUILD)) $(WHEEL_VENV)/bin/pip wheel -q --no-deps --no-build-isolation \
+	    --no-cache-dir --disable-pip-version-check -w $(BUILD)/wheel-raw .
+	PATH=$(WHEEL_VENV)/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) $(BUILD)/wheel-raw/scry-*.whl
+	$(WHEEL_VENV)/bin/auditwheel show $(WHEEL_DIR)/scry-*.whl
 
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)

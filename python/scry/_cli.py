@@ -1,0 +1,27 @@
+"""The `scry` command of the Python package and `python -m scry`: both become the bundled C binary
+(scry/_bin/scry, which finds its agent next to itself) with the same arguments, by exec, so that
+its output, exit status and signals are the binary's own."""
+
+import os
+import signal
+import sys
+
+
+def binary():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "scry")
+
+
+def main():
+    exe = binary()
+    # Python ignores SIGPIPE and SIGXFSZ at start-up and an ignored signal stays ignored across
+    # exec: put back the defaults (as subprocess does for its children), so that scry and the
+    # programs it runs start as they would from the shell.
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    try:
+        os.execv(exe, ["scry", *sys.argv[1:]])
+    except OSError as e:
+        sys.stderr.write(f"scry: cannot run the binary of the scry package, {exe}: {e.strerror}"
+                         f" (was the package built with `pip install .` or from a wheel?)\n")
+        return 127
