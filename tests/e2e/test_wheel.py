@@ -2,10 +2,11 @@
 interpreter (3.11-3.15 and Debian's static 3.11) gets a fresh virtual environment with only that
 wheel installed (pip --no-index), and `scry run` and `python -m scry run` from there profile the
 bundled example (examples/hotspots.py, copied out of the tree) with nothing of the build tree on
-PATH: the profile is valid and its hottest Python line is the example's pure-Python loop. The
-libraries the binary links, and libunwind with its liblzma (loaded by the agent for --stacks),
-come from the wheel; the wrappers hand over the exit status and start scry with SIGPIPE at its
-default. `pip install .` from the checkout builds and installs a working package too.
+PATH: the profile is valid and its hottest Python line is the example's pure-Python loop. `scry
+run` does so with the system's copies of the bundled libraries hidden (a private mount namespace,
+where one can be made). The libraries the binary links, and libunwind with its liblzma (loaded by
+the agent for --stacks), come from the wheel; the wrappers hand over the exit status and start
+scry with SIGPIPE at its default. `pip install .` from the checkout builds a working package too.
 
 Skips (saying why) when the build tools (scripts/install-deps.sh wheel: pip packages) cannot be
 installed; a wheel that does not build, repair or install is a failure."""
@@ -15,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -52,7 +54,7 @@ def _describe(cp):
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
     """The manylinux wheel, made once by `make wheel` from the build SCRY belongs to."""
-    env = dict(os.environ, BUILD=str(BUILD))
+    env = dict(os.environ, BUILD=str(BUILD), PYTHON=sys.executable)
     tools = _run([REPO / "scripts" / "install-deps.sh", "wheel"], timeout=SLOW_S, cwd=REPO,
                  env=env)
     if tools.returncode != 0:
@@ -129,17 +131,18 @@ def _package_dir(venv):
     return found
 
 
-def _profile_example(argv, venv, tmp_path):
-    """Runs `argv run --no-view -o OUT hotspots.py` (a copy, outside the tree) from the venv and
-    returns the example's file entry of the checked profile."""
+def _profile_example(argv, venv, tmp_path, options=()):
+    """Runs `argv run --no-view -o OUT [options] hotspots.py` (a copy, outside the tree) from the
+    venv and returns the checked profile, whose hottest Python line must be the example's loop."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     example = work / EXAMPLE.name
     shutil.copy(EXAMPLE, example)
     out = work / "profile.json"
-    cp = _run([*argv, "run", "--no-view", "-o", out, example.name], cwd=work,
+    cp = _run([*argv, "run", "--no-view", "-o", out, *options, example.name], cwd=work,
               env=_env(venv, tmp_path))
     assert cp.returncode == 0, _describe(cp)
+    assert "warn" not in cp.stderr, _describe(cp)
     assert cp.stdout == "done: 3 checksums\n", _describe(cp)
     profile = json.loads(out.read_text())
     check_profile(profile)
@@ -151,12 +154,6 @@ def _profile_example(argv, venv, tmp_path):
         f"the loop's {HOT_LINENO} ({line_entry(detail, HOT_LINENO)['n_cpu_percent_python']:.1f}%)")
     assert hot["n_cpu_percent_python"] > 1.0, hot
     return profile
-
-
-def test_scry_command_profiles_the_example(venv, tmp_path):
-    scry = venv / "bin" / "scry"
-    assert scry.is_file(), f"the package installed no scry command: {list(venv.glob('bin/*'))}"
-    _profile_example([scry], venv, tmp_path)
 
 
 def test_python_m_scry_profiles_the_example(venv, tmp_path):
@@ -192,6 +189,44 @@ def test_libraries_come_from_the_wheel(venv):
             assert path.startswith(str(venv) + "/"), f"{binary}: {name} resolves to {path}"
         for lib in wanted:
             assert any(n.startswith(lib) for n in libs), f"{binary} links no {lib}: {libs}"
+
+
+def test_scry_command_profiles_the_example(venv, tmp_path):
+    """`scry run --stacks` of the example from the venv, on a machine without the libraries:
+    where a private mount namespace can be made (root), /dev/null is mounted over every system
+    library that the build tree's binary or libunwind loads beyond what manylinux allows (libelf,
+    jansson, curl and theirs, libunwind, liblzma; those the interpreter itself needs stay)."""
+    scry = venv / "bin" / "scry"
+    assert scry.is_file(), f"the package installed no scry command: {list(venv.glob('bin/*'))}"
+    _profile_example([*_hiding_system_libraries(venv), scry], venv, tmp_path,
+                     options=["--stacks"])
+
+
+def _hiding_system_libraries(venv):
+    """The argv prefix that runs a command with the system's copies of the bundled libraries
+    hidden (checked: the build tree's scry fails under it), or [] where that cannot be done
+    (test_libraries_come_from_the_wheel still checks where each library resolves)."""
+    if shutil.which("unshare") is None:
+        return []
+    python = next(venv.glob("bin/python3"))
+    keep = set(_ldd(python.resolve()).values())
+    # libunwind is no NEEDED entry of anything (the agent dlopens it): hidden by name.
+    unwind = _run(["cc", "-print-file-name=libunwind.so.8"]).stdout.strip()
+    if not os.path.isabs(unwind):
+        pytest.fail(f"cc finds no libunwind.so.8, which the wheel was built with: {unwind!r}")
+    hide = {os.path.realpath(unwind)}
+    for binary in (SCRY, unwind):
+        for name, path in _ldd(binary).items():
+            if name not in SYSTEM_LIBS and path not in keep and not path.startswith(str(REPO)):
+                hide.add(os.path.realpath(path))
+    assert any("libelf" in p for p in hide) and any("libunwind" in p for p in hide), hide
+    if _run(["unshare", "-m", "--propagation", "private", "true"]).returncode != 0:
+        return []
+    mounts = "".join(f"mount --bind /dev/null '{p}' && " for p in sorted(hide))
+    hidden = ["unshare", "-m", "--propagation", "private", "sh", "-c", mounts + 'exec "$@"', "sh"]
+    cp = _run([*hidden, SCRY, "--version"])
+    assert cp.returncode != 0, f"the build tree's scry ran with {sorted(hide)} hidden"
+    return hidden
 
 
 def test_stacks_load_the_bundled_libunwind(venv, tmp_path):
