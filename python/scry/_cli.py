@@ -22,6 +22,8 @@ def main():
     try:
         os.execv(exe, ["scry", *sys.argv[1:]])
     except OSError as e:
-        sys.stderr.write(f"scry: cannot run the binary of the scry package, {exe}: {e.strerror}"
-                         f" (was the package built with `pip install .` or from a wheel?)\n")
-        return 127
+        # As the binary reports an error (its io_error code, exit status 1).
+        sys.stderr.write(f"scry: error: cannot run the scry package's binary {exe}: "
+                         f"{e.strerror} [io_error]\nhint: install the package from its wheel "
+                         f"(make wheel) or with pip install . in a checkout\n")
+        return 1

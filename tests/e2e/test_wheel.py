@@ -290,3 +290,19 @@ def test_pip_install_from_the_checkout(wheel, tmp_path):
     profile = json.loads(out.read_text())
     check_profile(profile)
     assert file_detail(profile, program)["lines"], profile
+
+
+def test_wrapper_without_its_binary_reports_io_error():
+    """The package's sources alone (python/ of the checkout on sys.path: no scry/_bin, as in an
+    editable install): `python -m scry` says what is missing, with scry's error code, exits 1;
+    `import scry` works and reads the version from the checkout's header."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    cp = _run([preferred_python(), "-m", "scry", "--version"], env=env, cwd="/")
+    assert cp.returncode == 1, _describe(cp)
+    assert cp.stdout == "", _describe(cp)
+    missing = REPO / "python" / "scry" / "_bin" / "scry"
+    assert cp.stderr.startswith(f"scry: error: cannot run the scry package's binary {missing}: "
+                                f"No such file or directory [io_error]\nhint: "), _describe(cp)
+    version = re.search(r'#define SCRY_VERSION "([^"]+)"', (REPO / "src/cli/cli.h").read_text())
+    cp = _run([preferred_python(), "-c", "import scry; print(scry.__version__)"], env=env, cwd="/")
+    assert cp.returncode == 0 and cp.stdout == f"{version.group(1)}\n", _describe(cp)
