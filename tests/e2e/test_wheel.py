@@ -270,14 +270,16 @@ def test_wrappers_keep_exit_status_and_default_sigpipe(venv, tmp_path):
 
 
 def test_pip_install_from_the_checkout(wheel, tmp_path):
-    """`pip install .` (pip's isolated build: the pinned backend from the index) builds the
-    package from this tree, and its scry runs a program."""
+    """`pip install .` (pip's isolated build of the pinned backend, here from the wheels that
+    install-deps.sh downloaded, without the network) builds the package from this tree, and its
+    scry runs a program."""
     python = preferred_python()
     venv = tmp_path / "venv"
     cp = _run([python, "-m", "venv", venv], timeout=SLOW_S)
     assert cp.returncode == 0, _describe(cp)
     cp = _run([venv / "bin" / "pip", "install", "--disable-pip-version-check", "--no-cache-dir",
-               "."], timeout=SLOW_S, cwd=REPO, env=dict(os.environ, BUILD=str(BUILD)))
+               "--no-index", "--find-links", BUILD / "wheel-venv" / "wheelhouse", "."],
+              timeout=SLOW_S, cwd=REPO, env=dict(os.environ, BUILD=str(BUILD)))
     assert cp.returncode == 0, _describe(cp)
     program = tmp_path / "loop.py"
     program.write_text("import time\nend = time.process_time() + 0.3\n"
