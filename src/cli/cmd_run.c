@@ -48,7 +48,8 @@ const char cmd_run_usage[] =
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
     "      --config FILE               options from a YAML file (option: value, a list for\n"
     "                                  --tag, true/false for flags); the command line wins\n"
-    "      --python PATH               the Python to run (default: python3 on PATH)\n"
+    "      --python PATH               the Python to run (default: $SCRY_PYTHON, else python3\n"
+    "                                  on PATH; python -m scry: its own interpreter)\n"
     "  -m MODULE                       run a module, as python -m does\n"
     "      --cpu-only                  profile CPU time only (no memory, copies or leaks)\n"
     "      --cpu                       CPU time; without --memory, CPU time only (Scalene's\n"
@@ -232,7 +233,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     };
     memset(o, 0, sizeof(*o));
     o->outfile = "scry-profile.json";
-    o->python = "python3";
+    /* The package's wrappers name their interpreter (python -m scry runs under it). */
+    const char *py = getenv("SCRY_PYTHON");
+    o->python = py && *py ? py : "python3";
     o->rate = 0.01;
     o->threshold = 1.0;
     o->memory = true;
