@@ -17,11 +17,12 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
 
-from conftest import (REPO, SCRY, SUPPORTED, check_profile, file_detail, find_pythons,
+from conftest import (REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail, find_pythons,
                       line_entry, preferred_python)
 
 STATIC_PYTHON = "/usr/bin/python3.11"
@@ -163,6 +164,33 @@ def test_python_m_scry_profiles_the_example(venv, tmp_path):
               env=_env(venv, tmp_path))
     assert cp.returncode == 0, _describe(cp)
     assert cp.stdout.split() == [profile["version"]] * 2, (cp.stdout, profile["version"])
+    # The program ran under the venv's own interpreter (the wrapper's SCRY_PYTHON).
+    cp = _run([venv / "bin" / "python", "-c", "import platform; print(platform.python_version())"],
+              env=_env(venv, tmp_path))
+    assert profile["python_version"] == cp.stdout.strip(), (profile["python_version"], cp.stdout)
+
+
+def test_start_in_plain_python_finds_the_wheels_agent(venv, tmp_path):
+    """scry.start() in a plain run of the venv's python loads the agent from the package's _bin
+    and `scry collect` writes the profile when the program ends."""
+    work = tmp_path / "plain"
+    work.mkdir()
+    shutil.copy(TARGETS / "run_control.py", work / "run_control.py")
+    env = _env(venv, tmp_path)
+    env["SCRY_OUTFILE"] = str(work / "p.json")
+    cp = _run([venv / "bin" / "python", "run_control.py", "plain"], cwd=work, env=env)
+    assert cp.returncode == 0, _describe(cp)
+    for _ in range(100):
+        if (work / "p.json").exists():
+            break
+        time.sleep(0.05)
+    profile = json.loads((work / "p.json").read_text())
+    check_profile(profile)
+    detail = file_detail(profile, work / "run_control.py")
+    assert detail is not None, list(profile["files"])
+    names = [f["line"] for f in detail["functions"]]
+    # Before scry.start(): nothing; after it, the work (and maybe a sample of what follows).
+    assert "unprofiled" not in names and names[0] == "profiled", names
 
 
 def _ldd(path):
