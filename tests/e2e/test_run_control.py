@@ -13,11 +13,18 @@ import subprocess
 import time
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 
 from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
 
+_spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
+groundtruth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(groundtruth)
+
 TARGET = TARGETS / "run_control.py"
+MARKERS = groundtruth.marker_lines(TARGET)
 CPU_TOLERANCE = 0.10  # a function's profiled CPU time against its own thread_time()
 SAMPLE_SLACK = 0.03   # plus 3 samples' worth at the default 10 ms
 PACKAGE = REPO / "python"
@@ -70,6 +77,21 @@ def test_region_between_start_and_stop_is_all_there_is(python_exe, tmp_path):
                           capture_output=True, text=True)
     assert f"{profile['profiling_off_sec']:.3f} s of it with profiling off" in view.stdout, \
         view.stdout
+
+
+def test_memory_counts_only_while_on(python_exe, tmp_path):
+    ran = scry_run(python_exe, tmp_path / "p.json", "memory", options=["--off"])
+    assert ran.returncode == 0, ran.describe()
+    profile = load_profile(ran)
+    detail = file_detail(profile, TARGET)
+    assert detail is not None, list(profile["files"])
+    mb = {e["lineno"]: e.get("n_malloc_mb", 0) for e in detail["lines"] if e.get("n_malloc_mb")}
+    inside = MARKERS["keep_inside"][0]
+    # 80 MiB kept between start and stop, to within the sampling window (1 MiB); the 50 MiB
+    # before and the 100 MiB freed after are not the profile's.
+    assert abs(mb.get(inside, 0) - 80) <= 2, mb
+    assert set(mb) == {inside}, mb
+    assert abs(profile["max_footprint_mb"] - 80) <= 5, profile["max_footprint_mb"]
 
 
 def test_off_without_start_says_so(python_exe, tmp_path):

@@ -7,6 +7,9 @@
              is on (a test runs `scry control PID on`), prints "on", spins in while_on() until
              the file argv[2] exists and profiling is off again (`scry control PID off`), then
              works 0.3 s in after_off()
+  memory     under `scry run --off`: keeps 50 MiB of bytearrays in keep_before(), then 80 MiB
+             in keep_inside() between scry.start() and scry.stop(), then frees 100 MiB in
+             drop_after()
   plain      a plain `python` run (no scry run): spins 0.3 s, calls scry.start(), spins in
              profiled() 0.5 s
 Each piece of work is a counting loop in its own function (its length calibrated to the
@@ -117,6 +120,23 @@ def profiled(n):
     while i < n: i += 1  # @profiled
 
 
+KEPT = []
+
+
+def keep_before():
+    for _ in range(50):
+        KEPT.append(bytearray(1 << 20))  # @keep_before
+
+
+def keep_inside():
+    for _ in range(80):
+        KEPT.append(bytearray(1 << 20))  # @keep_inside
+
+
+def drop_after():
+    del KEPT[:100]
+
+
 def main(mode):
     if mode == "region":
         timed(before)(work(0.4))
@@ -135,6 +155,12 @@ def main(mode):
         print("on", flush=True)
         while_on(sys.argv[2])
         timed(after_off)(work(0.3))
+    elif mode == "memory":
+        keep_before()
+        scry.start()
+        keep_inside()
+        scry.stop()
+        drop_after()
     elif mode == "plain":
         timed(unprofiled)(work(0.3))
         scry.start()
