@@ -15,7 +15,6 @@ from pathlib import Path
 
 import importlib.util
 
-import pytest
 
 from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
 
