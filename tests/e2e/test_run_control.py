@@ -7,13 +7,12 @@ The ground truth is tests/targets/run_control.py: each piece of work is a counti
 function of its own, timed with time.thread_time() around it.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import time
 from pathlib import Path
-
-import importlib.util
 
 
 from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
