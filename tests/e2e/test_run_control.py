@@ -14,7 +14,6 @@ import subprocess
 import time
 from pathlib import Path
 
-
 from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
