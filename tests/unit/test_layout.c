@@ -37,15 +37,15 @@ static void test_tables_exist(void)
     CHECK(py_layout_table(10) == NULL);
     CHECK_EQ(py_layout_table(11)->fr_previous, 48);
     CHECK_EQ(py_layout_table(12)->co_code_adaptive, 192);
-    CHECK_EQ(py_debug_offsets_size(13), 584);
-    CHECK_EQ(py_debug_offsets_size(14), 760);
-    CHECK_EQ(py_debug_offsets_size(15), 888);
-    CHECK(py_heap_layout_table(15) != NULL);
-    CHECK(py_heap_layout_table(16) == NULL);
-    CHECK_EQ(py_heap_layout_table(14)->frobj_data, 72);
-    CHECK_EQ(py_heap_layout_table(15)->gc_generations[0], 8);
-    CHECK_EQ(py_heap_layout_table(15)->gen_state_cleared, 5);
-    CHECK_EQ(py_debug_offsets_size(12), 0);
+    CHECK_EQ(py_debug_offsets_size(13, false), 584);
+    CHECK_EQ(py_debug_offsets_size(14, false), 760);
+    CHECK_EQ(py_debug_offsets_size(15, false), 888);
+    CHECK(py_heap_layout_table(15, false) != NULL);
+    CHECK(py_heap_layout_table(16, false) == NULL);
+    CHECK_EQ(py_heap_layout_table(14, false)->frobj_data, 72);
+    CHECK_EQ(py_heap_layout_table(15, false)->gc_generations[0], 8);
+    CHECK_EQ(py_heap_layout_table(15, false)->gen_state_cleared, 5);
+    CHECK_EQ(py_debug_offsets_size(12, false), 0);
 }
 
 static void test_synthetic_313(void)
@@ -53,7 +53,7 @@ static void test_synthetic_313(void)
     uint8_t block[584];
     struct py_layout L;
     fake_313(block);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L), 0);
     CHECK_EQ(L.minor, 13);
     CHECK(L.from_debug_offsets);
     CHECK_EQ(L.rt_interpreters_head, 16);    /* idx 5 - 3 */
@@ -74,24 +74,24 @@ static void test_refusals(void)
     struct py_layout L;
     fake_313(block);
     memcpy(block, "xdebugpz", 8);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, 100, &L), -SCRY_E_UNSUPPORTED_PYTHON);
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, 100, &L), -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
     put(block, 23, 5000); /* current_frame past the end of a 4096-byte thread state */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     CHECK(strstr(err_last_message(), "ts_current_frame") != NULL);
     fake_313(block);
     put(block, 19, (uint64_t)1 << 30); /* absurd struct size */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
     put(block, 17, 2); /* GIL `locked` before the GIL's start */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
-    CHECK_EQ(py_layout_from_debug_offsets(12, block, sizeof(block), &L), -SCRY_E_INTERNAL);
+    CHECK_EQ(py_layout_from_debug_offsets(12, false, block, sizeof(block), &L), -SCRY_E_INTERNAL);
 }
 
 /* The block as the 3.13.0 build initialises it, compared with its headers' offsetof(). */
@@ -113,7 +113,7 @@ static void test_real_313(void)
     CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
     CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
     CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L), 0);
     if (strstr(g.gl_pathv[0], "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
         CHECK_EQ(L.rt_interpreters_head, 632);
         CHECK_EQ(L.is_next, 7264);
@@ -175,10 +175,10 @@ static void test_real_314_315(void)
         uint64_t rt, size;
         uint8_t block[1024];
         struct py_layout L;
-        size_t n = py_debug_offsets_size(e->minor);
+        size_t n = py_debug_offsets_size(e->minor, false);
         CHECK(elf_symbol(img, "_PyRuntime", &rt, &size));
         CHECK_EQ(elf_read_vaddr(img, rt, block, n), 0);
-        CHECK_EQ(py_layout_from_debug_offsets(e->minor, block, n, &L), 0);
+        CHECK_EQ(py_layout_from_debug_offsets(e->minor, false, block, n, &L), 0);
         CHECK_EQ(L.rt_interpreters_head, e->rt_interpreters_head);
         CHECK_EQ(L.is_next, e->is_next);
         CHECK_EQ(L.is_id, e->is_id);
