@@ -113,6 +113,15 @@ def python_exe(request, pythons):
     return exe
 
 
+def is_free_threaded(python):
+    """Whether the interpreter is one of the free-threaded builds (FREE_THREADED)."""
+    return python in find_free_threaded().values()
+
+
+NO_MEMORY_FREE_THREADED = ("scry run does not profile memory on a free-threaded build yet: it "
+                           "profiles CPU only there, with a warning (test_run_memory.py)")
+
+
 def preferred_python():
     """One supported interpreter for tests that need just one (3.12 first: the suite's most
     exercised); skips the test when none is installed."""
