@@ -138,6 +138,44 @@ static void test_real_313(void)
     globfree(&g);
 }
 
+/* 3.13's free-threaded build (scripts/install-pythons.sh: a static python3.13t): its block
+ * says free-threaded, and with 3.13t's table the object offsets are past the 32-byte header. */
+static void test_real_313t(void)
+{
+    glob_t g;
+    const char *root = getenv("PYENV_ROOT");
+    char pattern[512];
+    snprintf(pattern, sizeof(pattern), "%s/versions/3.13.*t/bin/python3.13t",
+             root ? root : "/root/.pyenv");
+    if (glob(pattern, 0, NULL, &g) != 0) {
+        printf("skip test_real_313t: no pyenv 3.13t (%s)\n", pattern);
+        return;
+    }
+    struct elf_image *img = NULL;
+    uint64_t rt, size, free_threaded = 0;
+    uint8_t block[584];
+    struct py_layout L;
+    CHECK_EQ(py_debug_offsets_size(13, true), sizeof(block));
+    CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
+    CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
+    CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
+    memcpy(&free_threaded, block + 16, 8);
+    CHECK_EQ(free_threaded, 1);
+    CHECK_EQ(py_layout_from_debug_offsets(13, true, block, sizeof(block), &L), 0);
+    CHECK(L.free_threaded && L.from_debug_offsets);
+    CHECK_EQ(L.ob_type, 24);      /* ob_tid, flags, mutex, gc bits, ob_ref_local, ob_ref_shared */
+    CHECK_EQ(L.long_digits, 40);  /* after the 32-byte header and lv_tag */
+    CHECK_EQ(L.bytes_sval, 48);
+    CHECK_EQ(L.co_nunits, 32);
+    CHECK_EQ(L.managed_dict, 8);  /* MANAGED_DICT_OFFSET is -8 there */
+    CHECK_EQ(L.gil_enabled, 0);   /* the first field of struct _gil_runtime_state */
+    CHECK_EQ(py_heap_layout_table(13, true)->co_nlocalsplus, 88);
+    CHECK(py_heap_layout_table(14, true) == NULL);
+    CHECK_EQ(py_layout_from_debug_offsets(14, true, block, sizeof(block), &L), -SCRY_E_INTERNAL);
+    elf_close(img);
+    globfree(&g);
+}
+
 /* offsetof() values of the 3.14.10 and 3.15.2 headers. */
 struct real_expect {
     int minor;
@@ -212,6 +250,7 @@ static const struct tl_test tests[] = {
     TL(test_synthetic_313),
     TL(test_refusals),
     TL(test_real_313),
+    TL(test_real_313t),
     TL(test_real_314_315),
 };
 TL_MAIN(tests)
