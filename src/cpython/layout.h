@@ -13,7 +13,8 @@
 
 /* How an instance keeps its attributes when it has no __dict__ object of its own. */
 enum py_values_kind {
-    PY_VALUES_311, /* obj-32: PyDictValues* (NULL once a dict exists), obj-24: dict (managed_dict) */
+    PY_VALUES_311, /* obj-32: PyDictValues* (NULL once a dict exists), obj-24: dict
+                      (managed_dict) */
     PY_VALUES_312, /* obj-24: dict, or values pointer tagged with bit 0 */
     PY_VALUES_313, /* inline PyDictValues after tp_basicsize when Py_TPFLAGS_INLINE_VALUES; dict:
                       the managed dict pointer */
@@ -37,8 +38,8 @@ struct py_layout {
     uint64_t is_ceval_gil;       /* 3.12+: pointer to the _gil_runtime_state in use, else 0 */
     uint64_t gil_locked;         /* offsets inside struct _gil_runtime_state (3.12+) */
     uint64_t gil_last_holder;
-    uint64_t gil_enabled;        /* free-threaded builds: the int saying whether the GIL is on
-                                    (0 when disabled); 0 (no such field) in other builds */
+    uint64_t gil_enabled;        /* free-threaded builds only: where the int saying whether the
+                                    GIL is on lies (0 when it is off) in _gil_runtime_state */
 
     /* PyThreadState */
     uint64_t ts_size;

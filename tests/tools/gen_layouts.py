@@ -12,7 +12,9 @@ py_heap_layout with the heap walker's labelled references (tp_traverse order).
 
 Usage:
   gen_layouts.py [--python EXE ...]     write src/cpython/layout_3XX.c for each interpreter given,
-                                        or else every pyenv release build of 3.11+ found
+                                        or else every pyenv release build of 3.11+ found and
+                                        the free-threaded 3.13t (layout_313t.c, tables named
+                                        *_313t: Py_GIL_DISABLED headers, python3.13t include)
   gen_layouts.py --check EXE            exit 1 (printing a diff) unless the committed file of
                                         EXE's version is what EXE's headers make
 tests/e2e/test_layout_headers.py runs the check for every installed interpreter.

@@ -30,7 +30,8 @@ struct field {
 static const struct field layout_fields[] = {
     U(rt_size), U(rt_interpreters_head), U(rt_gil_locked), U(rt_gil_last_holder),
     U(is_size), U(is_next), U(is_id), U(is_threads_head), U(is_gc), U(is_modules),
-    U(is_sysdict), U(is_builtins), U(is_ceval_gil), U(gil_locked), U(gil_last_holder), U(gil_enabled),
+    U(is_sysdict), U(is_builtins), U(is_ceval_gil), U(gil_locked), U(gil_last_holder),
+    U(gil_enabled),
     U(ts_size), U(ts_next), U(ts_interp), U(ts_thread_id), U(ts_native_thread_id),
     U(ts_cframe), U(cframe_current_frame), U(ts_current_frame), U(ts_datastack_chunk),
     U(fr_size), U(fr_previous), U(fr_code), U(fr_instr), U(fr_owner), U(fr_localsplus),
@@ -39,7 +40,8 @@ static const struct field layout_fields[] = {
     U(co_firstlineno), U(co_firsttraceable), U(co_code_adaptive),
     U(ob_type), U(tp_name), U(tp_basicsize), U(tp_flags), U(tp_dictoffset), U(ht_cached_keys),
     U(str_length), U(str_state), U(str_ascii_size), U(str_compact_size),
-    U(long_digits), U(bytes_size), U(bytes_sval), U(dict_keys), U(dict_values), U(mod_dict), U(managed_dict),
+    U(long_digits), U(bytes_size), U(bytes_sval), U(dict_keys), U(dict_values), U(mod_dict),
+    U(managed_dict),
 };
 #undef U
 #undef I

@@ -49,7 +49,8 @@ static const struct py_layout *layout(int minor)
         return py_layout_table(minor);
     const uint64_t *b = minor == 13 ? dbg_313 : minor == 14 ? dbg_314 : dbg_315;
     size_t n = minor == 13 ? 73 : minor == 14 ? 95 : 111;
-    if (py_layout_from_debug_offsets(minor, false, (const uint8_t *)b, n * 8, &layouts[minor]) != 0)
+    if (py_layout_from_debug_offsets(minor, false, (const uint8_t *)b, n * 8,
+                                     &layouts[minor]) != 0)
         return NULL;
     return &layouts[minor];
 }
