@@ -94,27 +94,41 @@ static void test_refusals(void)
     CHECK_EQ(py_layout_from_debug_offsets(12, false, block, sizeof(block), &L), -SCRY_E_INTERNAL);
 }
 
-/* The block as the 3.13.0 build initialises it, compared with its headers' offsetof(). */
-static void test_real_313(void)
+/* The _Py_DebugOffsets block (n bytes) of the first image matching $PYENV_ROOT/versions/<glob>,
+ * and that image's path; false when there is none (the test is skipped, and says so). */
+static bool real_block(const char *test, const char *pattern, uint8_t *block, size_t n,
+                       char *path, size_t path_size)
 {
     glob_t g;
     const char *root = getenv("PYENV_ROOT");
-    char pattern[512];
-    snprintf(pattern, sizeof(pattern), "%s/versions/3.13.*/lib/libpython3.13.so.1.0",
-             root ? root : "/root/.pyenv");
-    if (glob(pattern, 0, NULL, &g) != 0) {
-        printf("skip test_real_313: no pyenv 3.13 libpython (%s)\n", pattern);
-        return;
+    char full[512];
+    snprintf(full, sizeof(full), "%s/versions/%s", root ? root : "/root/.pyenv", pattern);
+    if (glob(full, 0, NULL, &g) != 0) {
+        printf("skip %s: no %s\n", test, full);
+        return false;
     }
+    snprintf(path, path_size, "%s", g.gl_pathv[0]);
+    globfree(&g);
     struct elf_image *img = NULL;
     uint64_t rt, size;
-    uint8_t block[584];
-    struct py_layout L;
-    CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
+    CHECK_EQ(elf_open(path, &img), 0);
     CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
-    CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
+    CHECK_EQ(elf_read_vaddr(img, rt, block, n), 0);
+    elf_close(img);
+    return true;
+}
+
+/* The block as the 3.13.0 build initialises it, compared with its headers' offsetof(). */
+static void test_real_313(void)
+{
+    uint8_t block[584];
+    char path[512];
+    struct py_layout L;
+    if (!real_block("test_real_313", "3.13.*/lib/libpython3.13.so.1.0", block, sizeof(block),
+                    path, sizeof(path)))
+        return;
     CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L), 0);
-    if (strstr(g.gl_pathv[0], "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
+    if (strstr(path, "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
         CHECK_EQ(L.rt_interpreters_head, 632);
         CHECK_EQ(L.is_next, 7264);
         CHECK_EQ(L.is_id, 7272);
@@ -134,31 +148,20 @@ static void test_real_313(void)
         CHECK_EQ(L.gil_locked, 16);
         CHECK_EQ(L.str_ascii_size, 40);
     }
-    elf_close(img);
-    globfree(&g);
 }
 
 /* 3.13's free-threaded build (scripts/install-pythons.sh: a static python3.13t): its block
  * says free-threaded, and with 3.13t's table the object offsets are past the 32-byte header. */
 static void test_real_313t(void)
 {
-    glob_t g;
-    const char *root = getenv("PYENV_ROOT");
-    char pattern[512];
-    snprintf(pattern, sizeof(pattern), "%s/versions/3.13.*t/bin/python3.13t",
-             root ? root : "/root/.pyenv");
-    if (glob(pattern, 0, NULL, &g) != 0) {
-        printf("skip test_real_313t: no pyenv 3.13t (%s)\n", pattern);
-        return;
-    }
-    struct elf_image *img = NULL;
-    uint64_t rt, size, free_threaded = 0;
+    uint64_t free_threaded = 0;
     uint8_t block[584];
+    char path[512];
     struct py_layout L;
     CHECK_EQ(py_debug_offsets_size(13, true), sizeof(block));
-    CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
-    CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
-    CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
+    if (!real_block("test_real_313t", "3.13.*t/bin/python3.13t", block, sizeof(block), path,
+                    sizeof(path)))
+        return;
     memcpy(&free_threaded, block + 16, 8);
     CHECK_EQ(free_threaded, 1);
     CHECK_EQ(py_layout_from_debug_offsets(13, true, block, sizeof(block), &L), 0);
@@ -172,8 +175,6 @@ static void test_real_313t(void)
     CHECK_EQ(py_heap_layout_table(13, true)->co_nlocalsplus, 88);
     CHECK(py_heap_layout_table(14, true) == NULL);
     CHECK_EQ(py_layout_from_debug_offsets(14, true, block, sizeof(block), &L), -SCRY_E_INTERNAL);
-    elf_close(img);
-    globfree(&g);
 }
 
 /* offsetof() values of the 3.14.10 and 3.15.2 headers. */
