@@ -197,6 +197,10 @@ __attribute__((constructor)) static void ag_init(void)
         ag_mtls.guard--;
         return;
     }
+    if (ag_cfg.memory && ag_rt.layout.free_threaded) {
+        ag_cfg.memory = false; /* CPU only: the part says why, `scry run` warns */
+        ag_cfg.memory_unsupported = true;
+    }
     if (ag_cfg.memory && ag_memq_init() != 0) {
         log_warn("agent: memory profiling is off in pid %d (no memory for its queue)", ag_pid);
         ag_cfg.memory = false;

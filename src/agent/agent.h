@@ -38,6 +38,8 @@ struct ag_config {
     char profile_only[4096];   /* comma-separated, may be empty */
     char profile_exclude[4096];
     bool memory; /* SCRY_MEMORY=1: allocations, footprint, copies (memory.h) */
+    bool memory_unsupported; /* SCRY_MEMORY=1 turned off: a free-threaded build, whose
+                                allocator the agent does not measure right yet */
     double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
 };
 

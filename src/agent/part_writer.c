@@ -190,6 +190,10 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_int(w, getppid());
     jw_key(w, "python_version");
     jw_str(w, ag_rt.version_str);
+    if (ag_cfg.memory_unsupported) {
+        jw_key(w, "memory_unsupported");
+        jw_bool(w, true);
+    }
     jw_key(w, "argv");
     write_argv(w);
     jw_key(w, "start_time_absolute");

@@ -7,7 +7,10 @@
  * - it registers os.register_at_fork hooks so that the collector thread is not alive when
  *   os.fork() counts the process's threads (CPython 3.12+ warns on stderr about forking a
  *   multi-threaded process) and is started again after it.
- * The API is looked up with dlsym: the agent is not linked against any particular Python. */
+ * The API is looked up with dlsym: the agent is not linked against any particular Python.
+ * On a free-threaded build (3.13t) there is no GIL: "the GIL held" means an attached thread
+ * state there (what PyGILState_Check reports), which is what these calls need; memory
+ * profiling is off on that build (agent.c), so the allocators are not wrapped there. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>

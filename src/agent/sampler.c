@@ -469,7 +469,8 @@ static int pick_signal(void)
 int ag_sampler_init(void)
 {
     /* Before anything samples: memory samples walk stacks too, even with CPU sampling off. */
-    fw_ok = py_fw_init(&fw, &ag_rt.layout, py_heap_layout_table(ag_rt.minor),
+    fw_ok = py_fw_init(&fw, &ag_rt.layout,
+                       py_heap_layout_table(ag_rt.minor, ag_rt.layout.free_threaded),
                        ag_rt.types.code) == 0 &&
             ag_rt.layout.co_size <= sizeof(((struct walk_scratch *)0)->headers[0]);
     if (!fw_ok)

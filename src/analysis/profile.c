@@ -276,6 +276,9 @@ static int check_part(const json_t *part, const char *what)
     v = json_object_get(part, "virtual_time");
     if (v && !json_is_boolean(v))
         return bad(what, "\"virtual_time\" is not true or false");
+    v = json_object_get(part, "memory_unsupported");
+    if (v && !json_is_boolean(v))
+        return bad(what, "\"memory_unsupported\" is not true or false");
 
     v = json_object_get(part, "run_queue");
     if (v && (!json_is_object(v) || !is_seconds(json_object_get(v, "delay_sec")) ||
@@ -936,6 +939,7 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
         err = add_decorated(p, json_array_get(dec, i));
     if (err)
         return err;
+    p->memory_unsupported |= json_is_true(json_object_get(part, "memory_unsupported"));
     const json_t *rq = json_object_get(part, "run_queue");
     if (rq) {
         p->have_run_queue = true;

@@ -166,6 +166,8 @@ struct profile {
     size_t ndecorated, cap_decorated;
     double sampling_rate_sec;
     bool virtual_time;
+    bool memory_unsupported; /* a process asked for memory could not measure it (a
+                                free-threaded build): it profiled CPU only */
     double python_sec, native_sec, sys_sec; /* every sample, charged or not */
     uint64_t samples, dropped;
     /* Over the parts that read their threads' schedstat (have_run_queue): how long the threads

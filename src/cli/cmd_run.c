@@ -1186,6 +1186,12 @@ static int run(struct run_opts o)
                                   WTERMSIG(st), strsignal(WTERMSIG(st)), ran);
     }
     read_sources(&p);
+    if (p.memory_unsupported)
+        fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
+                        "build, whose mimalloc heaps scry does not measure right yet (they keep "
+                        "and reuse pages of their own); this profile has CPU time only, as with "
+                        "--cpu-only\n",
+                san_str(p.python_version ? p.python_version : "?"));
 
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;

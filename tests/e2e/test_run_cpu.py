@@ -25,6 +25,8 @@ import pytest
 from conftest import (TARGETS, describe_entry, file_detail, function_entry, line_entry,
                       line_total, load_profile, run_profiled, run_scry, split_of)
 
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
+
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)
