@@ -51,6 +51,8 @@ int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+extern const char cmd_record_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
@@ -146,5 +148,16 @@ struct cli_heap_graph {
 };
 /* Writes the SVG or folded stacks to out. Returns 0 or a negative error (recorded). */
 int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out);
+
+/* ---- a CPU profile's document (profile_out.c) ---------------------------------------------- */
+
+struct profile;
+struct profile_json_opts;
+struct outfile;
+/* The source of every profiled file, for the text of each line; unreadable files keep none. */
+void cli_profile_read_sources(struct profile *p);
+/* Reads the sources, renders the document and commits it to out (aborted on failure). Returns
+ * 0 or a recorded error. */
+int cli_profile_write(struct profile *p, const struct profile_json_opts *jo, struct outfile *out);
 
 #endif

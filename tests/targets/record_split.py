@@ -1,0 +1,88 @@
+"""Ground truth for `scry record --pid`: a program started without scry whose one thread spends
+its time in cycles of about 100 ms, 60% on a pure-Python line (marked python), 30% on a native line
+(marked native: zlib.compress, a call into C) and 10% asleep (marked sleep).
+
+argv[1]: seconds to run (default 6); argv[2], optional: a file whose existence ends the run early.
+Prints {"ready": true, "pid": N, "lines": {marker: line}} once calibrated, works, then prints
+{"done": true, "python_cpu": s, "native_cpu": s, "sleep_wall": s, "wall": s, "cycles": n}: the
+thread's CPU time (time.thread_time) on the Python and native lines and the wall time of the
+sleeps, measured by the program itself, and exits 0. SIGTERM ends it early the same way.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import zlib
+
+from groundtruth import marker_lines
+
+# Compressible but not trivial: about a millisecond of zlib per call.
+BLOB = b"".join(b"%d scry record %d\n" % (i, i * i % 9973) for i in range(40000))
+STOP = False
+
+
+def on_term(signum, frame):
+    global STOP
+    STOP = True
+
+
+def python_part(n):
+    total = 0
+    for i in range(n): total = (total + i * i) & 0xFFFF  # @python
+    return total
+
+
+def native_part(k):
+    for _ in range(k): zlib.compress(BLOB, 6)  # @native
+
+
+def sleep_part():
+    time.sleep(0.01)  # @sleep
+
+
+def calibrate():
+    """Iterations of python_part for 60 ms of CPU and calls of native_part for 30 ms."""
+    t = time.thread_time()
+    python_part(200000)
+    per_py = (time.thread_time() - t) / 200000
+    t = time.thread_time()
+    native_part(5)
+    per_native = (time.thread_time() - t) / 5
+    return max(1, int(0.060 / per_py)), max(1, round(0.030 / per_native))
+
+
+def main():
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
+    stop_file = sys.argv[2] if len(sys.argv) > 2 else None
+    signal.signal(signal.SIGTERM, on_term)
+    n, k = calibrate()
+    markers = {name: lines[0] for name, lines in marker_lines(__file__).items()}
+    print(json.dumps({"ready": True, "pid": os.getpid(), "lines": markers, "n": n, "k": k}),
+          flush=True)
+    python_cpu = native_cpu = sleep_wall = 0.0
+    cycles = 0
+    start = time.perf_counter()
+    end = start + seconds
+    while not STOP and time.perf_counter() < end:
+        if stop_file and os.path.exists(stop_file):
+            break
+        t0 = time.thread_time()
+        python_part(n)
+        t1 = time.thread_time()
+        native_part(k)
+        t2 = time.thread_time()
+        w = time.perf_counter()
+        sleep_part()
+        sleep_wall += time.perf_counter() - w
+        python_cpu += t1 - t0
+        native_cpu += t2 - t1
+        cycles += 1
+    print(json.dumps({"done": True, "python_cpu": python_cpu, "native_cpu": native_cpu,
+                      "sleep_wall": sleep_wall, "wall": time.perf_counter() - start,
+                      "cycles": cycles}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
