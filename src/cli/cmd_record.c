@@ -320,8 +320,9 @@ static int file_index(struct rec_proc *pr, const char *name, uint32_t *out)
             return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     }
     if (i + 1 == json_array_size(pr->files))
-        pr->file_rule[i] = name[0] == '<' ? (int)py_filter_pseudo(&pr->filter, name)
-                                          : (int)py_filter_classify(&pr->filter, name);
+        pr->file_rule[i] = !strcmp(name, PROF_NATIVE_FILE)
+                               ? (int)py_filter_pseudo(&pr->filter, name)
+                               : (int)py_filter_classify(&pr->filter, name);
     *out = (uint32_t)i;
     return 0;
 }

@@ -4,9 +4,11 @@ its time in cycles of about 100 ms, 60% on a pure-Python line (marked python), 3
 
 argv[1]: seconds to run (default 6); argv[2], optional: a file whose existence ends the run early.
 Prints {"ready": true, "pid": N, "lines": {marker: line}} once calibrated, works, then prints
-{"done": true, "python_cpu": s, "native_cpu": s, "sleep_wall": s, "wall": s, "cycles": n}: the
-thread's CPU time (time.thread_time) on the Python and native lines and the wall time of the
-sleeps, measured by the program itself, and exits 0. SIGTERM ends it early the same way.
+{"done": true, "python_cpu": s, "native_cpu": s, "python_wall": s, "native_wall": s,
+"sleep_wall": s, "wall": s, "cycles": n}: the thread's CPU time (time.thread_time) and the wall
+time (time.perf_counter) on the Python and native lines and the wall time of the sleeps, measured
+by the program itself, and exits 0. SIGTERM ends it early the same way. On a busy machine the
+wall times include the waits for a CPU, which the CPU times do not.
 """
 
 import json
@@ -61,26 +63,27 @@ def main():
     markers = {name: lines[0] for name, lines in marker_lines(__file__).items()}
     print(json.dumps({"ready": True, "pid": os.getpid(), "lines": markers, "n": n, "k": k}),
           flush=True)
-    python_cpu = native_cpu = sleep_wall = 0.0
+    python_cpu = native_cpu = python_wall = native_wall = sleep_wall = 0.0
     cycles = 0
     start = time.perf_counter()
     end = start + seconds
     while not STOP and time.perf_counter() < end:
         if stop_file and os.path.exists(stop_file):
             break
-        t0 = time.thread_time()
+        w0, t0 = time.perf_counter(), time.thread_time()
         python_part(n)
-        t1 = time.thread_time()
+        w1, t1 = time.perf_counter(), time.thread_time()
         native_part(k)
-        t2 = time.thread_time()
-        w = time.perf_counter()
+        w2, t2 = time.perf_counter(), time.thread_time()
         sleep_part()
-        sleep_wall += time.perf_counter() - w
+        sleep_wall += time.perf_counter() - w2
         python_cpu += t1 - t0
         native_cpu += t2 - t1
+        python_wall += w1 - w0
+        native_wall += w2 - w1
         cycles += 1
     print(json.dumps({"done": True, "python_cpu": python_cpu, "native_cpu": native_cpu,
-                      "sleep_wall": sleep_wall, "wall": time.perf_counter() - start,
+                      "python_wall": python_wall, "native_wall": native_wall, "sleep_wall": sleep_wall, "wall": time.perf_counter() - start,
                       "cycles": cycles}), flush=True)
 
 
