@@ -89,6 +89,7 @@ struct rec_thread {
     uint64_t thread_id;
     uint64_t cpu_ns, wall_ns; /* at the previous sample */
     uint64_t samples, gil_samples;
+    uint64_t sched_cpu_ns, sched_delay_ns; /* schedstat at the previous sample */
     char name[64];
     bool seen; /* in this sample's list */
 };
@@ -134,6 +135,9 @@ struct rec_proc {
     size_t nstacks, cap_stacks;
     double total[3];
     uint64_t samples, dropped;
+    /* Over the sampled intervals: the threads' time on a CPU and waiting for one (schedstat). */
+    bool have_run_queue;
+    double rq_cpu_sec, rq_delay_sec;
 };
 
 /* A pid found among the children that is not (yet) recordable, and how often it was tried. */
@@ -270,6 +274,20 @@ static ssize_t read_proc(const char *path, char *buf, size_t size)
     close(fd);
     buf[n] = 0;
     return (ssize_t)n;
+}
+
+/* A thread's nanoseconds on a CPU and waiting on a run queue (schedstat's first two fields);
+ * false if it is gone or the kernel keeps no schedstat. */
+static bool thread_sched(int pid, int64_t tid, uint64_t *cpu, uint64_t *delay)
+{
+    char path[96], buf[128];
+    snprintf(path, sizeof(path), "/proc/%d/task/%lld/schedstat", pid, (long long)tid);
+    unsigned long long c, d;
+    if (read_proc(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%llu %llu", &c, &d) != 2)
+        return false;
+    *cpu = c;
+    *delay = d;
+    return true;
 }
 
 static json_t *proc_argv(int pid)
@@ -556,6 +574,16 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
         bool first = s->wall_ns == 0;
         double dwall = first ? 0 : (double)(now - s->wall_ns) / 1e9;
         s->wall_ns = now;
+        uint64_t scpu, sdelay;
+        if (thread_sched(pr->pid, th[i].native_id, &scpu, &sdelay)) {
+            if (!first && scpu >= s->sched_cpu_ns && sdelay >= s->sched_delay_ns) {
+                pr->have_run_queue = true;
+                pr->rq_cpu_sec += (double)(scpu - s->sched_cpu_ns) / 1e9;
+                pr->rq_delay_sec += (double)(sdelay - s->sched_delay_ns) / 1e9;
+            }
+            s->sched_cpu_ns = scpu;
+            s->sched_delay_ns = sdelay;
+        }
         if (first)
             continue; /* counted from now on */
         size_t n = 0;
@@ -728,6 +756,9 @@ static json_t *proc_part(struct rec_proc *pr, const struct rec_opts *o)
         pr->total[2], "samples", (json_int_t)pr->samples, "dropped", (json_int_t)pr->dropped,
         "files", pr->files, "functions", pr->funcs, "lines", lines, "stacks", stacks,
         "excluded", excl, "threads", threads);
+    if (part && pr->have_run_queue)
+        json_object_set_new(part, "run_queue", json_pack("{sfsf}", "delay_sec", pr->rq_delay_sec,
+                                                         "cpu_sec", pr->rq_cpu_sec));
     return part;
 }
 
