@@ -1,11 +1,11 @@
 /* `scry record --pid PID`: a sampling CPU profiler from outside the process, in the manner of
  * py-spy record, that writes the profile `scry run` writes. At every tick each Python thread's
- * CPU clock (/proc/PID/task/TID/schedstat) and stack (process_vm_readv, cpython/frames.c) are
- * read; the CPU time since the thread's previous tick is charged as python or native at its
- * current line, the wall time it spent off the CPU as system (docs/agent-protocol.md, "What a
- * sample weighs", read from outside). Each process's statistics become a part document
- * (docs/agent-protocol.md, "Part file") merged by analysis/profile.c, so every view and export
- * works on the result unchanged. */
+ * scheduler state (/proc) and stack (process_vm_readv, cpython/frames.c) are read; the wall time
+ * since the thread's previous sample is charged at its first profiled frame: system when the
+ * thread is off the CPU, native when it runs on a call that may be into C (the CALL family:
+ * from outside there is no program counter), else python. Each process's statistics become a
+ * part document (docs/agent-protocol.md, "Part file") merged by analysis/profile.c, so every
+ * view and export works on the result unchanged (docs/json-schema.md, "A recorded profile"). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
