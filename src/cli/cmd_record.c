@@ -71,6 +71,7 @@ const char cmd_record_usage[] =
 #define CHILD_SCAN_NS 200000000ULL /* --subprocesses: look for new children every 200 ms */
 #define CODE_CACHE_NS 2000000000ULL /* code objects are read afresh every 2 s (memory reuse) */
 #define CHILD_OPEN_TRIES 10      /* a child that is not (yet) Python: tries, one per scan */
+#define REOPEN_AFTER 10          /* failed samples in a row of a live process: read it afresh */
 
 struct rec_opts {
     int pid;
@@ -123,6 +124,7 @@ struct rec_proc {
     uint64_t start_ns, last_ns;
     uint64_t main_thread_id;
     bool ended;
+    int failures; /* samples in a row that could not be read */
     struct rec_thread *threads;
     size_t nthreads, cap_threads;
     /* Interned tables: names -> index in json objects, rows in json arrays / C arrays. */
@@ -692,6 +694,33 @@ static struct rec_proc *proc_open(int pid, const struct rec_opts *o, const char 
     return pr;
 }
 
+/* A live process whose reads keep failing has exec'd (a forked child that became another
+ * program): its runtime is found afresh; its statistics so far are kept. */
+static int proc_reopen(struct rec_proc *pr)
+{
+    rd_close(pr->rd);
+    pr->rd = NULL;
+    int err = rd_open_pid(pr->pid, &pr->rd);
+    if (!err)
+        err = py_runtime_open(pr->rd, &pr->rt);
+    if (err)
+        return err;
+    py_code_cache_free(&pr->cc);
+    py_code_cache_init(&pr->cc);
+    pr->failures = 0;
+    pr->filter.prefixes_known = false;
+    uint64_t interp;
+    if (py_interp_head(&pr->rt, &interp) == 0 && interp)
+        py_filter_read_prefixes(&pr->filter, &pr->rt, interp);
+    json_t *argv = proc_argv(pr->pid);
+    if (argv) {
+        json_decref(pr->argv);
+        pr->argv = argv;
+    }
+    log_info("process %d read afresh (Python %s)", pr->pid, pr->rt.version_str);
+    return 0;
+}
+
 static int cmp_excl(const void *a, const void *b)
 {
     double x = json_real_value(json_array_get(*(json_t *const *)a, 2));
@@ -895,9 +924,13 @@ static int record_loop(struct rec_proc ***procs_io, size_t *nprocs_io, size_t *c
                 err = serr;
                 goto out;
             }
+            pr->failures = serr ? pr->failures + 1 : 0;
             if (serr && (!alive(pr->pid) || rd_pid_exited(pr->pid, 0))) {
                 pr->ended = true;
                 log_info("process %d ended", pr->pid);
+            } else if (pr->failures >= REOPEN_AFTER && proc_reopen(pr) != 0) {
+                pr->ended = true;
+                log_info("process %d no longer runs Python: %s", pr->pid, err_last_message());
             }
         }
         if (!alive(procs[0]->pid)) {

@@ -208,6 +208,30 @@ def test_subprocesses_are_recorded(tmp_path):
                x["seconds"] > 1 for x in idle["excluded"]), idle["excluded"]
 
 
+def test_a_child_that_execs_python_is_read_afresh(tmp_path):
+    """A forked child (a copy of its parent's Python) found by --subprocesses, that then execs
+    the split target: its reads fail until scry finds the new interpreter."""
+    python = preferred_python()
+    stop = tmp_path / "stop"
+    code = ("import os, sys, time\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    time.sleep(1)\n"
+            f"    os.execv(sys.executable, [sys.executable, {str(TARGET)!r}, '30', {str(stop)!r}])\n"
+            "os.waitpid(pid, 0)\n")
+    parent = subprocess.Popen([python, "-c", code], stdout=subprocess.DEVNULL)
+    try:
+        cp, profile = record(parent.pid, tmp_path / "exec.json", "--duration", "3",
+                             "--subprocesses")
+    finally:
+        stop.touch()
+        parent.wait(timeout=30)
+    assert profile["processes"] == 2, profile["processes"]
+    detail = file_detail(profile, TARGET)
+    assert detail is not None, sorted(profile["files"])
+    assert sum(line_total(e) for e in detail["lines"]) > 50, detail["lines"]
+
+
 def check_error(argv, code):
     cp = run_scry(argv)
     assert cp.returncode == 1, cp.stderr
