@@ -117,6 +117,9 @@ int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader
  * that has exited or is exiting becomes no_such_process, the error that says what happened;
  * permission_denied as root gets a hint that does not say to run as root. */
 void cli_target_error(int pid);
+/* The scheduler state letter of thread tid in a list from rd_threads; 0 if it is not there. */
+struct rd_thread;
+char cli_thread_state(const struct rd_thread *threads, size_t n, long long tid);
 
 /* ---- profiles' call stacks (cli_common.c), for flamegraph and view --format ----------------- */
 

@@ -424,14 +424,6 @@ static void charge_excluded(struct rec_proc *pr, uint32_t file, double sec)
 
 /* ---- sampling ---- */
 
-static char os_state(const struct rd_thread *os, size_t nos, int64_t tid)
-{
-    for (size_t i = 0; i < nos; i++)
-        if (os[i].tid == tid)
-            return os[i].state;
-    return 0;
-}
-
 static struct rec_thread *thread_slot(struct rec_proc *pr, const struct py_thread *t)
 {
     for (size_t i = 0; i < pr->nthreads; i++)
@@ -570,7 +562,7 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
             pr->main_thread_id = th[i].thread_id;
         if (th[i].name)
             snprintf(s->name, sizeof(s->name), "%s", th[i].name);
-        char st = os_state(os, nos, th[i].native_id);
+        char st = cli_thread_state(os, nos, th[i].native_id);
         if (!st)
             continue; /* ended between the two lists */
         bool first = s->wall_ns == 0;
