@@ -24,6 +24,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "cli/record_native.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -56,14 +57,15 @@ const char cmd_record_usage[] =
     "                                  code on their stack (as system time, in no line)\n"
     "      --blocking                  stop the process while each sample is read (consistent\n"
     "                                  stacks; slows it down)\n"
+    "      --native                    also the native call chain of each running thread\n"
+    "                                  (libunwind-ptrace; stops the process for each sample)\n"
     "      --profile-all               profile every file, the standard library included\n"
     "      --profile-only A,B          only files whose path contains one of these\n"
     "      --profile-exclude A,B       never files whose path contains one of these\n"
     "      --profile-system-libraries  also profile the standard library and site-packages\n"
     "      --program-path DIR          your code: files under DIR are profiled (default: the\n"
     "                                  script's directory, else the process's working directory)\n"
-    "\n"
-    "--native (native frames through libunwind-ptrace) is not available yet.\n";
+    ;
 
 #define DEFAULT_RATE_HZ 100.0
 #define MAX_RATE_HZ 10000.0
@@ -71,6 +73,8 @@ const char cmd_record_usage[] =
 #define CHILD_SCAN_NS 200000000ULL /* --subprocesses: look for new children every 200 ms */
 #define CODE_CACHE_NS 2000000000ULL /* code objects are read afresh every 2 s (memory reuse) */
 #define CHILD_OPEN_TRIES 10      /* a child that is not (yet) Python: tries, one per scan */
+#define NATIVE_DEPTH 64          /* native frames kept per chain, from the innermost */
+#define MAX_CHAINS 10000         /* distinct native / combined chains kept per process */
 #define REOPEN_AFTER 10          /* failed samples in a row of a live process: read it afresh */
 
 struct rec_opts {
@@ -78,7 +82,7 @@ struct rec_opts {
     double duration; /* 0: none */
     double rate;
     const char *outfile;
-    bool subprocesses, idle, blocking;
+    bool subprocesses, idle, blocking, native;
     bool profile_all, system_libraries;
     const char *profile_only, *profile_exclude, *program_path;
 };
@@ -140,6 +144,11 @@ struct rec_proc {
     /* Over the sampled intervals: the threads' time on a CPU and waiting for one (schedstat). */
     bool have_run_queue;
     double rq_cpu_sec, rq_delay_sec;
+    /* --native: the unwinder, native frames [module, symbol, ip, offset] by key, and the
+     * distinct native and combined chains (key -> [items, hits]). */
+    struct rn_proc *rn;
+    json_t *nframe_idx, *nframes, *native_chains, *combined_chains;
+    uint64_t native_overflow, combined_overflow;
 };
 
 /* A pid found among the children that is not (yet) recordable, and how often it was tried. */
@@ -225,8 +234,8 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
             o->blocking = true;
             break;
         case O_NATIVE:
-            return cli_usage("--native is not available yet: scry record has no native unwinder "
-                             "(libunwind-ptrace); `scry run --stacks` records native frames");
+            o->native = true;
+            break;
         case O_ALL:
             o->profile_all = true;
             break;
@@ -515,6 +524,124 @@ static int charge(struct rec_proc *pr, const struct rec_opts *o, const struct py
     return 0;
 }
 
+/* Counts one hit of the chain (items: a JSON array, stolen) in chains, keyed by its text. */
+static int chain_hit(json_t *chains, json_t *items, uint64_t *overflow)
+{
+    char *key = json_dumps(items, JSON_COMPACT);
+    int err = 0;
+    if (!key) {
+        json_decref(items);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    json_t *c = json_object_get(chains, key);
+    if (c) {
+        json_array_set_new(c, 1, json_integer(json_integer_value(json_array_get(c, 1)) + 1));
+        json_decref(items);
+    } else if (json_object_size(chains) >= MAX_CHAINS) {
+        (*overflow)++;
+        json_decref(items);
+    } else if (json_object_set_new(chains, key, json_pack("[oi]", items, 1))) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    free(key);
+    return err;
+}
+
+/* The native frame of ips[i] (innermost first) as an index into the part's native_frames. */
+static int nframe_index(struct rec_proc *pr, const uint64_t *ips, size_t i, size_t *out,
+                        bool *eval)
+{
+    const char *module, *symbol;
+    uint64_t offset;
+    int err = rn_name(pr->rn, ips[i], i == 0, &module, &symbol, &offset, eval);
+    if (err)
+        return err;
+    char key[8192];
+    snprintf(key, sizeof(key), "%s\x1f%s\x1f%llu", module, symbol, (unsigned long long)offset);
+    return intern(pr->nframe_idx, pr->nframes, key,
+                  json_pack("[ssII]", module, symbol, (json_int_t)ips[i], (json_int_t)offset), out);
+}
+
+/* --native: the running thread's native chain (it is stopped), and the combined stack in which
+ * each call of the eval loop is replaced by the profiled Python frames it runs (the agent's
+ * rules, docs/agent-protocol.md: the k-th eval-loop frame from the leaf runs the frames of group
+ * k; frames under the outermost eval loop are left out; groups the chain lacks come first). */
+static int charge_native(struct rec_proc *pr, const struct py_frame *frames, size_t n, int64_t tid)
+{
+    uint64_t ips[NATIVE_DEPTH];
+    size_t nips, idx[NATIVE_DEPTH];
+    bool eval[NATIVE_DEPTH];
+    int err = rn_unwind(pr->rn, (int)tid, ips, NATIVE_DEPTH, &nips);
+    if (err || nips == 0)
+        return 0; /* a thread that cannot be unwound has no chain this time */
+    size_t outermost_eval = SIZE_MAX, nevals = 0;
+    for (size_t i = 0; i < nips; i++) {
+        if ((err = nframe_index(pr, ips, i, &idx[i], &eval[i])))
+            return err;
+        if (eval[i]) {
+            outermost_eval = i;
+            nevals++;
+        }
+    }
+    json_t *nat = json_array();
+    for (size_t i = nips; nat && i-- > 0;)
+        json_array_append_new(nat, json_integer((json_int_t)idx[i]));
+    if (!nat)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if ((err = chain_hit(pr->native_chains, nat, &pr->native_overflow)))
+        return err;
+
+    /* The profiled Python frames, with their group, innermost first. */
+    uint32_t fr[MAX_DEPTH][3];
+    uint8_t grp[MAX_DEPTH];
+    size_t nprof = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 1024];
+        uint32_t file, func;
+        absolute_name(pr, frames[i].code->filename, path, sizeof(path));
+        if ((err = file_index(pr, path, &file)))
+            return err;
+        if (pr->file_rule[file] != PY_RULE_PROFILED)
+            continue;
+        if ((err = func_index(pr, frames[i].code->qualname, file, frames[i].code->firstlineno,
+                              &func)))
+            return err;
+        fr[nprof][0] = file;
+        fr[nprof][1] = func;
+        fr[nprof][2] = (uint32_t)(frames[i].line > 0 ? frames[i].line : 0);
+        grp[nprof] = frames[i].group;
+        nprof++;
+    }
+    if (nprof == 0)
+        return 0;
+    json_t *items = json_array();
+    if (!items)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    /* Groups the chain has no eval-loop frame for, outermost first. */
+    for (size_t k = nprof; k-- > 0;)
+        if (grp[k] >= nevals)
+            json_array_append_new(items, json_pack("[iii]", (int)fr[k][0], (int)fr[k][1],
+                                                   (int)fr[k][2]));
+    size_t from = outermost_eval != SIZE_MAX ? outermost_eval : nips - 1;
+    size_t g = nevals;
+    for (size_t i = from + 1; i-- > 0;) {
+        if (!eval[i]) {
+            json_array_append_new(items, json_pack("[I]", (json_int_t)idx[i]));
+            continue;
+        }
+        g--; /* the g-th eval-loop call from the leaf runs group g */
+        for (size_t k = nprof; k-- > 0;)
+            if (grp[k] == g)
+                json_array_append_new(items, json_pack("[iii]", (int)fr[k][0], (int)fr[k][1],
+                                                       (int)fr[k][2]));
+    }
+    if (json_array_size(items) == 0 || json_array_size(items) > PROF_MAX_DEPTH) {
+        json_decref(items);
+        return 0;
+    }
+    return chain_hit(pr->combined_chains, items, &pr->combined_overflow);
+}
+
 /* One sample of every Python thread of the process. Returns 0, or an error when the process
  * can no longer be read (it has exited, or is exiting). */
 static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_frame *frames)
@@ -537,7 +664,7 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
         arena_free(&a);
         return perr;
     }
-    if (o->blocking) {
+    if (o->blocking || o->native) {
         perr = rd_pause(pr->rd);
         if (perr) {
             arena_free(&a);
@@ -594,6 +721,8 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
         bool running = st == 'R';
         if ((err = charge(pr, o, frames, n, running ? dwall : 0, running ? 0 : dwall)))
             goto out;
+        if (o->native && running && (err = charge_native(pr, frames, n, th[i].native_id)))
+            goto out;
     }
     /* A thread gone from the lists keeps its slot only for its GIL counts. */
     size_t k = 0;
@@ -603,7 +732,7 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
     pr->nthreads = k;
     pr->last_ns = now;
 out:
-    if (o->blocking)
+    if (o->blocking || o->native)
         rd_resume(pr->rd);
     arena_free(&a);
     return err;
@@ -624,6 +753,11 @@ static void proc_free(struct rec_proc *pr)
     json_decref(pr->line_idx);
     json_decref(pr->stack_idx);
     json_decref(pr->excl);
+    json_decref(pr->nframe_idx);
+    json_decref(pr->nframes);
+    json_decref(pr->native_chains);
+    json_decref(pr->combined_chains);
+    rn_proc_free(pr->rn);
     for (size_t i = 0; i < pr->nstacks; i++)
         json_decref(pr->stacks[i].frames);
     free(pr->stacks);
@@ -677,8 +811,17 @@ static struct rec_proc *proc_open(int pid, const struct rec_opts *o, const char 
     clock_gettime(CLOCK_REALTIME, &ts);
     pr->start_real = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     pr->start_ns = pr->last_ns = pr->cc_since = mono_ns();
+    if (o->native) {
+        pr->rn = rn_proc_new(pr->rd);
+        pr->nframe_idx = json_object();
+        pr->nframes = json_array();
+        pr->native_chains = json_object();
+        pr->combined_chains = json_object();
+    }
     if (!pr->argv || !pr->file_idx || !pr->files || !pr->func_idx || !pr->funcs ||
-        !pr->line_idx || !pr->stack_idx || !pr->excl) {
+        !pr->line_idx || !pr->stack_idx || !pr->excl ||
+        (o->native && (!pr->rn || !pr->nframe_idx || !pr->nframes || !pr->native_chains ||
+                       !pr->combined_chains))) {
         err_fail(SCRY_E_NO_MEMORY, "out of memory");
         proc_free(pr);
         return NULL;
@@ -777,6 +920,23 @@ static json_t *proc_part(struct rec_proc *pr, const struct rec_opts *o)
         pr->total[2], "samples", (json_int_t)pr->samples, "dropped", (json_int_t)pr->dropped,
         "files", pr->files, "functions", pr->funcs, "lines", lines, "stacks", stacks,
         "excluded", excl, "threads", threads);
+    if (part && pr->rn) {
+        /* The chains as the part has them: [[items], hits]. */
+        json_t *chains[2] = {json_array(), json_array()};
+        json_t *from[2] = {pr->native_chains, pr->combined_chains};
+        for (int k = 0; k < 2; k++) {
+            const char *key;
+            json_t *c;
+            json_object_foreach(from[k], key, c) json_array_append(chains[k], c);
+        }
+        json_object_set(part, "native_frames", pr->nframes);
+        json_object_set_new(part, "native_stacks", chains[0]);
+        json_object_set_new(part, "combined_stacks", chains[1]);
+        json_object_set_new(part, "native_stacks_overflow",
+                            json_integer((json_int_t)pr->native_overflow));
+        json_object_set_new(part, "combined_stacks_overflow",
+                            json_integer((json_int_t)pr->combined_overflow));
+    }
     if (part && pr->have_run_queue)
         json_object_set_new(part, "run_queue", json_pack("{sfsf}", "delay_sec", pr->rq_delay_sec,
                                                          "cpu_sec", pr->rq_cpu_sec));
@@ -998,6 +1158,8 @@ int cmd_record(int argc, char **argv)
             return cli_usage("--program-path needs a directory, not '%s'", o.program_path);
         o.program_path = ppath;
     }
+    if (o.native && rn_available() != 0)
+        return cli_report_error(false);
     struct rec_program pg = {0};
     struct rec_proc **procs = calloc(1, sizeof(*procs));
     size_t nprocs = 0, cap_procs = 1;
@@ -1022,7 +1184,9 @@ int cmd_record(int argc, char **argv)
     }
     install_handlers();
     fprintf(stderr, "scry: recording process %d (Python %s) at %.0f Hz%s; Ctrl-C to stop\n",
-            o.pid, san_str(first->rt.version_str), o.rate, o.blocking ? ", stopping it" : "");
+            o.pid, san_str(first->rt.version_str), o.rate,
+            o.native ? ", stopping it to unwind native frames"
+                     : o.blocking ? ", stopping it" : "");
     const char *why = "the duration ended";
     int err = record_loop(&procs, &nprocs, &cap_procs, &o, pg.program_path, &why);
 

@@ -128,6 +128,45 @@ def test_blocking_stops_the_target_and_resumes_it(split_target, tmp_path):
     check_split(profile, target.ready, truth)
 
 
+def test_native_frames_are_stitched(python_exe, split_target, tmp_path):
+    """--native: the native chain of each running thread, with each eval-loop call replaced by
+    the Python frames it runs: zlib's frames follow the native line, none follow the Python line
+    (there: the interpreter's own code, the allocator, the dynamic loader's TLS look-up)."""
+    target = split_target(python_exe)
+    cp, profile = record(target.pid, tmp_path / "rec.json", "--duration", "3", "--native")
+    truth = target.stop()
+    check_split(profile, target.ready, truth)
+    assert profile["native_stacks"], "no native stacks"
+    hits = {"python": [0, 0], "native": [0, 0]}  # [stacks' hits, those with zlib's frames]
+    for frames, n in profile["combined_stacks"]:
+        py = [i for i, f in enumerate(frames) if f["kind"] == "py"]
+        assert py and frames[0]["kind"] == "py" and frames[0]["display_name"] == "<module>", \
+            frames[:3]
+        inner = frames[py[-1]]
+        for name in hits:
+            if inner["line"] == target.ready["lines"][name]:
+                rest = frames[py[-1] + 1:]
+                hits[name][0] += n
+                hits[name][1] += n * any(
+                    f["display_name"].startswith("deflate") or
+                    "libz." in f["filename_or_module"] for f in rest)
+    assert hits["native"][0] >= 30 and hits["native"][1] >= 0.8 * hits["native"][0], hits
+    assert hits["python"][0] >= 60 and hits["python"][1] == 0, hits
+    # Stitched: each eval-loop call stands for its Python frames, and the start-up frames under
+    # the outermost one are left out. That needs the eval loop's frames to be named: the pyenv
+    # builds (3.11-3.13, Debian's static 3.11) have _PyEval_EvalFrameDefault in the chain;
+    # Debian sid's 3.14/3.15 run the eval loop in a local clone their symbol tables lack, and
+    # there the Python frames come first, then the whole native chain (docs/json-schema.md).
+    eval_named = any(f[1] == "_PyEval_EvalFrameDefault" for st, _ in profile["native_stacks"]
+                     for f in st)
+    minor = int(profile["python_version"].split(".")[1])
+    assert eval_named or minor >= 14, "no eval-loop frame named in the native chains"
+    if eval_named:
+        for frames, _ in profile["combined_stacks"]:
+            names = [f["display_name"] for f in frames]
+            assert "_start" not in names and "Py_RunMain" not in names, names
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_recording_and_writes_the_profile(split_target, tmp_path, sig):
     target = split_target(preferred_python())
@@ -246,8 +285,6 @@ def test_errors(spawn, tmp_path):
     wait_for_sleeping(proc.pid)
     check_error(["record", "--pid", proc.pid, "-o", tmp_path / "x.json"], "not_python")
     assert not (tmp_path / "x.json").exists()
-    cp = run_scry(["record", "--pid", proc.pid, "--native"])
-    assert cp.returncode == 2 and "libunwind" in cp.stderr, cp.stderr
 
 
 def test_permission_denied(spawn, tmp_path):
