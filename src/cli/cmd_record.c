@@ -459,6 +459,37 @@ static bool on_c_call(struct rec_proc *pr, const struct py_frame *f)
     return py_opcode_is_call(pr->rt.minor, unit[0]);
 }
 
+/* The profiled frames of a stack (innermost first) as [file, function, line], with their
+ * eval-loop group when grp is given; *first_file: the innermost frame's file. */
+static int profiled_frames(struct rec_proc *pr, const struct py_frame *frames, size_t n,
+                           uint32_t (*fr)[3], uint8_t *grp, size_t *nprof, uint32_t *first_file)
+{
+    *nprof = 0;
+    *first_file = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX + 1024];
+        uint32_t file, func;
+        int err;
+        absolute_name(pr, frames[i].code->filename, path, sizeof(path));
+        if ((err = file_index(pr, path, &file)))
+            return err;
+        if (i == 0)
+            *first_file = file;
+        if (pr->file_rule[file] != PY_RULE_PROFILED)
+            continue;
+        if ((err = func_index(pr, frames[i].code->qualname, file, frames[i].code->firstlineno,
+                              &func)))
+            return err;
+        fr[*nprof][0] = file;
+        fr[*nprof][1] = func;
+        fr[*nprof][2] = (uint32_t)(frames[i].line > 0 ? frames[i].line : 0);
+        if (grp)
+            grp[*nprof] = frames[i].group;
+        (*nprof)++;
+    }
+    return 0;
+}
+
 /* Charges one thread's interval: cpu seconds on the CPU (python or native by where it is),
  * off seconds off it (system), at the first profiled frame of its stack. */
 static int charge(struct rec_proc *pr, const struct rec_opts *o, const struct py_frame *frames,
@@ -467,26 +498,10 @@ static int charge(struct rec_proc *pr, const struct rec_opts *o, const struct py
     uint32_t fr[MAX_DEPTH][3];
     size_t nprof = 0;
     uint32_t first_file = UINT32_MAX;
-    int err;
     bool native = n == 0 || on_c_call(pr, &frames[0]);
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 1024];
-        uint32_t file, func;
-        absolute_name(pr, frames[i].code->filename, path, sizeof(path));
-        if ((err = file_index(pr, path, &file)))
-            return err;
-        if (i == 0)
-            first_file = file;
-        if (pr->file_rule[file] != PY_RULE_PROFILED)
-            continue;
-        if ((err = func_index(pr, frames[i].code->qualname, file, frames[i].code->firstlineno,
-                              &func)))
-            return err;
-        fr[nprof][0] = file;
-        fr[nprof][1] = func;
-        fr[nprof][2] = (uint32_t)(frames[i].line > 0 ? frames[i].line : 0);
-        nprof++;
-    }
+    int err = profiled_frames(pr, frames, n, fr, NULL, &nprof, &first_file);
+    if (err)
+        return err;
     if (n == 0) {
         /* A thread with no Python frame (not started yet, or in C only): <native>. */
         uint32_t file, func;
@@ -595,23 +610,9 @@ static int charge_native(struct rec_proc *pr, const struct py_frame *frames, siz
     uint32_t fr[MAX_DEPTH][3];
     uint8_t grp[MAX_DEPTH];
     size_t nprof = 0;
-    for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX + 1024];
-        uint32_t file, func;
-        absolute_name(pr, frames[i].code->filename, path, sizeof(path));
-        if ((err = file_index(pr, path, &file)))
-            return err;
-        if (pr->file_rule[file] != PY_RULE_PROFILED)
-            continue;
-        if ((err = func_index(pr, frames[i].code->qualname, file, frames[i].code->firstlineno,
-                              &func)))
-            return err;
-        fr[nprof][0] = file;
-        fr[nprof][1] = func;
-        fr[nprof][2] = (uint32_t)(frames[i].line > 0 ? frames[i].line : 0);
-        grp[nprof] = frames[i].group;
-        nprof++;
-    }
+    uint32_t first_file;
+    if ((err = profiled_frames(pr, frames, n, fr, grp, &nprof, &first_file)))
+        return err;
     if (nprof == 0)
         return 0;
     json_t *items = json_array();
