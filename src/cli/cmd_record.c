@@ -301,6 +301,27 @@ static bool thread_sched(int pid, int64_t tid, uint64_t *cpu, uint64_t *delay)
     return true;
 }
 
+/* A thread's scheduler state letter now (/proc/PID/task/TID/stat), 0 if it is gone. */
+static char thread_state(int pid, int64_t tid)
+{
+    char path[96], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/task/%lld/stat", pid, (long long)tid);
+    if (read_proc(path, buf, sizeof(buf)) <= 0)
+        return 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether a runnable thread is inside a system call (/proc/PID/task/TID/syscall names one): a
+ * thread woken from a sleep or a read, waiting for a CPU to return to the program. A thread on
+ * a CPU reads "running", one preempted in the program "-1 ...". */
+static bool in_syscall(int pid, int64_t tid)
+{
+    char path[96], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d/task/%lld/syscall", pid, (long long)tid);
+    return read_proc(path, buf, sizeof(buf)) > 0 && buf[0] >= '0' && buf[0] <= '9';
+}
+
 static json_t *proc_argv(int pid)
 {
     char path[64], buf[16384];
@@ -719,7 +740,12 @@ static int sample_proc(struct rec_proc *pr, const struct rec_opts *o, struct py_
             pr->dropped++;
             continue;
         }
-        bool running = st == 'R';
+        /* Off the CPU, or on it in the kernel (a system call): system time. The state is read
+         * again right after the stack, so that both describe the same moment (a stopped
+         * process keeps the state read before it was stopped). */
+        if (!o->blocking && !o->native)
+            st = thread_state(pr->pid, th[i].native_id);
+        bool running = st == 'R' && !in_syscall(pr->pid, th[i].native_id);
         if ((err = charge(pr, o, frames, n, running ? dwall : 0, running ? 0 : dwall)))
             goto out;
         if (o->native && running && (err = charge_native(pr, frames, n, th[i].native_id)))
