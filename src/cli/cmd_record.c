@@ -869,6 +869,12 @@ static int proc_reopen(struct rec_proc *pr)
         return err;
     py_code_cache_free(&pr->cc);
     py_code_cache_init(&pr->cc);
+    if (pr->rn) {
+        /* Its modules are another program's now, and it named them through the old reader. */
+        rn_proc_free(pr->rn);
+        if (!(pr->rn = rn_proc_new(pr->rd)))
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
     pr->failures = 0;
     pr->filter.prefixes_known = false;
     uint64_t interp;

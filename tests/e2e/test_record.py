@@ -198,6 +198,24 @@ def test_a_target_that_exits_ends_recording(split_target, tmp_path):
     assert line_total(line_entry(detail, target.ready["lines"]["python"])) > 30, detail["lines"]
 
 
+def test_the_file_filter_is_scry_runs(split_target, tmp_path):
+    """--profile-exclude and --program-path take the target's file out, with the rule that did;
+    by default its directory is the program's (the script's, from its command line)."""
+    target = split_target(preferred_python())
+    _, excluded = record(target.pid, tmp_path / "x.json", "--duration", "1",
+                         "--profile-exclude", "record_split")
+    _, outside = record(target.pid, tmp_path / "o.json", "--duration", "1",
+                        "--program-path", str(tmp_path))
+    target.stop()
+    for profile, rule in ((excluded, "excluded"), (outside, "outside_program")):
+        assert file_detail(profile, TARGET) is None, sorted(profile["files"])
+        rules = {x["file"]: x["rule"] for x in profile["excluded"]}
+        assert rules.get(str(TARGET)) == rule, profile["excluded"]
+        assert "note" in profile, sorted(profile)
+    assert outside["filename"] == str(tmp_path)
+    assert excluded["filename"] == str(TARGET.parent)
+
+
 def test_view_and_flamegraph_work_on_a_recording(split_target, tmp_path):
     target = split_target(preferred_python())
     out = tmp_path / "rec.json"
