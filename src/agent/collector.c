@@ -727,6 +727,10 @@ static void end_exited_threads(uint64_t now)
         if (atomic_load_explicit(&t->state, memory_order_acquire) != AG_T_EXITED)
             continue;
         drain(t);
+        if (!atomic_load(&ag_enabled)) { /* it ended while profiling was off */
+            retire(t, now);
+            continue;
+        }
         uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
@@ -881,11 +885,79 @@ static void tick(bool flush)
         scan_threads(now);
         last_scan_ns = now;
     }
-    if (!ag_cfg.virtual_time)
+    if (!ag_cfg.virtual_time && atomic_load(&ag_enabled))
         wall_samples(now, flush);
     sched_reads(now, flush);
     drain_all(flush);
     end_exited_threads(now);
+}
+
+/* ---- profiling on and off (control.c) ----
+ *
+ * Off: the handler takes no sample (it only re-arms the timer), and neither off-CPU time, the
+ * CPU time of threads that end, nor memory is counted. Switching off first charges what every
+ * thread did since its last sample (where that sample went, as when a thread ends); switching
+ * on starts every thread's clocks afresh, so that nothing of the time off is charged. */
+static uint64_t off_since_ns, off_total_ns;
+
+static void set_profiling_locked(bool on)
+{
+    if (on == atomic_load(&ag_enabled) || atomic_load(&finish_started))
+        return;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    end_exited_threads(now); /* threads that ended before the switch, in the old state */
+    size_t used = atomic_load(&nthreads_used);
+    if (!on) {
+        if (!ag_cfg.virtual_time)
+            wall_samples(now, true);
+        atomic_store(&ag_enabled, false);
+        if (ag_cfg.memory)
+            atomic_store(&ag_mem_on, false);
+        for (size_t i = 0; i < used; i++) {
+            struct ag_thread *t = &threads[i];
+            if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
+                continue;
+            drain(t);
+            uint64_t cpu = ag_now_ns(t->cpu_clock);
+            if (last_cpu[i].valid && cpu > t->last_cpu_ns)
+                charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - t->last_cpu_ns);
+        }
+        off_since_ns = now;
+        return;
+    }
+    for (size_t i = 0; i < used; i++) {
+        struct ag_thread *t = &threads[i];
+        if (atomic_load(&t->state) != AG_T_ACTIVE)
+            continue;
+        uint64_t cpu = ag_now_ns(t->cpu_clock);
+        t->last_cpu_ns = cpu;
+        t->wall_last_ns = now;
+        t->wall_last_cpu_ns = cpu;
+        t->pending_off_ns = 0;
+        wall_cache[i].valid = false;
+    }
+    if (off_since_ns && now > off_since_ns)
+        off_total_ns += now - off_since_ns;
+    off_since_ns = 0;
+    atomic_store_explicit(&ag_enabled, true, memory_order_release);
+    if (ag_cfg.memory && !shutdown.start_ns)
+        atomic_store(&ag_mem_on, true);
+}
+
+void ag_collector_set_profiling(bool on)
+{
+    ag_mtls.guard++;
+    take_lock();
+    set_profiling_locked(on);
+    drop_lock();
+    ag_mtls.guard--;
+}
+
+/* Seconds profiling was off so far. */
+static double off_seconds(uint64_t now)
+{
+    uint64_t ns = off_total_ns + (off_since_ns && now > off_since_ns ? now - off_since_ns : 0);
+    return (double)ns / 1e9;
 }
 
 /* <interpreter shutdown> is profiled unless --profile-exclude names it or --profile-only does
@@ -901,7 +973,8 @@ static void charge_shutdown(uint64_t now)
 {
     /* A program never sampled (it ended before its first sample) has no shares to complete:
      * its profile stays empty, with the note that says it ran too briefly. */
-    if (!shutdown.start_ns || now <= shutdown.start_ns || stats.samples == 0)
+    if (!shutdown.start_ns || now <= shutdown.start_ns || stats.samples == 0 ||
+        !atomic_load(&ag_enabled))
         return;
     uint64_t wall = now - shutdown.start_ns;
     uint64_t cpu_now = ag_now_ns(thread_cpu_clock(shutdown.tid));
@@ -957,6 +1030,7 @@ static void finish_locked(void)
              calls ? hns / 1e3 / calls : 0.0, collector_cpu_ns / 1e6,
              (unsigned long long)stats.dropped);
     ag_mem_finish(&mstats);
+    stats.off_sec = off_seconds(end);
     if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
     atomic_store(&finished, true);
@@ -972,6 +1046,7 @@ static void maybe_snapshot(void)
     if ((double)(now - last_snapshot_ns) < ag_cfg.snapshot_sec * 1e9)
         return;
     last_snapshot_ns = now;
+    stats.off_sec = off_seconds(now);
     if (ag_write_snapshot_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec,
                                (double)(now - start_mono_ns) / 1e9) != 0)
         log_warn("agent: could not write a snapshot: %s", err_last_message());
@@ -1001,6 +1076,9 @@ static void *collector_main(void *arg)
         if (atomic_load(&stop_requested) || atomic_load(&pause_requested))
             break;
         take_lock();
+        int want = ag_control_poll();
+        if (want >= 0)
+            set_profiling_locked(want == 1);
         tick(false);
         maybe_snapshot();
         ag_pyhooks_maybe_schedule();
@@ -1042,6 +1120,8 @@ static void reset_state(void)
     last_snapshot_ns = start_mono_ns;
     last_scan_ns = 0;
     carry_ns = 0;
+    off_total_ns = 0;
+    off_since_ns = atomic_load(&ag_enabled) ? 0 : start_mono_ns;
     last_hooked.kind = ATTR_NONE;
 }
 

@@ -190,6 +190,10 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_int(w, getppid());
     jw_key(w, "python_version");
     jw_str(w, ag_rt.version_str);
+    if (ag_cfg.memory_unsupported) {
+        jw_key(w, "memory_unsupported");
+        jw_bool(w, true);
+    }
     jw_key(w, "argv");
     write_argv(w);
     jw_key(w, "start_time_absolute");
@@ -202,6 +206,8 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_bool(w, ag_cfg.virtual_time);
     jw_key(w, "sampling_rate_sec");
     jw_double(w, ag_cfg.rate_sec);
+    jw_key(w, "profiling_off_sec");
+    jw_double(w, st->off_sec);
     jw_key(w, "totals");
     jw_obj_begin(w);
     jw_key(w, "python_sec");
@@ -215,6 +221,21 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     jw_key(w, "dropped");
     jw_uint(w, st->dropped);
     jw_obj_end(w);
+
+    static struct ag_decorated dec[512];
+    size_t ndec = ag_decorated_copy(dec, sizeof(dec) / sizeof(dec[0]));
+    if (ndec) {
+        jw_key(w, "decorated");
+        jw_arr_begin(w);
+        for (size_t i = 0; i < ndec; i++) {
+            jw_arr_begin(w);
+            jw_str(w, dec[i].file);
+            jw_str(w, dec[i].name);
+            jw_int(w, dec[i].first);
+            jw_arr_end(w);
+        }
+        jw_arr_end(w);
+    }
 
     uint64_t delay_ns, cpu_ns;
     if (ag_sched_totals(&delay_ns, &cpu_ns)) {

@@ -7,7 +7,10 @@
  * - it registers os.register_at_fork hooks so that the collector thread is not alive when
  *   os.fork() counts the process's threads (CPython 3.12+ warns on stderr about forking a
  *   multi-threaded process) and is started again after it.
- * The API is looked up with dlsym: the agent is not linked against any particular Python. */
+ * The API is looked up with dlsym: the agent is not linked against any particular Python.
+ * On a free-threaded build (3.13t) there is no GIL: "the GIL held" means an attached thread
+ * state there (what PyGILState_Check reports), which is what these calls need; memory
+ * profiling is off on that build (agent.c), so the allocators are not wrapped there. */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -27,6 +30,7 @@ struct py_method_def { /* PyMethodDef */
     const char *doc;
 };
 #define METH_NOARGS 0x0004
+#define METH_O 0x0008
 
 static struct {
     int (*add_pending_call)(int (*)(void *), void *);
@@ -45,6 +49,9 @@ static struct {
     void (*mem_get)(int, void *);
     void (*mem_set)(int, void *);
     int (*gil_held)(void);
+    int (*set_attr)(PyObject *, const char *, PyObject *);
+    const char *(*utf8)(PyObject *);
+    long (*as_long)(PyObject *);
 } api;
 
 /* ---- Python's allocators ---- */
@@ -225,6 +232,49 @@ static void register_at_exit(void)
     put_ref(mod);
 }
 
+/* builtins.profile while the program runs under scry (as Scalene and line_profiler give it):
+ * records the decorated function (its code object's file, qualified name and first line) and
+ * returns it unchanged. Anything that has no __code__ is returned as it is. */
+static PyObject *builtin_profile(PyObject *self, PyObject *func)
+{
+    (void)self;
+    PyObject *code = api.get_attr(func, "__code__");
+    PyObject *file = code ? api.get_attr(code, "co_filename") : NULL;
+    PyObject *name = code ? api.get_attr(code, "co_qualname") : NULL;
+    PyObject *first = code ? api.get_attr(code, "co_firstlineno") : NULL;
+    const char *f = file ? api.utf8(file) : NULL;
+    const char *n = name ? api.utf8(name) : NULL;
+    long line = first ? api.as_long(first) : -1;
+    if (f && n && line >= 0 && line <= 0x7fffffff)
+        scry_agent_profile_function(f, n, (int)line);
+    api.err_clear();
+    put_ref(first);
+    put_ref(name);
+    put_ref(file);
+    put_ref(code);
+    api.incref(func);
+    return func;
+}
+
+static struct py_method_def profile_def = {"profile", builtin_profile, METH_O,
+                                           "scry's @profile: report only decorated functions"};
+
+/* Unless the program's builtins already have a `profile` (another profiler's). */
+static void install_builtin_profile(void)
+{
+    if (!api.set_attr || !api.utf8 || !api.as_long)
+        return;
+    PyObject *b = api.import_module("builtins");
+    PyObject *have = b ? api.get_attr(b, "profile") : NULL;
+    PyObject *fn = b && !have ? api.cfunction_new(&profile_def, NULL, NULL) : NULL;
+    if (fn && api.set_attr(b, "profile", fn) != 0)
+        log_debug("agent: could not set builtins.profile");
+    api.err_clear();
+    put_ref(fn);
+    put_ref(have);
+    put_ref(b);
+}
+
 /* Runs in the main thread with the GIL held. */
 static int install(void *arg)
 {
@@ -232,6 +282,11 @@ static int install(void *arg)
     if (ag_cfg.memory)
         wrap_allocators();
     register_at_exit();
+    static bool profile_done;
+    if (!profile_done) {
+        install_builtin_profile();
+        profile_done = true;
+    }
     atomic_store(&ag_mem_python_ready, true);
     PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
     PyObject *fns[3] = {NULL, NULL, NULL};
@@ -288,6 +343,9 @@ static bool load_api(void)
     SYM(mem_get, "PyMem_GetAllocator");
     SYM(mem_set, "PyMem_SetAllocator");
     SYM(gil_held, "PyGILState_Check");
+    SYM(set_attr, "PyObject_SetAttrString");
+    SYM(utf8, "PyUnicode_AsUTF8");
+    SYM(as_long, "PyLong_AsLong");
 #undef SYM
     return api.add_pending_call && api.import_module && api.get_attr && api.cfunction_new &&
            api.dict_new && api.dict_set && api.tuple_new && api.call && api.decref &&

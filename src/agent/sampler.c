@@ -391,6 +391,11 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
         goto out;
     if (t->tid != (int)syscall(SYS_gettid))
         goto out;
+    /* Profiling off: no sample, and the clock is left as it is (switching on restarts it). */
+    if (!atomic_load_explicit(&ag_enabled, memory_order_acquire)) {
+        arm(t);
+        goto out;
+    }
 
     /* A thread counted from its creation may not have a thread state yet (or the collector has
      * not seen it): look for it. Until there is one the thread is in its C start-up, and the
@@ -464,7 +469,8 @@ static int pick_signal(void)
 int ag_sampler_init(void)
 {
     /* Before anything samples: memory samples walk stacks too, even with CPU sampling off. */
-    fw_ok = py_fw_init(&fw, &ag_rt.layout, py_heap_layout_table(ag_rt.minor),
+    fw_ok = py_fw_init(&fw, &ag_rt.layout,
+                       py_heap_layout_table(ag_rt.minor, ag_rt.layout.free_threaded),
                        ag_rt.types.code) == 0 &&
             ag_rt.layout.co_size <= sizeof(((struct walk_scratch *)0)->headers[0]);
     if (!fw_ok)

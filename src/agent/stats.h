@@ -130,6 +130,7 @@ struct ag_stats {
     struct ag_chains combined_stacks; /* struct ag_citem, outermost first */
     double total_sec[3];
     uint64_t samples, dropped, unattributed;
+    double off_sec; /* seconds profiling was off (scry.stop(), --off, scry control) */
 };
 
 void ag_stats_init(struct ag_stats *st);

@@ -36,6 +36,7 @@ void prof_free(struct profile *p)
     free(p->lines);
     free(p->excluded);
     free(p->threads);
+    free(p->decorated);
     free(p->stacks);
     free(p->sframes);
     free(p->nframes);
@@ -276,6 +277,9 @@ static int check_part(const json_t *part, const char *what)
     v = json_object_get(part, "virtual_time");
     if (v && !json_is_boolean(v))
         return bad(what, "\"virtual_time\" is not true or false");
+    v = json_object_get(part, "memory_unsupported");
+    if (v && !json_is_boolean(v))
+        return bad(what, "\"memory_unsupported\" is not true or false");
 
     v = json_object_get(part, "run_queue");
     if (v && (!json_is_object(v) || !is_seconds(json_object_get(v, "delay_sec")) ||
@@ -901,6 +905,54 @@ static int merge_memory(struct profile *p, const json_t *part, const uint32_t *f
     return err;
 }
 
+/* One [file, qualname, first line] of a part's "decorated" (each function once). */
+static int add_decorated(struct profile *p, const json_t *d)
+{
+    const char *file = json_string_value(json_array_get(d, 0));
+    const char *name = json_string_value(json_array_get(d, 1));
+    json_int_t first = json_integer_value(json_array_get(d, 2));
+    if (!file || !name || first < 0 || first > UINT32_MAX)
+        return 0;
+    for (size_t i = 0; i < p->ndecorated; i++)
+        if (p->decorated[i].first == first && strcmp(p->decorated[i].file, file) == 0 &&
+            strcmp(p->decorated[i].name, name) == 0)
+            return 0;
+    if (grow_array(&p->decorated, &p->cap_decorated, p->ndecorated + 1, sizeof(*p->decorated)))
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    struct prof_decorated *e = &p->decorated[p->ndecorated];
+    if (!(e->file = arena_strdup(&p->arena, file)) || !(e->name = arena_strdup(&p->arena, name)))
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+    e->first = (uint32_t)first;
+    p->ndecorated++;
+    return 0;
+}
+
+static bool is_decorated(const struct profile *p, uint32_t func)
+{
+    const struct prof_func *f = &p->funcs[func];
+    for (size_t i = 0; i < p->ndecorated; i++)
+        if (p->decorated[i].first == f->first_line &&
+            strcmp(p->decorated[i].name, f->qualname) == 0 &&
+            strcmp(p->decorated[i].file, p->files[f->file].name) == 0)
+            return true;
+    return false;
+}
+
+/* @profile: only the decorated functions' lines are reported (the totals stay the whole
+ * program's, so that their shares are of everything it did). */
+static void keep_decorated(struct profile *p)
+{
+    if (!p->ndecorated)
+        return;
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nlines; i++)
+        if (is_decorated(p, p->lines[i].func))
+            p->lines[kept++] = p->lines[i];
+        else
+            prof_timeline_free(&p->lines[i].timeline);
+    p->nlines = kept;
+}
+
 int prof_add_part(struct profile *p, const json_t *part, const char *what, int64_t primary_pid)
 {
     int err = check_part(part, what);
@@ -920,8 +972,15 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
         p->elapsed_sec = elapsed;
     if (primary || stand_in) {
         p->sampling_rate_sec = num(part, "sampling_rate_sec", p->sampling_rate_sec);
+        p->off_sec = num(part, "profiling_off_sec", 0);
         p->virtual_time = json_is_true(json_object_get(part, "virtual_time"));
     }
+    const json_t *dec = json_object_get(part, "decorated");
+    for (size_t i = 0; i < json_array_size(dec) && !err; i++)
+        err = add_decorated(p, json_array_get(dec, i));
+    if (err)
+        return err;
+    p->memory_unsupported |= json_is_true(json_object_get(part, "memory_unsupported"));
     const json_t *rq = json_object_get(part, "run_queue");
     if (rq) {
         p->have_run_queue = true;
@@ -1060,6 +1119,12 @@ static const char *make_note(struct profile *p)
         return "no process wrote profile data (the program ended before the agent could write it, "
                "for example killed by SIGKILL, or it never ran a CPython 3.11+ interpreter): "
                "nothing was recorded";
+    if (p->samples == 0 && p->off_sec > 0 && p->off_sec >= 0.99 * p->elapsed_sec)
+        return arena_printf(&p->arena,
+                            "profiling was off for the whole run (%.3f s): turn it on with "
+                            "scry.start(), scry control PID on, or without --off; nothing was "
+                            "recorded",
+                            p->elapsed_sec);
     /* A program can allocate without being sampled on the CPU: memory lines are a profile. */
     if ((p->samples == 0 && !p->mem.on) || (p->nlines == 0 && prof_total_sec(p) <= 0))
         return arena_printf(&p->arena,
@@ -1193,6 +1258,7 @@ static void finish_memory(struct profile *p)
 
 void prof_finish(struct profile *p)
 {
+    keep_decorated(p);
     if (p->nlines > 1)
         qsort(p->lines, p->nlines, sizeof(*p->lines), cmp_line);
     if (p->nexcluded > 1)

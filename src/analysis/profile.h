@@ -165,8 +165,18 @@ struct profile {
     bool have_primary;
     /* Over every part. */
     double elapsed_sec; /* max */
+    double off_sec;     /* the program's process: seconds profiling was off */
+    /* @profile: the decorated functions of every part (file, qualname, first line); when there
+     * are any, prof_finish keeps only their lines. */
+    struct prof_decorated {
+        const char *file, *name;
+        uint32_t first;
+    } *decorated;
+    size_t ndecorated, cap_decorated;
     double sampling_rate_sec;
     bool virtual_time;
+    bool memory_unsupported; /* a process asked for memory could not measure it (a
+                                free-threaded build): it profiled CPU only */
     double python_sec, native_sec, sys_sec; /* every sample, charged or not */
     uint64_t samples, dropped;
     /* Over the parts that read their threads' schedstat (have_run_queue): how long the threads

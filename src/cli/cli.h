@@ -51,12 +51,15 @@ int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_control(int argc, char **argv);
+int cmd_collect(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 extern const char cmd_record_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
-    cmd_compare_usage[], cmd_flamegraph_usage[];
+    cmd_compare_usage[], cmd_flamegraph_usage[], cmd_control_usage[],
+    cmd_collect_usage[];
 
 /* ---- errors and help (cli_common.c) ---------------------------------------------------------- */
 
@@ -137,6 +140,34 @@ const char *cli_profile_program(const json_t *doc);
 /* `scry view --format FORMAT` (view_export.c): folded, speedscope, pprof, trace, firefox;
  * outfile NULL or "-" is standard output. Returns what a handler returns. */
 int cli_view_export(const char *path, const char *format, const char *outfile);
+/* The browser view's page of the profile document data (view_page.c; what names it in errors,
+ * threshold is the page's "quiet line" level): written to dest, or to a new private file in
+ * $TMPDIR when dest is NULL; its path goes to path. Returns 0 or a negative error (recorded). */
+int cli_page_write(const char *data, size_t len, const char *what, double threshold,
+                   const char *dest, char *path, size_t size);
+/* Opens the page in a browser when there is a display: the first command of $BROWSER, else
+ * xdg-open. False, with *why saying why, when nothing opened it. */
+bool cli_page_open(const char *path, const char **why);
+/* `scry run --config FILE` (run_config.c): the YAML file's options as command-line arguments.
+ * The file is a mapping of long option names (dashes or underscores) to values: a scalar for an
+ * option with a value, a list of scalars for a repeatable one (repeatable[], NULL-ended),
+ * true/false for a flag (false: its --no- twin; an error for a flag without one). */
+struct cli_config {
+    char *path;
+    char **args;    /* "--name=value" or "--name", in the file's order */
+    size_t *lines;  /* the line of each argument's key, from 1 */
+    size_t nargs, cap;
+};
+struct option;
+/* Reads path into cfg; a missing or unreadable file is an io_error, everything else wrong with
+ * it a usage error naming the file, the line and the key. skip names options the file may not
+ * hold (NULL-ended). */
+int cli_config_load(const char *path, const struct option *opts, const char *const *repeatable,
+                    const char *const *skip, struct cli_config *cfg);
+/* When the usage error just recorded is about argument i of cfg (0-based), records it again
+ * with the file and line in front. */
+void cli_config_blame(const struct cli_config *cfg, size_t i);
+void cli_config_free(struct cli_config *cfg);
 /* Whether the file starts with a heap snapshot's magic (heap_flamegraph.c); false if unreadable. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */

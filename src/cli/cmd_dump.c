@@ -439,6 +439,8 @@ int cmd_dump(int argc, char **argv)
     err = cli_open_target(o.pid, o.core, o.exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
+    if (!err && rt.layout.free_threaded)
+        err = py_runtime_refuse_free_threaded(&rt, HW_FREE_THREADED_MISSING);
     if (!err)
         err = snap_writer_open(o.output, &ds.w);
     if (!err && o.graph && (err = outfile_open(&ds.graph_out, o.graph, OUTFILE_PRIVATE)) == 0)

@@ -46,9 +46,14 @@ const char cmd_run_usage[] =
     "Options stop at the program name; what follows it is the program's own command line.\n"
     "\n"
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
-    "      --python PATH               the Python to run (default: python3 on PATH)\n"
+    "      --config FILE               options from a YAML file (option: value, a list for\n"
+    "                                  --tag, true/false for flags); the command line wins\n"
+    "      --python PATH               the Python to run (default: $SCRY_PYTHON, else python3\n"
+    "                                  on PATH; python -m scry: its own interpreter)\n"
     "  -m MODULE                       run a module, as python -m does\n"
     "      --cpu-only                  profile CPU time only (no memory, copies or leaks)\n"
+    "      --cpu                       CPU time; without --memory, CPU time only (Scalene's\n"
+    "                                  mode flags)\n"
     "      --memory                    profile memory too (the default)\n"
     "      --allocation-sampling-window B\n"
     "                                  bytes a thread allocates (net) between two memory\n"
@@ -66,9 +71,25 @@ const char cmd_run_usage[] =
     "      --cpu-percent-threshold P   the view hides lines under P% of the time (default 1);\n"
     "                                  with --reduced-profile the JSON leaves them out too\n"
     "      --reduced-profile           keep only lines and functions at or above the threshold\n"
-    "      --no-view                   do not print the terminal view at the end\n"
+    "                                  (or with memory: see --malloc-threshold)\n"
+    "      --malloc-threshold MB       a line under the time threshold stays in the reduced\n"
+    "                                  profile and the view for its memory only when it\n"
+    "                                  allocated at least MB megabytes (default 0: any)\n"
+    "      --cli                       print the terminal view at the end (the default)\n"
+    "      --no-view, --json           do not print it: the JSON profile only\n"
+    "      --html                      also write the browser page next to the profile\n"
+    "                                  (scry-profile.html for scry-profile.json)\n"
+    "      --web, --viewer             open the browser view at the end instead of printing the\n"
+    "                                  terminal view ($BROWSER or xdg-open, with a display;\n"
+    "                                  otherwise the terminal view)\n"
+    "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --off / --on                start with profiling off (or on, the default); turn it\n"
+    "                                  on and off with scry.start()/scry.stop() in the program\n"
+    "                                  or scry control PID on|off from another shell\n"
+    "      --profile-interval S        rewrite the profile every S seconds while the program\n"
+    "                                  runs (each write atomic: a viewer may read it any time)\n"
     "      --push URL                  continuous profiling: send a pprof profile of each\n"
     "                                  interval to the Pyroscope server at URL (its /ingest),\n"
     "                                  and one of the last interval at the end\n"
@@ -88,27 +109,103 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
+    double profile_interval; /* --profile-interval (0: none) */
     bool memory, leak_detector;
     unsigned long long window; /* --allocation-sampling-window */
     const char *only, *exclude;
     const char *program_path;
     double threshold;
     struct push_cfg push; /* push.url NULL: no --push */
+    bool web, html;          /* --web: the browser view at the end; --html: the page is written */
+    double malloc_threshold; /* --malloc-threshold, MB */
+    struct cli_config config; /* --config FILE */
+    char **argv;              /* with --config: the file's arguments, then the command line */
+    int at;                   /* the argument being parsed (a usage error's place) */
 };
+
+/* Seconds between two rounds of periodic work (--push-interval, --profile-interval). */
+static bool parse_interval(const char *arg, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(v) || v < 0.1 || v > 86400)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Scalene's names and --config (scalene-options.md), apart from the first table's codes. */
+enum {
+    O_CONFIG = 512, O_CPU, O_CLI, O_JSON, O_HTML, O_WEB, O_NO_BROWSER, O_MALLOC_THRESHOLD,
+};
+
+/* --config FILE (once, before the program): its options go in front of the command line's, so
+ * that the command line wins. The program comes from the command line only. */
+static int expand_config(int *argc, char ***argv, const struct option *longopts,
+                         struct run_opts *o)
+{
+    static const char *const repeatable[] = {"tag", NULL}, *const skip[] = {"config", "help",
+                                                                              NULL};
+    const char *path = NULL;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while (optind < *argc && strcmp((*argv)[optind], "---") != 0 &&
+           (c = getopt_long(*argc, *argv, "+:o:m:h", longopts, NULL)) != -1 && c != 'm')
+        if (c == O_CONFIG && path)
+            return cli_usage("give --config once");
+        else if (c == O_CONFIG)
+            path = optarg;
+    if (!path)
+        return 0;
+    int err = cli_config_load(path, longopts, repeatable, skip, &o->config);
+    if (err)
+        return err;
+    size_t n = o->config.nargs;
+    char **av = calloc((size_t)*argc + n + 1, sizeof(*av));
+    if (!av)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    av[0] = (*argv)[0];
+    memcpy(av + 1, o->config.args, n * sizeof(*av));
+    memcpy(av + 1 + n, *argv + 1, (size_t)(*argc - 1) * sizeof(*av));
+    o->argv = *argv = av;
+    *argc += (int)n;
+    return 0;
+}
+
+/* The html page next to the profile: its name with .html for .json (or .html added). */
+static void page_path(const char *outfile, char *out, size_t n)
+{
+    size_t len = strlen(outfile);
+    if (len > 5 && strcmp(outfile + len - 5, ".json") == 0)
+        len -= 5;
+    snprintf(out, n, "%.*s.html", (int)len, outfile);
+}
 
 static int parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
     enum {
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
-        O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE,
+        O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
+        O_PROFILE_INTERVAL,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
         {"python", required_argument, NULL, O_PYTHON},
         {"cpu-only", no_argument, NULL, O_CPU_ONLY},
         {"memory", no_argument, NULL, O_MEMORY},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"cpu", no_argument, NULL, O_CPU},
+        {"cli", no_argument, NULL, O_CLI},
+        {"json", no_argument, NULL, O_JSON},
+        {"html", no_argument, NULL, O_HTML},
+        {"web", no_argument, NULL, O_WEB},
+        {"viewer", no_argument, NULL, O_WEB},
+        {"no-browser", no_argument, NULL, O_NO_BROWSER},
+        {"malloc-threshold", required_argument, NULL, O_MALLOC_THRESHOLD},
         {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"memory-leak-detector", no_argument, NULL, O_LEAKS},
         {"no-memory-leak-detector", no_argument, NULL, O_NO_LEAKS},
@@ -124,6 +221,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"off", no_argument, NULL, O_OFF},
+        {"on", no_argument, NULL, O_ON},
+        {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
         {"push", required_argument, NULL, O_PUSH},
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
@@ -133,13 +233,19 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     };
     memset(o, 0, sizeof(*o));
     o->outfile = "scry-profile.json";
-    o->python = "python3";
+    /* The package's wrappers name their interpreter (python -m scry runs under it). */
+    const char *py = getenv("SCRY_PYTHON");
+    o->python = py && *py ? py : "python3";
     o->rate = 0.01;
     o->threshold = 1.0;
     o->memory = true;
     o->leak_detector = true;
     o->window = 1048576;
     o->push.interval_sec = 10;
+    int cerr = expand_config(&argc, &argv, longopts, o);
+    if (cerr)
+        return cerr;
+    bool cpu_flag = false, memory_flag = false; /* Scalene's mode flags */
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -156,6 +262,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             sep = true;
             break;
         }
+        o->at = optind;
         c = getopt_long(argc, argv, "+:o:m:h", longopts, NULL);
         if (c == -1)
             break;
@@ -179,6 +286,35 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_MEMORY:
             o->memory = true;
+            memory_flag = true;
+            break;
+        case O_CONFIG:
+            break; /* read before the others (expand_config) */
+        case O_CPU:
+            cpu_flag = true;
+            break;
+        case O_CLI:
+            o->no_view = o->web = false;
+            break;
+        case O_JSON:
+            o->no_view = true;
+            o->web = false;
+            break;
+        case O_HTML:
+            o->html = true;
+            break;
+        case O_WEB:
+            o->web = true;
+            break;
+        case O_NO_BROWSER:
+            o->web = false;
+            o->html = true;
+            break;
+        case O_MALLOC_THRESHOLD:
+            if (!cli_parse_amount(optarg, &o->malloc_threshold))
+                return cli_usage("--malloc-threshold needs a number of MB from 0 (such as 10), "
+                                 "not '%s'",
+                                 optarg);
             break;
         case O_WINDOW:
             errno = 0;
@@ -239,16 +375,25 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_OFF:
+            o->off = true;
+            break;
+        case O_ON:
+            o->off = false;
+            break;
+        case O_PROFILE_INTERVAL:
+            if (!parse_interval(optarg, &o->profile_interval))
+                return cli_usage("--profile-interval needs a number of seconds from 0.1 to 86400 "
+                                 "(such as 1), not '%s'",
+                                 optarg);
+            break;
         case O_PUSH:
             if (push_check_url(optarg) != 0)
                 return -SCRY_E_USAGE;
             o->push.url = optarg;
             break;
         case O_PUSH_INTERVAL:
-            errno = 0;
-            o->push.interval_sec = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(o->push.interval_sec) ||
-                o->push.interval_sec < 0.1 || o->push.interval_sec > 86400)
+            if (!parse_interval(optarg, &o->push.interval_sec))
                 return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
                                  "(such as 10), not '%s'",
                                  optarg);
@@ -275,6 +420,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         if (c == 'm')
             break; /* what follows the module is its command line */
     }
+    o->at = 0;
+    if (cpu_flag && !memory_flag)
+        o->memory = false; /* Scalene: --cpu without --memory is CPU only */
     if (push_opts && !o->push.url)
         return cli_usage("--push-interval, --tag and --service-name go with --push URL");
     if (!o->module) {
@@ -337,7 +485,13 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
     }
     char rate[64], window[32], snapshot[64];
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
-    snprintf(snapshot, sizeof(snapshot), "%.17g", o->push.interval_sec);
+    /* Snapshots for --push and --profile-interval: as often as the more frequent one needs. */
+    double snap = 0;
+    if (o->push.url)
+        snap = o->push.interval_sec;
+    if (o->profile_interval > 0 && (snap == 0 || o->profile_interval < snap))
+        snap = o->profile_interval;
+    snprintf(snapshot, sizeof(snapshot), "%.17g", snap);
     snprintf(window, sizeof(window), "%llu", o->window);
     int err;
     if ((err = set_env("LD_PRELOAD", sb_str(&pre))) || (err = set_env("SCRY_PART_DIR", part_dir)) ||
@@ -352,7 +506,8 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
-        (err = set_env("SCRY_SNAPSHOT_INTERVAL", o->push.url ? snapshot : "0"))) {
+        (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
+        (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot))) {
     }
     sb_release(&pre);
     return err;
@@ -631,12 +786,15 @@ static int exit_like(int st)
 }
 
 
-static void print_view(const struct strbuf *json, const char *path, double threshold)
+static void print_view(const struct strbuf *json, const char *path, double threshold,
+                       double malloc_threshold)
 {
     bool to_stdout = isatty(1);
     int fd = to_stdout ? 1 : 2;
     const char *nc = getenv("NO_COLOR");
-    struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc), .threshold = threshold};
+    struct profile_text_opts to = {.color = isatty(fd) && !(nc && *nc),
+                                   .threshold = threshold,
+                                   .malloc_threshold_mb = malloc_threshold};
     struct strbuf text = STRBUF_INIT;
     if (profile_text_render_bytes(json->buf ? json->buf : "", json->len, path, &to, &text) != 0) {
         fprintf(stderr, "scry: warning: cannot show the profile: %s\n",
@@ -648,6 +806,34 @@ static void print_view(const struct strbuf *json, const char *path, double thres
         fflush(f);
     }
     sb_release(&text);
+}
+
+/* The views at the end: the page next to the profile (--html), the browser view (--web; the
+ * page then goes to a temporary file unless --html wrote it) and the terminal view, unless
+ * --no-view or the browser showed the profile. What scry says goes to stderr. */
+static void show_views(const struct run_opts *o, const struct strbuf *json)
+{
+    bool in_browser = false;
+    if (o->html || o->web) {
+        char html[PATH_MAX], page[PATH_MAX], abs[PATH_MAX];
+        page_path(o->outfile, html, sizeof(html));
+        if (cli_page_write(json->buf ? json->buf : "", json->len, o->outfile, o->threshold,
+                           o->html ? html : NULL, page, sizeof(page)) != 0) {
+            fprintf(stderr, "scry: warning: cannot write the page: %s\n",
+                    san_str(err_last_message()));
+        } else {
+            const char *shown = realpath(page, abs) ? abs : page, *why = "";
+            if (o->html)
+                fprintf(stderr, "scry: wrote the page to %s\n", san_str(page));
+            if (o->web && (in_browser = cli_page_open(shown, &why)))
+                fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
+            else if (o->web)
+                fprintf(stderr, "scry: the page is %s; %s%s\n", san_str(shown), why,
+                        o->no_view ? "" : ": the terminal view instead");
+        }
+    }
+    if (!o->no_view && !in_browser)
+        print_view(json, o->outfile, o->threshold, o->malloc_threshold);
 }
 
 /* --push: the profile of every process so far is read from the part directory (snapshots and
@@ -706,25 +892,84 @@ out:
     sb_release(&body);
 }
 
-/* wait_child, pushing at the end of every interval meanwhile. The agent writes its snapshots
- * every interval from its start, a moment after ours: each push comes a little later (a quarter
- * of the interval, at most 0.5 s) to find the new ones. */
-static int wait_child_pushing(pid_t pid, struct push_state *st, double t0, double interval)
+/* --profile-interval: the profile of every process so far (snapshots and parts), written over
+ * the profile's file at the end of each interval (outfile_write_all: a new file renamed over
+ * the old one, so a reader never sees half a profile). */
+struct rewrite_state {
+    const char *dir, *path;
+    pid_t child;
+    const struct profile_json_opts *jo;
+    bool warned;
+};
+
+static void rewrite_profile(struct rewrite_state *rw)
+{
+    struct profile p;
+    struct strbuf json = STRBUF_INIT;
+    prof_init(&p);
+    read_parts(&p, rw->dir, rw->child, true);
+    prof_finish(&p);
+    if (p.nparts > 0) {
+        read_sources(&p);
+        profile_json_write(&p, rw->jo, &json);
+        if (outfile_write_all(rw->path, json.buf ? json.buf : "", json.len, OUTFILE_PRIVATE) !=
+                0 &&
+            !rw->warned) {
+            fprintf(stderr, "scry: warning: cannot rewrite the profile while the program runs: "
+                            "%s\n",
+                    san_str(err_last_message()));
+            rw->warned = true;
+        }
+    }
+    sb_release(&json);
+    prof_free(&p);
+}
+
+/* What is done every so often while the program runs: pushes (--push) and rewrites of the
+ * profile (--profile-interval). The agent writes its snapshots every interval from its start,
+ * a moment after ours: each round comes a little later (a quarter of the interval, at most
+ * 0.5 s) to find the new ones. */
+struct periodic {
+    struct push_state *push;
+    double push_every, push_next;
+    struct rewrite_state *rw;
+    double rw_every, rw_next;
+};
+
+static double first_round(double t0, double every)
+{
+    return t0 + every + fmin(0.5, every / 4);
+}
+
+static void next_round(double *next, double every)
+{
+    while (*next <= mono_now())
+        *next += every;
+}
+
+/* wait_child, doing the periodic work meanwhile. */
+static int wait_child_periodic(pid_t pid, struct periodic *pe)
 {
     int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    double next = t0 + interval + fmin(0.5, interval / 4);
     for (;;) {
         double now = mono_now();
-        if (now >= next) {
-            push_window(st);
-            while (next <= mono_now())
-                next += interval;
+        if (pe->push && now >= pe->push_next) {
+            push_window(pe->push);
+            next_round(&pe->push_next, pe->push_every);
             continue;
         }
+        if (pe->rw && now >= pe->rw_next) {
+            rewrite_profile(pe->rw);
+            next_round(&pe->rw_next, pe->rw_every);
+            continue;
+        }
+        double next = pe->push ? pe->push_next : pe->rw_next;
+        if (pe->push && pe->rw && pe->rw_next < next)
+            next = pe->rw_next;
         int ms = (int)ceil((next - now) * 1000);
         if (pfd >= 0) {
-            struct pollfd pe = {pfd, POLLIN, 0};
-            if (poll(&pe, 1, ms) > 0)
+            struct pollfd pl = {pfd, POLLIN, 0};
+            if (poll(&pl, 1, ms) > 0)
                 break;
         } else {
             /* No pidfd (a kernel before 5.3): look every 20 ms. */
@@ -762,18 +1007,41 @@ static void default_service(const struct run_opts *o, char *out, size_t n)
 
 static int run(struct run_opts o);
 
+/* A usage error found after parsing (--program-path's directory) names its option first: when
+ * only the config gave that option, the error gets the config's file and line. */
+static void blame_late(const struct run_opts *o)
+{
+    const char *msg = err_last_message();
+    for (size_t i = o->config.nargs; i-- > 0;) {
+        const char *a = o->config.args[i];
+        size_t n = strcspn(a, "=");
+        if (strncmp(msg, a, n) != 0 || msg[n] != ' ')
+            continue;
+        for (char **arg = o->argv + 1 + o->config.nargs; *arg; arg++)
+            if (strncmp(*arg, a, n) == 0 && ((*arg)[n] == 0 || (*arg)[n] == '='))
+                return; /* the command line gave it too */
+        cli_config_blame(&o->config, i);
+        return;
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
     bool help;
     int rc;
-    if (parse(argc, argv, &o, &help) != 0)
+    if (parse(argc, argv, &o, &help) != 0) {
+        if (o.at > 0)
+            cli_config_blame(&o.config, (size_t)o.at - 1);
         rc = cli_report_error(false);
-    else if (help)
+    } else if (help) {
         rc = cli_help();
-    else
-        rc = run(o);
+    } else if ((rc = run(o)) == -SCRY_E_USAGE) {
+        blame_late(&o);
+    }
     free(o.push.tags);
+    free(o.argv);
+    cli_config_free(&o.config);
     return rc;
 }
 
@@ -821,6 +1089,13 @@ static int run(struct run_opts o)
     if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0)
         return cli_report_error(false);
 
+    /* A profile written straight to a device or a pipe (-o /dev/stdout) is written once. */
+    bool rewrite = o.profile_interval > 0 && out.tmp;
+    if (o.profile_interval > 0 && !out.tmp)
+        fprintf(stderr, "scry: warning: %s is not a regular file: the profile is written once, "
+                        "at the end, not every %g s\n",
+                san_str(o.outfile), o.profile_interval);
+
     const char *tmp = getenv("TMPDIR");
     char part_dir[PATH_MAX];
     snprintf(part_dir, sizeof(part_dir), "%s/scry-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -862,6 +1137,7 @@ static int run(struct run_opts o)
         .start_time_perf = t0,
         .cpu_percent_threshold = o.threshold,
         .reduced = o.reduced,
+        .malloc_threshold_mb = o.malloc_threshold,
         .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
     };
     /* The pushed profiles keep every line, whatever --reduced-profile does to the file. */
@@ -877,7 +1153,19 @@ static int run(struct run_opts o)
         return cli_report_error(false);
     }
     ps.child = pid;
-    int st = ps.ps ? wait_child_pushing(pid, &ps, t0, o.push.interval_sec) : wait_child(pid);
+    struct rewrite_state rw = {.dir = part_dir, .path = o.outfile, .child = pid, .jo = &jo};
+    struct periodic pe = {0};
+    if (ps.ps) {
+        pe.push = &ps;
+        pe.push_every = o.push.interval_sec;
+        pe.push_next = first_round(t0, pe.push_every);
+    }
+    if (rewrite) {
+        pe.rw = &rw;
+        pe.rw_every = o.profile_interval;
+        pe.rw_next = first_round(t0, pe.rw_every);
+    }
+    int st = pe.push || pe.rw ? wait_child_periodic(pid, &pe) : wait_child(pid);
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);
@@ -898,6 +1186,12 @@ static int run(struct run_opts o)
                                   WTERMSIG(st), strsignal(WTERMSIG(st)), ran);
     }
     read_sources(&p);
+    if (p.memory_unsupported)
+        fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
+                        "build, whose mimalloc heaps scry does not measure right yet (they keep "
+                        "and reuse pages of their own); this profile has CPU time only, as with "
+                        "--cpu-only\n",
+                san_str(p.python_version ? p.python_version : "?"));
 
     profile_json_write(&p, &jo, &json);
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
@@ -915,8 +1209,7 @@ static int run(struct run_opts o)
                 "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli %s\n",
                 san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
                 san_str(o.outfile));
-        if (!o.no_view)
-            print_view(&json, o.outfile, o.threshold);
+        show_views(&o, &json);
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
@@ -927,4 +1220,110 @@ static int run(struct run_opts o)
     if (WIFSIGNALED(st))
         return exit_like(st);
     return status;
+}
+
+/* ---- `scry collect`: the profile of a process that loaded the agent itself ----
+ *
+ * A plain `python app.py` that calls scry.start() loads the agent into its running interpreter
+ * (python/scry/_standalone.py) and starts this command beside it: it waits for the process to
+ * end, then merges the part files it wrote, as `scry run` does after its program. */
+const char cmd_collect_usage[] =
+    "usage: scry collect --pid PID --part-dir DIR [-o FILE] [--program PATH]\n"
+    "                    [--program-path DIR]\n"
+    "\n"
+    "Used by the Python package (scry.start() in a program not started by scry run): waits for\n"
+    "process PID to end, then writes the profile of the part files its agent wrote in DIR (a\n"
+    "directory made for it, removed afterwards) to FILE (default scry-profile.json).\n";
+
+int cmd_collect(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"pid", required_argument, NULL, 'p'},         {"part-dir", required_argument, NULL, 'd'},
+        {"outfile", required_argument, NULL, 'o'},     {"program", required_argument, NULL, 'P'},
+        {"program-path", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int pid = 0, c;
+    const char *dir = NULL, *outfile = "scry-profile.json", *program = "", *program_path = "";
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (!cli_parse_pid(optarg, &pid))
+                return cli_usage("--pid needs a process id, not '%s'", optarg);
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 'o':
+            outfile = optarg;
+            break;
+        case 'P':
+            program = optarg;
+            break;
+        case 'D':
+            program_path = optarg;
+            break;
+        case 'h':
+            return cli_help();
+        default:
+            return cli_option_error(c, argv);
+        }
+    }
+    struct stat st;
+    if (!pid || !dir || optind != argc)
+        return cli_usage("give --pid PID and --part-dir DIR (and nothing else)");
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return err_fail(SCRY_E_NOT_FOUND, "no part directory %s", san_str(dir));
+    struct outfile out;
+    if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0)
+        return -1;
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd >= 0) {
+        struct pollfd pl = {pfd, POLLIN, 0};
+        while (poll(&pl, 1, -1) < 0 && errno == EINTR)
+            ;
+        close(pfd);
+    } else {
+        while (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    wait_for_lingering(dir);
+    struct profile p;
+    struct strbuf json = STRBUF_INIT;
+    prof_init(&p);
+    read_parts(&p, dir, (pid_t)pid, false);
+    remove_part_dir(dir);
+    prof_finish(&p);
+    if (!p.note)
+        p.note = "CPU time only: the program loaded scry itself (scry.start() in a plain python "
+                 "run), too late to hook its memory; for memory, run it with scry run --off and "
+                 "keep the scry.start() call";
+    read_sources(&p);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct profile_json_opts jo = {
+        .version = SCRY_VERSION,
+        .program = program,
+        .entrypoint_dir = program_path,
+        .filename = program_path,
+        .cpu_percent_threshold = 1.0,
+        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+    };
+    profile_json_write(&p, &jo, &json);
+    int err = outfile_write(&out, json.buf ? json.buf : "", json.len);
+    if (err)
+        outfile_abort(&out);
+    else
+        err = outfile_commit(&out);
+    if (!err)
+        fprintf(stderr, "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli "
+                        "%s\n",
+                san_str(outfile), (unsigned long long)p.samples, p.elapsed_sec,
+                san_str(outfile));
+    sb_release(&json);
+    prof_free(&p);
+    return err ? -1 : 0;
 }

@@ -165,6 +165,7 @@ static int collect(struct rd_reader *rd, struct py_runtime *rt, struct arena *a,
             .name = threads[i].name,
             .idle = st != 'R',
             .gil = threads[i].holds_gil,
+            .no_gil = threads[i].no_gil,
             .truncated = truncated,
             .nframes = n,
             .frames = arena_alloc(a, (n ? n : 1) * sizeof(struct stacks_frame)),
@@ -225,6 +226,7 @@ int cmd_stacks(int argc, char **argv)
     rep.source = o.core;
     rep.command = o.pid ? live_cmdline(&a, o.pid) : rd_exe_path(rd);
     rep.python_version = rt.version_str;
+    rep.free_threaded = rt.layout.free_threaded;
     rep.python_path = rt.image_path;
     if (o.json)
         stacks_render_json(&rep, &out);

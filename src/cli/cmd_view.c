@@ -2,23 +2,18 @@
  * Scalene: same schema), rendered from the JSON file alone: in the terminal (--cli), or as one
  * self-contained HTML page (docs/viewer.md) that is written to a file and, by default, opened in
  * the browser when there is a display. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/infile.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
-#include "render/profile_html.h"
 #include "render/profile_text.h"
 
 const char cmd_view_usage[] =
@@ -48,110 +43,32 @@ const char cmd_view_usage[] =
     "      --format pprof|trace|firefox  export the whole profile: gzipped pprof (go tool\n"
     "                                pprof, Pyroscope), Trace Event JSON (Perfetto), the\n"
     "                                Firefox Profiler's format (docs/export-formats.md)\n";
-/* A new private file in $TMPDIR for the default mode's page (the browser opens it after we
- * exit, so it stays; the system's temp cleaning removes it). */
-static int write_temp(const struct strbuf *sb, char *path, size_t size)
-{
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
-    if (outfile_write_new(dir, "scry-profile-", ".html", sb->buf ? sb->buf : "", sb->len, path,
-                          size) == 0)
-        return 0;
-    /* The message names the directory; say what to do about it. */
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s", err_last_message());
-    return err_fail_hint(SCRY_E_IO, "set TMPDIR, or use --html -o FILE", "%s", msg);
-}
-
-/* Runs `prog path` with stdio on /dev/null and waits for it (xdg-open and most browsers'
- * launchers return once the page is handed over); true if it exited with status 0. */
-static bool launch(const char *prog, const char *path)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return false;
-    if (pid == 0) {
-        int fd = open("/dev/null", O_RDWR);
-        if (fd >= 0) {
-            dup2(fd, 0);
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execlp(prog, prog, path, (char *)NULL);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return false;
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-/* Opens the page in a browser: the first command of $BROWSER (Python's webbrowser convention, a
- * colon-separated list), else xdg-open. False when there is no display or nothing opened it. */
-static bool open_in_browser(const char *path)
-{
-    const char *d = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
-    if (!(d && *d) && !(w && *w))
-        return false;
-    const char *b = getenv("BROWSER");
-    if (b && *b) {
-        char cmd[PATH_MAX];
-        snprintf(cmd, sizeof(cmd), "%.*s", (int)strcspn(b, ":"), b);
-        if (*cmd && launch(cmd, path))
-            return true;
-    }
-    return launch("xdg-open", path);
-}
-
 enum view_mode { VIEW_BROWSER, VIEW_CLI, VIEW_HTML, VIEW_STANDALONE };
 
 static int view_html(enum view_mode mode, const char *path, const char *outfile,
                      const char *data, size_t len, double threshold)
 {
-    struct profile_html_opts ho = {.threshold = threshold, .scry_version = SCRY_VERSION};
-    struct strbuf page = STRBUF_INIT;
-    char tmp[PATH_MAX];
-    int status = CLI_EXIT_OK;
-    if (profile_html_render_bytes(&profile_html_web_assets, data, len, path, &ho, &page) != 0) {
-        status = cli_report_error(false);
-        goto out;
+    char page[PATH_MAX];
+    const char *dest = mode != VIEW_BROWSER && !outfile ? "scry-profile.html" : outfile;
+    if (cli_page_write(data, len, path, threshold, dest, page, sizeof(page)) != 0)
+        return cli_report_error(false);
+    if (mode != VIEW_BROWSER) {
+        printf("%s\n", san_str(page));
+        return CLI_EXIT_OK;
     }
-    if (mode != VIEW_BROWSER || outfile) {
-        const char *dest = outfile ? outfile : "scry-profile.html";
-        if (outfile_write_all(dest, page.buf ? page.buf : "", page.len, OUTFILE_PRIVATE) != 0) {
-            status = cli_report_error(false);
-            goto out;
-        }
-        snprintf(tmp, sizeof(tmp), "%s", dest);
-    } else if (write_temp(&page, tmp, sizeof(tmp)) != 0) {
-        status = cli_report_error(false);
-        goto out;
-    }
-    if (mode == VIEW_BROWSER) {
-        char abs[PATH_MAX];
-        const char *shown = realpath(tmp, abs) ? abs : tmp;
-        if (open_in_browser(shown)) {
-            fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
-        } else {
-            printf("%s\n", san_str(shown));
-            fprintf(stderr,
-                    "scry: wrote the page to %s; %s: open it in a browser on a machine with "
-                    "one (the file is self-contained), or write it where you want with "
-                    "'scry view --html -o FILE'\n",
-                    san_str(shown),
-                    (getenv("DISPLAY") && *getenv("DISPLAY")) ||
-                            (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"))
-                        ? "no browser could be started ($BROWSER, xdg-open)"
-                        : "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset)");
-        }
+    char abs[PATH_MAX];
+    const char *shown = realpath(page, abs) ? abs : page, *why;
+    if (cli_page_open(shown, &why)) {
+        fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
     } else {
-        printf("%s\n", san_str(tmp));
+        printf("%s\n", san_str(shown));
+        fprintf(stderr,
+                "scry: wrote the page to %s; %s: open it in a browser on a machine with one (the "
+                "file is self-contained), or write it where you want with 'scry view --html -o "
+                "FILE'\n",
+                san_str(shown), why);
     }
-out:
-    sb_release(&page);
-    return status;
+    return CLI_EXIT_OK;
 }
 
 int cmd_view(int argc, char **argv)

@@ -43,6 +43,10 @@ const struct cli_command cli_commands[] = {
      cmd_compare_usage, CLI_JSON},
     {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks",
      cmd_flamegraph_usage, CLI_OUTFILE},
+    {"control", cmd_control, "turn profiling on or off in a program scry run is profiling",
+     cmd_control_usage, 0},
+    {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
+     cmd_collect_usage, 0},
     {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0},
     {"version", cmd_version, "print scry's version", version_usage, 0},
 };

@@ -19,7 +19,8 @@
       "point scry at a CPython 3.11-3.15 process or core; for a core of a program whose "         \
       "executable moved, pass --exe PATH")                                                         \
     X(UNSUPPORTED_PYTHON, "unsupported_python",                                                    \
-      "scry supports release (non-debug, GIL) builds of CPython 3.11, 3.12, 3.13 and 3.14")       \
+      "scry supports release (non-debug) builds of CPython 3.11-3.15, and 3.13's free-threaded " \
+      "build (3.13t) for stacks and run")                                                          \
     X(BAD_CORE, "bad_core",                                                                        \
       "make the core with 'gcore PID' or let the kernel dump it; check that it is complete")      \
     X(BAD_SNAPSHOT, "bad_snapshot", "the snapshot is damaged or truncated; dump the process again") \

@@ -54,7 +54,8 @@ static bool reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static int runtime_fw(struct py_runtime *rt, struct py_fw *fw)
 {
-    if (py_fw_init(fw, &rt->layout, py_heap_layout_table(rt->minor), rt->types.code) != 0)
+    if (py_fw_init(fw, &rt->layout, py_heap_layout_table(rt->minor, rt->layout.free_threaded),
+                   rt->types.code) != 0)
         return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
     return 0;
 }

@@ -2054,12 +2054,14 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     memset(stats, 0, sizeof(*stats));
     w.rt = rt;
     w.L = &rt->layout;
-    w.H = py_heap_layout_table(rt->minor);
+    w.H = py_heap_layout_table(rt->minor, rt->layout.free_threaded);
     w.opt = opt;
     w.sink = sink;
     w.st = stats;
     w.resume = resume;
     w.resume_ctx = resume_ctx;
+    if (rt->layout.free_threaded)
+        return py_runtime_refuse_free_threaded(rt, HW_FREE_THREADED_MISSING);
     if (!w.H)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "no heap layout for Python 3.%d", rt->minor);
     if (py_fw_init(&w.fw, w.L, w.H, rt->types.code) != 0)

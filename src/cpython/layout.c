@@ -1,6 +1,6 @@
 /* The layout of each CPython version scry reads: the tables generated per version from the
  * interpreters' headers (layout_311.c ... layout_315.c, by tests/tools/gen_layouts.py; declared
- * in layout_tables.h) and the reader of _Py_DebugOffsets for 3.13-3.15, which starts from the
+ * in layout_tables.h; layout_313t.c for 3.13's free-threaded build) and the reader of _Py_DebugOffsets for 3.13-3.15, which starts from the
  * version's fixed table and fills in what the target's block gives.
  * tests/e2e/test_layout_headers.py checks every number against each installed interpreter's
  * headers and the committed files against the generator. Facts and sources:
@@ -24,9 +24,18 @@ const struct py_layout *py_layout_table(int minor)
     }
 }
 
-const struct py_layout *py_debug_layout_fixed(int minor, const struct py_dbg_field **fields,
+const struct py_layout *py_debug_layout_fixed(int minor, bool free_threaded,
+                                              const struct py_dbg_field **fields,
                                               size_t *nfields, const int **gil)
 {
+    if (free_threaded) {
+        if (minor != 13)
+            return NULL;
+        *fields = py_dbg_fields_313t;
+        *nfields = py_dbg_nfields_313t;
+        *gil = py_dbg_gil_313t;
+        return &py_layout_fixed_313t;
+    }
     switch (minor) {
     case 13:
         *fields = py_dbg_fields_313;
@@ -48,8 +57,10 @@ const struct py_layout *py_debug_layout_fixed(int minor, const struct py_dbg_fie
     }
 }
 
-size_t py_debug_offsets_size(int minor)
+size_t py_debug_offsets_size(int minor, bool free_threaded)
 {
+    if (free_threaded)
+        return minor == 13 ? py_dbg_size_313t : 0;
     switch (minor) {
     case 13:
         return py_dbg_size_313;
@@ -69,16 +80,18 @@ static uint64_t block_u64(const uint8_t *block, int idx)
     return v;
 }
 
-int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
+int py_layout_from_debug_offsets(int minor, bool free_threaded, const uint8_t *block, size_t len,
                                  struct py_layout *out)
 {
     const struct py_dbg_field *fields;
     size_t nfields;
     const int *gil;
-    const struct py_layout *fixed = py_debug_layout_fixed(minor, &fields, &nfields, &gil);
+    const struct py_layout *fixed =
+        py_debug_layout_fixed(minor, free_threaded, &fields, &nfields, &gil);
     if (!fixed)
-        return err_fail(SCRY_E_INTERNAL, "no _Py_DebugOffsets layout for 3.%d", minor);
-    if (len < py_debug_offsets_size(minor) || memcmp(block, "xdebugpy", 8) != 0)
+        return err_fail(SCRY_E_INTERNAL, "no _Py_DebugOffsets layout for 3.%d%s", minor,
+                        free_threaded ? "t" : "");
+    if (len < py_debug_offsets_size(minor, free_threaded) || memcmp(block, "xdebugpy", 8) != 0)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "_Py_DebugOffsets block is missing or short");
 
     *out = *fixed;
@@ -108,8 +121,10 @@ int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
     return 0;
 }
 
-const struct py_heap_layout *py_heap_layout_table(int minor)
+const struct py_heap_layout *py_heap_layout_table(int minor, bool free_threaded)
 {
+    if (free_threaded)
+        return minor == 13 ? &py_heap_layout_313t : NULL;
     switch (minor) {
     case 11:
         return &py_heap_layout_311;

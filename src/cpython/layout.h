@@ -13,14 +13,18 @@
 
 /* How an instance keeps its attributes when it has no __dict__ object of its own. */
 enum py_values_kind {
-    PY_VALUES_311, /* obj-32: PyDictValues* (NULL once a dict exists), obj-24: dict */
+    PY_VALUES_311, /* obj-32: PyDictValues* (NULL once a dict exists), obj-24: dict
+                      (managed_dict) */
     PY_VALUES_312, /* obj-24: dict, or values pointer tagged with bit 0 */
-    PY_VALUES_313, /* inline PyDictValues at obj+16 when Py_TPFLAGS_INLINE_VALUES; obj-24: dict */
+    PY_VALUES_313, /* inline PyDictValues after tp_basicsize when Py_TPFLAGS_INLINE_VALUES; dict:
+                      the managed dict pointer */
 };
 
 struct py_layout {
     int minor;
     bool from_debug_offsets; /* 3.13+: the offsets below came from the target itself */
+    bool free_threaded;      /* a free-threaded build (3.13t): 32-byte object header, no GIL
+                                unless enabled at run time (gil_enabled), mimalloc heaps */
 
     /* _PyRuntimeState */
     uint64_t rt_size;
@@ -34,6 +38,8 @@ struct py_layout {
     uint64_t is_ceval_gil;       /* 3.12+: pointer to the _gil_runtime_state in use, else 0 */
     uint64_t gil_locked;         /* offsets inside struct _gil_runtime_state (3.12+) */
     uint64_t gil_last_holder;
+    uint64_t gil_enabled;        /* free-threaded builds only: where the int saying whether the
+                                    GIL is on lies (0 when it is off) in _gil_runtime_state */
 
     /* PyThreadState */
     uint64_t ts_size;
@@ -80,19 +86,23 @@ struct py_layout {
     enum py_values_kind values_kind;
     /* module */
     uint64_t mod_dict;
+    /* bytes before an object where its managed dict pointer lies (-MANAGED_DICT_OFFSET: 24,
+       8 in free-threaded builds); 3.11 keeps the values pointer in the word before it */
+    uint64_t managed_dict;
 };
 
 /* The table for a minor version without _Py_DebugOffsets (3.11, 3.12), or NULL. */
 const struct py_layout *py_layout_table(int minor);
 
-/* Fills a layout for 3.13 or 3.14 from the raw _Py_DebugOffsets block read from the target
- * (block/len: the bytes at _PyRuntime). Fails with unsupported_python if the block does not have
- * the shape this version should have, naming the field. */
-int py_layout_from_debug_offsets(int minor, const uint8_t *block, size_t len,
+/* Fills a layout for 3.13+ (free_threaded: its free-threaded build, which scry reads for 3.13
+ * only) from the raw _Py_DebugOffsets block read from the target (block/len: the bytes at
+ * _PyRuntime). Fails with unsupported_python if the block does not have the shape this version
+ * should have, naming the field. */
+int py_layout_from_debug_offsets(int minor, bool free_threaded, const uint8_t *block, size_t len,
                                  struct py_layout *out);
 
 /* Bytes of the _Py_DebugOffsets block for a minor version (0 when it has none). */
-size_t py_debug_offsets_size(int minor);
+size_t py_debug_offsets_size(int minor, bool free_threaded);
 
 /* One field of struct py_layout taken from _Py_DebugOffsets: the u64 at index `idx` of the block,
  * which must lie inside the struct whose size is at index `size_idx`. */
@@ -109,7 +119,8 @@ struct py_dbg_field {
 /* For 3.13+: what py_layout_from_debug_offsets starts from (the fields the block does not give),
  * the fields it takes from the block and the GIL's indices; NULL for other versions. Exposed so
  * that tests/tools/layout_table.c can print every number for the header check. */
-const struct py_layout *py_debug_layout_fixed(int minor, const struct py_dbg_field **fields,
+const struct py_layout *py_debug_layout_fixed(int minor, bool free_threaded,
+                                              const struct py_dbg_field **fields,
                                               size_t *nfields, const int **gil);
 
 /* A labelled object pointer inside a struct: the references a tp_traverse visits, as data. */
@@ -123,7 +134,7 @@ struct py_ref_field {
 
 /* What the heap walker needs beyond struct py_layout: GC lists, type and heap-type fields, and the
  * layouts of the builtin containers, per minor version (generated from the 3.11.7, 3.12.1, 3.13.0,
- * 3.14.10 and 3.15.2 headers: layout_3X.c). None of these is in _Py_DebugOffsets except
+ * 3.14.10 and 3.15.2 headers: layout_3X.c; 3.13.15t's: layout_313t.c). None of these is in _Py_DebugOffsets except
  * gc.collecting, which the walker checks against it. */
 struct py_heap_layout {
     int minor;
@@ -160,7 +171,8 @@ struct py_heap_layout {
         classmethod[4], property[6], weakref_cb[2], module[4], type_fields[8], frobj[4];
 };
 
-/* The heap walker's table for a minor version (11-14), or NULL. */
-const struct py_heap_layout *py_heap_layout_table(int minor);
+/* The heap walker's table for a minor version (11-15; free_threaded: 3.13 only), or NULL. The
+ * frame walker takes code and frame fields from it too. */
+const struct py_heap_layout *py_heap_layout_table(int minor, bool free_threaded);
 
 #endif

@@ -21,9 +21,15 @@ extern const struct py_dbg_field py_dbg_fields_313[], py_dbg_fields_314[], py_db
 extern const size_t py_dbg_nfields_313, py_dbg_nfields_314, py_dbg_nfields_315;
 extern const int py_dbg_gil_313[PY_DBG_GIL_INDICES], py_dbg_gil_314[PY_DBG_GIL_INDICES],
     py_dbg_gil_315[PY_DBG_GIL_INDICES];
+/* the same for 3.13's free-threaded build (layout_313t.c) */
+extern const struct py_layout py_layout_fixed_313t;
+extern const size_t py_dbg_size_313t;
+extern const struct py_dbg_field py_dbg_fields_313t[];
+extern const size_t py_dbg_nfields_313t;
+extern const int py_dbg_gil_313t[PY_DBG_GIL_INDICES];
 
-/* every version: the heap walker's table */
+/* every version: the heap walker's table (the frame walker's code and frame fields) */
 extern const struct py_heap_layout py_heap_layout_311, py_heap_layout_312, py_heap_layout_313,
-    py_heap_layout_314, py_heap_layout_315;
+    py_heap_layout_314, py_heap_layout_315, py_heap_layout_313t;
 
 #endif

@@ -151,18 +151,19 @@ int py_str_equals(struct py_runtime *rt, uint64_t obj, const char *s, bool *equa
 int py_read_int(struct py_runtime *rt, uint64_t obj, int64_t *value, bool *is_unsigned_large)
 {
     const struct py_layout *L = &rt->layout;
-    uint8_t hdr[40];
-    int err = rd_read(rt->rd, obj, hdr, sizeof(hdr));
+    uint8_t word[8];
+    /* lv_tag (3.12+) or the signed ob_size (3.11) is the word before the digits */
+    int err = rd_read(rt->rd, obj + L->long_digits - 8, word, sizeof(word));
     if (err)
         return err;
     uint64_t ndigits;
     bool negative;
     if (L->long_has_lv_tag) {
-        uint64_t tag = rd64(hdr + 16);
+        uint64_t tag = rd64(word);
         ndigits = tag >> 3;
         negative = (tag & 3) == 2;
     } else {
-        int64_t size = (int64_t)rd64(hdr + 16);
+        int64_t size = (int64_t)rd64(word);
         negative = size < 0;
         ndigits = negative ? (uint64_t)-size : (uint64_t)size;
     }
@@ -316,32 +317,41 @@ int py_instance_attr(struct py_runtime *rt, uint64_t obj, const char *name, uint
         return err;
     if (flags & TPFLAGS_MANAGED_DICT) {
         uint64_t w;
+        uint64_t managed = obj - L->managed_dict;
         switch (L->values_kind) {
         case PY_VALUES_311: {
             uint64_t values;
-            err = rd_read_u64(rt->rd, obj - 32, &values);
+            err = rd_read_u64(rt->rd, managed - 8, &values);
             if (!err && values && (flags & TPFLAGS_HEAPTYPE))
                 return values_attr(rt, type, values, DICT_MAX_ENTRIES, name, value);
             if (!err)
-                err = rd_read_u64(rt->rd, obj - 24, &dict);
+                err = rd_read_u64(rt->rd, managed, &dict);
             break;
         }
         case PY_VALUES_312:
-            err = rd_read_u64(rt->rd, obj - 24, &w);
+            err = rd_read_u64(rt->rd, managed, &w);
             if (!err && (w & 1) && (flags & TPFLAGS_HEAPTYPE))
                 return values_attr(rt, type, w + 1, DICT_MAX_ENTRIES, name, value);
             dict = w & 1 ? 0 : w;
             break;
         case PY_VALUES_313:
             if (flags & TPFLAGS_INLINE_VALUES) {
+                /* _PyObject_InlineValues: right after the type's basic size */
+                uint64_t basicsize, values;
                 uint8_t hdr[8];
-                err = rd_read(rt->rd, obj + 16, hdr, sizeof(hdr));
+                err = rd_read_u64(rt->rd, type + L->tp_basicsize, &basicsize);
+                if (!err && basicsize > (1u << 20))
+                    err = err_fail(SCRY_E_READ_FAILED, "type at 0x%llx has a bad basic size",
+                                   (unsigned long long)type);
+                values = obj + basicsize;
+                if (!err)
+                    err = rd_read(rt->rd, values, hdr, sizeof(hdr));
                 if (err)
                     return err;
                 if (hdr[3] /* valid */ && (flags & TPFLAGS_HEAPTYPE))
-                    return values_attr(rt, type, obj + 24, hdr[0], name, value);
+                    return values_attr(rt, type, values + 8, hdr[0], name, value);
             }
-            err = rd_read_u64(rt->rd, obj - 24, &dict);
+            err = rd_read_u64(rt->rd, managed, &dict);
             break;
         }
     } else {

@@ -1,5 +1,6 @@
 /* Finding CPython in a target: the image that holds _PyRuntime (libpython, or the executable of
- * a static interpreter), the version, the refusal of builds scry cannot read, and the layout.
+ * a static interpreter), the version, the refusal of builds scry cannot read, and the layout
+ * (3.13's free-threaded build has its own, chosen by _Py_DebugOffsets.free_threaded).
  * Where the image's symbols come from is the caller's: its ELF file (runtime_elf.c, scry's
  * commands) or its dynamic symbol table in this process (runtime_self.c, the agent). */
 #include "runtime.h"
@@ -137,17 +138,26 @@ static int unsupported_version(struct rd_reader *rd, int major, int minor, const
                     what);
 }
 
-/* Free-threaded builds (3.13t+): refused, naming what scry does not read there yet. */
+/* Free-threaded builds: scry reads 3.13t's thread states and frames (stacks, run); other
+ * free-threaded versions are refused, naming what scry does not read there. */
 static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
 {
     char who[512];
     py_target_name(rd, who, sizeof(who));
     return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                     "%s runs Python %d.%d in a free-threaded build, which scry does not support "
-                    "yet: it does not read that build's thread states without a GIL (stacks, "
-                    "run), its allocator (run's memory) or its mimalloc heaps and object header "
-                    "(dump)",
+                    "yet: it reads the free-threaded build of 3.13 only (its layout tables are "
+                    "made from 3.13t's headers)",
                     who, major, minor);
+}
+
+int py_runtime_refuse_free_threaded(const struct py_runtime *rt, const char *missing)
+{
+    char who[512];
+    py_target_name(rt->rd, who, sizeof(who));
+    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                    "%s runs Python %s in a free-threaded build, where scry does not yet %s",
+                    who, rt->version_str, missing);
 }
 
 int py_runtime_locate(struct rd_reader *rd, struct py_runtime *rt)
@@ -167,7 +177,7 @@ int py_runtime_locate(struct rd_reader *rd, struct py_runtime *rt)
         return unsupported_version(rd, 2, ni.minor, "");
     if (named && ni.minor >= 0 && ni.minor < 11)
         return unsupported_version(rd, ni.major, ni.minor, " (scry reads 3.11 and newer)");
-    if (named && ni.threaded)
+    if (named && ni.threaded && ni.minor != 13)
         return unsupported_free_threaded(rd, ni.major, ni.minor);
     if (named && ni.debug)
         return unsupported_version(rd, ni.major, ni.minor, " in a debug build");
@@ -206,11 +216,11 @@ int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *sym
                         (unsigned long long)rt->runtime_addr, why);
     }
     bool has_debug_offsets = memcmp(head, "xdebugpy", 8) == 0;
+    uint64_t free_threaded = 0;
     if (has_debug_offsets) {
         memcpy(&rt->version_hex, head + 8, 4);
-        uint64_t free_threaded;
         memcpy(&free_threaded, head + 16, 8);
-        if (free_threaded)
+        if (free_threaded && ((rt->version_hex >> 16) & 0xff) != 13)
             return unsupported_free_threaded(rd, (int)(rt->version_hex >> 24),
                                              (int)((rt->version_hex >> 16) & 0xff));
     } else if (!read_py_version(rt, syms, &rt->version_hex)) {
@@ -235,12 +245,13 @@ int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *sym
 
     if (has_debug_offsets) {
         uint8_t block[1024];
-        size_t n = py_debug_offsets_size(rt->minor);
+        size_t n = py_debug_offsets_size(rt->minor, free_threaded != 0);
         if (n == 0) /* 3.11/3.12 never carry the cookie: something is off */
             return unsupported_version(rd, rt->major, rt->minor, " with an unknown layout");
         err = rd_read(rd, rt->runtime_addr, block, n);
         if (!err)
-            err = py_layout_from_debug_offsets(rt->minor, block, n, &rt->layout);
+            err = py_layout_from_debug_offsets(rt->minor, free_threaded != 0, block, n,
+                                               &rt->layout);
         if (err)
             return err;
     } else {
@@ -310,19 +321,29 @@ int py_interp_head(struct py_runtime *rt, uint64_t *interp)
     return rd_read_u64(rt->rd, rt->runtime_addr + rt->layout.rt_interpreters_head, interp);
 }
 
-int py_gil_holder(struct py_runtime *rt, uint64_t interp, uint64_t *tstate)
+int py_gil_holder(struct py_runtime *rt, uint64_t interp, uint64_t *tstate, bool *enabled)
 {
     const struct py_layout *L = &rt->layout;
     uint64_t gil;
     uint32_t locked = 0;
     int err;
     *tstate = 0;
+    *enabled = true;
     if (L->is_ceval_gil) {
         err = rd_read_u64(rt->rd, interp + L->is_ceval_gil, &gil);
         if (err)
             return err;
         if (!gil)
             return 0;
+        if (L->free_threaded) { /* no GIL unless enabled at run time (PYTHON_GIL=1, a module) */
+            int32_t on = 0;
+            err = rd_read(rt->rd, gil + L->gil_enabled, &on, sizeof(on));
+            if (err)
+                return err;
+            *enabled = on != 0;
+            if (!on)
+                return 0;
+        }
         err = rd_read_u32(rt->rd, gil + L->gil_locked, &locked);
         if (!err && locked)
             err = rd_read_u64(rt->rd, gil + L->gil_last_holder, tstate);

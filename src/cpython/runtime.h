@@ -36,7 +36,8 @@ struct py_runtime {
 
 /* Finds the Python runtime in the target behind rd, reading the symbols of the image that holds
  * it from its ELF file (runtime_elf.c: scry's commands). Errors: not_python (no CPython runtime in
- * it), unsupported_python (too old or new, debug or free-threaded builds: the message says which),
+ * it), unsupported_python (too old or new, debug builds, free-threaded builds other than 3.13t:
+ * the message says which; layout.free_threaded tells a 3.13t apart),
  * read errors of the reader. */
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *out);
 
@@ -62,13 +63,18 @@ int py_runtime_locate(struct rd_reader *rd, struct py_runtime *out);
 /* Second step, with the image's symbols: _PyRuntime, the version, the refusals, the layout and
  * the builtin types. */
 int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *syms);
+/* unsupported_python for a command or part that does not work on a free-threaded build yet:
+ * "<target> runs Python 3.13.15 in a free-threaded build, where scry does not yet <missing>". */
+int py_runtime_refuse_free_threaded(const struct py_runtime *rt, const char *missing);
+
 /* "process PID (EXE)" or "the core of EXE", for messages; returns buf. */
 const char *py_target_name(struct rd_reader *rd, char *buf, size_t size);
 
 /* The first interpreter (newest first, as CPython links them), or 0. */
 int py_interp_head(struct py_runtime *rt, uint64_t *interp);
 
-/* The PyThreadState holding this interpreter's GIL, or 0 when it is free. */
-int py_gil_holder(struct py_runtime *rt, uint64_t interp, uint64_t *tstate);
+/* The PyThreadState holding this interpreter's GIL, or 0 when it is free. *enabled: false when
+ * the interpreter runs without a GIL (a free-threaded build whose GIL is not enabled). */
+int py_gil_holder(struct py_runtime *rt, uint64_t interp, uint64_t *tstate, bool *enabled);
 
 #endif

@@ -67,6 +67,7 @@ int py_list_threads(struct py_runtime *rt, struct arena *arena, struct py_thread
         hm_put(&seen, interp, 1);
         int64_t id = 0;
         uint64_t tstate, next, holder = 0;
+        bool gil = true;
         err = rd_read_u64(rt->rd, interp + L->is_id, (uint64_t *)&id);
         if (!err)
             err = rd_read_u64(rt->rd, interp + L->is_threads_head, &tstate);
@@ -74,7 +75,7 @@ int py_list_threads(struct py_runtime *rt, struct arena *arena, struct py_thread
             err = rd_read_u64(rt->rd, interp + L->is_next, &next);
         if (err)
             goto out;
-        if (py_gil_holder(rt, interp, &holder))
+        if (py_gil_holder(rt, interp, &holder, &gil))
             holder = 0;
         struct hashmap names = HASHMAP_INIT;
         thread_names(rt, interp, arena, &names);
@@ -122,6 +123,7 @@ int py_list_threads(struct py_runtime *rt, struct arena *arena, struct py_thread
                 .thread_id = tid,
                 .native_id = (int64_t)native,
                 .holds_gil = holder == tstate,
+                .no_gil = !gil,
                 .name = (const char *)(uintptr_t)name,
             };
             n++;

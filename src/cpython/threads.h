@@ -1,5 +1,6 @@
 /* Interpreters and their threads: PyThreadState lists, thread names from threading's registry,
- * and which thread holds each interpreter's GIL. */
+ * and which thread holds each interpreter's GIL (if it has one: a free-threaded build runs
+ * without one unless it is enabled at run time). */
 #ifndef SCRY_CPYTHON_THREADS_H
 #define SCRY_CPYTHON_THREADS_H
 
@@ -20,6 +21,7 @@ struct py_thread {
     uint64_t thread_id;  /* pthread_t: threading.get_ident() */
     int64_t native_id;   /* kernel TID: threading.get_native_id() */
     bool holds_gil;
+    bool no_gil;         /* its interpreter runs without a GIL (free-threaded build) */
     const char *name;    /* threading.Thread.name, or NULL (in the arena) */
 };
 

@@ -216,15 +216,19 @@ static void write_row(struct json_writer *w, const char *text, bool scalene_esca
     sb_release(&sb);
 }
 
-/* Memory that makes a row worth keeping in a reduced profile whatever its time. */
-static bool has_memory(const struct row *r)
+/* Memory that makes a row worth keeping in a reduced profile whatever its time: bytes allocated
+ * or copied, at least malloc_threshold_mb MB of either. */
+static bool memory_kept(uint64_t malloc_bytes, uint64_t copy_bytes,
+                        const struct profile_json_opts *o)
 {
-    return r->malloc_bytes > 0 || r->copy_bytes > 0;
+    double min = o->malloc_threshold_mb * 1048576.0;
+    return (malloc_bytes > 0 && (double)malloc_bytes >= min) ||
+           (copy_bytes > 0 && (double)copy_bytes >= min);
 }
 
 static bool keep(const struct row *r, const struct wctx *c)
 {
-    if (!c->o->reduced || has_memory(r))
+    if (!c->o->reduced || memory_kept(r->malloc_bytes, r->copy_bytes, c->o))
         return true;
     double total = (r->py + r->nat + r->sys) * c->pct;
     return r->samples > 0 && total > 0 && total >= c->o->cpu_percent_threshold;
@@ -448,7 +452,7 @@ static void write_files(struct json_writer *w, const struct profile *p,
         while (i < p->nlines && p->lines[i].file == fv->file) {
             const struct prof_line *l = &p->lines[i];
             fv->sec += l->python_sec + l->native_sec + l->sys_sec;
-            fv->memory |= l->malloc_bytes > 0 || l->copy_bytes > 0;
+            fv->memory |= memory_kept(l->malloc_bytes, l->copy_bytes, o);
             i++;
         }
         fv->end = i;
@@ -706,6 +710,8 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     jw_double(&w, prof_total_sec(p));
     jw_key(&w, "profiled_time_sec");
     jw_double(&w, prof_charged_sec(p));
+    jw_key(&w, "profiling_off_sec");
+    jw_double(&w, p->off_sec);
     /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
     jw_key(&w, "run_queue_delay_sec");
     if (p->have_run_queue)

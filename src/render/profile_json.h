@@ -19,6 +19,9 @@ struct profile_json_opts {
     double start_time_perf; /* CLOCK_MONOTONIC (= Python's perf_counter) at start */
     double cpu_percent_threshold;
     bool reduced;    /* keep only lines and functions at or above the threshold */
+    /* With reduced: a line, function or file under the threshold stays for its memory when it
+     * allocated or copied at least this many MB (0: any byte). */
+    double malloc_threshold_mb;
     unsigned ncpus;  /* divides n_core_utilization; 0 counts as 1 */
 };
 

@@ -55,6 +55,7 @@ struct tprof {
     struct tfile *files;
     size_t nfiles;
     bool memory;
+    double malloc_min_mb; /* profile_text_opts.malloc_threshold_mb */
     double max_footprint_mb, growth_rate, native_mb;
     const json_t *samples;
 };
@@ -503,12 +504,15 @@ static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const 
     sb_addch(sb, '\n');
 }
 
-/* At or above the threshold in time, or (with memory) in share of the allocated bytes, or
- * copying at least 0.5 MB/s (the copy column's own threshold). */
+/* At or above the threshold in time, or (with memory) in share of the allocated bytes (with at
+ * least malloc_min_mb allocated), or copying at least 0.5 MB/s (the copy column's own
+ * threshold). */
 static bool shown(const struct tprof *tp, const struct trow *r, double threshold)
 {
     return row_total(r) >= threshold ||
-           (tp->memory && ((r->usage > 0 && r->usage * 100 >= threshold) || r->copy_mb_s >= 0.5));
+           (tp->memory && ((r->usage > 0 && r->usage * 100 >= threshold &&
+                            r->malloc_mb >= tp->malloc_min_mb) ||
+                           r->copy_mb_s >= 0.5));
 }
 
 static bool file_shown(const struct tprof *tp, const struct tfile *f, double threshold)
@@ -602,6 +606,7 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         free_tprof(&tp);
         return err;
     }
+    tp.malloc_min_mb = o->malloc_threshold_mb;
     double elapsed, sampled, profiled, rate, n_samples, processes;
     if ((err = get_num(root, "elapsed_time_sec", &elapsed, "the document")) ||
         (err = get_num(root, "sampled_time_sec", &sampled, "the document")) ||
@@ -642,6 +647,10 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
                 sampled, json_is_true(vt) ? "CPU time only" : "on and off the CPU");
         if (elapsed > 0)
             sb_addf(out, "; the program ran %.3f s", elapsed);
+        /* Profiled only part of the time (--off, scry.stop(), scry control, optional key). */
+        double off = json_number_value(json_object_get(root, "profiling_off_sec"));
+        if (off > 0)
+            sb_addf(out, ", %.3f s of it with profiling off", off);
         sb_adds(out, "\n\n");
     }
     if (json_is_true(json_object_get(root, "oversubscribed"))) {

@@ -16,6 +16,9 @@
 struct profile_text_opts {
     bool color;       /* ANSI colours: only for a terminal */
     double threshold; /* hide lines, functions and files under this % of the time */
+    /* A line under the threshold in time is shown for its share of the allocated memory only
+     * when it allocated at least this many MB (0: any). */
+    double malloc_threshold_mb;
 };
 
 /* Renders the profile document; a document that is not a profile (wrong types where the schema

@@ -26,7 +26,8 @@ void stacks_render_text(const struct stacks_report *r, bool color, struct strbuf
         sb_addf(out, "%sProcess %d%s", bold, r->pid, reset);
     if (r->command && r->command[0])
         sb_addf(out, ": %s", san_str(r->command));
-    sb_addf(out, "\nPython %s%s%s", bold, san_str(r->python_version), reset);
+    sb_addf(out, "\nPython %s%s%s%s", bold, san_str(r->python_version), reset,
+            r->free_threaded ? " free-threaded" : "");
     if (r->python_path)
         sb_addf(out, " %s(%s)%s", dim, san_str(r->python_path), reset);
     sb_addch(out, '\n');
@@ -41,7 +42,7 @@ void stacks_render_text(const struct stacks_report *r, bool color, struct strbuf
         const struct stacks_thread *t = &r->threads[i];
         sb_addf(out, "\n%sThread %" PRId64 "%s (%s%s%s%s)", bold, t->native_id, reset,
                 t->idle ? dim : green, t->idle ? "idle" : "active", reset,
-                t->gil ? ", gil" : "");
+                t->gil && !t->no_gil ? ", gil" : "");
         if (t->name) {
             /* Quoted as a JSON string, cleaned first (JSON keeps C1 and bidi controls). */
             const char *name = san_str(t->name);
@@ -81,6 +82,8 @@ void stacks_render_json(const struct stacks_report *r, struct strbuf *out)
     }
     jw_key(&w, "python_version");
     jw_str(&w, r->python_version);
+    jw_key(&w, "free_threaded");
+    jw_bool(&w, r->free_threaded);
     jw_key(&w, "threads");
     jw_arr_begin(&w);
     for (size_t i = 0; i < r->nthreads; i++) {
@@ -97,7 +100,10 @@ void stacks_render_json(const struct stacks_report *r, struct strbuf *out)
         jw_key(&w, "idle");
         jw_bool(&w, t->idle);
         jw_key(&w, "gil");
-        jw_bool(&w, t->gil);
+        if (t->no_gil)
+            jw_null(&w);
+        else
+            jw_bool(&w, t->gil);
         jw_key(&w, "truncated");
         jw_bool(&w, t->truncated);
         jw_key(&w, "frames");

@@ -22,6 +22,7 @@ struct stacks_thread {
     const char *name; /* NULL when threading does not know the thread */
     bool idle;
     bool gil;
+    bool no_gil;    /* its interpreter had no GIL (free-threaded build): gil is meaningless */
     bool truncated; /* deeper than shown, or the frame chain was damaged */
     struct stacks_frame *frames; /* innermost first */
     size_t nframes;
@@ -32,6 +33,7 @@ struct stacks_report {
     const char *source;      /* "process" or the core file's path */
     const char *command;     /* the target's command line or executable, or NULL */
     const char *python_version;
+    bool free_threaded;      /* a free-threaded build (3.13t) */
     const char *python_path; /* libpython or the executable holding the runtime */
     struct stacks_thread *threads;
     size_t nthreads;

@@ -23,12 +23,15 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pythons import find_pythons  # noqa: E402  (written alongside; maps "3.X" -> interpreter)
+from pythons import find_free_threaded, find_pythons  # noqa: E402  ("3.X"/"3.Xt" -> interpreter)
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = REPO / "tests" / "targets"
 SCRY = Path(os.environ.get("SCRY", REPO / "build" / "scry"))
 SUPPORTED = ["3.11", "3.12", "3.13", "3.14", "3.15"]
+# Free-threaded builds: python_exe gives them only to the suites that work there, which say so
+# with a module-level FREE_THREADED = True (stacks and run's CPU suites; not dump).
+FREE_THREADED = ["3.13t"]
 SCRY_TIMEOUT_S = 30
 READY_TIMEOUT_S = 30
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
@@ -89,16 +92,34 @@ def scry():
 
 @pytest.fixture(scope="session")
 def pythons():
-    return find_pythons()
+    return {**find_pythons(), **find_free_threaded()}
 
 
-@pytest.fixture(params=SUPPORTED)
+def pytest_generate_tests(metafunc):
+    if "python_exe" in metafunc.fixturenames:
+        ft = FREE_THREADED if getattr(metafunc.module, "FREE_THREADED", False) else []
+        metafunc.parametrize("python_exe", SUPPORTED + ft, indirect=True)
+
+
+@pytest.fixture
 def python_exe(request, pythons):
-    """Each supported interpreter installed here; the others are skipped."""
+    """Each supported interpreter installed here (and the free-threaded builds, for a module
+    with FREE_THREADED = True); the others are skipped."""
     exe = pythons.get(request.param)
     if not exe:
-        pytest.skip(f"Python {request.param} is not installed")
+        pytest.skip(f"Python {request.param} is not installed"
+                    + (" (scripts/install-pythons.sh builds it)" if request.param.endswith("t")
+                       else ""))
     return exe
+
+
+def is_free_threaded(python):
+    """Whether the interpreter is one of the free-threaded builds (FREE_THREADED)."""
+    return python in find_free_threaded().values()
+
+
+NO_MEMORY_FREE_THREADED = ("scry run does not profile memory on a free-threaded build yet: it "
+                           "profiles CPU only there, with a warning (test_run_memory.py)")
 
 
 def preferred_python():

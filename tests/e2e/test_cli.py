@@ -124,9 +124,12 @@ def test_usage_error_form(scry, tmp_path, name, args, message_has):
         assert err["code"] == "usage" and message_has in err["message"], err
         assert err["hint"] == f"run 'scry {name} --help' to see its options", err
         assert jcp.stderr == "", jcp.stderr
+    elif name == "run":
+        # run takes Scalene's --json (the JSON profile only, no view at the end): not a request
+        # for error documents, so the same error comes as text.
+        check_usage_text(jcp, name, message_has)
     else:
-        # Not an option of this command: a text usage error about --json itself (run takes
-        # it as an unknown option of its own, before the program).
+        # Not an option of this command: a text usage error about --json itself.
         check_usage_text(jcp, name, "--json")
 
 

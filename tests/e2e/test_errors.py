@@ -135,10 +135,10 @@ def test_unsupported_python_core(scry, spawn, make_core):
 
 
 def test_free_threaded_is_refused(scry, spawn, pythons, tmp_path):
-    """A free-threaded interpreter (named python3.Xt) is refused with unsupported_python, and the
-    message says what scry does not read there. Debian sid's 3.14 under another name stands in
-    for one (its own stdlib through PYTHONHOME): the refusal comes from the name, before any
-    read; the _Py_DebugOffsets free_threaded flag is the other way in (a real 3.13t+ build)."""
+    """A free-threaded interpreter other than 3.13t (named python3.Xt) is refused with
+    unsupported_python, and the message says what scry reads. Debian sid's 3.14 under another name
+    stands in for a 3.14t (its own stdlib through PYTHONHOME): the refusal comes from the name,
+    before any read; the _Py_DebugOffsets free_threaded flag is the other way in."""
     exe = pythons.get("3.14")
     root = Path(os.path.realpath(exe)).parents[1] if exe else None  # .../root/usr/bin/python3.14
     if not exe or not (root / "lib" / "python3.14").is_dir():
@@ -150,8 +150,29 @@ def test_free_threaded_is_refused(scry, spawn, pythons, tmp_path):
     wait_for_sleeping(proc.pid)
     time.sleep(0.2)
     check_error(["--pid", proc.pid], "unsupported_python",
-                message_has="free-threaded build, which scry does not support yet: it does not "
-                            "read that build's thread states without a GIL")
+                message_has="free-threaded build, which scry does not support yet: it reads the "
+                            "free-threaded build of 3.13 only")
+
+
+def test_free_threaded_dump_is_refused(scry, spawn, pythons, tmp_path):
+    """3.13t: `scry dump` refuses with unsupported_python naming what is missing (the walk of
+    the build's mimalloc heaps), before it makes any file; `scry stacks` reads the same process
+    (tests/e2e/test_stacks.py)."""
+    exe = pythons.get("3.13t")
+    if not exe:
+        pytest.skip("Python 3.13t is not installed (scripts/install-pythons.sh builds it)")
+    proc = spawn([exe, "-c", "import time; time.sleep(60)"])
+    wait_for_sleeping(proc.pid)
+    out = tmp_path / "app.heap"
+    for extra in ([], ["--json"]):
+        cp = run_scry(["dump", "--pid", proc.pid, "-o", out] + extra)
+        assert cp.returncode == 1, f"rc {cp.returncode}\n{cp.stdout}\n{cp.stderr}"
+        text = cp.stdout if extra else cp.stderr
+        assert "unsupported_python" in text and "free-threaded build" in text, text
+        assert "mimalloc heaps" in text and "no GC lists" in text, text
+        assert not out.exists() and not list(tmp_path.glob("app.heap*")), list(tmp_path.iterdir())
+    cp = run_scry(["stacks", "--pid", proc.pid, "--json"])
+    assert cp.returncode == 0 and json.loads(cp.stdout)["free_threaded"] is True, cp.stdout
 
 
 def test_permission_denied(scry, spawn, pythons, tmp_path):

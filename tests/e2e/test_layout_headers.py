@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import gen_layouts  # noqa: E402
-from pythons import find_pythons  # noqa: E402
+from pythons import find_free_threaded, find_pythons  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SCRY_BUILD", REPO / "build"))
@@ -32,20 +32,21 @@ DEBIAN_STATIC = "/usr/bin/python3.11"
 
 
 def interpreters():
-    """[(label, exe)]: every installed 3.11+ interpreter, Debian's static 3.11 included."""
-    found = [(v, exe) for v, exe in sorted(find_pythons().items())
-             if int(v.split(".")[1]) >= 11]
+    """[(label, exe)]: every installed 3.11+ interpreter, Debian's static 3.11 and the
+    free-threaded builds (3.13t) included."""
+    found = [(v, exe) for v, exe in sorted({**find_pythons(), **find_free_threaded()}.items())
+             if int(v.split(".")[1].rstrip("t")) >= 11]
     if os.access(DEBIAN_STATIC, os.X_OK):
         found.append(("3.11-debian-static", DEBIAN_STATIC))
     return found
 
 
-def scry_numbers(minor):
+def scry_numbers(variant):
     if not (TABLE.is_file() and os.access(TABLE, os.X_OK)):
         pytest.fail(f"{TABLE} is missing: build it with `make {TABLE.relative_to(REPO)}` "
                     f"(`make test` does), or point $SCRY_BUILD at the build directory",
                     pytrace=False)
-    cp = subprocess.run([str(TABLE), str(minor)], capture_output=True, text=True, timeout=60)
+    cp = subprocess.run([str(TABLE), variant], capture_output=True, text=True, timeout=60)
     assert cp.returncode == 0, cp.stderr
     return gen_layouts.parse(cp.stdout)
 
@@ -63,9 +64,10 @@ def headers_or_skip(exe):
 def test_tables_match_headers(label, exe):
     known = headers_or_skip(exe)
     _, version = gen_layouts.interpreter_info(exe)
-    minor = int(version.split(".")[1])
+    minor = gen_layouts.minor_of(version)
     assert known["minor"] == minor, "the headers are another version's"
-    mine = scry_numbers(minor)
+    assert known["free_threaded"] == version.endswith("t"), "the headers are another build's"
+    mine = scry_numbers(gen_layouts.variant(version))
     # Every struct py_layout and py_heap_layout number, and the labelled references: a table
     # that lost its fields would pass a check of nothing.
     assert len(mine) >= 150, f"layout_table printed only {len(mine)} numbers for 3.{minor}"

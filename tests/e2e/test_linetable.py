@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pythons import find_pythons  # noqa: E402
+from pythons import find_free_threaded, find_pythons  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DUMP = REPO / "tests" / "tools" / "dump_linetables.py"
@@ -38,7 +38,7 @@ def checker():
 
 
 def interpreter(version):
-    exe = find_pythons().get(version)
+    exe = {**find_pythons(), **find_free_threaded()}.get(version)
     if not exe:
         pytest.skip(f"Python {version} is not installed")
     return exe
@@ -59,7 +59,7 @@ def run_checker(path):
     return cp, m
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13", "3.14", "3.15"])
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13", "3.14", "3.15", "3.13t"])
 def test_linetable_matches_co_lines(version, tmp_path):
     python = interpreter(version)
     data = tmp_path / f"linetables-{version}.txt"

@@ -20,6 +20,8 @@ from conftest import (TARGETS, assert_same_behaviour, describe_entry, file_detai
                       function_entry, line_entry, line_total, load_profile, run_plain,
                       run_profiled, split_of)
 
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
+
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import (TARGETS, describe_entry, file_detail, line_entry, load_profile,
                       run_profiled, split_of)
+
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
 import importlib.util
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")

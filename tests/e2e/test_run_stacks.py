@@ -18,6 +18,8 @@ import pytest
 
 from conftest import TARGETS, assert_same_behaviour, load_profile, run_plain, run_profiled
 
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
+
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)

@@ -1,5 +1,6 @@
 """End-to-end tests of `scry run` on threads that live shorter than a sampling interval, on every
-installed Python 3.11-3.13 (issue 10, item 1).
+installed Python 3.11-3.15 and 3.13t (issue 10, item 1), and on threads that run Python at the
+same time (tests/targets/run_parallel_threads.py; on 3.13t in parallel, with no GIL).
 
 The ground truth is tests/targets/run_short_threads.py: 3,000 threads of ~1 ms and 200 threads of
 ~10 ms of pure-Python CPU work, started and joined one after another. Each thread measures its
@@ -17,6 +18,8 @@ import pytest
 from conftest import (TARGETS, describe_entry, file_detail, function_entry, line_entry,
                       load_profile, run_profiled)
 
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
+
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)
@@ -32,19 +35,21 @@ RATE_SEC = 0.01  # plus three standard deviations of off-CPU sampling at the def
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """runs(python, script) -> (the target's JSON line, profile, the target's file entry): each
+    target profiled once per interpreter."""
     cache = {}
 
-    def run(python):
-        if python not in cache:
+    def run(python, script=TARGET.name):
+        if (python, script) not in cache:
             out = tmp_path_factory.mktemp("threads") / "profile.json"
-            ran = run_profiled(python, "run_short_threads.py", outfile=out)
+            ran = run_profiled(python, script, outfile=out)
             assert ran.returncode == 0, ran.describe()
             truth = json.loads(ran.stdout.decode().splitlines()[-1])
             profile = load_profile(ran)
-            detail = file_detail(profile, TARGET)
+            detail = file_detail(profile, TARGETS / script)
             assert detail is not None, (list(profile["files"]), ran.describe())
-            cache[python] = (truth, profile, detail)
-        return cache[python]
+            cache[python, script] = (truth, profile, detail)
+        return cache[python, script]
 
     return run
 
@@ -57,18 +62,24 @@ def seconds(profile, entry, fields):
                                               ("medium", "crunch_medium")])
 def test_short_threads_keep_their_cpu(runs, python_exe, section, function):
     truth, profile, detail = runs(python_exe)
-    want = truth["sections"][section]["function_cpu"]
+    check_function_cpu(profile, detail, function, MARKERS[section][0],
+                       truth["sections"][section]["function_cpu"],
+                       f"{truth['sections'][section]['threads']} threads of {section} work")
+
+
+def check_function_cpu(profile, detail, function, loop_line, want, what):
+    """The function's CPU in the profile is its threads' own (want seconds) within 10%, and at
+    least 90% of that is Python time on its loop line."""
     entry = function_entry(detail, function)
     got = seconds(profile, entry, ("n_cpu_percent_python", "n_cpu_percent_c"))
     assert abs(got - want) <= CPU_TOLERANCE * want, (
-        f"{truth['sections'][section]['threads']} threads of {section} work: {function} has "
-        f"{got:.3f} s of CPU in the profile, the threads measured {want:.3f} s "
-        f"(want within {CPU_TOLERANCE:.0%}); {describe_entry(entry)}")
-    line = line_entry(detail, MARKERS[section][0])
+        f"{what}: {function} has {got:.3f} s of CPU in the profile, its threads measured "
+        f"{want:.3f} s (want within {CPU_TOLERANCE:.0%}); {describe_entry(entry)}")
+    line = line_entry(detail, loop_line)
     python = seconds(profile, line, ("n_cpu_percent_python",))
     assert python >= 0.90 * want, (
-        f"the loop line of {function} has {python:.3f} s of Python time, its threads measured "
-        f"{want:.3f} s of CPU; {describe_entry(line)}")
+        f"{what}: the loop line of {function} has {python:.3f} s of Python time, its threads "
+        f"measured {want:.3f} s of CPU; {describe_entry(line)}")
 
 
 @pytest.mark.parametrize("marker,key", [("start", "start_off"), ("join", "join_off")])
@@ -81,3 +92,21 @@ def test_main_thread_system_time_is_its_real_waiting(runs, python_exe, marker, k
     assert got <= waited * (1 + OFF_TOLERANCE) + slack, (
         f"t.{marker}(): {got:.3f} s of system time, but the main thread was off the CPU there "
         f"{waited:.3f} s; {describe_entry(line)}")
+
+
+# ---- threads that run Python at the same time (3.13t: in parallel, with no GIL) ---------------
+
+PARALLEL = TARGETS / "run_parallel_threads.py"
+PARALLEL_MARKERS = groundtruth.marker_lines(PARALLEL)
+
+
+@pytest.mark.parametrize("function", ["spin_one", "spin_two", "spin_three"])
+def test_parallel_threads_each_get_their_own_cpu(runs, python_exe, function):
+    """Three threads running pure Python at once: each one's function gets its own thread's CPU
+    time (time.thread_time()), within 10%, and it is Python time on its loop line; on 3.13t no
+    GIL serializes them, so the per-thread timers and ring slots are used concurrently."""
+    truth, profile, detail = runs(python_exe, PARALLEL.name)
+    others = {f: round(c, 3) for f, c in truth["cpu"].items()}
+    check_function_cpu(profile, detail, function, PARALLEL_MARKERS[function][0],
+                       truth["cpu"][function],
+                       f"three threads at once (their CPU: {others}; GIL {truth['gil']})")

@@ -5,6 +5,8 @@ thread's stack as Python sees it), so the comparison is exact: every frame's fun
 (co_qualname), file (co_filename) and line, stdlib frames included. Only the busy thread's
 innermost line moves, within a known set of lines. The busy thread's gil/active flags are read
 up to 5 times, as it may briefly drop the GIL; everything else must be right on every read.
+On a free-threaded build (3.13t) without a GIL no thread may be said to hold one (`gil` null in
+JSON, no `, gil` in text); with PYTHON_GIL=1 the busy thread holds it as in other builds.
 """
 
 import json
@@ -17,6 +19,7 @@ import pytest
 
 from conftest import TARGETS, run_scry, task_state, tracer_pid, wait_for_sleeping
 
+FREE_THREADED = True  # conftest: python_exe includes 3.13t
 STATIC_PYTHON = "/usr/bin/python3.11"
 FLAG_ATTEMPTS = 5
 
@@ -32,12 +35,14 @@ def parse_json(cp):
     keyed by native id."""
     assert cp.returncode == 0, f"scry failed (rc {cp.returncode}):\n{cp.stdout}\n{cp.stderr}"
     doc = json.loads(cp.stdout)
-    assert set(doc) >= {"pid", "python_version", "threads"}, doc
+    assert set(doc) >= {"pid", "python_version", "free_threaded", "threads"}, doc
     assert isinstance(doc["pid"], int) and isinstance(doc["python_version"], str)
+    assert isinstance(doc["free_threaded"], bool), doc
     threads = {}
     for t in doc["threads"]:
+        gil_kind = (bool, type(None)) if doc["free_threaded"] else bool
         for key, kind in (("thread_id", int), ("native_id", int), ("interpreter_id", int),
-                          ("idle", bool), ("gil", bool), ("frames", list)):
+                          ("idle", bool), ("gil", gil_kind), ("frames", list)):
             assert isinstance(t.get(key), kind), f"thread field {key!r} is not {kind}: {t}"
         assert "name" in t and (t["name"] is None or isinstance(t["name"], str)), t
         for f in t["frames"]:
@@ -88,6 +93,7 @@ def check_threads(ready, got, where, flags="pid"):
     """Asserts the exact thread set, names, ids and frames; returns the list of problems with
     the busy thread's flags (retried by the caller). Blocked threads' flags must be right."""
     expected = {t["native_id"]: t for t in ready["threads"]}
+    has_gil = ready["gil"]
     assert set(got) == set(expected), (
         f"{where}: threads {sorted(got)} != expected {sorted(expected)} "
         f"({[(t['name'], t['native_id']) for t in ready['threads']]})")
@@ -109,10 +115,13 @@ def check_threads(ready, got, where, flags="pid"):
                 f"lines {busy_lines}\nwhole stack: {have}")
             have, want = have[1:], want[1:]
         assert have == want, f"{label}: frames differ\n got: {have}\nwant: {want}"
+        if not has_gil:  # JSON says null, text says nothing
+            no_gil = None if "thread_id" in g else False
+            assert g["gil"] is no_gil, f"{label}: gil {g['gil']!r} in a build without a GIL"
         if busy_lines:
             if g["idle"]:
                 soft.append(f"{label}: busy thread reported idle")
-            if not g["gil"]:
+            if has_gil and not g["gil"]:
                 soft.append(f"{label}: busy thread does not hold the gil")
         elif not g["idle"]:
             # A blocked thread may be caught in the moment it wakes (a timed wait, a signal):
@@ -135,10 +144,13 @@ def read_with_retries(read_once, ready, where, flags="pid"):
                 + "\n".join(problems))
 
 
-def check_version_header(header, version, where):
+def check_version_header(header, ready, where):
     text = "\n".join(header)
+    version = ready["python_version"]
     assert re.search(rf"\bPython {re.escape(version)}(?![\d.])", text), (
         f"{where}: header does not name Python {version}:\n{text}")
+    assert ("free-threaded" in text) == ready["free_threaded"], (
+        f"{where}: header does not say whether the build is free-threaded:\n{text}")
 
 
 def assert_still_running(target):
@@ -214,6 +226,7 @@ def test_stacks_pid_json(python_exe, scry, start_target):
     for doc in docs:
         assert doc["pid"] == target.pid
         assert doc["python_version"] == ready["python_version"]
+        assert doc["free_threaded"] == ready["free_threaded"]
     assert_still_running(target)
 
 
@@ -224,7 +237,7 @@ def test_stacks_pid_text(python_exe, scry, start_target):
 
     def read():
         header, threads = parse_text(run_scry(["stacks", "--pid", target.pid]))
-        check_version_header(header, ready["python_version"], where)
+        check_version_header(header, ready, where)
         return threads
 
     read_with_retries(read, ready, where)
@@ -264,7 +277,7 @@ def test_stacks_core(python_exe, scry, start_target, make_core, mode):
             core.unlink(missing_ok=True)
         if mode == "text":
             header, threads = parse_text(cp)
-            check_version_header(header, ready["python_version"], where)
+            check_version_header(header, ready, where)
             return threads
         doc, threads = parse_json(cp)
         assert doc["pid"] == target.pid, f"{where}: pid {doc['pid']} != {target.pid}"
@@ -292,9 +305,34 @@ def test_stacks_static_python(scry, start_target):
 
     def read_text():
         header, threads = parse_text(run_scry(["stacks", "--pid", target.pid]))
-        check_version_header(header, ready["python_version"], where)
+        check_version_header(header, ready, where)
         return threads
 
     read_with_retries(read_json, ready, where + " --json")
     read_with_retries(read_text, ready, where + " (text)")
+    assert_still_running(target)
+
+
+# ---- a free-threaded build with its GIL enabled again -----------------------------------------
+
+
+def test_stacks_free_threaded_gil_enabled(pythons, scry, start_target, monkeypatch):
+    """3.13t with PYTHON_GIL=1 has a GIL (the interpreter's gil.enabled): the busy thread is
+    reported holding it, as in a default build, and the document still says free-threaded."""
+    exe = pythons.get("3.13t")
+    if not exe:
+        pytest.skip("Python 3.13t is not installed (scripts/install-pythons.sh builds it)")
+    monkeypatch.setenv("PYTHON_GIL", "1")
+    target = start_target(exe)
+    ready = target.ready
+    assert ready["free_threaded"] and ready["gil"], ready
+    docs = []
+
+    def read():
+        doc, threads = parse_json(run_scry(["stacks", "--pid", target.pid, "--json"]))
+        docs.append(doc)
+        return threads
+
+    read_with_retries(read, ready, "Python 3.13t PYTHON_GIL=1 --pid --json")
+    assert all(doc["free_threaded"] for doc in docs)
     assert_still_running(target)

@@ -24,3 +24,12 @@ def stack_of(frame):
                        "line": frame.f_lineno})
         frame = frame.f_back
     return frames
+
+
+def build_facts():
+    """What the ready line says about the interpreter's build: free-threaded (Py_GIL_DISABLED)
+    and whether it runs with a GIL now (a free-threaded build has none unless PYTHON_GIL=1)."""
+    import sys
+    import sysconfig
+    return {"free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+            "gil": getattr(sys, "_is_gil_enabled", lambda: True)()}

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from groundtruth import marker_lines, stack_of
+from groundtruth import build_facts, marker_lines, stack_of
 
 STOP = False  # checked by the busy loop on every iteration
 COUNT = 0  # the busy loop's iterations
@@ -117,7 +117,8 @@ class Worker:
         ]
         print(json.dumps({"ready": True, "pid": os.getpid(),
                           "python_version": platform.python_version(),
-                          "executable": sys.executable, "threads": threads}), flush=True)
+                          "executable": sys.executable, "threads": threads,
+                          **build_facts()}), flush=True)
 
 
 def crunch(worker):

@@ -17,7 +17,7 @@ import sys
 import threading  # registers the main thread as "MainThread"; the other stays unnamed
 import time
 
-from groundtruth import marker_lines, stack_of
+from groundtruth import build_facts, marker_lines, stack_of
 
 MAIN_IDENT = _thread.get_ident()
 MAIN_NATIVE_ID = _thread.get_native_id()
@@ -61,7 +61,8 @@ class Parker:
         ]
         print(json.dumps({"ready": True, "pid": os.getpid(),
                           "python_version": platform.python_version(),
-                          "executable": sys.executable, "threads": threads}), flush=True)
+                          "executable": sys.executable, "threads": threads,
+                          **build_facts()}), flush=True)
 
 
 def park(parker):

@@ -12,7 +12,9 @@ py_heap_layout with the heap walker's labelled references (tp_traverse order).
 
 Usage:
   gen_layouts.py [--python EXE ...]     write src/cpython/layout_3XX.c for each interpreter given,
-                                        or else every pyenv release build of 3.11+ found
+                                        or else every pyenv release build of 3.11+ found and
+                                        the free-threaded 3.13t (layout_313t.c, tables named
+                                        *_313t: Py_GIL_DISABLED headers, python3.13t include)
   gen_layouts.py --check EXE            exit 1 (printing a diff) unless the committed file of
                                         EXE's version is what EXE's headers make
 tests/e2e/test_layout_headers.py runs the check for every installed interpreter.
@@ -66,12 +68,12 @@ print("ref.property.__name__", offset_of(p, "prop_with_a_name"))
 # struct py_layout's numbers (uint64_t, then int), as layout_offsets.c names them.
 LAYOUT_U64 = """rt_size rt_interpreters_head rt_gil_locked rt_gil_last_holder is_size is_next is_id
     is_threads_head is_gc is_modules is_sysdict is_builtins is_ceval_gil gil_locked
-    gil_last_holder ts_size ts_next ts_interp ts_thread_id ts_native_thread_id ts_cframe
+    gil_last_holder gil_enabled ts_size ts_next ts_interp ts_thread_id ts_native_thread_id ts_cframe
     cframe_current_frame ts_current_frame ts_datastack_chunk fr_size fr_previous fr_code fr_instr
     fr_owner fr_localsplus fr_is_entry co_size co_nunits co_filename co_name co_qualname
     co_linetable co_firstlineno co_firsttraceable co_code_adaptive ob_type tp_name tp_basicsize
     tp_flags tp_dictoffset ht_cached_keys str_length str_state str_ascii_size str_compact_size
-    long_digits bytes_size bytes_sval dict_keys dict_values mod_dict""".split()
+    long_digits bytes_size bytes_sval dict_keys dict_values mod_dict managed_dict""".split()
 LAYOUT_INT = ["owner_generator", "owner_cstack", "owner_interpreter"]
 # struct py_heap_layout's numbers (gc_generations is written from gc_gen0..2).
 HEAP_U64 = """gc_permanent gc_collecting gc_garbage tp_itemsize tp_weaklistoffset tp_base tp_dict
@@ -112,9 +114,11 @@ REFS = [
 ]
 
 
-def rules(minor):
+def rules(minor, free_threaded):
     """What is not a number in the headers: how this version behaves (cpython-internals.md)."""
     layout = {
+        # a free-threaded build (Py_GIL_DISABLED): no GIL unless enabled at run time, mimalloc
+        "free_threaded": "true" if free_threaded else "false",
         # 3.12+: PyLongObject has lv_tag; 3.11: a signed ob_size
         "long_has_lv_tag": "true" if minor >= 12 else "false",
         # how instances keep attributes without a dict (layout.h, enum py_values_kind)
@@ -144,18 +148,28 @@ def parse(text):
 
 
 def interpreter_info(exe):
-    """(prefix, "3.X.Y") of an interpreter."""
-    cp = subprocess.run([exe, "-c", "import sys; print(sys.prefix); "
-                         "print('%d.%d.%d' % sys.version_info[:3])"],
+    """(prefix, "3.X.Y") of an interpreter; "3.X.Yt" for a free-threaded build."""
+    cp = subprocess.run([exe, "-c", "import sys, sysconfig; print(sys.prefix); "
+                         "print('%d.%d.%d' % sys.version_info[:3] + "
+                         "('t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))"],
                         capture_output=True, text=True, timeout=60, check=True)
     prefix, version = cp.stdout.split()
     return Path(prefix), version
 
 
+def variant(version):
+    """"13" or "13t" from "3.13.0" or "3.13.15t": the suffix of the file and its tables."""
+    return version.split(".")[1] + ("t" if version.endswith("t") else "")
+
+
+def minor_of(version):
+    return int(version.split(".")[1].rstrip("t"))
+
+
 def include_dir(exe):
-    """The interpreter's include/python3.X with its internal headers, or None."""
+    """The interpreter's include/python3.X (python3.Xt) with its internal headers, or None."""
     prefix, version = interpreter_info(exe)
-    inc = prefix / "include" / ("python3." + version.split(".")[1])
+    inc = prefix / "include" / ("python3." + variant(version))
     if (inc / "Python.h").is_file() and (inc / "internal" / "pycore_frame.h").is_file():
         return inc
     return None
@@ -192,26 +206,28 @@ def numbers(exe):
     return None if headers is None else {**headers, **live_numbers(exe)}
 
 
-def out_path(minor):
-    return OUT_DIR / f"layout_3{minor}.c"
+def out_path(version):
+    return OUT_DIR / f"layout_3{variant(version)}.c"
 
 
 def render(version, n):
-    """The C file for Python `version` ("3.X.Y") from its numbers n."""
-    minor = int(version.split(".")[1])
-    if n["minor"] != minor:
-        raise ValueError(f"the headers are 3.{n['minor']}'s, the interpreter {version}")
-    lay_rules, heap_rules = rules(minor)
+    """The C file for Python `version` ("3.X.Y", "3.X.Yt") from its numbers n."""
+    minor, var = minor_of(version), variant(version)
+    if n["minor"] != minor or n["free_threaded"] != var.endswith("t"):
+        raise ValueError(f"the headers are 3.{n['minor']}'s (free-threaded: "
+                         f"{n['free_threaded']}), the interpreter {version}")
+    lay_rules, heap_rules = rules(minor, var.endswith("t"))
     block = minor >= 13
+    build = "t" if var.endswith("t") else ""
     lines = [
-        f"/* Python 3.{minor}'s layout: generated by tests/tools/gen_layouts.py from CPython "
-        f"{version}'s",
+        f"/* Python 3.{minor}{build}'s layout: generated by tests/tools/gen_layouts.py from "
+        f"CPython {version}'s",
         " * headers (offsetof, sizeof, enum values; classmethod and property measured in the",
         " * interpreter). Do not edit: regenerate; tests/e2e/test_layout_headers.py checks it. */",
         '#include "cpython/layout_tables.h"',
         "",
     ]
-    name = f"py_layout_fixed_3{minor}" if block else f"py_layout_3{minor}"
+    name = f"py_layout_fixed_3{var}" if block else f"py_layout_3{var}"
     lines.append(f"const struct py_layout {name} = {{")
     lines.append(f"    .minor = {minor},")
     if block:
@@ -227,17 +243,17 @@ def render(version, n):
     if block:
         fields = [k[4:] for k in n if k.startswith("dbg.") and not k.endswith(".within")
                   and k not in ("dbg.sizeof", "dbg.gil_start", "dbg.gil_locked", "dbg.gil_holder")]
-        lines.append(f"const size_t py_dbg_size_3{minor} = {n['dbg.sizeof']};")
-        lines.append(f"const struct py_dbg_field py_dbg_fields_3{minor}[] = {{")
+        lines.append(f"const size_t py_dbg_size_3{var} = {n['dbg.sizeof']};")
+        lines.append(f"const struct py_dbg_field py_dbg_fields_3{var}[] = {{")
         for f in fields:
             lines.append(f"    PY_DBG({f}, {n['dbg.' + f]}, {n['dbg.' + f + '.within']}),")
         lines.append("};")
-        lines.append(f"const size_t py_dbg_nfields_3{minor} = "
-                     f"sizeof(py_dbg_fields_3{minor}) / sizeof(py_dbg_fields_3{minor}[0]);")
-        lines.append(f"const int py_dbg_gil_3{minor}[PY_DBG_GIL_INDICES] = "
+        lines.append(f"const size_t py_dbg_nfields_3{var} = "
+                     f"sizeof(py_dbg_fields_3{var}) / sizeof(py_dbg_fields_3{var}[0]);")
+        lines.append(f"const int py_dbg_gil_3{var}[PY_DBG_GIL_INDICES] = "
                      f"{{{n['dbg.gil_start']}, {n['dbg.gil_locked']}, {n['dbg.gil_holder']}}};")
         lines.append("")
-    lines.append(f"const struct py_heap_layout py_heap_layout_3{minor} = {{")
+    lines.append(f"const struct py_heap_layout py_heap_layout_3{var} = {{")
     lines.append(f"    .minor = {minor},")
     lines.append(f"    .gc_generations = {{{n['gc_gen0']}, {n['gc_gen1']}, {n['gc_gen2']}}},")
     for k in HEAP_U64 + HEAP_INT:
@@ -259,8 +275,9 @@ def render(version, n):
 
 def release_pythons():
     sys.path.insert(0, str(REPO / "tests" / "e2e"))
-    from pythons import find_pythons
-    return [exe for v, exe in sorted(find_pythons().items()) if int(v.split(".")[1]) >= 11]
+    from pythons import find_free_threaded, find_pythons
+    found = {**find_pythons(), **find_free_threaded()}
+    return [exe for v, exe in sorted(found.items()) if int(v.split(".")[1].rstrip("t")) >= 11]
 
 
 def check(exe):
@@ -270,7 +287,7 @@ def check(exe):
         return 0
     _, version = interpreter_info(exe)
     want = render(version, n)
-    path = out_path(int(version.split(".")[1]))
+    path = out_path(version)
     have = path.read_text() if path.is_file() else ""
     # The first line names the patch release that made the file; another patch release of the
     # same minor version (Debian's 3.11.2 against pyenv's 3.11.7) must give the same numbers.
@@ -296,7 +313,7 @@ def main():
             print(f"{exe}: no headers, skipped", file=sys.stderr)
             continue
         _, version = interpreter_info(exe)
-        path = out_path(int(version.split(".")[1]))
+        path = out_path(version)
         path.write_text(render(version, n))
         print(f"wrote {path.relative_to(REPO)} from {version}", file=sys.stderr)
     return 0

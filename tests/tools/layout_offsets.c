@@ -28,6 +28,7 @@
 #include "internal/pycore_genobject.h"
 #include "internal/pycore_dict.h"
 #include "internal/pycore_function.h"
+#include "internal/pycore_object.h"
 
 #define P(name, v) printf("%s %lld\n", name, (long long)(v))
 #define O(name, type, field) P(name, offsetof(type, field))
@@ -45,6 +46,11 @@
 int main(void)
 {
     P("minor", PY_MINOR_VERSION);
+#ifdef Py_GIL_DISABLED
+    P("free_threaded", 1);
+#else
+    P("free_threaded", 0);
+#endif
 #if PY_MINOR_VERSION >= 13
     /* struct py_layout, from the block */
     P("dbg.sizeof", sizeof(struct _Py_DebugOffsets));
@@ -194,6 +200,18 @@ int main(void)
     O("co_nunits", PyCodeObject, ob_base.ob_size);
     P("str_compact_size", sizeof(PyCompactUnicodeObject));
     O("mod_dict", PyModuleObject, md_dict);
+    /* bytes before an object where its managed dict pointer lies */
+#if PY_MINOR_VERSION == 12 /* _PyObject_DictOrValuesPointer: ((PyDictOrValues *)obj) - 3 */
+    P("managed_dict", 3 * sizeof(PyObject *));
+#else
+    P("managed_dict", -MANAGED_DICT_OFFSET);
+#endif
+    /* a free-threaded build's GIL can be enabled at run time: _gil_runtime_state.enabled */
+#if defined(Py_GIL_DISABLED) && PY_MINOR_VERSION >= 13
+    O("gil_enabled", struct _gil_runtime_state, enabled);
+#else
+    Z("gil_enabled");
+#endif
     /* struct py_heap_layout */
 #if PY_MINOR_VERSION >= 14 && defined(Py_GIL_DISABLED)
 #else

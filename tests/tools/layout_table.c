@@ -3,7 +3,7 @@
  * "name value" lines of tests/tools/layout_offsets.c, which prints the same names from the
  * version's headers: tests/e2e/test_layout_headers.py compares the two.
  *
- *   layout_table MINOR
+ *   layout_table MINOR      (13t: 3.13's free-threaded build)
  *
  * 3.11/3.12: every field of struct py_layout by name. 3.13+: "dbg.<field> <index>" and
  * "dbg.<field>.within <index of its struct's size>" for what comes from _Py_DebugOffsets,
@@ -31,6 +31,7 @@ static const struct field layout_fields[] = {
     U(rt_size), U(rt_interpreters_head), U(rt_gil_locked), U(rt_gil_last_holder),
     U(is_size), U(is_next), U(is_id), U(is_threads_head), U(is_gc), U(is_modules),
     U(is_sysdict), U(is_builtins), U(is_ceval_gil), U(gil_locked), U(gil_last_holder),
+    U(gil_enabled),
     U(ts_size), U(ts_next), U(ts_interp), U(ts_thread_id), U(ts_native_thread_id),
     U(ts_cframe), U(cframe_current_frame), U(ts_current_frame), U(ts_datastack_chunk),
     U(fr_size), U(fr_previous), U(fr_code), U(fr_instr), U(fr_owner), U(fr_localsplus),
@@ -40,6 +41,7 @@ static const struct field layout_fields[] = {
     U(ob_type), U(tp_name), U(tp_basicsize), U(tp_flags), U(tp_dictoffset), U(ht_cached_keys),
     U(str_length), U(str_state), U(str_ascii_size), U(str_compact_size),
     U(long_digits), U(bytes_size), U(bytes_sval), U(dict_keys), U(dict_values), U(mod_dict),
+    U(managed_dict),
 };
 #undef U
 #undef I
@@ -120,22 +122,24 @@ static int from_block(size_t off)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: layout_table MINOR\n");
+        fprintf(stderr, "usage: layout_table MINOR[t]\n");
         return 2;
     }
-    int minor = atoi(argv[1]);
-    const struct py_heap_layout *H = py_heap_layout_table(minor);
-    const struct py_layout *L = py_layout_table(minor);
+    char *end;
+    int minor = (int)strtol(argv[1], &end, 10);
+    bool ft = strcmp(end, "t") == 0;
+    const struct py_heap_layout *H = py_heap_layout_table(minor, ft);
+    const struct py_layout *L = ft ? NULL : py_layout_table(minor);
     const int *gil = NULL;
     if (!L)
-        L = py_debug_layout_fixed(minor, &dbg_fields, &n_dbg_fields, &gil);
-    if (!L || !H) {
-        fprintf(stderr, "layout_table: scry has no layout for 3.%d\n", minor);
+        L = py_debug_layout_fixed(minor, ft, &dbg_fields, &n_dbg_fields, &gil);
+    if (!L || !H || (*end && !ft)) {
+        fprintf(stderr, "layout_table: scry has no layout for 3.%s\n", argv[1]);
         return 1;
     }
     printf("minor %d\n", minor);
     if (gil) {
-        printf("dbg.sizeof %zu\n", py_debug_offsets_size(minor));
+        printf("dbg.sizeof %zu\n", py_debug_offsets_size(minor, ft));
         for (size_t i = 0; i < n_dbg_fields; i++) {
             printf("dbg.%s %d\n", dbg_fields[i].name, dbg_fields[i].idx);
             printf("dbg.%s.within %d\n", dbg_fields[i].name, dbg_fields[i].size_idx);

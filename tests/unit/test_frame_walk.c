@@ -49,7 +49,8 @@ static const struct py_layout *layout(int minor)
         return py_layout_table(minor);
     const uint64_t *b = minor == 13 ? dbg_313 : minor == 14 ? dbg_314 : dbg_315;
     size_t n = minor == 13 ? 73 : minor == 14 ? 95 : 111;
-    if (py_layout_from_debug_offsets(minor, (const uint8_t *)b, n * 8, &layouts[minor]) != 0)
+    if (py_layout_from_debug_offsets(minor, false, (const uint8_t *)b, n * 8,
+                                     &layouts[minor]) != 0)
         return NULL;
     return &layouts[minor];
 }
@@ -154,7 +155,7 @@ static struct py_mem mem_of(struct img *m)
 
 static void fw_for(struct py_fw *fw, const struct py_layout *L)
 {
-    CHECK_EQ(py_fw_init(fw, L, py_heap_layout_table(L->minor), CODE_TYPE), 0);
+    CHECK_EQ(py_fw_init(fw, L, py_heap_layout_table(L->minor, L->free_threaded), CODE_TYPE), 0);
 }
 
 /* A fresh image and the walker for layout L. */
@@ -320,7 +321,7 @@ static void test_frame_above(void)
     {
         struct py_fw fw;
         struct img *m = setup(L, &fw);
-        const struct py_heap_layout *H = py_heap_layout_table(L->minor);
+        const struct py_heap_layout *H = py_heap_layout_table(L->minor, L->free_threaded);
         uint64_t code = code_at(0), frame = chunk_frame(0);
         put_code(m, L, code, CODE_TYPE, 20, 0);
         put32(m, code + H->co_nlocalsplus, 3);
@@ -502,7 +503,7 @@ static void test_stack_used(void)
     {
         struct py_fw fw;
         fw_for(&fw, L);
-        const struct py_heap_layout *H = py_heap_layout_table(L->minor);
+        const struct py_heap_layout *H = py_heap_layout_table(L->minor, L->free_threaded);
         uint8_t fr[PY_FW_MAX_FRAME_BYTES] = {0};
         uint64_t frame = GENS;
         CHECK(H->fr_stacktop + 8 <= sizeof(fr));

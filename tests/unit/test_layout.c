@@ -37,15 +37,15 @@ static void test_tables_exist(void)
     CHECK(py_layout_table(10) == NULL);
     CHECK_EQ(py_layout_table(11)->fr_previous, 48);
     CHECK_EQ(py_layout_table(12)->co_code_adaptive, 192);
-    CHECK_EQ(py_debug_offsets_size(13), 584);
-    CHECK_EQ(py_debug_offsets_size(14), 760);
-    CHECK_EQ(py_debug_offsets_size(15), 888);
-    CHECK(py_heap_layout_table(15) != NULL);
-    CHECK(py_heap_layout_table(16) == NULL);
-    CHECK_EQ(py_heap_layout_table(14)->frobj_data, 72);
-    CHECK_EQ(py_heap_layout_table(15)->gc_generations[0], 8);
-    CHECK_EQ(py_heap_layout_table(15)->gen_state_cleared, 5);
-    CHECK_EQ(py_debug_offsets_size(12), 0);
+    CHECK_EQ(py_debug_offsets_size(13, false), 584);
+    CHECK_EQ(py_debug_offsets_size(14, false), 760);
+    CHECK_EQ(py_debug_offsets_size(15, false), 888);
+    CHECK(py_heap_layout_table(15, false) != NULL);
+    CHECK(py_heap_layout_table(16, false) == NULL);
+    CHECK_EQ(py_heap_layout_table(14, false)->frobj_data, 72);
+    CHECK_EQ(py_heap_layout_table(15, false)->gc_generations[0], 8);
+    CHECK_EQ(py_heap_layout_table(15, false)->gen_state_cleared, 5);
+    CHECK_EQ(py_debug_offsets_size(12, false), 0);
 }
 
 static void test_synthetic_313(void)
@@ -53,7 +53,7 @@ static void test_synthetic_313(void)
     uint8_t block[584];
     struct py_layout L;
     fake_313(block);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L), 0);
     CHECK_EQ(L.minor, 13);
     CHECK(L.from_debug_offsets);
     CHECK_EQ(L.rt_interpreters_head, 16);    /* idx 5 - 3 */
@@ -74,47 +74,61 @@ static void test_refusals(void)
     struct py_layout L;
     fake_313(block);
     memcpy(block, "xdebugpz", 8);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, 100, &L), -SCRY_E_UNSUPPORTED_PYTHON);
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, 100, &L), -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
     put(block, 23, 5000); /* current_frame past the end of a 4096-byte thread state */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     CHECK(strstr(err_last_message(), "ts_current_frame") != NULL);
     fake_313(block);
     put(block, 19, (uint64_t)1 << 30); /* absurd struct size */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
     fake_313(block);
     put(block, 17, 2); /* GIL `locked` before the GIL's start */
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L),
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L),
              -SCRY_E_UNSUPPORTED_PYTHON);
-    CHECK_EQ(py_layout_from_debug_offsets(12, block, sizeof(block), &L), -SCRY_E_INTERNAL);
+    CHECK_EQ(py_layout_from_debug_offsets(12, false, block, sizeof(block), &L), -SCRY_E_INTERNAL);
+}
+
+/* The _Py_DebugOffsets block (n bytes) of the first image matching $PYENV_ROOT/versions/<glob>,
+ * and that image's path; false when there is none (the test is skipped, and says so). */
+static bool real_block(const char *test, const char *pattern, uint8_t *block, size_t n,
+                       char *path, size_t path_size)
+{
+    glob_t g;
+    const char *root = getenv("PYENV_ROOT");
+    char full[512];
+    snprintf(full, sizeof(full), "%s/versions/%s", root ? root : "/root/.pyenv", pattern);
+    if (glob(full, 0, NULL, &g) != 0) {
+        printf("skip %s: no %s\n", test, full);
+        return false;
+    }
+    snprintf(path, path_size, "%s", g.gl_pathv[0]);
+    globfree(&g);
+    struct elf_image *img = NULL;
+    uint64_t rt, size;
+    CHECK_EQ(elf_open(path, &img), 0);
+    CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
+    CHECK_EQ(elf_read_vaddr(img, rt, block, n), 0);
+    elf_close(img);
+    return true;
 }
 
 /* The block as the 3.13.0 build initialises it, compared with its headers' offsetof(). */
 static void test_real_313(void)
 {
-    glob_t g;
-    const char *root = getenv("PYENV_ROOT");
-    char pattern[512];
-    snprintf(pattern, sizeof(pattern), "%s/versions/3.13.*/lib/libpython3.13.so.1.0",
-             root ? root : "/root/.pyenv");
-    if (glob(pattern, 0, NULL, &g) != 0) {
-        printf("skip test_real_313: no pyenv 3.13 libpython (%s)\n", pattern);
-        return;
-    }
-    struct elf_image *img = NULL;
-    uint64_t rt, size;
     uint8_t block[584];
+    char path[512];
     struct py_layout L;
-    CHECK_EQ(elf_open(g.gl_pathv[0], &img), 0);
-    CHECK(img && elf_symbol(img, "_PyRuntime", &rt, &size));
-    CHECK_EQ(elf_read_vaddr(img, rt, block, sizeof(block)), 0);
-    CHECK_EQ(py_layout_from_debug_offsets(13, block, sizeof(block), &L), 0);
-    if (strstr(g.gl_pathv[0], "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
+    if (!real_block("test_real_313", "3.13.*/lib/libpython3.13.so.1.0", block, sizeof(block),
+                    path, sizeof(path)))
+        return;
+    CHECK_EQ(py_layout_from_debug_offsets(13, false, block, sizeof(block), &L), 0);
+    if (strstr(path, "/3.13.0/")) { /* offsetof() values of the 3.13.0 headers */
         CHECK_EQ(L.rt_interpreters_head, 632);
         CHECK_EQ(L.is_next, 7264);
         CHECK_EQ(L.is_id, 7272);
@@ -134,8 +148,33 @@ static void test_real_313(void)
         CHECK_EQ(L.gil_locked, 16);
         CHECK_EQ(L.str_ascii_size, 40);
     }
-    elf_close(img);
-    globfree(&g);
+}
+
+/* 3.13's free-threaded build (scripts/install-pythons.sh: a static python3.13t): its block
+ * says free-threaded, and with 3.13t's table the object offsets are past the 32-byte header. */
+static void test_real_313t(void)
+{
+    uint64_t free_threaded = 0;
+    uint8_t block[584];
+    char path[512];
+    struct py_layout L;
+    CHECK_EQ(py_debug_offsets_size(13, true), sizeof(block));
+    if (!real_block("test_real_313t", "3.13.*t/bin/python3.13t", block, sizeof(block), path,
+                    sizeof(path)))
+        return;
+    memcpy(&free_threaded, block + 16, 8);
+    CHECK_EQ(free_threaded, 1);
+    CHECK_EQ(py_layout_from_debug_offsets(13, true, block, sizeof(block), &L), 0);
+    CHECK(L.free_threaded && L.from_debug_offsets);
+    CHECK_EQ(L.ob_type, 24);      /* ob_tid, flags, mutex, gc bits, ob_ref_local, ob_ref_shared */
+    CHECK_EQ(L.long_digits, 40);  /* after the 32-byte header and lv_tag */
+    CHECK_EQ(L.bytes_sval, 48);
+    CHECK_EQ(L.co_nunits, 32);
+    CHECK_EQ(L.managed_dict, 8);  /* MANAGED_DICT_OFFSET is -8 there */
+    CHECK_EQ(L.gil_enabled, 0);   /* the first field of struct _gil_runtime_state */
+    CHECK_EQ(py_heap_layout_table(13, true)->co_nlocalsplus, 88);
+    CHECK(py_heap_layout_table(14, true) == NULL);
+    CHECK_EQ(py_layout_from_debug_offsets(14, true, block, sizeof(block), &L), -SCRY_E_INTERNAL);
 }
 
 /* offsetof() values of the 3.14.10 and 3.15.2 headers. */
@@ -175,10 +214,10 @@ static void test_real_314_315(void)
         uint64_t rt, size;
         uint8_t block[1024];
         struct py_layout L;
-        size_t n = py_debug_offsets_size(e->minor);
+        size_t n = py_debug_offsets_size(e->minor, false);
         CHECK(elf_symbol(img, "_PyRuntime", &rt, &size));
         CHECK_EQ(elf_read_vaddr(img, rt, block, n), 0);
-        CHECK_EQ(py_layout_from_debug_offsets(e->minor, block, n, &L), 0);
+        CHECK_EQ(py_layout_from_debug_offsets(e->minor, false, block, n, &L), 0);
         CHECK_EQ(L.rt_interpreters_head, e->rt_interpreters_head);
         CHECK_EQ(L.is_next, e->is_next);
         CHECK_EQ(L.is_id, e->is_id);
@@ -212,6 +251,7 @@ static const struct tl_test tests[] = {
     TL(test_synthetic_313),
     TL(test_refusals),
     TL(test_real_313),
+    TL(test_real_313t),
     TL(test_real_314_315),
 };
 TL_MAIN(tests)

@@ -427,8 +427,35 @@ static void test_native_stacks(void)
     prof_free(&p);
 }
 
+/* A part of a free-threaded build that was asked for memory says it profiled CPU only: the
+ * profile keeps the flag whichever part says it; anything but a boolean is a damaged part. */
+static void test_memory_unsupported(void)
+{
+    static const char marked[] =
+        "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":101,\"ppid\":100,"
+        "\"python_version\":\"3.13.15\",\"memory_unsupported\":true,"
+        "\"totals\":{\"python_sec\":0.5,\"native_sec\":0,\"sys_sec\":0,\"samples\":50,"
+        "\"dropped\":0},\"files\":[],\"functions\":[],\"lines\":[],\"excluded\":[]}";
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, part_a, strlen(part_a), "part-100.json", 100), 0);
+    CHECK(!p.memory_unsupported);
+    CHECK_EQ(prof_add_part_text(&p, marked, strlen(marked), "part-101.json", 100), 0);
+    CHECK(p.memory_unsupported);
+    prof_finish(&p);
+    prof_free(&p);
+
+    char bad[sizeof(marked)];
+    memcpy(bad, marked, sizeof(marked));
+    memcpy(strstr(bad, "true"), "4   ", 4);
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, bad, strlen(bad), "x", 100), -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "memory_unsupported") != NULL);
+    prof_free(&p);
+}
+
 static const struct tl_test tests[] = {
-    TL(test_native_stacks), TL(test_run_queue),
+    TL(test_native_stacks), TL(test_run_queue), TL(test_memory_unsupported),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
     TL(test_threads),

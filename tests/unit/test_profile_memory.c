@@ -348,6 +348,37 @@ static void test_reduced_keeps_memory(void)
     sb_release(&sb);
 }
 
+/* --malloc-threshold: a row under the time threshold stays for its memory only with at least
+ * that many MB allocated or copied. Line 14 allocates 10 MiB and copies 16 MiB, <native> 2 MiB. */
+static void test_reduced_malloc_threshold(void)
+{
+    static const struct {
+        double mb;
+        bool line14, native;
+    } cases[] = {{0, true, true}, {2, true, true}, {12, true, false}, {16, true, false},
+                 {16.5, false, false}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct profile p;
+        merge_ab(&p);
+        struct profile_json_opts o = {.version = "9.9.9", .program = "/app/app.py",
+                                      .cpu_percent_threshold = 1, .reduced = true, .ncpus = 1,
+                                      .malloc_threshold_mb = cases[i].mb};
+        struct strbuf sb = STRBUF_INIT;
+        profile_json_write(&p, &o, &sb);
+        prof_free(&p);
+        json_t *d = tl_json_parse(sb_str(&sb));
+        if (d) {
+            const json_t *files = json_object_get(d, "files");
+            const json_t *f = json_object_get(files, "/app/app.py");
+            CHECK(line_entry(f, 12) != NULL); /* its time keeps it */
+            CHECK_EQ(line_entry(f, 14) != NULL, cases[i].line14);
+            CHECK_EQ(json_object_get(files, "<native>") != NULL, cases[i].native);
+            json_decref(d);
+        }
+        sb_release(&sb);
+    }
+}
+
 /* One process of 4 s allocating `malloc` bytes, freeing `freed`, with one line of `m`
  * peak-setting allocations of which `f` were freed, and the line's timeline `tl`. */
 static void leak_doc_tl(long long malloc, long long freed, int m, int f, const char *tl,
@@ -583,7 +614,7 @@ static const struct tl_test tests[] = {
     TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
     TL(test_leak_rule), TL(test_leak_rule_late_growth),
-    TL(test_reduced_keeps_memory), TL(test_bad_memory_keys),
+    TL(test_reduced_keeps_memory), TL(test_reduced_malloc_threshold), TL(test_bad_memory_keys),
     TL(test_cpu_only_unchanged),
 };
 TL_MAIN(tests)

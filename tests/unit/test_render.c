@@ -95,7 +95,7 @@ static void test_stacks_json(void)
     struct strbuf sb = STRBUF_INIT;
     stacks_render_json(&report, &sb);
     CHECK_STR(sb_str(&sb),
-              "{\"pid\":10,\"python_version\":\"3.12.1\",\"threads\":["
+              "{\"pid\":10,\"python_version\":\"3.12.1\",\"free_threaded\":false,\"threads\":["
               "{\"thread_id\":140000000000001,\"native_id\":11,\"interpreter_id\":0,"
               "\"name\":\"wörker\",\"idle\":false,\"gil\":true,\"truncated\":false,\"frames\":["
               "{\"function\":\"Worker.crunch\",\"file\":\"/app/w.py\",\"line\":41},"
@@ -105,10 +105,34 @@ static void test_stacks_json(void)
     sb_release(&sb);
 }
 
+/* A free-threaded build without a GIL: no thread is said to hold one (gil null, no ", gil"). */
+static void test_stacks_free_threaded(void)
+{
+    struct stacks_thread ft[2];
+    memcpy(ft, threads, sizeof(ft));
+    ft[0].no_gil = ft[1].no_gil = true;
+    struct stacks_report r = report;
+    r.threads = ft;
+    r.free_threaded = true;
+    r.python_version = "3.13.15";
+    struct strbuf sb = STRBUF_INIT;
+    stacks_render_text(&r, false, &sb);
+    CHECK(strstr(sb_str(&sb), "Python 3.13.15 free-threaded (") != NULL);
+    CHECK(strstr(sb_str(&sb), "Thread 11 (active): ") != NULL);
+    CHECK(strstr(sb_str(&sb), "gil") == NULL);
+    sb_reset(&sb);
+    stacks_render_json(&r, &sb);
+    CHECK(strstr(sb_str(&sb), "\"free_threaded\":true,") != NULL);
+    CHECK(strstr(sb_str(&sb), "\"idle\":false,\"gil\":null,") != NULL);
+    CHECK(strstr(sb_str(&sb), "\"idle\":true,\"gil\":null,") != NULL);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
     TL(test_json_writer_compact),
     TL(test_json_writer_pretty),
     TL(test_stacks_text),
     TL(test_stacks_json),
+    TL(test_stacks_free_threaded),
 };
 TL_MAIN(tests)

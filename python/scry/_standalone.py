@@ -1,0 +1,73 @@
+"""scry.start() in a program not started by `scry run`: loads scry's agent into this running
+interpreter and starts `scry collect` beside it, which writes the profile once this process
+ends (to SCRY_OUTFILE, default scry-profile.json in the current directory).
+
+Only CPU time is profiled this way: the agent's memory hooks must be in place from the
+process's first allocation (LD_PRELOAD, which `scry run` gives), so memory is off and the
+profile has no memory columns; run the program with `scry run --off` for memory too."""
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_AGENT = "libscry-agent.so"
+
+
+def _candidates():
+    here = Path(__file__).resolve().parent
+    yield here / "_bin"                  # the wheel
+    yield here.parent.parent / "build"   # a checkout: python/scry -> build/
+    found = shutil.which("scry")
+    if found:
+        yield Path(found).resolve().parent
+
+
+def find_tools():
+    """(the scry binary, the agent library); SCRY_BIN names the binary (the agent is next to
+    it)."""
+    given = os.environ.get("SCRY_BIN")
+    dirs = [Path(given).resolve().parent] if given else list(_candidates())
+    for d in dirs:
+        if (d / "scry").is_file() and (d / _AGENT).is_file():
+            return d / "scry", d / _AGENT
+    raise RuntimeError("scry: cannot find the scry binary and its agent (" + _AGENT + "); "
+                       "install scry with pip, or set SCRY_BIN to the scry binary")
+
+
+def load_agent():
+    if os.environ.get("SCRY_PART_DIR"):
+        raise RuntimeError("scry: this process runs under scry run, but its agent is not at "
+                           "work here (a process scry run does not profile?)")
+    binary, agent = find_tools()
+    part_dir = tempfile.mkdtemp(prefix="scry-parts-")
+    main = sys.modules.get("__main__")
+    program = os.path.abspath(getattr(main, "__file__", "") or sys.argv[0] or "")
+    program_path = os.path.dirname(program) if os.path.isfile(program) else os.getcwd()
+    env = {
+        "SCRY_PART_DIR": part_dir,
+        "SCRY_PROGRAM_PATH": program_path,
+        "SCRY_MEMORY": "0",
+        "SCRY_SNAPSHOT_INTERVAL": "0",
+    }
+    outfile = os.environ.get("SCRY_OUTFILE", "scry-profile.json")
+    subprocess.Popen([str(binary), "collect", "--pid", str(os.getpid()), "--part-dir", part_dir,
+                      "-o", os.path.abspath(outfile), "--program", program,
+                      "--program-path", program_path],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        lib = ctypes.CDLL(str(agent), mode=ctypes.RTLD_GLOBAL)
+    finally:
+        # The agent read its settings: the program's children are not profiled by it.
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return lib

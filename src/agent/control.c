@@ -1,0 +1,133 @@
+/* Profiling on and off while the program runs (issue 13): `scry run --off` starts with it off
+ * (SCRY_OFF=1); the program switches it with scry.start()/scry.stop() (the Python package calls
+ * scry_agent_profiling through ctypes); another process switches the whole run with
+ * `scry control PID on|off`, which writes "on" or "off" into the run's control file (the part
+ * directory's `control`, replaced atomically), looked at by every process's collector at each
+ * tick. What off means for the numbers is in collector.c (set_profiling_locked). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/memory.h"
+
+static struct {
+    bool seen;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} control_seen;
+
+int ag_control_poll(void)
+{
+    char path[sizeof(ag_cfg.part_dir) + 16];
+    if (ag_low_fds_closed || !ag_cfg.part_dir[0] ||
+        (size_t)snprintf(path, sizeof(path), "%s/control", ag_cfg.part_dir) >= sizeof(path))
+        return -1;
+    int saved = errno;
+    struct stat st;
+    int want = -1;
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        goto out;
+    if (control_seen.seen && st.st_dev == control_seen.dev && st.st_ino == control_seen.ino &&
+        st.st_size == control_seen.size && st.st_mtim.tv_sec == control_seen.mtime.tv_sec &&
+        st.st_mtim.tv_nsec == control_seen.mtime.tv_nsec)
+        goto out;
+    control_seen.seen = true;
+    control_seen.dev = st.st_dev;
+    control_seen.ino = st.st_ino;
+    control_seen.size = st.st_size;
+    control_seen.mtime = st.st_mtim;
+    char buf[16] = {0};
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        goto out;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        goto out;
+    buf[strcspn(buf, "\n")] = 0;
+    if (strcmp(buf, "on") == 0)
+        want = 1;
+    else if (strcmp(buf, "off") == 0)
+        want = 0;
+out:
+    errno = saved;
+    return want;
+}
+
+void ag_control_init(void)
+{
+    const char *off = getenv("SCRY_OFF");
+    if (off && strcmp(off, "1") == 0)
+        atomic_store(&ag_enabled, false);
+    /* A process started after `scry control PID on|off` follows what was asked last. */
+    int want = ag_control_poll();
+    if (want >= 0)
+        atomic_store(&ag_enabled, want == 1);
+}
+
+/* The Python package's way in (scry.start(), scry.stop(), scry.profiling()): want 1 turns
+ * profiling on, 0 off, -1 only asks. Returns whether it was on before (1 or 0), or -1 when this
+ * process is not being profiled (no agent at work here, or its profile is already written). */
+AG_EXPORT int scry_agent_profiling(int want)
+{
+    if (!ag_agent_active() || !atomic_load(&ag_running))
+        return -1;
+    int was = atomic_load(&ag_enabled) ? 1 : 0;
+    if (want == 0 || want == 1)
+        ag_collector_set_profiling(want == 1);
+    return was;
+}
+
+/* ---- @profile: the functions the program decorated (reported alone when there are any) ---- */
+
+#define AG_MAX_DECORATED 512
+
+static struct ag_decorated decorated[AG_MAX_DECORATED];
+static size_t ndecorated;
+static pthread_mutex_t decorated_lock = PTHREAD_MUTEX_INITIALIZER;
+
+AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname,
+                                          int firstlineno)
+{
+    if (!ag_agent_active() || !file || !qualname || firstlineno < 0 ||
+        strlen(file) >= sizeof(decorated[0].file) || strlen(qualname) >= sizeof(decorated[0].name))
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&decorated_lock);
+    bool have = false;
+    for (size_t i = 0; i < ndecorated && !have; i++)
+        have = decorated[i].first == firstlineno && strcmp(decorated[i].file, file) == 0 &&
+               strcmp(decorated[i].name, qualname) == 0;
+    if (!have && ndecorated < AG_MAX_DECORATED) {
+        struct ag_decorated *d = &decorated[ndecorated];
+        snprintf(d->file, sizeof(d->file), "%s", file);
+        snprintf(d->name, sizeof(d->name), "%s", qualname);
+        d->first = firstlineno;
+        atomic_thread_fence(memory_order_release);
+        ndecorated++;
+    } else if (!have) {
+        rc = -1;
+    }
+    pthread_mutex_unlock(&decorated_lock);
+    return rc;
+}
+
+size_t ag_decorated_copy(struct ag_decorated *out, size_t max)
+{
+    /* The part may be written from a signal handler (SIGTERM) that interrupted a registration:
+     * then the table is read without the lock (entries are complete before they are counted). */
+    bool locked = pthread_mutex_trylock(&decorated_lock) == 0;
+    size_t n = ndecorated < max ? ndecorated : max;
+    memcpy(out, decorated, n * sizeof(*out));
+    if (locked)
+        pthread_mutex_unlock(&decorated_lock);
+    return n;
+}

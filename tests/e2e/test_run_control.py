@@ -1,0 +1,225 @@
+"""End-to-end tests of profiling switched on and off while the program runs, and of @profile
+(issue 13): `scry run --off` with scry.start()/scry.stop(), `scry control PID on|off` from
+another process, the builtin @profile and scry.profile, `--profile-interval`, and scry.start() in
+a plain `python` run (no scry run). On every installed Python 3.11+.
+
+The ground truth is tests/targets/run_control.py: each piece of work is a counting loop in a
+function of its own, timed with time.thread_time() around it.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
+
+_spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
+groundtruth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(groundtruth)
+
+TARGET = TARGETS / "run_control.py"
+MARKERS = groundtruth.marker_lines(TARGET)
+CPU_TOLERANCE = 0.10  # a function's profiled CPU time against its own thread_time()
+SAMPLE_SLACK = 0.03   # plus 3 samples' worth at the default 10 ms
+PACKAGE = REPO / "python"
+
+
+def env_with_package():
+    env = program_env()
+    env["PYTHONPATH"] = str(PACKAGE)
+    return env
+
+
+def scry_run(python, outfile, mode, *args, options=(), cwd=None):
+    argv = [str(a) for a in (SCRY, "run", "--no-view", "--python", python, "-o", outfile,
+                             *options, TARGET, mode, *args)]
+    cp = subprocess.run(argv, capture_output=True, env=env_with_package(), cwd=cwd, timeout=120)
+    return Ran(argv, cp.returncode, cp.stdout, cp.stderr, profile_path=Path(outfile))
+
+
+def functions(profile):
+    detail = file_detail(profile, TARGET)
+    return {} if detail is None else {f["line"]: f for f in detail["functions"]}
+
+
+def cpu_seconds(profile, entry):
+    return (entry["n_cpu_percent_python"] + entry["n_cpu_percent_c"]) * \
+        profile["sampled_time_sec"] / 100
+
+
+def assert_cpu(profile, entry, want, what):
+    got = cpu_seconds(profile, entry)
+    assert abs(got - want) <= CPU_TOLERANCE * want + SAMPLE_SLACK, (
+        f"{what}: {got:.3f} s of CPU in the profile, its thread measured {want:.3f} s")
+
+
+def test_region_between_start_and_stop_is_all_there_is(python_exe, tmp_path):
+    ran = scry_run(python_exe, tmp_path / "p.json", "region", options=["--off"])
+    assert ran.returncode == 0, ran.describe()
+    truth = json.loads(ran.stdout.decode().splitlines()[-1])
+    profile = load_profile(ran)
+    funcs = functions(profile)
+    # Only the region was profiled: before() and after() ran 0.4 s each with profiling off.
+    assert "before" not in funcs and "after" not in funcs, list(funcs)
+    assert_cpu(profile, funcs["inside"], truth["inside"], "inside(), between start and stop")
+    # Every CPU second sampled is the region's: the rest of the program was off.
+    others = {n: cpu_seconds(profile, f) for n, f in funcs.items() if n != "inside"}
+    assert sum(others.values()) <= SAMPLE_SLACK, others
+    off = truth["before"] + truth["after"]
+    assert profile["profiling_off_sec"] >= 0.9 * off, (profile["profiling_off_sec"], truth)
+    view = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
+                          capture_output=True, text=True)
+    assert f"{profile['profiling_off_sec']:.3f} s of it with profiling off" in view.stdout, \
+        view.stdout
+
+
+def test_memory_counts_only_while_on(python_exe, tmp_path):
+    ran = scry_run(python_exe, tmp_path / "p.json", "memory", options=["--off"])
+    assert ran.returncode == 0, ran.describe()
+    profile = load_profile(ran)
+    detail = file_detail(profile, TARGET)
+    assert detail is not None, list(profile["files"])
+    mb = {e["lineno"]: e.get("n_malloc_mb", 0) for e in detail["lines"] if e.get("n_malloc_mb")}
+    inside = MARKERS["keep_inside"][0]
+    # 80 MiB kept between start and stop, to within the sampling window (1 MiB); the 50 MiB
+    # before and the 100 MiB freed after are not the profile's.
+    assert abs(mb.get(inside, 0) - 80) <= 2, mb
+    assert set(mb) == {inside}, mb
+    assert abs(profile["max_footprint_mb"] - 80) <= 5, profile["max_footprint_mb"]
+
+
+def test_off_without_start_says_so(python_exe, tmp_path):
+    ran = scry_run(python_exe, tmp_path / "p.json", "decorated", options=["--off"])
+    assert ran.returncode == 0, ran.describe()
+    profile = load_profile(ran)
+    assert profile["n_samples"] == 0, profile["n_samples"]
+    assert "profiling was off for the whole run" in profile.get("note", ""), profile.get("note")
+
+
+def test_profile_decorator_reports_exactly_the_decorated(python_exe, tmp_path):
+    ran = scry_run(python_exe, tmp_path / "p.json", "decorated")
+    assert ran.returncode == 0, ran.describe()
+    truth = json.loads(ran.stdout.decode().splitlines()[-1])
+    profile = load_profile(ran)
+    funcs = functions(profile)
+    # one() has the builtin @profile, two() scry.profile; three() and main() are left out.
+    assert set(funcs) == {"one", "two"}, list(funcs)
+    for name in ("one", "two"):
+        assert_cpu(profile, funcs[name], truth[name], f"{name}()")
+    detail = file_detail(profile, TARGET)
+    lines = {e["lineno"] for e in detail["lines"] if e["n_samples"] > 0}
+    starts = {funcs[n]["lineno"] for n in funcs}
+    assert lines and all(any(0 <= ln - s <= 3 for s in starts) for ln in lines), (lines, starts)
+    # Their shares are of the whole program: three() ran as long as each, outside the report.
+    total = sum(cpu_seconds(profile, funcs[n]) for n in funcs)
+    assert total <= 0.75 * profile["sampled_time_sec"], (total, profile["sampled_time_sec"])
+
+
+def test_scry_control_switches_the_run_from_another_process(python_exe, tmp_path):
+    flag = tmp_path / "stop"
+    argv = [str(a) for a in (SCRY, "run", "--no-view", "--off", "--python", python_exe, "-o",
+                             tmp_path / "p.json", TARGET, "external", flag)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env_with_package(), start_new_session=True)
+    try:
+        ready = proc.stdout.readline().split()
+        assert ready and ready[0] == b"ready", ready
+        pid = ready[1].decode()
+        time.sleep(0.3)  # outside_off() spins meanwhile, with profiling off
+        on = subprocess.run([str(SCRY), "control", pid, "on"], capture_output=True, text=True)
+        assert on.returncode == 0 and f"profiling on for the run of pid {pid}" in on.stdout, on
+        assert proc.stdout.readline() == b"on\n"
+        time.sleep(0.5)  # while_on() spins, profiled
+        flag.touch()
+        # This time through scry run's own pid: the run is its child's.
+        off = subprocess.run([str(SCRY), "control", str(proc.pid), "off"], capture_output=True,
+                             text=True)
+        assert off.returncode == 0, off
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    ran = Ran(argv, proc.returncode, b"", err, profile_path=tmp_path / "p.json")
+    assert proc.returncode == 0, ran.describe()
+    truth = json.loads(out.decode().splitlines()[-1])
+    profile = load_profile(ran)
+    funcs = functions(profile)
+    assert "after_off" not in funcs, list(funcs)
+    assert_cpu(profile, funcs["while_on"], truth["while_on"], "while_on(), between on and off")
+    # outside_off() only for the moment it took to see the switch.
+    if "outside_off" in funcs:
+        assert cpu_seconds(profile, funcs["outside_off"]) <= 0.05, funcs["outside_off"]
+
+
+def test_control_errors_say_what_to_do(tmp_path):
+    cp = subprocess.run([str(SCRY), "control", "-5", "on"], capture_output=True, text=True)
+    assert cp.returncode == 2 and "[usage]" in cp.stderr, cp.stderr
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cp = subprocess.run([str(SCRY), "control", str(dead.pid), "on"], capture_output=True,
+                        text=True)
+    assert cp.returncode != 0 and "[no_such_process]" in cp.stderr, cp.stderr
+    cp = subprocess.run([str(SCRY), "control", str(os.getpid()), "off"], capture_output=True,
+                        text=True)
+    assert cp.returncode != 0 and "[not_found]" in cp.stderr and "scry run" in cp.stderr, cp.stderr
+    cp = subprocess.run([str(SCRY), "control", str(os.getpid()), "pause"], capture_output=True,
+                        text=True)
+    assert cp.returncode == 2 and "say on or off" in cp.stderr, cp.stderr
+
+
+def test_profile_interval_rewrites_a_growing_profile(python_exe, tmp_path):
+    out = tmp_path / "p.json"
+    argv = [str(a) for a in (SCRY, "run", "--no-view", "--profile-interval", "0.5", "--python",
+                             python_exe, "-o", out, TARGETS / "run_cpu_split.py")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=program_env())
+    seen = []
+    try:
+        while proc.poll() is None:
+            time.sleep(0.2)
+            if out.exists():
+                # Every read is a whole profile: the writes are atomic.
+                seen.append(json.loads(out.read_text()))
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    ran = Ran(argv, proc.returncode, stdout, stderr, profile_path=out)
+    assert proc.returncode == 0, ran.describe()
+    final = load_profile(ran)
+    elapsed = [p["elapsed_time_sec"] for p in seen]
+    assert len(set(elapsed)) >= 3, elapsed  # several rewrites while it ran
+    assert elapsed == sorted(elapsed), elapsed  # growing
+    assert elapsed[0] < final["elapsed_time_sec"] - 0.5, (elapsed, final["elapsed_time_sec"])
+    assert [p["n_samples"] for p in seen] == sorted(p["n_samples"] for p in seen)
+
+
+def test_start_in_a_plain_python_run_profiles_cpu(python_exe, tmp_path):
+    env = env_with_package()
+    env["SCRY_BIN"] = str(SCRY)
+    env["SCRY_OUTFILE"] = str(tmp_path / "p.json")
+    cp = subprocess.run([python_exe, str(TARGET), "plain"], capture_output=True, env=env,
+                        cwd=tmp_path, timeout=120)
+    returncode, stdout, stderr = cp.returncode, cp.stdout, cp.stderr
+    ran = Ran([python_exe, str(TARGET), "plain"], returncode, stdout, stderr,
+              profile_path=tmp_path / "p.json")
+    assert returncode == 0, ran.describe()
+    truth = json.loads(stdout.decode().splitlines()[-1])
+    # `scry collect` writes the profile once the program has ended: a moment after.
+    for _ in range(100):
+        if (tmp_path / "p.json").exists():
+            break
+        time.sleep(0.05)
+    profile = load_profile(ran)
+    funcs = functions(profile)
+    assert "unprofiled" not in funcs, list(funcs)
+    assert_cpu(profile, funcs["profiled"], truth["profiled"], "profiled(), after scry.start()")
+    # CPU only: memory needs the agent from the process's start (scry run).
+    assert profile["memory"] is False, profile["memory"]
+    assert "scry run --off" in profile.get("note", ""), profile.get("note")
+

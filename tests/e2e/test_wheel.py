@@ -1,0 +1,337 @@
+"""The Python package: `make wheel` builds the manylinux wheel once per session; every installed
+interpreter (3.11-3.15 and Debian's static 3.11) gets a fresh virtual environment with only that
+wheel installed (pip --no-index), and `scry run` and `python -m scry run` from there profile the
+bundled example (examples/hotspots.py, copied out of the tree) with nothing of the build tree on
+PATH: the profile is valid and its hottest Python line is the example's pure-Python loop. `scry
+run` does so with the system's copies of the bundled libraries hidden (a private mount namespace,
+where one can be made). The libraries the binary links, and libunwind with its liblzma (loaded by
+the agent for --stacks), come from the wheel; the wrappers hand over the exit status and start
+scry with SIGPIPE at its default. `pip install .` from the checkout builds a working package too.
+
+Skips (saying why) when the build tools (scripts/install-deps.sh wheel: pip packages) cannot be
+installed; a wheel that does not build, repair or install is a failure."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from conftest import (REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail, find_pythons,
+                      line_entry, preferred_python)
+
+STATIC_PYTHON = "/usr/bin/python3.11"
+EXAMPLE = REPO / "examples" / "hotspots.py"
+HOT_LINE = "total = (total * 31 + v) & 0xFFFFFFFF"  # the example's pure-Python loop
+HOT_LINENO = next(n for n, text in enumerate(EXAMPLE.read_text().splitlines(), 1)
+                  if text.strip() == HOT_LINE)
+BUILD = SCRY.parent
+SLOW_S = 600
+RUN_S = 120
+# What a manylinux wheel may take from the system (auditwheel's policy); everything else that the
+# binary or libunwind loads must resolve inside the virtual environment.
+SYSTEM_LIBS = {"linux-vdso.so.1", "libc.so.6", "libm.so.6", "libz.so.1", "libpthread.so.0",
+               "libdl.so.2", "librt.so.1", "libresolv.so.2", "ld-linux-x86-64.so.2"}
+
+
+def _run(argv, timeout=RUN_S, **kwargs):
+    try:
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                              errors="replace", timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{' '.join(map(str, argv))} did not finish in {timeout} s: {e.stderr!r}")
+
+
+def _describe(cp):
+    return f"{' '.join(map(str, cp.args))} (rc {cp.returncode})\n{cp.stdout}\n{cp.stderr}"
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """The manylinux wheel, made once by `make wheel` from the build SCRY belongs to."""
+    env = dict(os.environ, BUILD=str(BUILD), PYTHON=sys.executable)
+    tools = _run([REPO / "scripts" / "install-deps.sh", "wheel"], timeout=SLOW_S, cwd=REPO,
+                 env=env)
+    if tools.returncode != 0:
+        pytest.skip(f"the wheel's build tools did not install (scripts/install-deps.sh wheel):"
+                    f" {tools.stderr.strip()[-600:]}")
+    out = tmp_path_factory.mktemp("wheel")
+    made = _run(["make", "-C", REPO, f"BUILD={BUILD}", f"WHEEL_DIR={out}", "wheel"],
+                timeout=SLOW_S)
+    assert made.returncode == 0, _describe(made)
+    found = list(out.glob("scry-*.whl"))
+    assert len(found) == 1, f"make wheel left {found} in {out}"
+    whl = found[0]
+    assert re.fullmatch(r"scry-[^-]+-py3-none-manylinux_2_\d+_x86_64\.whl", whl.name), whl.name
+    shown = " ".join(made.stdout.split())  # auditwheel show's verdict, unwrapped
+    assert f'{whl.name} is consistent with the following platform tag: "manylinux_2_' in shown, \
+        made.stdout[-3000:]
+    names = zipfile.ZipFile(whl).namelist()
+    for name in ("scry/_bin/scry", "scry/_bin/libscry-agent.so", "scry/_bin/libunwind.so.8",
+                 "scry/__main__.py"):
+        assert name in names, f"{name} is not in {whl.name}: {names}"
+    for lib in ("libelf", "libjansson", "libcurl", "liblzma"):
+        assert any(n.startswith(f"scry.libs/{lib}") for n in names), f"{lib} not bundled: {names}"
+    return whl
+
+
+def _interpreters():
+    found = find_pythons()
+    params = [pytest.param(found.get(v), id=v) for v in SUPPORTED]
+    return params + [pytest.param(STATIC_PYTHON if os.path.exists(STATIC_PYTHON) else None,
+                                  id="static-3.11")]
+
+
+@pytest.fixture(scope="session")
+def venvs(tmp_path_factory, wheel):
+    """venvs(python) -> Path of a fresh virtual environment of that interpreter with the wheel
+    installed (made once per interpreter and session)."""
+    made = {}
+
+    def make(python):
+        if python not in made:
+            if _run([python, "-c", "import ensurepip"]).returncode != 0:
+                pytest.skip(f"{python} has no ensurepip: it cannot make a virtual environment "
+                            f"with pip (Debian: python3-venv)")
+            venv = tmp_path_factory.mktemp("venv")
+            cp = _run([python, "-m", "venv", venv], timeout=SLOW_S)
+            assert cp.returncode == 0, _describe(cp)
+            cp = _run([venv / "bin" / "pip", "install", "--no-index", "--no-deps",
+                       "--disable-pip-version-check", wheel], timeout=SLOW_S)
+            assert cp.returncode == 0, _describe(cp)
+            made[python] = venv
+        return made[python]
+
+    return make
+
+
+@pytest.fixture(params=_interpreters())
+def venv(request, venvs):
+    if not request.param:
+        pytest.skip(f"Python {request.node.callspec.id} is not installed")
+    return venvs(request.param)
+
+
+def _env(venv, home):
+    """The venv's bin first, then the system's: nothing of the build tree or of pyenv."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SCRY", "PYTHON", "LD_", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{venv}/bin:/usr/bin:/bin", HOME=str(home))
+    assert str(REPO) not in env["PATH"] and str(BUILD) not in env["PATH"]
+    return env
+
+
+def _package_dir(venv):
+    (found,) = venv.glob("lib/python3.*/site-packages/scry")
+    return found
+
+
+def _profile_example(argv, venv, tmp_path, options=()):
+    """Runs `argv run --no-view -o OUT [options] hotspots.py` (a copy, outside the tree) from the
+    venv and returns the checked profile, whose hottest Python line must be the example's loop."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    example = work / EXAMPLE.name
+    shutil.copy(EXAMPLE, example)
+    out = work / "profile.json"
+    cp = _run([*argv, "run", "--no-view", "-o", out, *options, example.name], cwd=work,
+              env=_env(venv, tmp_path))
+    assert cp.returncode == 0, _describe(cp)
+    assert "warn" not in cp.stderr, _describe(cp)
+    assert cp.stdout == "done: 3 checksums\n", _describe(cp)
+    profile = json.loads(out.read_text())
+    check_profile(profile)
+    detail = file_detail(profile, example)
+    assert detail is not None, f"{example} not among the profile's files: {list(profile['files'])}"
+    hot = max(detail["lines"], key=lambda e: e["n_cpu_percent_python"])
+    assert hot["lineno"] == HOT_LINENO, (
+        f"the hottest Python line is {hot['lineno']} ({hot['n_cpu_percent_python']:.1f}%), not "
+        f"the loop's {HOT_LINENO} ({line_entry(detail, HOT_LINENO)['n_cpu_percent_python']:.1f}%)")
+    assert hot["n_cpu_percent_python"] > 1.0, hot
+    return profile
+
+
+def test_python_m_scry_profiles_the_example(venv, tmp_path):
+    profile = _profile_example([venv / "bin" / "python", "-m", "scry"], venv, tmp_path)
+    # One version everywhere: the binary's (the profile's), the package's metadata and __version__.
+    cp = _run([venv / "bin" / "python", "-c",
+               "import scry, importlib.metadata as m; print(scry.__version__, m.version('scry'))"],
+              env=_env(venv, tmp_path))
+    assert cp.returncode == 0, _describe(cp)
+    assert cp.stdout.split() == [profile["version"]] * 2, (cp.stdout, profile["version"])
+    # The program ran under the venv's own interpreter (the wrapper's SCRY_PYTHON).
+    cp = _run([venv / "bin" / "python", "-c", "import platform; print(platform.python_version())"],
+              env=_env(venv, tmp_path))
+    assert profile["python_version"] == cp.stdout.strip(), (profile["python_version"], cp.stdout)
+
+
+def test_start_in_plain_python_finds_the_wheels_agent(venv, tmp_path):
+    """scry.start() in a plain run of the venv's python loads the agent from the package's _bin
+    and `scry collect` writes the profile when the program ends."""
+    work = tmp_path / "plain"
+    work.mkdir()
+    shutil.copy(TARGETS / "run_control.py", work / "run_control.py")
+    env = _env(venv, tmp_path)
+    env["SCRY_OUTFILE"] = str(work / "p.json")
+    cp = _run([venv / "bin" / "python", "run_control.py", "plain"], cwd=work, env=env)
+    assert cp.returncode == 0, _describe(cp)
+    for _ in range(100):
+        if (work / "p.json").exists():
+            break
+        time.sleep(0.05)
+    profile = json.loads((work / "p.json").read_text())
+    check_profile(profile)
+    detail = file_detail(profile, work / "run_control.py")
+    assert detail is not None, list(profile["files"])
+    names = [f["line"] for f in detail["functions"]]
+    # Before scry.start(): nothing; after it, the work (and maybe a sample of what follows).
+    assert "unprofiled" not in names and names[0] == "profiled", names
+
+
+def _ldd(path):
+    cp = _run(["ldd", path])
+    assert cp.returncode == 0, _describe(cp)
+    libs = {}
+    for line in cp.stdout.splitlines():
+        m = re.match(r"\s*(\S+)(?: => (\S+))? \(0x", line)
+        assert m, f"ldd {path}: unexpected line {line!r}"
+        libs[os.path.basename(m.group(1))] = m.group(2) or m.group(1)
+    return libs
+
+
+def test_libraries_come_from_the_wheel(venv):
+    package = _package_dir(venv)
+    for binary, wanted in (("scry", ("libelf", "libjansson", "libcurl")),
+                           ("libunwind.so.8", ("liblzma",)),
+                           ("libscry-agent.so", ())):
+        libs = _ldd(package / "_bin" / binary)
+        for name, path in libs.items():
+            if name in SYSTEM_LIBS:
+                continue
+            assert path.startswith(str(venv) + "/"), f"{binary}: {name} resolves to {path}"
+        for lib in wanted:
+            assert any(n.startswith(lib) for n in libs), f"{binary} links no {lib}: {libs}"
+
+
+def test_scry_command_profiles_the_example(venv, tmp_path):
+    """`scry run --stacks` of the example from the venv, on a machine without the libraries:
+    where a private mount namespace can be made (root), /dev/null is mounted over every system
+    library that the build tree's binary or libunwind loads beyond what manylinux allows (libelf,
+    jansson, curl and theirs, libunwind, liblzma; those the interpreter itself needs stay)."""
+    scry = venv / "bin" / "scry"
+    assert scry.is_file(), f"the package installed no scry command: {list(venv.glob('bin/*'))}"
+    _profile_example([*_hiding_system_libraries(venv), scry], venv, tmp_path,
+                     options=["--stacks"])
+
+
+def _hiding_system_libraries(venv):
+    """The argv prefix that runs a command with the system's copies of the bundled libraries
+    hidden (checked: the build tree's scry fails under it), or [] where that cannot be done
+    (test_libraries_come_from_the_wheel still checks where each library resolves)."""
+    if shutil.which("unshare") is None:
+        return []
+    python = next(venv.glob("bin/python3"))
+    keep = set(_ldd(python.resolve()).values())
+    # libunwind is no NEEDED entry of anything (the agent dlopens it): hidden by name.
+    unwind = _run(["cc", "-print-file-name=libunwind.so.8"]).stdout.strip()
+    if not os.path.isabs(unwind):
+        pytest.fail(f"cc finds no libunwind.so.8, which the wheel was built with: {unwind!r}")
+    hide = {os.path.realpath(unwind)}
+    for binary in (SCRY, unwind):
+        for name, path in _ldd(binary).items():
+            if name not in SYSTEM_LIBS and path not in keep and not path.startswith(str(REPO)):
+                hide.add(os.path.realpath(path))
+    assert any("libelf" in p for p in hide) and any("libunwind" in p for p in hide), hide
+    if _run(["unshare", "-m", "--propagation", "private", "true"]).returncode != 0:
+        return []
+    mounts = "".join(f"mount --bind /dev/null '{p}' && " for p in sorted(hide))
+    hidden = ["unshare", "-m", "--propagation", "private", "sh", "-c", mounts + 'exec "$@"', "sh"]
+    cp = _run([*hidden, SCRY, "--version"])
+    assert cp.returncode != 0, f"the build tree's scry ran with {sorted(hide)} hidden"
+    return hidden
+
+
+def test_stacks_load_the_bundled_libunwind(venv, tmp_path):
+    """--stacks: the agent dlopens libunwind.so.8; its run path ($ORIGIN) finds the wheel's copy
+    before the system's, and that copy's liblzma is the wheel's too."""
+    program = tmp_path / "maps.py"
+    program.write_text(
+        "import time\n"
+        "end = time.process_time() + 0.2\n"
+        "while time.process_time() < end:\n"
+        "    pass\n"
+        "import json\n"
+        "print(json.dumps(sorted({l.split()[-1] for l in open('/proc/self/maps')\n"
+        "                         if 'libunwind' in l or 'liblzma' in l})))\n")
+    cp = _run([venv / "bin" / "scry", "run", "--stacks", "--no-view", "-o",
+               tmp_path / "p.json", program], env=_env(venv, tmp_path))
+    assert cp.returncode == 0, _describe(cp)
+    mapped = json.loads(cp.stdout)
+    package = _package_dir(venv.resolve())
+    assert str(package / "_bin" / "libunwind.so.8") in mapped, mapped
+    assert all(p.startswith(f"{venv.resolve()}/") for p in mapped), mapped
+    assert any("/scry.libs/liblzma" in p for p in mapped), mapped
+
+
+def test_wrappers_keep_exit_status_and_default_sigpipe(venv, tmp_path):
+    """The program's parent is the scry binary: Python's ignored SIGPIPE (and SIGXFSZ) must not
+    be inherited by it (and from it by what it runs); the program's exit status comes back."""
+    program = tmp_path / "parent.py"
+    program.write_text(
+        "import json, os, sys\n"
+        "status = open(f'/proc/{os.getppid()}/status').read().splitlines()\n"
+        "print(json.dumps([l.split()[1] for l in status if l.startswith(('Name:', 'SigIgn:'))]))\n"
+        "sys.exit(3)\n")
+    for argv in ([venv / "bin" / "scry"], [venv / "bin" / "python", "-m", "scry"]):
+        cp = _run([*argv, "run", "--no-view", "-o", tmp_path / "p.json", program],
+                  env=_env(venv, tmp_path))
+        assert cp.returncode == 3, _describe(cp)
+        name, ignored = json.loads(cp.stdout)  # the program's parent's Name and SigIgn
+        assert name == "scry", _describe(cp)
+        for signo in (13, 25):  # SIGPIPE, SIGXFSZ
+            assert not int(ignored, 16) & (1 << (signo - 1)), f"signal {signo} ignored: {ignored}"
+
+
+def test_pip_install_from_the_checkout(wheel, tmp_path):
+    """`pip install .` (pip's isolated build of the pinned backend, here from the wheels that
+    install-deps.sh downloaded, without the network) builds the package from this tree, and its
+    scry runs a program."""
+    python = preferred_python()
+    venv = tmp_path / "venv"
+    cp = _run([python, "-m", "venv", venv], timeout=SLOW_S)
+    assert cp.returncode == 0, _describe(cp)
+    cp = _run([venv / "bin" / "pip", "install", "--disable-pip-version-check", "--no-cache-dir",
+               "--no-index", "--find-links", BUILD / "wheel-venv" / "wheelhouse", "."],
+              timeout=SLOW_S, cwd=REPO, env=dict(os.environ, BUILD=str(BUILD)))
+    assert cp.returncode == 0, _describe(cp)
+    program = tmp_path / "loop.py"
+    program.write_text("import time\nend = time.process_time() + 0.3\n"
+                       "while time.process_time() < end:\n    pass\n")
+    out = tmp_path / "p.json"
+    cp = _run([venv / "bin" / "scry", "run", "--no-view", "-o", out, program],
+              env=_env(venv, tmp_path))
+    assert cp.returncode == 0, _describe(cp)
+    profile = json.loads(out.read_text())
+    check_profile(profile)
+    assert file_detail(profile, program)["lines"], profile
+
+
+def test_wrapper_without_its_binary_reports_io_error():
+    """The package's sources alone (python/ of the checkout on sys.path: no scry/_bin, as in an
+    editable install): `python -m scry` says what is missing, with scry's error code, exits 1;
+    `import scry` works and reads the version from the checkout's header."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    cp = _run([preferred_python(), "-m", "scry", "--version"], env=env, cwd="/")
+    assert cp.returncode == 1, _describe(cp)
+    assert cp.stdout == "", _describe(cp)
+    missing = REPO / "python" / "scry" / "_bin" / "scry"
+    assert cp.stderr.startswith(f"scry: error: cannot run the scry package's binary {missing}: "
+                                f"No such file or directory [io_error]\nhint: "), _describe(cp)
+    version = re.search(r'#define SCRY_VERSION "([^"]+)"', (REPO / "src/cli/cli.h").read_text())
+    cp = _run([preferred_python(), "-c", "import scry; print(scry.__version__)"], env=env, cwd="/")
+    assert cp.returncode == 0 and cp.stdout == f"{version.group(1)}\n", _describe(cp)
