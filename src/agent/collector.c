@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "cpython/file_filter.h"
 #include "cpython/frames.h"
 #include "cpython/linetable.h"
 #include "cpython/objects.h"
@@ -64,8 +65,6 @@ static _Atomic bool finished;
 static _Atomic int finish_started;
 static uint64_t last_scan_ns, last_sched_ns, start_mono_ns, last_snapshot_ns;
 static double start_real_sec;
-static char prefixes[3][4096];
-static bool prefixes_known;
 static char cwd[4096];
 
 static void take_lock(void)
@@ -78,84 +77,32 @@ static void drop_lock(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* ---- the filter (docs/agent-protocol.md) ---- */
+/* ---- the filter (docs/agent-protocol.md; the rules are cpython/file_filter.c's) ---- */
 
-static bool contains_any(const char *path, const char *list)
-{
-    const char *p = list;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if (n > 0 && n < 4096) {
-            char needle[4096];
-            memcpy(needle, p, n);
-            needle[n] = 0;
-            if (strstr(path, needle))
-                return true;
-        }
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    return false;
-}
+static struct py_filter filter;
 
-static bool under(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    return n > 0 && strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
-}
-
-static bool is_system_library(const char *path)
-{
-    if (strstr(path, "/site-packages/") || strstr(path, "/dist-packages/") ||
-        strstr(path, "/lib/python3."))
-        return true;
-    for (int i = 0; prefixes_known && i < 3; i++)
-        if (prefixes[i][0] && under(path, prefixes[i]))
-            return true;
-    return false;
-}
+_Static_assert((int)PY_RULE_OUTSIDE_PROGRAM == (int)AG_RULE_OUTSIDE_PROGRAM &&
+                   (int)PY_RULE_SYSTEM_LIBRARY == (int)AG_RULE_SYSTEM_LIBRARY &&
+                   (int)PY_RULE_NOT_IN_PROFILE_ONLY == (int)AG_RULE_NOT_IN_PROFILE_ONLY &&
+                   (int)PY_RULE_EXCLUDED == (int)AG_RULE_EXCLUDED &&
+                   (int)PY_RULE_NOT_A_FILE == (int)AG_RULE_NOT_A_FILE &&
+                   (int)PY_RULE_PROFILED == (int)AG_RULE_PROFILED,
+               "enum ag_rule follows enum py_rule");
 
 static enum ag_rule filter_file(const char *path)
 {
-    if (path[0] != '/')
-        return AG_RULE_NOT_A_FILE;
-    if (ag_cfg.profile_exclude[0] && contains_any(path, ag_cfg.profile_exclude))
-        return AG_RULE_EXCLUDED;
-    if (ag_cfg.profile_only[0] && !contains_any(path, ag_cfg.profile_only))
-        return AG_RULE_NOT_IN_PROFILE_ONLY;
-    if (ag_cfg.profile_all)
-        return AG_RULE_PROFILED;
-    if (is_system_library(path))
-        return ag_cfg.system_libraries ? AG_RULE_PROFILED : AG_RULE_SYSTEM_LIBRARY;
-    if (ag_cfg.profile_only[0])
-        return AG_RULE_PROFILED;
-    return under(path, ag_cfg.program_path) ? AG_RULE_PROFILED : AG_RULE_OUTSIDE_PROGRAM;
+    filter.profile_all = ag_cfg.profile_all;
+    filter.system_libraries = ag_cfg.system_libraries;
+    filter.program_path = ag_cfg.program_path;
+    filter.profile_only = ag_cfg.profile_only;
+    filter.profile_exclude = ag_cfg.profile_exclude;
+    return (enum ag_rule)py_filter_classify(&filter, path);
 }
 
 /* sys.prefix, sys.base_prefix and sys.exec_prefix, once the interpreter has set them. */
 static void read_prefixes(uint64_t interp)
 {
-    static const char *const names[3] = {"prefix", "base_prefix", "exec_prefix"};
-    uint64_t sysdict;
-    if (prefixes_known || rd_read_u64(ag_rt.rd, interp + ag_rt.layout.is_sysdict, &sysdict) ||
-        !sysdict)
-        return;
-    int found = 0;
-    for (int i = 0; i < 3; i++) {
-        uint64_t obj;
-        struct strbuf sb = STRBUF_INIT;
-        if (py_dict_get_str(&ag_rt, sysdict, names[i], &obj) == 0 && obj &&
-            py_read_str(&ag_rt, obj, sizeof(prefixes[i]) - 1, &sb) == 0) {
-            snprintf(prefixes[i], sizeof(prefixes[i]), "%s", sb_str(&sb));
-            found++;
-        }
-        sb_release(&sb);
-    }
-    prefixes_known = found > 0;
+    py_filter_read_prefixes(&filter, &ag_rt, interp);
 }
 
 /* ---- code objects ---- */
@@ -1017,11 +964,8 @@ static double off_seconds(uint64_t now)
  * not (the other rules are about real files). */
 static enum ag_rule shutdown_rule(const char *name)
 {
-    if (ag_cfg.profile_exclude[0] && contains_any(name, ag_cfg.profile_exclude))
-        return AG_RULE_EXCLUDED;
-    if (ag_cfg.profile_only[0] && !contains_any(name, ag_cfg.profile_only))
-        return AG_RULE_NOT_IN_PROFILE_ONLY;
-    return AG_RULE_PROFILED;
+    filter_file(name); /* the options into the filter */
+    return (enum ag_rule)py_filter_pseudo(&filter, name);
 }
 
 /* Charges the finalizing thread's time since the shutdown began (see `shutdown`). */

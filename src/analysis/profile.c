@@ -35,6 +35,7 @@ void prof_free(struct profile *p)
     free(p->funcs);
     free(p->lines);
     free(p->excluded);
+    free(p->threads);
     free(p->decorated);
     free(p->stacks);
     free(p->sframes);
@@ -384,6 +385,46 @@ static int check_part(const json_t *part, const char *what)
                 !is_seconds(json_array_get(e, 2)))
                 return bad(what, "excluded[%zu] is not [file, rule, seconds]", i);
         }
+    }
+    const json_t *threads = json_object_get(part, "threads");
+    if (threads) {
+        if (!json_is_array(threads))
+            return bad(what, "\"threads\" is not an array");
+        for (size_t i = 0; i < json_array_size(threads); i++) {
+            const json_t *t = json_array_get(threads, i);
+            const json_t *samples = json_object_get(t, "samples");
+            const json_t *gil = json_object_get(t, "gil_samples");
+            if (!is_count(json_object_get(t, "native_id"), INT32_MAX) ||
+                !is_count(json_object_get(t, "thread_id"), INT64_MAX) ||
+                !json_is_string(json_object_get(t, "name")) || !is_count(samples, INT64_MAX) ||
+                !is_count(gil, INT64_MAX) || json_integer_value(gil) > json_integer_value(samples))
+                return bad(what, "threads[%zu] is not {native_id, thread_id, name, samples, "
+                                 "gil_samples <= samples}", i);
+        }
+    }
+    return 0;
+}
+
+static int merge_threads(struct profile *p, const json_t *part, int64_t pid)
+{
+    const json_t *threads = json_object_get(part, "threads");
+    if (threads)
+        p->have_threads = true;
+    for (size_t i = 0; i < json_array_size(threads); i++) {
+        const json_t *t = json_array_get(threads, i);
+        if (grow_array(&p->threads, &p->cap_threads, p->nthreads + 1, sizeof(*p->threads)))
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+        const char *name = arena_strdup(&p->arena, json_string_value(json_object_get(t, "name")));
+        if (!name)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
+        p->threads[p->nthreads++] = (struct prof_thread){
+            .pid = pid,
+            .native_id = json_integer_value(json_object_get(t, "native_id")),
+            .thread_id = (uint64_t)json_integer_value(json_object_get(t, "thread_id")),
+            .name = name,
+            .samples = (uint64_t)json_integer_value(json_object_get(t, "samples")),
+            .gil_samples = (uint64_t)json_integer_value(json_object_get(t, "gil_samples")),
+        };
     }
     return 0;
 }
@@ -1005,6 +1046,8 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
         err = merge_native(p, part, fmap, umap);
     if (!err)
         err = merge_memory(p, part, fmap, umap, primary);
+    if (!err)
+        err = merge_threads(p, part, pid);
     const json_t *excl = json_object_get(part, "excluded");
     for (size_t i = 0; i < json_array_size(excl) && !err; i++) {
         const json_t *e = json_array_get(excl, i);

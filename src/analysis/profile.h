@@ -144,6 +144,15 @@ struct prof_excluded {
     double sec;
 };
 
+/* A thread `scry record` sampled (parts with "threads"): how many of its samples found it
+ * holding its interpreter's GIL. */
+struct prof_thread {
+    int64_t pid, native_id;
+    uint64_t thread_id;
+    const char *name; /* "" when threading does not know it */
+    uint64_t samples, gil_samples;
+};
+
 struct profile {
     struct arena arena; /* every string and source line */
     /* From the primary part (the one whose pid is the program's, else the first merged). */
@@ -204,6 +213,9 @@ struct profile {
     size_t ncombined_items, cap_combined_items;
     uint64_t native_stacks_overflow, combined_stacks_overflow;
     struct prof_memory mem;
+    struct prof_thread *threads; /* parts' "threads", in part order */
+    size_t nthreads, cap_threads;
+    bool have_threads;
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;

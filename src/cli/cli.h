@@ -53,6 +53,8 @@ int cmd_compare(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+extern const char cmd_record_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
@@ -118,6 +120,9 @@ int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader
  * that has exited or is exiting becomes no_such_process, the error that says what happened;
  * permission_denied as root gets a hint that does not say to run as root. */
 void cli_target_error(int pid);
+/* The scheduler state letter of thread tid in a list from rd_threads; 0 if it is not there. */
+struct rd_thread;
+char cli_thread_state(const struct rd_thread *threads, size_t n, long long tid);
 
 /* ---- profiles' call stacks (cli_common.c), for flamegraph and view --format ----------------- */
 
@@ -177,5 +182,16 @@ struct cli_heap_graph {
 };
 /* Writes the SVG or folded stacks to out. Returns 0 or a negative error (recorded). */
 int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out);
+
+/* ---- a CPU profile's document (profile_out.c) ---------------------------------------------- */
+
+struct profile;
+struct profile_json_opts;
+struct outfile;
+/* The source of every profiled file, for the text of each line; unreadable files keep none. */
+void cli_profile_read_sources(struct profile *p);
+/* Reads the sources, renders the document and commits it to out (aborted on failure). Returns
+ * 0 or a recorded error. */
+int cli_profile_write(struct profile *p, const struct profile_json_opts *jo, struct outfile *out);
 
 #endif

@@ -281,6 +281,14 @@ void cli_target_error(int pid)
     }
 }
 
+char cli_thread_state(const struct rd_thread *threads, size_t n, long long tid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (threads[i].tid == tid)
+            return threads[i].state;
+    return 0;
+}
+
 int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)
 {
     return pid ? rd_open_pid(pid, out) : rd_open_core(core, exe, out);

@@ -117,14 +117,6 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static char os_state(const struct rd_thread *os, size_t nos, int64_t tid)
-{
-    for (size_t i = 0; i < nos; i++)
-        if (os[i].tid == tid)
-            return os[i].state;
-    return 0;
-}
-
 /* Reads everything the report needs while the target is stopped. */
 static int collect(struct rd_reader *rd, struct py_runtime *rt, struct arena *a,
                    struct stacks_report *rep)
@@ -165,7 +157,7 @@ static int collect(struct rd_reader *rd, struct py_runtime *rt, struct arena *a,
                               &truncated);
         if (err)
             goto out;
-        char st = os_state(states, nos, threads[i].native_id);
+        char st = cli_thread_state(states, nos, threads[i].native_id);
         *t = (struct stacks_thread){
             .thread_id = threads[i].thread_id,
             .native_id = threads[i].native_id,

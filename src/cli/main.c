@@ -22,6 +22,8 @@ static const char version_usage[] =
 const struct cli_command cli_commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
      cmd_run_usage, 0},
+    {"record", cmd_record, "profile a running Python process from outside (scry run's profile)",
+     cmd_record_usage, 0},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
      cmd_view_usage, 0},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",

@@ -162,6 +162,7 @@ int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t ts
         frames[n].addr = raw[i].addr;
         frames[n].code = ci;
         frames[n].lasti = lasti;
+        frames[n].group = raw[i].group;
         frames[n].line = ci->linetable
                              ? py_linetable_line(ci->linetable, ci->linetable_len,
                                                  ci->firstlineno, lasti)

@@ -46,6 +46,7 @@ struct py_frame {
     const struct py_code_info *code;
     int64_t lasti; /* code-unit index of the instruction being executed */
     int line;      /* -1 when unknown */
+    uint8_t group; /* which C call of the eval loop runs it, from the innermost (frame_walk.h) */
 };
 
 /* The Python frames of a thread, innermost first, as the frame walker (cpython/frame_walk.h) finds

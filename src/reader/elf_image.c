@@ -245,6 +245,53 @@ bool elf_symbol(struct elf_image *img, const char *name, uint64_t *value, uint64
            lookup(img, &img->symtab, SHT_SYMTAB, name, value, size);
 }
 
+/* The function symbol of tab whose range holds vaddr (else the nearest below it). */
+static bool func_at(struct elf_image *img, struct elf_symtab *tab, Elf64_Word type, uint64_t vaddr,
+                    const char **name, uint64_t *start, bool *inside)
+{
+    if (!tab->data && !tab->indexed)
+        find_symtab(img, tab, type);
+    bool found = false;
+    GElf_Sym best = {0};
+    for (size_t i = 1; tab->data && i < tab->count; i++) {
+        GElf_Sym sym;
+        if (!gelf_getsym(tab->data, (int)i, &sym) || !usable(&sym) ||
+            GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_value > vaddr)
+            continue;
+        bool in = vaddr < sym.st_value + (sym.st_size ? sym.st_size : 1);
+        if (!found || (in && !*inside) || (in == *inside && sym.st_value > best.st_value)) {
+            best = sym;
+            found = true;
+            *inside = in;
+        }
+    }
+    if (!found)
+        return false;
+    const char *s = elf_strptr(img->elf, tab->strndx, best.st_name);
+    if (!s)
+        return false;
+    *name = s;
+    *start = best.st_value;
+    return true;
+}
+
+bool elf_symbol_at(struct elf_image *img, uint64_t vaddr, const char **name, uint64_t *start)
+{
+    bool in1 = false, in2 = false;
+    const char *n1 = NULL, *n2 = NULL;
+    uint64_t s1 = 0, s2 = 0;
+    bool f1 = img && func_at(img, &img->symtab, SHT_SYMTAB, vaddr, &n1, &s1, &in1);
+    bool f2 = img && func_at(img, &img->dynsym, SHT_DYNSYM, vaddr, &n2, &s2, &in2);
+    /* A symbol that holds the address wins (.symtab first: it has the static functions), then
+     * the nearest below. */
+    bool take1 = f1 && (in1 || !f2 || (!in2 && s1 >= s2));
+    if (!take1 && !f2)
+        return false;
+    *name = take1 ? n1 : n2;
+    *start = take1 ? s1 : s2;
+    return true;
+}
+
 bool elf_section(struct elf_image *img, const char *name, uint64_t *addr, uint64_t *size)
 {
     size_t shstrndx;

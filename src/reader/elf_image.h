@@ -19,6 +19,9 @@ void elf_close(struct elf_image *img);
 /* Looks name up in .dynsym, then .symtab. Returns true and the symbol's st_value (a link-time
  * virtual address) and st_size. */
 bool elf_symbol(struct elf_image *img, const char *name, uint64_t *value, uint64_t *size);
+/* The function symbol (.symtab, else .dynsym) whose range holds the link-time address vaddr, or
+ * the nearest one below it; *name stays valid until elf_close. False when there is none. */
+bool elf_symbol_at(struct elf_image *img, uint64_t vaddr, const char **name, uint64_t *start);
 /* Finds a section by name; returns true with its sh_addr and sh_size. */
 bool elf_section(struct elf_image *img, const char *name, uint64_t *addr, uint64_t *size);
 /* The p_vaddr of the first PT_LOAD rounded down to its p_align (the link-time base): a runtime

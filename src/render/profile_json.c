@@ -742,6 +742,29 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
+    /* scry record: which thread held the GIL, per thread (docs/json-schema.md). */
+    if (p->have_threads) {
+        jw_key(&w, "threads");
+        jw_arr_begin(&w);
+        for (size_t i = 0; i < p->nthreads; i++) {
+            const struct prof_thread *t = &p->threads[i];
+            jw_obj_begin(&w);
+            jw_key(&w, "pid");
+            jw_int(&w, t->pid);
+            jw_key(&w, "native_id");
+            jw_int(&w, t->native_id);
+            jw_key(&w, "thread_id");
+            jw_uint(&w, t->thread_id);
+            jw_key(&w, "name");
+            jw_str(&w, t->name);
+            jw_key(&w, "samples");
+            jw_uint(&w, t->samples);
+            jw_key(&w, "gil_samples");
+            jw_uint(&w, t->gil_samples);
+            jw_obj_end(&w);
+        }
+        jw_arr_end(&w);
+    }
 
     if (p->mem.on) {
         write_memory_globals(&w, p);

@@ -121,6 +121,12 @@ static inline void eg_make_dyn(struct eg_buf *out, uint16_t type, uint64_t first
     eg_sym(&strtab, &symtab, "_PyRuntime", 0x9999, 8, STB_LOCAL, 6);
     eg_sym(&strtab, &symtab, "static_dup", 0x1, 8, STB_LOCAL, 6);
     eg_sym(&strtab, &symtab, "static_dup", 0x2, 8, STB_GLOBAL, 6);
+    /* Functions, for elf_symbol_at: one only in .symtab (static), one exported. */
+    eg_sym(&strtab, &symtab, "local_func", 0x3000, 0x40, STB_LOCAL, 6);
+    ((Elf64_Sym *)(void *)(symtab.p + symtab.len))[-1].st_info = ELF64_ST_INFO(STB_LOCAL, STT_FUNC);
+    eg_sym(&dynstr, &dynsym, "exported_func", 0x3100, 0x20, STB_GLOBAL, 6);
+    ((Elf64_Sym *)(void *)(dynsym.p + dynsym.len))[-1].st_info =
+        ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
     uint8_t id[20];
     for (int i = 0; i < 20; i++)
         id[i] = (uint8_t)i;

@@ -47,6 +47,35 @@ out:
     eg_free(&b);
 }
 
+/* Addresses to function symbols: the one that holds the address (.symtab's static functions
+ * included), else the nearest function below it; objects never count. */
+static void test_symbol_at(void)
+{
+    struct eg_buf b;
+    struct elf_image *img = open_dyn(&b, ET_DYN, 0, 0);
+    const char *name = NULL;
+    uint64_t start = 0;
+    if (!img)
+        goto out;
+    CHECK(elf_symbol_at(img, 0x3010, &name, &start));
+    CHECK_STR(name, "local_func");
+    CHECK_EQ_U64(start, 0x3000);
+    CHECK(elf_symbol_at(img, 0x3000, &name, &start));
+    CHECK_STR(name, "local_func");
+    CHECK(elf_symbol_at(img, 0x3050, &name, &start)); /* past its end: the nearest below */
+    CHECK_STR(name, "local_func");
+    CHECK(elf_symbol_at(img, 0x3110, &name, &start));
+    CHECK_STR(name, "exported_func");
+    CHECK_EQ_U64(start, 0x3100);
+    CHECK(elf_symbol_at(img, 0x9000, &name, &start));
+    CHECK_STR(name, "exported_func");
+    /* Below every function (only objects there): none. */
+    CHECK(!elf_symbol_at(img, 0x2fff, &name, &start));
+out:
+    elf_close(img);
+    eg_free(&b);
+}
+
 static void test_many_symbols(void)
 {
     struct eg_buf b;
@@ -228,8 +257,8 @@ static void test_damaged_images(void)
 }
 
 static const struct tl_test tests[] = {
-    TL(test_symbols),         TL(test_many_symbols), TL(test_sections_and_loads),
-    TL(test_read_vaddr),      TL(test_open_file),    TL(test_damaged_images),
+    TL(test_symbols),    TL(test_symbol_at),  TL(test_many_symbols), TL(test_sections_and_loads),
+    TL(test_read_vaddr), TL(test_open_file), TL(test_damaged_images),
 };
 
 TL_MAIN(tests)

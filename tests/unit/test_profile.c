@@ -277,6 +277,54 @@ static void test_run_queue(void)
     prof_free(&p);
 }
 
+/* scry record's "threads": each part's threads kept with its pid and written under "threads";
+ * a part without them writes none; a malformed entry refuses the part. */
+static void test_threads(void)
+{
+    struct profile p;
+    rq_profile(RQ_PART("100", "\"threads\":[{\"native_id\":100,\"thread_id\":7,\"name\":"
+                              "\"MainThread\",\"samples\":300,\"gil_samples\":180}],"),
+               RQ_PART("101", "\"threads\":[{\"native_id\":101,\"thread_id\":8,\"name\":"
+                              "\"\",\"samples\":10,\"gil_samples\":0}],"),
+               &p);
+    CHECK(p.have_threads);
+    CHECK_EQ(p.nthreads, 2);
+    CHECK(p.nthreads == 2 && p.threads[0].pid == 100 && p.threads[0].gil_samples == 180 &&
+          p.threads[1].pid == 101 && p.threads[1].thread_id == 8);
+    struct strbuf sb = STRBUF_INIT;
+    struct profile_json_opts o = {.version = "1"};
+    profile_json_write(&p, &o, &sb);
+    json_t *d = json_loads(sb_str(&sb), 0, NULL);
+    json_t *t = json_array_get(json_object_get(d, "threads"), 0);
+    CHECK(t && json_integer_value(json_object_get(t, "gil_samples")) == 180 &&
+          json_integer_value(json_object_get(t, "samples")) == 300 &&
+          !strcmp(json_string_value(json_object_get(t, "name")), "MainThread"));
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+    rq_profile(RQ_PART("100", ""), NULL, &p);
+    profile_json_write(&p, &o, &sb);
+    d = json_loads(sb_str(&sb), 0, NULL);
+    CHECK(d && !json_object_get(d, "threads"));
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+    static const char *const bad[] = {
+        RQ_PART("100", "\"threads\":{},"),
+        RQ_PART("100", "\"threads\":[{\"native_id\":1,\"thread_id\":7,\"name\":\"a\","
+                       "\"samples\":1,\"gil_samples\":2}],"),
+        RQ_PART("100", "\"threads\":[{\"native_id\":1,\"thread_id\":7,\"samples\":1,"
+                       "\"gil_samples\":0}],"),
+    };
+    prof_init(&p);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_EQ(prof_add_part_text(&p, bad[i], strlen(bad[i]), "x", 100), -SCRY_E_BAD_PROFILE);
+        CHECK(strstr(err_last_message(), "threads") != NULL);
+    }
+    CHECK(p.nparts == 0 && !p.have_threads);
+    prof_free(&p);
+}
+
 static void test_set_source(void)
 {
     struct profile p;
@@ -410,5 +458,6 @@ static const struct tl_test tests[] = {
     TL(test_native_stacks), TL(test_run_queue), TL(test_memory_unsupported),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
+    TL(test_threads),
 };
 TL_MAIN(tests)
