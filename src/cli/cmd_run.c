@@ -642,24 +642,6 @@ static void read_parts(struct profile *p, const char *dir, pid_t child, bool sna
     free(names);
 }
 
-/* Source of every profiled file, for the text of each line; unreadable files keep none. */
-static void read_sources(struct profile *p)
-{
-    for (size_t i = 0; i < p->nfiles; i++) {
-        struct stat st;
-        const char *name = p->files[i].name;
-        if (stat(name, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20))
-            continue;
-        char *data;
-        size_t len;
-        if (cli_read_file(name, &data, &len) != 0)
-            continue;
-        if (prof_set_source(p, i, data, len) != 0)
-            fprintf(stderr, "scry: warning: %s\n", san_str(err_last_message()));
-        free(data);
-    }
-}
-
 static volatile sig_atomic_t child_pid;
 
 /* SIGTERM and SIGHUP sent to scry (not by the terminal) are meant for the program. */
@@ -910,7 +892,7 @@ static void rewrite_profile(struct rewrite_state *rw)
     read_parts(&p, rw->dir, rw->child, true);
     prof_finish(&p);
     if (p.nparts > 0) {
-        read_sources(&p);
+        cli_profile_read_sources(&p);
         profile_json_write(&p, rw->jo, &json);
         if (outfile_write_all(rw->path, json.buf ? json.buf : "", json.len, OUTFILE_PRIVATE) !=
                 0 &&
@@ -1185,7 +1167,7 @@ static int run(struct run_opts o)
                                   "it could write its profile data: nothing was recorded",
                                   WTERMSIG(st), strsignal(WTERMSIG(st)), ran);
     }
-    read_sources(&p);
+    cli_profile_read_sources(&p);
     if (p.memory_unsupported)
         fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
                         "build, whose mimalloc heaps scry does not measure right yet (they keep "
@@ -1293,7 +1275,6 @@ int cmd_collect(int argc, char **argv)
     }
     wait_for_lingering(dir);
     struct profile p;
-    struct strbuf json = STRBUF_INIT;
     prof_init(&p);
     read_parts(&p, dir, (pid_t)pid, false);
     remove_part_dir(dir);
@@ -1302,7 +1283,6 @@ int cmd_collect(int argc, char **argv)
         p.note = "CPU time only: the program loaded scry itself (scry.start() in a plain python "
                  "run), too late to hook its memory; for memory, run it with scry run --off and "
                  "keep the scry.start() call";
-    read_sources(&p);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct profile_json_opts jo = {
         .version = SCRY_VERSION,
@@ -1312,18 +1292,12 @@ int cmd_collect(int argc, char **argv)
         .cpu_percent_threshold = 1.0,
         .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
     };
-    profile_json_write(&p, &jo, &json);
-    int err = outfile_write(&out, json.buf ? json.buf : "", json.len);
-    if (err)
-        outfile_abort(&out);
-    else
-        err = outfile_commit(&out);
+    int err = cli_profile_write(&p, &jo, &out);
     if (!err)
         fprintf(stderr, "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli "
                         "%s\n",
                 san_str(outfile), (unsigned long long)p.samples, p.elapsed_sec,
                 san_str(outfile));
-    sb_release(&json);
     prof_free(&p);
     return err ? -1 : 0;
 }

@@ -1,6 +1,7 @@
 /* The end of a CPU profile's life in the CLI: the source text of every profiled file, then the
- * document (render/profile_json.c) written through common/outfile.c. `scry record` finishes with
- * it; `scry run` does the same steps in cmd_run.c (to be switched over). */
+ * document (render/profile_json.c) written through common/outfile.c. `scry record` and
+ * `scry collect` finish with it; `scry run` reads the sources with it (it keeps the document for
+ * its views). */
 #include <stdio.h>
 #include <sys/stat.h>
 
