@@ -11,13 +11,14 @@ from the process's start, so it is off; the profile says so); the profile is wri
 program ends, to scry-profile.json or SCRY_OUTFILE.
 """
 
-import ctypes
 import os
 
 _agent = None  # the agent's functions, once found
 
 
 def _bind(lib):
+    import ctypes  # here, not at import: the `scry` command imports this package too
+
     try:
         profiling = lib.scry_agent_profiling
         register = lib.scry_agent_profile_function
@@ -34,6 +35,8 @@ def _preloaded():
     """The agent's functions when scry run preloaded it here and it is at work; else None."""
     global _agent
     if _agent is None:
+        import ctypes
+
         found = _bind(ctypes.CDLL(None))
         if found is not None and found[0](-1) >= 0:
             _agent = found
