@@ -680,6 +680,7 @@ void ag_thread_unclaim(struct ag_thread *t)
 
 void ag_thread_begin(struct ag_thread *t)
 {
+    ag_mtls.py_thread = true;
     int tid = (int)syscall(SYS_gettid);
     t->tid = tid;
     atomic_store(&t->tstate, 0);

@@ -19,6 +19,7 @@ struct ag_mem_tls {
     int guard;     /* > 0: inside a hook, a signal handler or the agent's own code: not counted */
     int in_pymem;  /* > 0: inside Python's allocator (PyMem wrappers): the wrappers attribute */
     bool resolving; /* this thread is looking up the real functions */
+    bool py_thread; /* a thread the interpreter started (threadhooks.c) */
     int tid;        /* gettid(), cached (reset after fork) */
     int64_t net;    /* bytes allocated minus freed (the heap's own view) since the last sample */
     struct ag_strata alloc, copy; /* the sampling points of allocated and of copied bytes */
