@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -102,6 +103,11 @@ int cli_write_output(const char *path, const struct strbuf *sb);
 bool cli_color_stdout(void);
 /* Parses a positive pid; false if s is not one. */
 bool cli_parse_pid(const char *s, int *pid);
+/* A part directory of a run (scry-parts-XXXXXX, made by mkdtemp: a directory of its own, mode
+ * 0700, owned by uid): the only kind `scry control` writes into and `scry collect` empties, so
+ * that a path from another process's environment or the command line cannot make them write
+ * into, or remove files from, any other directory. */
+bool cli_is_part_dir(const char *dir, uid_t uid);
 /* Parses a percentage from 0 to 100; false if s is not one. */
 bool cli_parse_percent(const char *s, double *out);
 /* Parses a finite number >= 0; false if s is not one. */

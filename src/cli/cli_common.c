@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis/stacks.h"
@@ -164,6 +165,15 @@ bool cli_color_stdout(void)
 {
     const char *nc = getenv("NO_COLOR");
     return isatty(1) && !(nc && *nc);
+}
+
+bool cli_is_part_dir(const char *dir, uid_t uid)
+{
+    struct stat st;
+    const char *base = strrchr(dir, '/');
+    base = base ? base + 1 : dir;
+    return strncmp(base, "scry-parts-", 11) == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == uid && (st.st_mode & 077) == 0;
 }
 
 bool cli_parse_pid(const char *s, int *pid)

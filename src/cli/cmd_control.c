@@ -51,6 +51,12 @@ static int run_dir_of(int pid, char *dir, size_t size, bool *found)
         }
     }
     free(env);
+    /* Only a run's own part directory, owned by the process's user: an environment can name
+     * any directory. */
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d", pid);
+    if (*found && (stat(path, &st) != 0 || !cli_is_part_dir(dir, st.st_uid)))
+        *found = false;
     return 0;
 }
 
@@ -94,13 +100,11 @@ int cmd_control(int argc, char **argv)
         return err;
     if (!found && (err = run_dir_of_children(pid, dir, sizeof(dir), &found)))
         return err;
-    struct stat st;
-    if (!found || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!found)
         return err_fail_hint(SCRY_E_NOT_FOUND,
                              "start the program with scry run (with --off to start with "
                              "profiling off), then give the pid of one of its processes",
-                             "pid %d is not a program that scry run is profiling%s", pid,
-                             found ? " (its run has ended)" : "");
+                             "pid %d is not a program that scry run is profiling", pid);
     char path[4200];
     snprintf(path, sizeof(path), "%s/control", dir);
     const char *text = on ? "on\n" : "off\n";

@@ -1258,6 +1258,11 @@ int cmd_collect(int argc, char **argv)
         return cli_usage("give --pid PID and --part-dir DIR (and nothing else)");
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return err_fail(SCRY_E_NOT_FOUND, "no part directory %s", san_str(dir));
+    /* It is emptied at the end: only a part directory of ours. */
+    if (!cli_is_part_dir(dir, getuid()))
+        return err_fail(SCRY_E_USAGE, "%s is not a part directory (scry-parts-XXXXXX, mode 0700, "
+                                      "yours)",
+                        san_str(dir));
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0)
         return -1;

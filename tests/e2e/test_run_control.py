@@ -178,6 +178,32 @@ def test_control_errors_say_what_to_do(tmp_path):
     assert cp.returncode == 2 and "say on or off" in cp.stderr, cp.stderr
 
 
+def test_control_and_collect_touch_only_part_directories(tmp_path):
+    """An environment (or a command line) may name any directory: scry control writes only into
+    a run's own part directory, and scry collect empties only one."""
+    victim = tmp_path / "data"
+    victim.mkdir(mode=0o700)
+    (victim / "keep").write_text("precious")
+    env = program_env()
+    env["SCRY_PART_DIR"] = str(victim)
+    sleeper = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        cp = subprocess.run([str(SCRY), "control", str(sleeper.pid), "off"], capture_output=True,
+                            text=True)
+        assert cp.returncode != 0 and "[not_found]" in cp.stderr, cp
+        assert sorted(p.name for p in victim.iterdir()) == ["keep"]
+        done = subprocess.Popen(["true"])
+        done.wait()
+        cp = subprocess.run([str(SCRY), "collect", "--pid", str(done.pid), "--part-dir",
+                             str(victim), "-o", str(tmp_path / "p.json")], capture_output=True,
+                            text=True)
+        assert cp.returncode == 2 and "not a part directory" in cp.stderr, cp
+        assert (victim / "keep").read_text() == "precious"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_profile_interval_rewrites_a_growing_profile(python_exe, tmp_path):
     out = tmp_path / "p.json"
     argv = [str(a) for a in (SCRY, "run", "--no-view", "--profile-interval", "0.5", "--python",
