@@ -15,6 +15,10 @@
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
+#   install-deps.sh jupyter ipykernel, nbclient and nbformat from PyPI in a virtual environment
+#                           ($BUILD/jupyter-venv, pyenv's 3.12 or $JUPYTER_PYTHON) with the
+#                           checkout's scry package on its path, for tests/e2e/test_jupyter.py;
+#                           `make test` runs it and carries on without it (those tests skip)
 set -euo pipefail
 what=${1:-build}
 
@@ -108,4 +112,27 @@ if [ "$what" = browser ]; then
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
       "playwright-core@${PLAYWRIGHT_VERSION:-1.57.0}" >/dev/null)
   fi
+fi
+
+if [ "$what" = jupyter ]; then
+  # The notebook tests run one interpreter: pyenv's newest 3.12 (every package has wheels for it).
+  venv=${BUILD:-build}/jupyter-venv
+  py=${JUPYTER_PYTHON:-}
+  if [ -z "$py" ]; then
+    root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+    for exe in "$root"/versions/3.12.*/bin/python3; do [ -x "$exe" ] && py=$exe; done
+  fi
+  py=${py:-python3}
+  tools=(ipykernel==7.4.0 nbclient==0.11.0 nbformat==5.11.1 jupyter_client==8.10.0)
+  stamp="$py ${tools[*]}"
+  if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$stamp" ]; then
+    echo "scry: installing ${tools[*]} into $venv" >&2
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "${tools[@]}"
+    echo "$stamp" >"$venv/installed"
+  fi
+  # %load_ext scry in the kernel imports the checkout's package (python/), as pip install would.
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$(cd "$(dirname "$0")/.." && pwd)/python" >"$site/scry-checkout.pth"
 fi
