@@ -15,6 +15,7 @@ cell profiled in it next to the kernel's connection file (Jupyter's runtime fold
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -61,11 +62,13 @@ def install(args):
                          "environment (--sys-prefix)")
     print(f"scry: installed the kernel \"{args.display_name}\" ({args.name}) in {dest}")
     # %load_ext scry needs the package in the kernel, which runs without the path the scry
-    # command may have lent this process (--package-path).
-    from importlib.machinery import PathFinder
-    lent = os.path.realpath(args.package_path) if args.package_path else None
-    own = [d for d in sys.path if not lent or os.path.realpath(d or ".") != lent]
-    if PathFinder.find_spec("scry", own) is None:
+    # command lent this process (--package-path: PYTHONPATH's first entry).
+    env = dict(os.environ)
+    if args.package_path:
+        rest = env.get("PYTHONPATH", "").split(os.pathsep, 1)[1:]
+        env["PYTHONPATH"] = rest[0] if rest else ""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('scry') is None)"
+    if subprocess.run([sys.executable, "-c", probe], env=env, cwd="/").returncode != 0:
         print(f"scry: note: {sys.executable} cannot import scry's package, which %load_ext scry "
               f"needs in the kernel: {sys.executable} -m pip install scry")
     return 0
