@@ -143,7 +143,8 @@ class ScryMagics(Magics):
             if self._agent is None:
                 # The file filter is fixed when the agent starts: "/" is every file that is not
                 # the standard library or an installed package: cells and the notebook's modules.
-                self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/"},
+                # Off until a cell turns it on, as in the scry kernel.
+                self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1"},
                                                    self._session_profile())
         return self._agent
 

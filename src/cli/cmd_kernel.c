@@ -34,16 +34,13 @@ const char cmd_kernel_usage[] =
     "      --python PATH             the kernel's Python (default: $SCRY_PYTHON, else python3 on\n"
     "                                PATH; python -m scry: its own interpreter)\n";
 
-/* The folder holding scry's package (scry/_kernel.py) next to this binary, into dir; false when
- * there is none (a binary installed on its own: the Python must have the package). */
-static bool package_dir(char *dir, size_t size)
+/* The folder holding scry's package (scry/_kernel.py) next to the binary self, into dir; false
+ * when there is none (a binary installed on its own: the Python must have the package). */
+static bool package_dir(const char *self, char *dir, size_t size)
 {
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
-        return false;
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
+    char bin[PATH_MAX];
+    snprintf(bin, sizeof(bin), "%s", self);
+    char *slash = strrchr(bin, '/');
     if (!slash)
         return false;
     *slash = 0;
@@ -51,7 +48,7 @@ static bool package_dir(char *dir, size_t size)
     static const char *const where[] = {"%s/../..", "%s/../python"};
     for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
         char cand[PATH_MAX + 16], probe[PATH_MAX + 48];
-        snprintf(cand, sizeof(cand), where[i], exe);
+        snprintf(cand, sizeof(cand), where[i], bin);
         snprintf(probe, sizeof(probe), "%s/scry/_kernel.py", cand);
         if (access(probe, R_OK) == 0 && realpath(cand, dir) && strlen(dir) < size)
             return true;
@@ -128,7 +125,7 @@ int cmd_kernel(int argc, char **argv)
     self[len] = 0;
 
     char pkg[PATH_MAX];
-    bool lend = package_dir(pkg, sizeof(pkg));
+    bool lend = package_dir(self, pkg, sizeof(pkg));
     const char *av[16];
     size_t n = 0;
     av[n++] = python;
