@@ -70,6 +70,19 @@ def load(settings, outfile):
     return Agent(ctypes.CDLL(None, use_errno=True))
 
 
+def _tool_env():
+    """The environment for scry's own commands: without the kernel's agent and run settings
+    (scry run preloads the agent into its program's children; the commands are not Python)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRY_") or k == "SCRY_LOG"}
+    kept = [p for p in env.get("LD_PRELOAD", "").split(":")
+            if p and os.path.basename(p) != _standalone._AGENT]
+    if kept:
+        env["LD_PRELOAD"] = ":".join(kept)
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
 def collect(before, after, outfile, program, program_path):
     """Writes the profile of what the process did between the checkpoints before and after to
     outfile; returns None, or scry collect's complaint."""
@@ -78,7 +91,7 @@ def collect(before, after, outfile, program, program_path):
                          "-o", str(outfile), "--program", str(program),
                          "--program-path", str(program_path)],
                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                        errors="replace")
+                        errors="replace", env=_tool_env())
     return None if cp.returncode == 0 else (cp.stderr.strip() or f"exit status {cp.returncode}")
 
 
@@ -86,5 +99,5 @@ def view(profile, *options):
     """`scry view OPTIONS profile`: (exit status, standard output, standard error)."""
     binary, _ = _standalone.find_tools()
     cp = subprocess.run([str(binary), "view", *options, str(profile)], stdin=subprocess.DEVNULL,
-                        capture_output=True, text=True, errors="replace")
+                        capture_output=True, text=True, errors="replace", env=_tool_env())
     return cp.returncode, cp.stdout, cp.stderr

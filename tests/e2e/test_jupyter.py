@@ -300,3 +300,13 @@ def test_plain_kernel_gives_cpu_and_says_how_to_get_memory(venv_python, kernels,
     assert "scry kernel install" not in text_of(outs[2]), outs[2]  # said once
     assert view_rows(text_of(outs[2])).get(1), outs[2]
     assert not (tmp_path / "plain" / "scry-profile.json").exists()
+
+
+def test_importing_scry_does_not_import_ipython(venv_python):
+    # The extension's magics (and IPython) load only with %load_ext scry.
+    cp = subprocess.run([venv_python, "-c", "import sys, scry; assert callable("
+                         "scry.load_ipython_extension); print(sorted(m for m in sys.modules "
+                         "if m.split('.')[0] in ('IPython', 'ipykernel', 'scry')))"],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert "IPython" not in cp.stdout and "scry.magics" not in cp.stdout, cp.stdout
