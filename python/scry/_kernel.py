@@ -27,10 +27,27 @@ def _fail(message, code, hint):
     return 1
 
 
-def kernel_spec(scry, python, display_name):
-    """The kernel.json document."""
+def own_package(lent):
+    """The folder of the scry package the kernel's Python imports (None: it cannot), as it runs
+    without the path the scry command lent this process (lent: PYTHONPATH's first entry)."""
+    env = dict(os.environ)
+    if lent:
+        rest = env.get("PYTHONPATH", "").split(os.pathsep, 1)[1:]
+        env["PYTHONPATH"] = rest[0] if rest else ""
+    probe = ("import importlib.util, os; s = importlib.util.find_spec('scry'); "
+             "print(os.path.dirname(os.path.abspath(s.origin)) if s and s.origin else '')")
+    cp = subprocess.run([sys.executable, "-c", probe], env=env, cwd="/", capture_output=True,
+                        text=True)
+    found = cp.stdout.strip() if cp.returncode == 0 else ""
+    return found or None
+
+
+def kernel_spec(scry, python, display_name, package):
+    """The kernel.json document. package: scry's own package (not the user's code: a checkout's
+    python/scry is outside the system libraries), excluded from the profile."""
+    exclude = ["--profile-exclude", package + os.sep] if package else []
     return {
-        "argv": [scry, "run", "--off", "--no-view", "--profile-only", "/",
+        "argv": [scry, "run", "--off", "--no-view", "--profile-only", "/", *exclude,
                  "-o", "{connection_file}" + SESSION_SUFFIX, "--python", python,
                  "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": display_name,
@@ -47,13 +64,15 @@ def install(args):
         return _fail(f"{sys.executable} cannot import {e.name}: the scry kernel runs ipykernel",
                      "not_found", f"{sys.executable} -m pip install ipykernel (or name another "
                      f"interpreter with --python)")
+    package = own_package(args.package_path)
     where = {"user": args.user, "prefix": args.prefix}
     if args.sys_prefix:
         where["prefix"] = sys.prefix
     with tempfile.TemporaryDirectory(prefix="scry-kernel-") as tmp:
         os.chmod(tmp, 0o755)  # copied as it is: a shared prefix's kernels are for everyone
         with open(os.path.join(tmp, "kernel.json"), "w", encoding="utf-8") as f:
-            json.dump(kernel_spec(args.scry, sys.executable, args.display_name), f, indent=1)
+            json.dump(kernel_spec(args.scry, sys.executable, args.display_name, package), f,
+                      indent=1)
         try:
             dest = KernelSpecManager().install_kernel_spec(tmp, args.name, **where)
         except (OSError, ValueError) as e:
@@ -61,14 +80,7 @@ def install(args):
                          "install it for yourself (--user, the default) or into this "
                          "environment (--sys-prefix)")
     print(f"scry: installed the kernel \"{args.display_name}\" ({args.name}) in {dest}")
-    # %load_ext scry needs the package in the kernel, which runs without the path the scry
-    # command lent this process (--package-path: PYTHONPATH's first entry).
-    env = dict(os.environ)
-    if args.package_path:
-        rest = env.get("PYTHONPATH", "").split(os.pathsep, 1)[1:]
-        env["PYTHONPATH"] = rest[0] if rest else ""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('scry') is None)"
-    if subprocess.run([sys.executable, "-c", probe], env=env, cwd="/").returncode != 0:
+    if package is None:
         print(f"scry: note: {sys.executable} cannot import scry's package, which %load_ext scry "
               f"needs in the kernel: {sys.executable} -m pip install scry")
     return 0

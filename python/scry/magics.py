@@ -17,6 +17,7 @@ import argparse
 import ast
 import atexit
 import html
+import json
 import os
 import shlex
 import shutil
@@ -143,8 +144,11 @@ class ScryMagics(Magics):
             if self._agent is None:
                 # The file filter is fixed when the agent starts: "/" is every file that is not
                 # the standard library or an installed package: cells and the notebook's modules.
-                # Off until a cell turns it on, as in the scry kernel.
-                self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1"},
+                # Off until a cell turns it on, as in the scry kernel; scry's own package is
+                # not the user's code.
+                own = os.path.dirname(os.path.abspath(_control.__file__)) + os.sep
+                self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1",
+                                                    "SCRY_PROFILE_EXCLUDE": own},
                                                    self._session_profile())
         return self._agent
 
@@ -201,6 +205,12 @@ class ScryMagics(Magics):
                                             self._folder())
         if complaint:
             raise RuntimeError(f"scry collect failed: {complaint}")
+        # The program is the cell; the kernel's command line (its args) is not the cell's.
+        with open(profile, encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["args"] = []
+        with open(profile, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
         if opts.outfile:
             shutil.copyfile(profile, os.path.expanduser(opts.outfile))
         if not agent.totals().get("memory") and not self._memory_noted:
@@ -221,9 +231,9 @@ class ScryMagics(Magics):
             doc = f.read()
         # The page is self-contained (no request leaves it); a sandboxed frame keeps its
         # scripts away from the notebook's page.
-        display(HTML(f'<iframe sandbox="allow-scripts" title="scry profile" '
+        display(HTML(f'<div class="scry-profile"><iframe sandbox="allow-scripts" title="scry profile" '
                      f'style="width:100%;height:{max(opts.height, 100)}px;border:1px solid #ccc" '
-                     f'srcdoc="{html.escape(doc, quote=True)}"></iframe>'))
+                     f'srcdoc="{html.escape(doc, quote=True)}"></iframe></div>'))
 
 
 def _split_last_expression(code, filename):

@@ -39,7 +39,7 @@ HOT_CELL = ("%%scry --cli -o {out}\n"
             "acc = 0\n"
             "for i in range(4_000_000): acc += i * i\n")
 HOT_LINE, DATA_LINE = 3, 1  # in the cell's own file (the magic's line is not part of it)
-PAGE_CELL = ("%%scry\n"
+PAGE_CELL = ("%%scry --height 720\n"
              "def squares(n):\n"
              "    return sum(i * i for i in range(n))\n"
              "squares(3_000_000)\n")
@@ -160,6 +160,8 @@ def test_kernel_install_writes_a_spec_that_runs_under_scry(kernels, venv_python,
     assert argv[0] == str(Path(scry).resolve()) and argv[1:3] == ["run", "--off"], argv
     assert argv[argv.index("--python") + 1] == str(venv_python), argv
     assert argv[-4:] == ["-m", "ipykernel_launcher", "-f", "{connection_file}"], argv
+    # scry's own package (the checkout's python/scry here) is not the notebook's code.
+    assert argv[argv.index("--profile-exclude") + 1] == str(REPO / "python" / "scry") + "/", argv
     assert spec["display_name"] == "Python 3 (scry)" and spec["language"] == "python"
 
 
@@ -201,7 +203,9 @@ def test_cell_names_hot_line_and_100mb_line(scry_notebook):
     assert abs(data["n_peak_mb"] - MIB) <= 0.05 * MIB, data
     hot = line_of(detail, HOT_LINE)
     assert cpu(hot) == max(cpu(e) for e in detail["lines"]), detail["lines"]
-    assert hot["n_cpu_percent_python"] > 40, hot
+    # Pure Python: time on the CPU is Python time (the rest is system time, which an
+    # oversubscribed machine inflates).
+    assert hot["n_cpu_percent_python"] > 5 * hot["n_cpu_percent_c"], hot
     others = [e for e in detail["lines"] if e["lineno"] not in (DATA_LINE, HOT_LINE)]
     assert sum(e.get("n_malloc_mb", 0) for e in others) < 0.05 * MIB, others
     assert 0.9 * MIB <= prof["max_footprint_mb"] <= 1.5 * MIB, prof["max_footprint_mb"]
@@ -214,7 +218,8 @@ def test_default_output_is_the_page_in_a_sandboxed_frame(scry_notebook):
              and "text/html" in o["data"]]
     assert len(pages) == 1, outs[2]
     frame = pages[0]
-    assert frame.startswith("<iframe ") and 'sandbox="allow-scripts"' in frame, frame[:300]
+    assert re.match(r'<div class="scry-profile"><iframe sandbox="allow-scripts" ', frame), frame[:300]
+    assert "height:720px" in frame, frame[:300]
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
     m = re.search(r'<script type="application/json" id="scry-profile">(.*?)</script>', page,
                   re.S)
@@ -257,6 +262,7 @@ def test_scrun_profiles_one_statement(scry_notebook):
     text = text_of(outs[3])
     rows = view_rows(text)
     assert rows.get(1) and rows[1][4] == STATEMENT and sum(rows[1][:3]) > 50, text
+    assert "/scry/" not in text, text  # scry's own package is not profiled
     results = [o for o in outs[3] if o["output_type"] == "execute_result"]
     assert results[0]["data"]["text/plain"] == str(sum(i * i for i in range(2_000_000)))
 
