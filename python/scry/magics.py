@@ -77,6 +77,8 @@ def _leading_options(line):
         word, _, rest = rest.partition(" ")
         rest = rest.lstrip()
         taken.append(word)
+        if word == "--":  # the statement itself starts with "-"
+            break
         if word in VALUED and rest:
             value, _, rest = rest.partition(" ")
             rest = rest.lstrip()
@@ -209,10 +211,15 @@ class ScryMagics(Magics):
         with open(profile, encoding="utf-8") as f:
             doc = json.load(f)
         doc["args"] = []
+        text = json.dumps(doc)
         with open(profile, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
+            f.write(text)
         if opts.outfile:
-            shutil.copyfile(profile, os.path.expanduser(opts.outfile))
+            # As scry's output files: never through a symbolic link, readable by its owner only.
+            fd = os.open(os.path.expanduser(opts.outfile),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
         if not agent.totals().get("memory") and not self._memory_noted:
             self._memory_noted = True
             print(MEMORY_NOTE)

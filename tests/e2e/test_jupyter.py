@@ -107,6 +107,13 @@ def errors_of(outputs):
     return [(o["ename"], o["evalue"]) for o in outputs if o["output_type"] == "error"]
 
 
+def percent(cell):
+    """A share as the terminal view writes it: "34%", "<1%" (under one), or blank."""
+    if not cell.endswith("%"):
+        return 0.0
+    return 0.5 if cell.startswith("<") else float(cell[:-1])
+
+
 def view_rows(text):
     """The terminal view's source rows: {line number: (python, native, system, the other
     columns, source)}; the first table only (the cell's file)."""
@@ -117,7 +124,7 @@ def view_rows(text):
             if rows and raw.startswith("function summary"):
                 break
             continue
-        pct = [float(c.rstrip("%")) if c.endswith("%") else 0.0 for c in cols[1:4]]
+        pct = [percent(c) for c in cols[1:4]]
         rows.setdefault(int(cols[0]), (*pct, cols[4:-1], cols[-1]))
     return rows
 
@@ -196,7 +203,9 @@ def test_cell_names_hot_line_and_100mb_line(scry_notebook):
 
     # The same cell's profile (-o): the 100 MiB line within 5%, the loop the hot line, nothing
     # of the cells before.
+    assert (where / "hot.json").stat().st_mode & 0o777 == 0o600
     prof = json.loads((where / "hot.json").read_text())
+    assert prof["args"] == [], prof["args"]  # the kernel's command line is not the cell's
     detail = cell_file(prof)
     data = line_of(detail, DATA_LINE)
     assert abs(data["n_malloc_mb"] - MIB) <= 0.05 * MIB, data
