@@ -8,6 +8,8 @@ of `%load_ext scry`:
   renders without a single request (the screenshot of docs/jupyter.md); %scrun profiles one
   statement and gives its value; a cell that raises propagates its exception and leaves
   profiling off; bad options are a usage message;
+- Jupyter's interrupt (SIGINT to the kernel's process group: scry run leaves it to the kernel)
+  stops a profiled cell with KeyboardInterrupt, shows what ran, and leaves profiling off;
 - in a plain ipykernel kernel, %%scry gives CPU time and says how to get memory.
 The notebooks run on one interpreter, the virtual environment of `scripts/install-deps.sh
 jupyter` (pyenv's 3.12, build/jupyter-venv); without it, or without Chromium for the browser
@@ -20,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -76,14 +79,16 @@ def kernels(scry, venv_python, tmp_path_factory):
     return prefix, env
 
 
-def execute(venv_python, env, kernel, cells, where):
-    """Runs the cells in a new kernel in the folder where; their outputs, one list per cell."""
+def execute(venv_python, env, kernel, cells, where, interrupt=()):
+    """Runs the cells in a new kernel in the folder where; their outputs, one list per cell.
+    interrupt: ("--interrupt", S) interrupts the second-to-last cell after S seconds."""
     where.mkdir(exist_ok=True)
     (where / "cells.json").write_text(json.dumps(cells))
     out = where / "outputs.json"
     run_env = dict(env, TMPDIR=str(where))  # connection files, the magics' folder
     try:
-        cp = subprocess.run([venv_python, DRIVER, kernel, where / "cells.json", out, where],
+        cp = subprocess.run([venv_python, DRIVER, *interrupt, kernel, where / "cells.json", out,
+                             where],
                             capture_output=True, text=True, env=run_env,
                             timeout=NOTEBOOK_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
@@ -298,6 +303,21 @@ def test_session_profile_next_to_connection_file(scry_notebook):
     names = [Path(f).name for f in prof["files"] if "/cell-" in f]
     assert len(names) >= 3, list(prof["files"])
     assert not (where / "scry-profile.json").exists()
+
+
+def test_interrupt_stops_the_cell_and_profiling(venv_python, kernels, tmp_path):
+    _, env = kernels
+    cells = ["%load_ext scry",
+             "%%scry --cli\nimport time\ntime.sleep(60)\n",
+             "import scry\nprint('profiling after the interrupt:', scry.is_profiling())"]
+    t0 = time.monotonic()
+    outs = execute(venv_python, env, "scry-test", cells, tmp_path / "interrupt",
+                   ("--interrupt", "2"))
+    assert time.monotonic() - t0 < 40, "the interrupt did not stop the cell"
+    assert [e for e, _ in errors_of(outs[1])] == ["KeyboardInterrupt"], outs[1]
+    rows = view_rows(text_of(outs[1]))
+    assert rows.get(2) and rows[2][4] == "time.sleep(60)" and rows[2][2] > 90, outs[1]
+    assert "profiling after the interrupt: False" in text_of(outs[2]), outs[2]
 
 
 def test_plain_kernel_gives_cpu_and_says_how_to_get_memory(venv_python, kernels, tmp_path):
