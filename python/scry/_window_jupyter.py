@@ -25,7 +25,6 @@ class Agent:
         try:
             self._checkpoint = lib.scry_agent_checkpoint
             self._totals = lib.scry_agent_totals
-            self._mark_peak = lib.scry_agent_mark_peak
         except AttributeError:
             raise RuntimeError("scry: this scry agent has no checkpoints (scry_agent_checkpoint): "
                                "it is older than the package; install one scry") from None
@@ -33,8 +32,6 @@ class Agent:
         self._checkpoint.restype = ctypes.c_int
         self._totals.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         self._totals.restype = ctypes.c_int
-        self._mark_peak.argtypes = []
-        self._mark_peak.restype = ctypes.c_int
 
     def checkpoint(self, path):
         """Writes the process's statistics so far to the new file path (its folder exists)."""
@@ -50,10 +47,6 @@ class Agent:
         if n < 0:
             raise OSError(ctypes.get_errno(), "scry: the agent could not give its totals")
         return json.loads(buf.raw[:n].decode("utf-8"))
-
-    def mark_peak(self):
-        """Restarts the totals' peak_since_mark_bytes at the current footprint."""
-        self._mark_peak()
 
 
 def preloaded():

@@ -33,6 +33,8 @@ from scry import _control, _window_jupyter
 MEMORY_NOTE = ("scry: CPU time only: this kernel was not started under scry, and memory needs "
                "scry's hooks from the kernel's start. Run `scry kernel install` (once), then pick "
                "the kernel \"Python 3 (scry)\" for memory too.")
+MEMORY_OFF_NOTE = ("scry: CPU time only: this kernel's scry run profiles no memory (--cpu-only); "
+                   "the kernel \"Python 3 (scry)\" of `scry kernel install` does.")
 SESSION_SUFFIX = ".scry-profile.json"  # as scry._kernel's
 
 
@@ -99,6 +101,7 @@ class ScryMagics(Magics):
     def __init__(self, shell):
         super().__init__(shell)
         self._agent = None
+        self._late = False  # the agent was loaded by the magics, not preloaded by scry run
         self._dir = None
         self._memory_noted = False
         self._cell = _parser("%%scry", "the cell")
@@ -149,6 +152,7 @@ class ScryMagics(Magics):
                 # Off until a cell turns it on, as in the scry kernel; scry's own package is
                 # not the user's code.
                 own = os.path.dirname(os.path.abspath(_control.__file__)) + os.sep
+                self._late = True
                 self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1",
                                                     "SCRY_PROFILE_EXCLUDE": own},
                                                    self._session_profile())
@@ -178,7 +182,6 @@ class ScryMagics(Magics):
         body, last = _split_last_expression(code, name + ".py")
         ns = self.shell.user_ns
         before, after = name + ".before.part", name + ".after.part"
-        agent.mark_peak()
         agent.checkpoint(before)
         was = _control.is_profiling()
         _control.start()
@@ -188,6 +191,8 @@ class ScryMagics(Magics):
                 exec(body, ns)
             value = eval(last, ns) if last is not None else None
             failed = False
+            if code.rstrip().endswith(";"):  # as IPython: a trailing ';' hides the value
+                value = None
         finally:
             if not was:
                 _control.stop()
@@ -222,7 +227,7 @@ class ScryMagics(Magics):
                 f.write(text)
         if not agent.totals().get("memory") and not self._memory_noted:
             self._memory_noted = True
-            print(MEMORY_NOTE)
+            print(MEMORY_NOTE if self._late else MEMORY_OFF_NOTE)
         threshold = ["--cpu-percent-threshold", repr(opts.cpu_percent_threshold)]
         if opts.cli:
             rc, out, err = _window_jupyter.view(profile, "--cli", "--no-color", *threshold)
@@ -238,8 +243,9 @@ class ScryMagics(Magics):
             doc = f.read()
         # The page is self-contained (no request leaves it); a sandboxed frame keeps its
         # scripts away from the notebook's page.
-        display(HTML(f'<div class="scry-profile"><iframe sandbox="allow-scripts" title="scry profile" '
-                     f'style="width:100%;height:{max(opts.height, 100)}px;border:1px solid #ccc" '
+        style = f"width:100%;height:{max(opts.height, 100)}px;border:1px solid #ccc"
+        display(HTML(f'<div class="scry-profile"><iframe sandbox="allow-scripts" '
+                     f'title="scry profile" style="{style}" '
                      f'srcdoc="{html.escape(doc, quote=True)}"></iframe></div>'))
 
 

@@ -161,6 +161,7 @@ def scry_notebook(venv_python, kernels, tmp_path_factory):
         "import scry\nprint('profiling after the error:', scry.is_profiling())",
         "%scrun --no-such-option 1",
         "%scrun --cli",
+        "%scrun --cli 6 * 7;",
     ]
     return where, execute(venv_python, env, "scry-test", cells, where)
 
@@ -232,7 +233,8 @@ def test_default_output_is_the_page_in_a_sandboxed_frame(scry_notebook):
              and "text/html" in o["data"]]
     assert len(pages) == 1, outs[2]
     frame = pages[0]
-    assert re.match(r'<div class="scry-profile"><iframe sandbox="allow-scripts" ', frame), frame[:300]
+    assert re.match(r'<div class="scry-profile"><iframe sandbox="allow-scripts" ', frame), \
+        frame[:300]
     assert "height:720px" in frame, frame[:300]
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
     m = re.search(r'<script type="application/json" id="scry-profile">(.*?)</script>', page,
@@ -279,6 +281,9 @@ def test_scrun_profiles_one_statement(scry_notebook):
     assert "/scry/" not in text, text  # scry's own package is not profiled
     results = [o for o in outs[3] if o["output_type"] == "execute_result"]
     assert results[0]["data"]["text/plain"] == str(sum(i * i for i in range(2_000_000)))
+    # As in IPython, a trailing ';' hides the value (the profile is still shown).
+    assert "profile of " in text_of(outs[8]) and not errors_of(outs[8]), outs[8]
+    assert not [o for o in outs[8] if o["output_type"] == "execute_result"], outs[8]
 
 
 def test_error_propagates_and_profiling_stops(scry_notebook):
