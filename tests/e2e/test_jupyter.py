@@ -30,7 +30,8 @@ import pytest
 from conftest import REPO, SCRY, run_scry
 from test_view_html import browser  # noqa: F401  (the fixture: node, playwright-core, chromium)
 
-VENV = SCRY.parent / "jupyter-venv"
+# $SCRY_JUPYTER_VENV: another such environment (another Python's), for a run by hand.
+VENV = Path(os.environ.get("SCRY_JUPYTER_VENV") or SCRY.parent / "jupyter-venv")
 DRIVER = REPO / "tests" / "tools" / "run_notebook.py"
 BROWSER_TEST = REPO / "tests" / "browser" / "jupyter.test.mjs"
 ARTIFACTS = SCRY.parent / "test-artifacts" / "jupyter"
