@@ -262,9 +262,8 @@ def test_page_makes_no_request_in_chromium(scry_notebook, browser, tmp_path):  #
     node, modules, chromium = browser
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "jupyter-cell.png"
-    cp = subprocess.run([node, BROWSER_TEST, "--node-modules", modules, "--chromium", chromium,
-                         "--screenshot", shot, host], capture_output=True, text=True,
-                        timeout=120, cwd=REPO)
+    cp = subprocess.run([node, BROWSER_TEST, modules, chromium, shot, host],
+                        capture_output=True, text=True, timeout=120, cwd=REPO)
     assert cp.returncode == 0, cp.stderr
     report = json.loads(cp.stdout.strip().splitlines()[-1])
     assert report["ready"] and not report["errors"], report
