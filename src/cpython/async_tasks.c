@@ -1,0 +1,308 @@
+/* asyncio's tasks read from outside (async_tasks.h). Registries are reached by name (module
+ * dicts, WeakSet.data), so the only offsets of our own are _asyncio.Task's few fields below; every
+ * pointer is checked by type before it is followed, and every loop is bounded. */
+#include "async_tasks.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/hashmap.h"
+#include "common/strbuf.h"
+#include "cpython/frame_walk.h"
+#include "cpython/linetable.h"
+#include "cpython/objects.h"
+#include "cpython/threads.h"
+
+#define MAX_NAME_CHARS 256
+#define MAX_SET_SLOTS (1u << 24)
+#define MAX_BASES 16
+
+/* Fields of _asyncio.Task (FutureObj_HEAD, then the task's own), from the object's start.
+ * Measured in each interpreter (3.11.7, 3.12.1, 3.13.0, 3.13.15t) by finding known objects'
+ * addresses in a live task; tests/e2e/test_stacks_more.py reads known tasks with them. */
+struct task_layout {
+    int minor;
+    bool free_threaded;
+    uint16_t loop, state, fut_waiter, coro, name;
+};
+
+static const struct task_layout task_layouts[] = {
+    {11, false, 16, 88, 128, 136, 144},
+    {12, false, 16, 88, 128, 136, 144},
+    {13, false, 16, 96, 112, 120, 128},
+    {13, true, 32, 112, 128, 136, 144},
+};
+
+static const struct task_layout *task_layout(const struct py_runtime *rt)
+{
+    for (size_t i = 0; i < sizeof(task_layouts) / sizeof(task_layouts[0]); i++)
+        if (task_layouts[i].minor == rt->minor &&
+            task_layouts[i].free_threaded == rt->layout.free_threaded)
+            return &task_layouts[i];
+    return NULL;
+}
+
+int py_async_supported(const struct py_runtime *rt)
+{
+    if (task_layout(rt) && py_heap_layout_table(rt->minor, rt->layout.free_threaded))
+        return 0;
+    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                    "--async reads asyncio's tasks of Python 3.11-3.13 only; this process runs "
+                    "Python %s, which keeps them elsewhere (per-thread lists since 3.14)",
+                    rt->version_str);
+}
+
+struct ctx {
+    struct py_runtime *rt;
+    struct py_code_cache *cc;
+    struct arena *a;
+    const struct task_layout *T;
+    const struct py_heap_layout *H;
+    struct py_fw fw;
+    uint64_t set_dummy;
+    struct hashmap seen;        /* task address -> 1 */
+    struct hashmap task_types;  /* type address -> 1 (a Task) or 2 (not one) */
+    struct py_async_task *tasks;
+    size_t n, cap;
+};
+
+/* Whether the C string at p (a tp_name) is s. */
+static bool cstr_is(struct py_runtime *rt, uint64_t p, const char *s)
+{
+    char buf[64];
+    size_t n = strlen(s) + 1;
+    return p && n <= sizeof(buf) && rd_read(rt->rd, p, buf, n) == 0 && memcmp(buf, s, n) == 0;
+}
+
+/* _asyncio.Task or a subclass of it. */
+static bool is_task_type(struct ctx *c, uint64_t type)
+{
+    uint64_t v;
+    if (hm_get(&c->task_types, type, &v))
+        return v == 1;
+    bool yes = false;
+    uint64_t t = type;
+    for (int i = 0; t && i < MAX_BASES && !yes; i++) {
+        uint64_t name;
+        if (rd_read_u64(c->rt->rd, t + c->rt->layout.tp_name, &name))
+            break;
+        yes = cstr_is(c->rt, name, "_asyncio.Task");
+        if (rd_read_u64(c->rt->rd, t + c->H->tp_base, &t))
+            break;
+    }
+    hm_put(&c->task_types, type, yes ? 1 : 2);
+    return yes;
+}
+
+static const char *type_name_of(struct ctx *c, uint64_t obj)
+{
+    uint64_t type, p;
+    char buf[128];
+    if (py_type_of(c->rt, obj, &type) || rd_read_u64(c->rt->rd, type + c->rt->layout.tp_name, &p))
+        return "?";
+    size_t n = 0;
+    for (; n + 1 < sizeof(buf); n++)
+        if (rd_read(c->rt->rd, p + n, buf + n, 1) || buf[n] == 0)
+            break;
+    buf[n] = 0;
+    const char *s = arena_strdup(c->a, buf);
+    return s ? s : "?";
+}
+
+static bool obj_is_task(struct ctx *c, uint64_t obj)
+{
+    uint64_t type;
+    return obj && py_type_of(c->rt, obj, &type) == 0 && is_task_type(c, type);
+}
+
+static const char *task_name(struct ctx *c, uint64_t name)
+{
+    uint64_t type;
+    if (!name || py_type_of(c->rt, name, &type))
+        return "?";
+    if (type == c->rt->types.long_) { /* 3.12+: a counter, formatted on demand as Task-N */
+        int64_t v;
+        char buf[32];
+        if (py_read_int(c->rt, name, &v, NULL))
+            return "?";
+        snprintf(buf, sizeof(buf), "Task-%" PRId64, v);
+        return arena_strdup(c->a, buf);
+    }
+    struct strbuf sb = STRBUF_INIT;
+    const char *r = "?";
+    if (py_read_str(c->rt, name, MAX_NAME_CHARS, &sb) == 0)
+        r = arena_strndup(c->a, sb_str(&sb), sb.len);
+    sb_release(&sb);
+    return r ? r : "?";
+}
+
+/* The frame of a coroutine or generator object (its embedded _PyInterpreterFrame) as a stack
+ * frame, and what it awaits (the top of its value stack while suspended), or 0. Returns false when
+ * obj is no coroutine or generator, or its frame is finished. */
+static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64_t *awaits)
+{
+    struct py_runtime *rt = c->rt;
+    const struct py_layout *L = &rt->layout;
+    uint64_t type;
+    int8_t state;
+    *awaits = 0;
+    if (py_type_of(rt, obj, &type) || (type != rt->types.coro && type != rt->types.gen) ||
+        rd_read(rt->rd, obj + c->H->gi_frame_state, &state, 1) || state >= 1)
+        return false; /* completed (1) or cleared: no frame */
+    uint64_t frame = obj + c->H->gi_iframe;
+    uint8_t fr[256];
+    if (L->fr_localsplus > sizeof(fr) || rd_read(rt->rd, frame, fr, L->fr_localsplus))
+        return false;
+    uint64_t code = py_fw_object(L, py_u64_at(fr + L->fr_code));
+    const struct py_code_info *ci;
+    if (!code || py_code_resolve(rt, c->cc, code, &ci))
+        return false;
+    out->addr = frame;
+    out->code = ci;
+    out->lasti = py_fw_lasti(&c->fw, code, py_u64_at(fr + L->fr_instr));
+    out->group = 0;
+    out->line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
+                                                  ci->firstlineno, out->lasti)
+                              : -1;
+    if (state >= 0)
+        return true; /* running: its value stack is moving */
+    /* suspended: what it awaits (`yield from`/`await`) is on top of its value stack */
+    int32_t nlocalsplus, stacksize;
+    if (rd_read(rt->rd, code + c->H->co_nlocalsplus, &nlocalsplus, 4) ||
+        rd_read(rt->rd, code + c->H->co_stacksize, &stacksize, 4) || nlocalsplus < 0)
+        return true;
+    int64_t top = py_fw_stack_used(&c->fw, frame, fr, (uint64_t)nlocalsplus, stacksize);
+    uint64_t ref;
+    if (top > nlocalsplus &&
+        rd_read_u64(rt->rd, frame + L->fr_localsplus + 8 * (uint64_t)(top - 1), &ref) == 0)
+        *awaits = py_fw_object(L, ref);
+    return true;
+}
+
+static int add_task(struct ctx *c, uint64_t obj)
+{
+    uint64_t v;
+    if (!obj_is_task(c, obj) || hm_get(&c->seen, obj, &v))
+        return 0;
+    if (c->n >= PY_MAX_TASKS)
+        return 0;
+    int err = hm_put(&c->seen, obj, 1);
+    if (err)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading tasks");
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        struct py_async_task *t = arena_alloc(c->a, cap * sizeof(*t));
+        if (!t)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory reading tasks");
+        if (c->n)
+            memcpy(t, c->tasks, c->n * sizeof(*t));
+        c->tasks = t;
+        c->cap = cap;
+    }
+    const struct task_layout *T = c->T;
+    uint8_t buf[160];
+    size_t len = (size_t)T->name + 8;
+    if (len > sizeof(buf) || rd_read(c->rt->rd, obj, buf, len))
+        return 0; /* gone meanwhile */
+    struct py_async_task *t = &c->tasks[c->n];
+    memset(t, 0, sizeof(*t));
+    t->addr = obj;
+    t->loop = py_u64_at(buf + T->loop);
+    t->state = py_i32_at(buf + T->state);
+    t->waiter = py_u64_at(buf + T->fut_waiter);
+    t->name = task_name(c, py_u64_at(buf + T->name));
+    if (t->waiter) {
+        t->waiter_is_task = obj_is_task(c, t->waiter);
+        t->waiter_type = type_name_of(c, t->waiter);
+    }
+    struct py_frame chain[PY_MAX_CORO_CHAIN];
+    uint64_t at = py_u64_at(buf + T->coro), next;
+    while (at && t->ncoro < PY_MAX_CORO_CHAIN && coro_frame(c, at, &chain[t->ncoro], &next)) {
+        t->ncoro++;
+        at = next;
+    }
+    if (t->ncoro) {
+        t->coro = arena_memdup(c->a, chain, t->ncoro * sizeof(*chain));
+        if (!t->coro)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory reading tasks");
+    }
+    c->n++;
+    return 0;
+}
+
+/* The members of a set (a WeakSet's data holds weak references: their referents). */
+static int add_set(struct ctx *c, uint64_t set, bool weak)
+{
+    uint64_t type, mask, table;
+    if (py_type_of(c->rt, set, &type) || type != c->rt->types.set ||
+        rd_read_u64(c->rt->rd, set + c->H->set_mask, &mask) ||
+        rd_read_u64(c->rt->rd, set + c->H->set_table, &table) || mask >= MAX_SET_SLOTS)
+        return 0;
+    for (uint64_t i = 0; i <= mask; i++) {
+        uint64_t key, obj;
+        if (rd_read_u64(c->rt->rd, table + i * 16, &key))
+            return 0;
+        if (!key || key == c->set_dummy)
+            continue;
+        obj = key;
+        /* PyWeakReference: wr_object right after the object header */
+        if (weak && rd_read_u64(c->rt->rd, key + c->rt->layout.ob_type + 8, &obj))
+            continue;
+        int err = add_task(c, obj);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+static int add_registries(struct ctx *c, uint64_t interp)
+{
+    static const char *const names[] = {"_all_tasks", "_scheduled_tasks", "_eager_tasks"};
+    uint64_t dict;
+    int err = py_module_dict(c->rt, interp, "asyncio.tasks", &dict);
+    if (err || !dict)
+        return err;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        uint64_t reg, data;
+        if (py_dict_get_str(c->rt, dict, names[i], &reg) || !reg)
+            continue;
+        /* a WeakSet (its `data`: a set of weak references) or a plain set of tasks */
+        if (py_instance_attr(c->rt, reg, "data", &data) == 0 && data)
+            err = add_set(c, data, true);
+        else
+            err = add_set(c, reg, false);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena *a,
+                   struct py_async_task **out, size_t *count)
+{
+    struct ctx c = {.rt = rt, .cc = cc, .a = a, .T = task_layout(rt)};
+    *out = NULL;
+    *count = 0;
+    int err = py_async_supported(rt);
+    if (err)
+        return err;
+    c.H = py_heap_layout_table(rt->minor, rt->layout.free_threaded);
+    if (py_fw_init(&c.fw, &rt->layout, c.H, rt->types.code) != 0)
+        return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
+    if (rt->types.set_dummy_ptr)
+        rd_read_u64(rt->rd, rt->types.set_dummy_ptr, &c.set_dummy);
+    uint64_t interp;
+    err = py_interp_head(rt, &interp);
+    for (int i = 0; !err && interp && i < PY_MAX_INTERPRETERS; i++) {
+        err = add_registries(&c, interp);
+        if (!err)
+            err = rd_read_u64(rt->rd, interp + rt->layout.is_next, &interp);
+    }
+    hm_free(&c.seen);
+    hm_free(&c.task_types);
+    *out = c.tasks;
+    *count = c.n;
+    return err;
+}
