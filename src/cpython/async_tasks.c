@@ -48,8 +48,10 @@ int py_async_supported(const struct py_runtime *rt)
 {
     if (task_layout(rt) && py_heap_layout_table(rt->minor, rt->layout.free_threaded))
         return 0;
-    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
-                    "--async reads asyncio's tasks of Python 3.11-3.13 only; this process runs "
+    return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
+                         "Python 3.14 and later show their own task tree: python3.X -m asyncio "
+                         "pstree PID",
+                         "--async reads asyncio's tasks of Python 3.11-3.13 only; this process runs "
                     "Python %s, which keeps them elsewhere (per-thread lists since 3.14)",
                     rt->version_str);
 }
