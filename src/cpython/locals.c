@@ -3,7 +3,9 @@
 #include "locals.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -56,6 +58,28 @@ static void add_literal(struct strbuf *out, const char *text, size_t len, bool m
     }
     if (more || shown > PY_VALUE_MAX_CHARS)
         sb_adds(out, "...");
+}
+
+/* The shortest text that reads back as d, as Python's repr writes a float (2.0, 0.1, 1e+100). */
+static void add_float(struct strbuf *out, double d)
+{
+    char buf[64];
+    if (isnan(d)) {
+        sb_adds(out, "nan");
+        return;
+    }
+    if (isinf(d)) {
+        sb_adds(out, d < 0 ? "-inf" : "inf");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof(buf), "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    sb_adds(out, buf);
+    if (!strpbrk(buf, ".e"))
+        sb_adds(out, ".0");
 }
 
 /* A str: the rule judges the text up to REDACT_MARGIN past the cut, as the snapshot does. */
@@ -154,7 +178,7 @@ int py_value_short(struct py_runtime *rt, struct arena *a, uint64_t obj, struct 
         double d;
         err = rd_read(rt->rd, obj + rt->layout.ob_type + 8, &d, sizeof(d)); /* ob_fval */
         if (!err)
-            sb_addf(out, "%.17g", d);
+            add_float(out, d);
     } else if (tp == T->str) {
         err = str_value(rt, obj, out, secret);
     } else if (tp == T->bytes) {

@@ -1,9 +1,10 @@
 """Target for tests/e2e/test_stacks_more.py: a process parked in a known state, for
 `scry stacks --locals`, `--async`, `--subprocesses` and `--native`.
 
-Modes (argv[1]):
+Modes (argv[1], else $STACKS_MORE_MODE):
   locals  park() holds known locals: count = 12345, label = "hello stacks", items (a list of 3),
-          ratio = 0.25, blob = b"ab\\x00", nothing = None, flag = True, a cell (shared, read by
+          ratio = 0.1
+    long_text = "abcdefghij" * 20, blob = b"ab\\x00", nothing = None, flag = True, a cell (shared, read by
           an inner function), a str holding `api_key=<random>` and `password = "hunter2-<random>"`
           (the random parts are made at run time, so no code constant holds them); it then
           blocks on stdin.
@@ -26,7 +27,7 @@ import sys
 import threading
 import time
 
-MODE = sys.argv[1] if len(sys.argv) > 1 else "locals"
+MODE = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("STACKS_MORE_MODE", "locals")
 
 
 def say(**facts):
@@ -45,7 +46,8 @@ def park():
     count = 12345
     label = "hello stacks"
     items = [1, 2, 3]
-    ratio = 0.25
+    ratio = 0.1
+    long_text = "abcdefghij" * 20
     blob = b"ab\x00"
     nothing = None
     flag = True
@@ -56,9 +58,13 @@ def park():
     def reader():
         return shared
 
-    say(password=password, note=note, line=wait_line())
+    shown = {"count": count, "label": label, "ratio": ratio, "blob": blob, "nothing": nothing,
+             "flag": flag}
+    say(password=password, note=note, line=wait_line(), long_text=long_text,
+        reprs={k: repr(v) for k, v in shown.items()},
+        types={k: type(v).__name__ for k, v in shown.items()})
     wait_stop()
-    return count, label, items, ratio, blob, nothing, flag, reader, note, password
+    return reader, long_text
 
 
 def wait_line():
