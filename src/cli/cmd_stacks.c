@@ -283,6 +283,8 @@ static int collect_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct
             .state = task_state(t->state),
             .awaits = t->waiter_is_task ? t->waiter : 0,
             .awaits_type = t->waiter_is_task ? NULL : t->waiter_type,
+            .gathers = t->gathers,
+            .ngathers = t->ngathers,
             .coro = arena_alloc(a, (t->ncoro ? t->ncoro : 1) * sizeof(*o->coro)),
             .ncoro = t->ncoro,
         };

@@ -183,6 +183,28 @@ static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64
     return true;
 }
 
+/* The tasks a gather() future waits for: the list in its _children attribute (asyncio's
+ * _GatheringFuture, a Python subclass of _asyncio.Future, keeps it in its __dict__). */
+static void gathered(struct ctx *c, struct py_async_task *t)
+{
+    uint64_t list, type, items;
+    int64_t n;
+    if (py_instance_attr(c->rt, t->waiter, "_children", &list) || !list ||
+        py_type_of(c->rt, list, &type) || type != c->rt->types.list ||
+        rd_read_u64(c->rt->rd, list + c->rt->layout.ob_type + 8, (uint64_t *)&n) ||
+        rd_read_u64(c->rt->rd, list + c->H->list_items, &items) || n <= 0 || n > PY_MAX_TASKS)
+        return;
+    uint64_t *kids = arena_alloc(c->a, (size_t)n * 8);
+    if (!kids || rd_read(c->rt->rd, items, kids, (size_t)n * 8))
+        return;
+    size_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (obj_is_task(c, kids[i]))
+            kids[k++] = kids[i];
+    t->gathers = kids;
+    t->ngathers = k;
+}
+
 static int add_task(struct ctx *c, uint64_t obj)
 {
     uint64_t v;
@@ -218,6 +240,8 @@ static int add_task(struct ctx *c, uint64_t obj)
     if (t->waiter) {
         t->waiter_is_task = obj_is_task(c, t->waiter);
         t->waiter_type = type_name_of(c, t->waiter);
+        if (!strcmp(t->waiter_type, "_GatheringFuture"))
+            gathered(c, t);
     }
     struct py_frame chain[PY_MAX_CORO_CHAIN];
     uint64_t at = py_u64_at(buf + T->coro), next;

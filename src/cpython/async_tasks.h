@@ -26,6 +26,9 @@ struct py_async_task {
     uint64_t waiter;         /* task_fut_waiter, or 0 */
     bool waiter_is_task;     /* it is another task (of the list or not) */
     const char *waiter_type; /* its type name, when there is one */
+    uint64_t *gathers;       /* the waiter is a gather() future (_GatheringFuture): the tasks
+                                of its _children */
+    size_t ngathers;
     struct py_frame *coro;   /* the coroutine chain: the task's coroutine first, then what each
                                 suspended one awaits while that is a coroutine or generator */
     size_t ncoro;

@@ -84,6 +84,11 @@ static void render_task(const struct stacks_report *r, size_t i, int depth, bool
     size_t next = task_index(r, t->awaits);
     if (next < r->ntasks)
         render_task(r, next, depth + 1 + (int)t->ncoro, seen, c, out);
+    for (size_t g = 0; g < t->ngathers; g++) {
+        size_t j = task_index(r, t->gathers[g]);
+        if (j < r->ntasks)
+            render_task(r, j, depth + 1 + (int)t->ncoro, seen, c, out);
+    }
 }
 
 static void render_tasks(const struct stacks_report *r, const struct colors *c,
@@ -106,6 +111,11 @@ static void render_tasks(const struct stacks_report *r, const struct colors *c,
         size_t j = task_index(r, r->tasks[i].awaits);
         if (j < r->ntasks && j != i)
             awaited[j] = true;
+        for (size_t g = 0; g < r->tasks[i].ngathers; g++) {
+            j = task_index(r, r->tasks[i].gathers[g]);
+            if (j < r->ntasks && j != i)
+                awaited[j] = true;
+        }
     }
     for (size_t i = 0; i < r->ntasks; i++)
         if (!awaited[i])
@@ -258,7 +268,8 @@ static void json_addr(struct json_writer *w, const char *key, uint64_t addr)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
-    jw_key(w, key);
+    if (key)
+        jw_key(w, key);
     if (addr)
         jw_str(w, buf);
     else
@@ -281,6 +292,11 @@ static void json_tasks(struct json_writer *w, const struct stacks_report *r)
         json_addr(w, "awaits_task", task_index(r, t->awaits) < r->ntasks ? t->awaits : 0);
         jw_key(w, "awaits_type");
         jw_str(w, t->awaits_type);
+        jw_key(w, "gathers");
+        jw_arr_begin(w);
+        for (size_t g = 0; g < t->ngathers; g++)
+            json_addr(w, NULL, t->gathers[g]);
+        jw_arr_end(w);
         jw_key(w, "coroutine_stack");
         json_frames(w, r, t->coro, t->ncoro);
         jw_obj_end(w);

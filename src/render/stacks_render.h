@@ -37,6 +37,8 @@ struct stacks_task {
     const char *state;    /* "pending", "cancelled" or "finished" */
     uint64_t awaits;      /* the task it waits on (task_fut_waiter is a task), or 0 */
     const char *awaits_type; /* the type of what it waits on when that is not a task, or NULL */
+    const uint64_t *gathers; /* what it waits on is a gather(): the tasks gathered */
+    size_t ngathers;
     struct stacks_frame *coro; /* its coroutine chain, outermost (the task's coroutine) first */
     size_t ncoro;
 };

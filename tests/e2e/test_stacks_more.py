@@ -4,7 +4,7 @@ the errors a target can cause, against tests/targets/stacks_more.py parked in a 
 Ground truth comes from the target: it prints the repr() and type name of each known local as
 the interpreter itself makes them, the line its frame waits on, and the secrets it made at run
 time (random, so that no code constant holds them); the task tree is the one its code builds
-(main awaits A, A awaits B, C sleeps in asyncio.sleep). The asyncio test is also the check of
+(main awaits A, A awaits B, C sleeps in asyncio.sleep, G gathers G1 and G2). The asyncio test is also the check of
 _asyncio.Task's field offsets (src/cpython/async_tasks.c): a wrong one gives a wrong name,
 state, edge or coroutine.
 """
@@ -115,7 +115,8 @@ def test_locals(python_exe, scry, start_target, monkeypatch):
 
 def test_async(python_exe, scry, start_target, monkeypatch):
     """Three tasks and main: main awaits A, A awaits B (which waits on a bare future), C sleeps
-    (its chain ends in asyncio's sleep, waiting on a Future). On 3.14+ a clean refusal."""
+    (its chain ends in asyncio's sleep, waiting on a Future); G awaits gather(G1, G2). On 3.14+
+    a clean refusal."""
     target = start(start_target, monkeypatch, python_exe, "async")
     version = target.ready["python"]
     where = f"Python {version} ({python_exe})"
@@ -126,9 +127,9 @@ def test_async(python_exe, scry, start_target, monkeypatch):
         return
     doc = ok_json(run_scry(["stacks", "--pid", target.pid, "--async", "--json"]))
     tasks = {t["name"]: t for t in doc["async_tasks"]}
-    assert set(tasks) == {"main", "A", "B", "C"}, f"{where}: tasks {list(tasks)}"
+    assert set(tasks) == {"main", "A", "B", "C", "G", "G1", "G2"}, f"{where}: tasks {list(tasks)}"
     addr = {name: t["address"] for name, t in tasks.items()}
-    assert len(set(addr.values())) == 4
+    assert len(set(addr.values())) == 7
     loops = {t["loop"] for t in tasks.values()}
     assert len(loops) == 1 and None not in loops, f"{where}: loops {loops}"
     for t in tasks.values():
@@ -137,10 +138,16 @@ def test_async(python_exe, scry, start_target, monkeypatch):
     assert tasks["A"]["awaits_task"] == addr["B"], f"{where}: A: {tasks['A']}"
     assert tasks["B"]["awaits_task"] is None and tasks["B"]["awaits_type"] == "_asyncio.Future"
     assert tasks["C"]["awaits_task"] is None and tasks["C"]["awaits_type"] == "_asyncio.Future"
+    assert tasks["G"]["awaits_task"] is None, tasks["G"]
+    assert tasks["G"]["awaits_type"] == "_GatheringFuture", tasks["G"]
+    assert sorted(tasks["G"]["gathers"]) == sorted([addr["G1"], addr["G2"]]), tasks["G"]
+    assert all(t["gathers"] == [] for n, t in tasks.items() if n != "G"), tasks
     chains = {n: [f["function"] for f in t["coroutine_stack"]] for n, t in tasks.items()}
     prefix = "run_async.<locals>."
     assert chains == {"main": [prefix + "main_coro"], "A": [prefix + "middle_a"],
-                      "B": [prefix + "leaf_b"], "C": [prefix + "sleeper_c", "sleep"]}, chains
+                      "B": [prefix + "leaf_b"], "C": [prefix + "sleeper_c", "sleep"],
+                      "G": [prefix + "gatherer"], "G1": [prefix + "gathered"],
+                      "G2": [prefix + "gathered"]}, chains
     assert tasks["C"]["coroutine_stack"][1]["file"].endswith("asyncio/tasks.py")
     for t in tasks.values():
         for f in t["coroutine_stack"]:
@@ -148,11 +155,13 @@ def test_async(python_exe, scry, start_target, monkeypatch):
 
     cp = run_scry(["stacks", "--pid", target.pid, "--async"])
     assert cp.returncode == 0, cp.stderr
-    text = cp.stdout[cp.stdout.index("Asyncio tasks (4)"):]
+    text = cp.stdout[cp.stdout.index("Asyncio tasks (7)"):]
     tree = [l for l in text.split("\n") if "(T)" in l]
     depth = {re.search(r"\(T\) (\S+)", l).group(1): len(l) - len(l.lstrip()) for l in tree}
-    assert depth["main"] == 0 and depth["C"] == 0, tree
+    assert len(tree) == 7, tree
+    assert depth["main"] == 0 and depth["C"] == 0 and depth["G"] == 0, tree
     assert depth["main"] < depth["A"] < depth["B"], tree
+    assert depth["G"] < depth["G1"] == depth["G2"], tree
     assert re.search(r"\(T\) C \[pending, awaits _asyncio\.Future\]", text), text
     rc, final = target.stop()
     assert rc == 0 and final == {"done": True}

@@ -8,8 +8,9 @@ Modes (argv[1], else $STACKS_MORE_MODE):
           an inner function), a str holding `api_key=<random>` and `password = "hunter2-<random>"`
           (the random parts are made at run time, so no code constant holds them); it then
           blocks on stdin.
-  async   an event loop with three named tasks: "main" awaits "A", A awaits "B" (B waits on a
-          future no one sets), "C" sleeps in asyncio.sleep; the loop's thread then blocks.
+  async   an event loop with named tasks: "main" awaits "A", A awaits "B" (B waits on a
+          future no one sets), "C" sleeps in asyncio.sleep, "G" awaits gather("G1", "G2")
+          (both wait on a future no one sets); the loop's thread then blocks.
   parent  spawns a Python child (this file in `child` mode) and a non-Python one (sleep); both
           pids are printed; then blocks on stdin.
   child   blocks on stdin.
@@ -88,9 +89,19 @@ def run_async():
     async def sleeper_c():
         await asyncio.sleep(3600)
 
+    async def gathered(never):
+        await never
+
+    async def gatherer(loop):
+        never = loop.create_future()
+        g1 = loop.create_task(gathered(never), name="G1")
+        g2 = loop.create_task(gathered(never), name="G2")
+        await asyncio.gather(g1, g2)
+
     async def main_coro():
         loop = asyncio.get_running_loop()
         task_c = loop.create_task(sleeper_c(), name="C")
+        loop.create_task(gatherer(loop), name="G")
         task_a = loop.create_task(middle_a(loop), name="A")
         loop.call_later(0.2, ready)
         await task_a
