@@ -10,6 +10,7 @@ state, edge or coroutine.
 """
 
 import json
+import os
 import re
 import shutil
 
@@ -20,6 +21,7 @@ from conftest import run_scry, wait_for_sleeping
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 SCRIPT = "stacks_more.py"
 ASYNC_VERSIONS = ("3.11", "3.12", "3.13")
+STATIC_PYTHON = "/usr/bin/python3.11"
 
 
 def start(start_target, monkeypatch, python, mode):
@@ -54,6 +56,16 @@ def test_locals(python_exe, scry, start_target, monkeypatch):
     """The known locals of park() with their values as repr() shows them, a cell dereferenced,
     a long str cut, and both secrets (by name: password; by value: "api_key=...") redacted:
     their values appear nowhere in the output, text or JSON."""
+    check_locals(start_target, monkeypatch, python_exe)
+
+
+@pytest.mark.skipif(not os.path.exists(STATIC_PYTHON), reason=f"{STATIC_PYTHON} is absent")
+def test_locals_static_python(scry, start_target, monkeypatch):
+    """The same with Debian's static interpreter (libpython inside the executable)."""
+    check_locals(start_target, monkeypatch, STATIC_PYTHON)
+
+
+def check_locals(start_target, monkeypatch, python_exe):
     target = start(start_target, monkeypatch, python_exe, "locals")
     ready = target.ready
     where = f"Python {ready['python']} ({python_exe})"
@@ -163,6 +175,36 @@ def test_async(python_exe, scry, start_target, monkeypatch):
     assert depth["main"] < depth["A"] < depth["B"], tree
     assert depth["G"] < depth["G1"] == depth["G2"], tree
     assert re.search(r"\(T\) C \[pending, awaits _asyncio\.Future\]", text), text
+    rc, final = target.stop()
+    assert rc == 0 and final == {"done": True}
+
+
+# ---- cores ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["locals", "async"])
+def test_core(scry, start_target, monkeypatch, make_core, pythons, mode):
+    """A gcore core of a parked target gives the same locals and task tree as the live process
+    (the process does not move while parked: every frame, local and task is where it was)."""
+    python = next((pythons[v] for v in ("3.12", "3.13", "3.11") if pythons.get(v)), None)
+    if not python:
+        pytest.skip("no Python 3.11-3.13 installed")
+    target = start(start_target, monkeypatch, python, mode)
+    opt = "--locals" if mode == "locals" else "--async"
+    live = ok_json(run_scry(["stacks", "--pid", target.pid, opt, "--json"]))
+    core = make_core(target.pid)
+    cp = run_scry(["stacks", "--core", core, opt, "--json"])
+    core.unlink()
+    doc = ok_json(cp)
+    if mode == "locals":
+        secret = target.ready["password"]
+        assert secret not in cp.stdout and secret not in cp.stderr
+        got = {t["native_id"]: t["frames"] for t in doc["threads"]}
+        want = {t["native_id"]: t["frames"] for t in live["threads"]}
+        assert got == want, f"core:\n{got}\nlive:\n{want}"
+    else:
+        key = lambda d: sorted(d["async_tasks"], key=lambda t: t["address"])  # noqa: E731
+        assert key(doc) == key(live) and len(doc["async_tasks"]) == 7, doc["async_tasks"]
     rc, final = target.stop()
     assert rc == 0 and final == {"done": True}
 
