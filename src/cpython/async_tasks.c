@@ -12,6 +12,7 @@
 #include "common/strbuf.h"
 #include "cpython/frame_walk.h"
 #include "cpython/linetable.h"
+#include "cpython/locals.h"
 #include "cpython/objects.h"
 #include "cpython/threads.h"
 
@@ -100,17 +101,8 @@ static bool is_task_type(struct ctx *c, uint64_t type)
 
 static const char *type_name_of(struct ctx *c, uint64_t obj)
 {
-    uint64_t type, p;
-    char buf[128];
-    if (py_type_of(c->rt, obj, &type) || rd_read_u64(c->rt->rd, type + c->rt->layout.tp_name, &p))
-        return "?";
-    size_t n = 0;
-    for (; n + 1 < sizeof(buf); n++)
-        if (rd_read(c->rt->rd, p + n, buf + n, 1) || buf[n] == 0)
-            break;
-    buf[n] = 0;
-    const char *s = arena_strdup(c->a, buf);
-    return s ? s : "?";
+    uint64_t type;
+    return py_type_of(c->rt, obj, &type) ? "?" : py_type_name(c->rt, c->a, type);
 }
 
 static bool obj_is_task(struct ctx *c, uint64_t obj)

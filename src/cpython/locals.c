@@ -16,8 +16,7 @@
 #define MAX_NAME_CHARS 256
 #define MAX_TYPE_NAME 128
 
-/* The type's tp_name, as a C string in the arena ("?" when unreadable). */
-static const char *type_name(struct py_runtime *rt, struct arena *a, uint64_t type)
+const char *py_type_name(struct py_runtime *rt, struct arena *a, uint64_t type)
 {
     char buf[MAX_TYPE_NAME + 1];
     uint64_t p;
@@ -162,7 +161,7 @@ int py_value_short(struct py_runtime *rt, struct arena *a, uint64_t obj, struct 
     int err = py_type_of(rt, obj, &tp);
     if (err)
         return err;
-    *type = type_name(rt, a, tp);
+    *type = py_type_name(rt, a, tp);
     if (obj == T->none_struct) {
         sb_adds(out, "None");
     } else if (obj == T->true_struct || obj == T->false_struct) {
@@ -256,7 +255,7 @@ int py_frame_locals(struct py_runtime *rt, struct arena *a, uint64_t frame, uint
         struct py_local *l = &locals[k];
         memset(l, 0, sizeof(*l));
         l->name = name_text(rt, a, name_objs[i]);
-        uint64_t tp;
+        uint64_t tp = 0;
         if (obj && rt->types.cell && py_type_of(rt, obj, &tp) == 0 && tp == rt->types.cell) {
             uint64_t inner;
             l->cell = true;
@@ -268,15 +267,21 @@ int py_frame_locals(struct py_runtime *rt, struct arena *a, uint64_t frame, uint
         bool secret = false;
         if (strcmp(l->name, REDACTED) == 0 || redact_name_is_sensitive(l->name, strlen(l->name))) {
             secret = true;
-            py_type_of(rt, obj, &tp);
-            l->type = tagged_int ? "int" : type_name(rt, a, tp);
+            l->type = tagged_int                     ? "int"
+                      : py_type_of(rt, obj, &tp) != 0 ? "?"
+                                                      : py_type_name(rt, a, tp);
         } else if (tagged_int) {
             l->type = "int";
             sb_addf(&sb, "%" PRId64, (int64_t)ref >> 2); /* 3.14+: (value << 2) | 3 */
         } else {
             err = py_value_short(rt, a, obj, &sb, &l->type, &secret);
-            if (err)
+            if (err == -SCRY_E_NO_MEMORY)
                 break;
+            if (err) { /* its type cannot be read: the others still show */
+                sb_reset(&sb);
+                sb_adds(&sb, "<unreadable>");
+                err = 0;
+            }
         }
         l->redacted = secret;
         l->value = secret ? REDACTED : arena_strndup(a, sb_str(&sb), sb.len);

@@ -26,6 +26,9 @@ struct py_local {
     bool cell; /* a cell or free variable (the cell's contents are shown) */
 };
 
+/* A type object's tp_name in the arena ("?" when unreadable; <redacted> when the rule flags it). */
+const char *py_type_name(struct py_runtime *rt, struct arena *a, uint64_t type);
+
 /* Appends the short text of the object at obj (a tagged 3.14+ int already untagged by the
  * caller) and sets *type to its type name (arena). *secret: the rule flagged a str/bytes value,
  * and the text appended is <redacted>. */
