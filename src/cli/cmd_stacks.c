@@ -476,7 +476,8 @@ static int read_children(const struct stacks_report *parent, struct arena *a,
     for (size_t i = 0; i < n; i++) {
         struct stacks_report *c = &rep->children[i];
         *c = (struct stacks_report){.with_locals = parent->with_locals,
-                                    .with_native = parent->with_native};
+                                    .with_native = parent->with_native,
+                                    .with_async = parent->with_async};
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/stat", pids[i]);
         c->parent_pid = parent->pid;

@@ -87,7 +87,10 @@ def check_locals(start_target, monkeypatch, python_exe):
         assert got[name]["type"] == ready["types"][name], f"{where}: {name}: {got[name]}"
         assert got[name]["redacted"] is False and got[name]["cell"] is False, got[name]
     assert got["items"]["value"] == "list[len=3]", got["items"]
-    assert got["shown"]["value"] == "dict[len=6]", got["shown"]
+    assert got["shown"]["value"] == "dict[len=7]", got["shown"]
+    assert got["tags"]["value"] == "set[len=2]", got["tags"]
+    assert got["pair"]["value"] == "tuple[len=2]", got["pair"]
+    assert got["big"]["value"] == "<int over 64 bits>" and got["big"]["type"] == "int"
     assert got["long_text"]["value"] == "'" + ready["long_text"][:80] + "...'", got["long_text"]
     assert got["shared"] == {"name": "shared", "type": "str", "value": "'in a cell'",
                              "redacted": False, "cell": True}, got["shared"]

@@ -3,6 +3,7 @@
 
 Modes (argv[1], else $STACKS_MORE_MODE):
   locals  park() holds known locals: count = 12345, label = "hello stacks", items (a list of 3),
+          tags (a set of 2), pair (a tuple of 2), big = 2 ** 70, negative = -7,
           ratio = 0.1
     long_text = "abcdefghij" * 20, blob = b"ab\\x00", nothing = None, flag = True, a cell (shared, read by
           an inner function), a str holding `api_key=<random>` and `password = "hunter2-<random>"`
@@ -47,6 +48,10 @@ def park():
     count = 12345
     label = "hello stacks"
     items = [1, 2, 3]
+    tags = {"red", "green"}
+    pair = (count, label)
+    big = 2 ** 70
+    negative = -7
     ratio = 0.1
     long_text = "abcdefghij" * 20
     blob = b"ab\x00"
@@ -60,12 +65,12 @@ def park():
         return shared
 
     shown = {"count": count, "label": label, "ratio": ratio, "blob": blob, "nothing": nothing,
-             "flag": flag}
+             "flag": flag, "negative": negative}
     say(password=password, note=note, line=wait_line(), long_text=long_text,
         reprs={k: repr(v) for k, v in shown.items()},
         types={k: type(v).__name__ for k, v in shown.items()})
     wait_stop()
-    return reader, long_text
+    return reader, long_text, items, tags, pair, big
 
 
 def wait_line():
