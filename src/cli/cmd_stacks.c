@@ -40,7 +40,7 @@ const char cmd_stacks_usage[] =
     "  -n, --native       native frames too (libunwind-ptrace), each call of the eval loop\n"
     "                     replaced by the Python frames it runs (live processes only)\n"
     "  -a, --async        the asyncio task tree: each task, its coroutine chain and what it\n"
-    "                     awaits (Python 3.11-3.13)\n"
+    "                     awaits (Python 3.11-3.15, 3.13t)\n"
     "  -s, --subprocesses its children (and theirs) too, each under its own header\n"
     "  -j, --json         print a JSON document (docs/json-schema.md)\n"
     "      --no-color     no colours even on a terminal\n";

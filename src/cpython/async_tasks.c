@@ -15,6 +15,7 @@
 #include "cpython/locals.h"
 #include "cpython/objects.h"
 #include "cpython/threads.h"
+#include "reader/elf_image.h"
 
 #define MAX_NAME_CHARS 256
 #define MAX_SET_SLOTS (1u << 24)
@@ -27,13 +28,39 @@ struct task_layout {
     int minor;
     bool free_threaded;
     uint16_t loop, state, fut_waiter, coro, name;
+    bool lists; /* 3.14+: tasks in per-thread and per-interpreter lists (.AsyncioDebug) */
+    /* a generator's or coroutine's frame state (enum _framestate, pycore_frame.h): not started,
+       suspended (from .. to: suspended in a `yield from`/`await` among them), running */
+    int8_t created, suspended_from, suspended_to, executing;
 };
 
 static const struct task_layout task_layouts[] = {
-    {11, false, 16, 88, 128, 136, 144},
-    {12, false, 16, 88, 128, 136, 144},
-    {13, false, 16, 96, 112, 120, 128},
-    {13, true, 32, 112, 128, 136, 144},
+    {11, false, 16, 88, 128, 136, 144, false, -2, -1, -1, 0},
+    {12, false, 16, 88, 128, 136, 144, false, -2, -1, -1, 0},
+    {13, false, 16, 96, 112, 120, 128, false, -3, -2, -1, 0},
+    {13, true, 32, 112, 128, 136, 144, false, -3, -2, -1, 0},
+    /* Debian sid's 3.14.10 and 3.15.2; coro and name checked against .AsyncioDebug */
+    {14, false, 16, 104, 120, 128, 136, true, -3, -2, -1, 0},
+    {15, false, 16, 104, 120, 128, 136, true, 0, 1, 3, 4},
+};
+
+/* Python 3.14+'s _Py_AsyncioModuleDebugOffsets (the .AsyncioDebug section of the module that
+ * holds _asyncio: its extension module or, when built in, the interpreter's image), as u64s. */
+enum {
+    ADBG_TASK_SIZE,
+    ADBG_TASK_NAME,
+    ADBG_TASK_AWAITED_BY,
+    ADBG_TASK_IS_TASK,
+    ADBG_TASK_AWAITED_BY_IS_SET,
+    ADBG_TASK_CORO,
+    ADBG_TASK_NODE,
+    ADBG_INTERP_SIZE,
+    ADBG_INTERP_TASKS_HEAD,
+    ADBG_TSTATE_SIZE,
+    ADBG_TSTATE_RUNNING_LOOP,
+    ADBG_TSTATE_RUNNING_TASK,
+    ADBG_TSTATE_TASKS_HEAD,
+    ADBG_COUNT
 };
 
 static const struct task_layout *task_layout(const struct py_runtime *rt)
@@ -49,12 +76,10 @@ int py_async_supported(const struct py_runtime *rt)
 {
     if (task_layout(rt) && py_heap_layout_table(rt->minor, rt->layout.free_threaded))
         return 0;
-    return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
-                         "Python 3.14 and later show their own task tree: python3.X -m asyncio "
-                         "pstree PID",
-                         "--async reads asyncio's tasks of Python 3.11-3.13 only; this process runs "
-                    "Python %s, which keeps them elsewhere (per-thread lists since 3.14)",
-                    rt->version_str);
+    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                    "--async reads asyncio's tasks of Python 3.11-3.15 (3.13t included); this "
+                    "process runs Python %s%s",
+                    rt->version_str, rt->layout.free_threaded ? " free-threaded" : "");
 }
 
 struct ctx {
@@ -143,8 +168,11 @@ static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64
     int8_t state;
     *awaits = 0;
     if (py_type_of(rt, obj, &type) || (type != rt->types.coro && type != rt->types.gen) ||
-        rd_read(rt->rd, obj + c->H->gi_frame_state, &state, 1) || state >= 1)
-        return false; /* completed (1) or cleared: no frame */
+        rd_read(rt->rd, obj + c->H->gi_frame_state, &state, 1))
+        return false;
+    bool suspended = state >= c->T->suspended_from && state <= c->T->suspended_to;
+    if (!suspended && state != c->T->created && state != c->T->executing)
+        return false; /* completed or cleared: no frame */
     uint64_t frame = obj + c->H->gi_iframe;
     uint8_t fr[256];
     if (L->fr_localsplus > sizeof(fr) || rd_read(rt->rd, frame, fr, L->fr_localsplus))
@@ -160,18 +188,22 @@ static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64
     out->line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
                                                   ci->firstlineno, out->lasti)
                               : -1;
-    if (state >= 0)
-        return true; /* running: its value stack is moving */
+    if (!suspended)
+        return true; /* not started: awaits nothing; running: its value stack is moving */
     /* suspended: what it awaits (`yield from`/`await`) is on top of its value stack */
     int32_t nlocalsplus, stacksize;
     if (rd_read(rt->rd, code + c->H->co_nlocalsplus, &nlocalsplus, 4) ||
         rd_read(rt->rd, code + c->H->co_stacksize, &stacksize, 4) || nlocalsplus < 0)
         return true;
     int64_t top = py_fw_stack_used(&c->fw, frame, fr, (uint64_t)nlocalsplus, stacksize);
-    uint64_t ref;
-    if (top > nlocalsplus &&
-        rd_read_u64(rt->rd, frame + L->fr_localsplus + 8 * (uint64_t)(top - 1), &ref) == 0)
+    /* 3.15 leaves a NULL stack reference above it: the topmost of the two slots that holds an
+       object */
+    for (int64_t i = top - 1; i >= nlocalsplus && i >= top - 2 && !*awaits; i--) {
+        uint64_t ref;
+        if (rd_read_u64(rt->rd, frame + L->fr_localsplus + 8 * (uint64_t)i, &ref))
+            break;
         *awaits = py_fw_object(L, ref);
+    }
     return true;
 }
 
@@ -297,6 +329,82 @@ static int add_registries(struct ctx *c, uint64_t interp)
     return 0;
 }
 
+/* 3.14+: the .AsyncioDebug block of the image that holds _asyncio, read from its file (the
+ * constants the build wrote). False when no mapped image has one (asyncio not imported). */
+static bool asyncio_debug(struct ctx *c, uint64_t *dbg)
+{
+    size_t n;
+    const struct rd_mapping *m = rd_mappings(c->rt->rd, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *path = m[i].path;
+        /* the extension module, or the interpreter's own image when it is built in */
+        if (m[i].offset != 0 || !path[0] ||
+            (!strstr(path, "/_asyncio.") && strcmp(path, c->rt->image_path) != 0))
+            continue;
+        char host[4096];
+        struct elf_image *img;
+        uint64_t addr, size;
+        if (elf_open(rd_host_path(c->rt->rd, path, host, sizeof(host)), &img))
+            continue;
+        bool ok = elf_section(img, ".AsyncioDebug", &addr, &size) &&
+                  size >= ADBG_COUNT * 8 && elf_read_vaddr(img, addr, dbg, ADBG_COUNT * 8) == 0;
+        elf_close(img);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+/* One llist of tasks (struct llist_node {next, prev} at head, linked through each task's
+ * task_node), bounded and stopped at the first node that cannot be read. */
+static int add_list(struct ctx *c, uint64_t head, uint64_t task_node)
+{
+    uint64_t node;
+    if (rd_read_u64(c->rt->rd, head, &node))
+        return 0;
+    for (size_t i = 0; node && node != head && i < PY_MAX_TASKS; i++) {
+        int err = add_task(c, node - task_node);
+        if (err)
+            return err;
+        if (rd_read_u64(c->rt->rd, node, &node))
+            return 0;
+    }
+    return 0;
+}
+
+static int add_lists(struct ctx *c)
+{
+    uint64_t dbg[ADBG_COUNT];
+    if (!asyncio_debug(c, dbg))
+        return 0;
+    if (dbg[ADBG_TASK_NAME] != c->T->name || dbg[ADBG_TASK_CORO] != c->T->coro ||
+        dbg[ADBG_TASK_NODE] + 16 > dbg[ADBG_TASK_SIZE] ||
+        dbg[ADBG_INTERP_TASKS_HEAD] + 16 > dbg[ADBG_INTERP_SIZE] ||
+        dbg[ADBG_TSTATE_TASKS_HEAD] + 16 > dbg[ADBG_TSTATE_SIZE])
+        return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                        "the asyncio debug offsets of this Python %s are not the ones scry knows "
+                        "(task name at %llu, coroutine at %llu)",
+                        c->rt->version_str, (unsigned long long)dbg[ADBG_TASK_NAME],
+                        (unsigned long long)dbg[ADBG_TASK_CORO]);
+    struct py_thread *threads;
+    size_t nthreads;
+    struct arena tmp = ARENA_INIT;
+    int err = py_list_threads(c->rt, &tmp, &threads, &nthreads);
+    for (size_t i = 0; !err && i < nthreads; i++)
+        err = add_list(c, threads[i].tstate + dbg[ADBG_TSTATE_TASKS_HEAD], dbg[ADBG_TASK_NODE]);
+    arena_free(&tmp);
+    /* the tasks of threads that have ended move to their interpreter's list */
+    uint64_t interp;
+    if (!err)
+        err = py_interp_head(c->rt, &interp);
+    for (int i = 0; !err && interp && i < PY_MAX_INTERPRETERS; i++) {
+        err = add_list(c, interp + dbg[ADBG_INTERP_TASKS_HEAD], dbg[ADBG_TASK_NODE]);
+        if (!err)
+            err = rd_read_u64(c->rt->rd, interp + c->rt->layout.is_next, &interp);
+    }
+    return err;
+}
+
 int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena *a,
                    struct py_async_task **out, size_t *count)
 {
@@ -312,7 +420,9 @@ int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena
     if (rt->types.set_dummy_ptr)
         rd_read_u64(rt->rd, rt->types.set_dummy_ptr, &c.set_dummy);
     uint64_t interp;
-    err = py_interp_head(rt, &interp);
+    err = c.T->lists ? add_lists(&c) : 0;
+    if (!err)
+        err = py_interp_head(rt, &interp);
     for (int i = 0; !err && interp && i < PY_MAX_INTERPRETERS; i++) {
         err = add_registries(&c, interp);
         if (!err)

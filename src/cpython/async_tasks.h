@@ -1,10 +1,14 @@
 /* asyncio's tasks, read from outside (`scry stacks --async`): every _asyncio.Task an interpreter
  * knows, its name and state, what it waits on, and its coroutine chain. Python 3.11-3.13
  * (3.13t included): the tasks are those of asyncio.tasks' registries (_all_tasks on 3.11,
- * _scheduled_tasks and _eager_tasks on 3.12 and 3.13), found through sys.modules; the fields of
- * _asyncio.Task (a struct of Modules/_asynciomodule.c, in no public header) come from a table per
- * version, measured in each interpreter (tests/e2e/test_stacks_more.py checks it on a live
- * process). 3.14 keeps native tasks in per-thread lists instead: refused (unsupported_python). */
+ * _scheduled_tasks and _eager_tasks on 3.12 and 3.13), found through sys.modules. 3.14 and 3.15
+ * keep native tasks in per-thread lists (and the interpreter's, for ended threads), found through
+ * the _Py_AsyncioModuleDebugOffsets the build writes into an .AsyncioDebug section; the
+ * registries are read too there (tasks of other kinds). The fields of _asyncio.Task (a struct of
+ * Modules/_asynciomodule.c, in no public header) come from a table per version, measured in each
+ * interpreter (tests/e2e/test_stacks_more.py checks it on a live process; on 3.14+ the name and
+ * coroutine offsets are also checked against the section). Other builds (3.14t, 3.15t) are
+ * refused (unsupported_python). */
 #ifndef SCRY_CPYTHON_ASYNC_TASKS_H
 #define SCRY_CPYTHON_ASYNC_TASKS_H
 
