@@ -4,9 +4,9 @@ the errors a target can cause, against tests/targets/stacks_more.py parked in a 
 Ground truth comes from the target: it prints the repr() and type name of each known local as
 the interpreter itself makes them, the line its frame waits on, and the secrets it made at run
 time (random, so that no code constant holds them); the task tree is the one its code builds
-(main awaits A, A awaits B, C sleeps in asyncio.sleep, G gathers G1 and G2). The asyncio test is also the check of
-_asyncio.Task's field offsets (src/cpython/async_tasks.c): a wrong one gives a wrong name,
-state, edge or coroutine.
+(main awaits A, A awaits B, C sleeps in asyncio.sleep, G gathers G1 and G2). The asyncio test is
+also the check of _asyncio.Task's field offsets and frame states (src/cpython/async_tasks.c): a
+wrong one gives a wrong name, state, edge or coroutine chain.
 """
 
 import json

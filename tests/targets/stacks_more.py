@@ -3,12 +3,11 @@
 
 Modes (argv[1], else $STACKS_MORE_MODE):
   locals  park() holds known locals: count = 12345, label = "hello stacks", items (a list of 3),
-          tags (a set of 2), pair (a tuple of 2), big = 2 ** 70, negative = -7,
-          ratio = 0.1
-    long_text = "abcdefghij" * 20, blob = b"ab\\x00", nothing = None, flag = True, a cell (shared, read by
-          an inner function), a str holding `api_key=<random>` and `password = "hunter2-<random>"`
-          (the random parts are made at run time, so no code constant holds them); it then
-          blocks on stdin.
+          tags (a set of 2), pair (a tuple of 2), big = 2 ** 70, negative = -7, ratio = 0.1,
+          long_text (200 characters), blob = b"ab\\x00", nothing = None, flag = True, a cell
+          (shared, read by an inner function), note = "api_key=<random>" and
+          password = "hunter2-<random>" (the random parts are made at run time, so no code
+          constant holds them); it then blocks on stdin.
   async   an event loop with named tasks: "main" awaits "A", A awaits "B" (B waits on a
           future no one sets), "C" sleeps in asyncio.sleep, "G" awaits gather("G1", "G2")
           (both wait on a future no one sets); the loop's thread then blocks.

@@ -229,7 +229,8 @@ static void test_stacks_tasks(void)
     CHECK(strstr(sb_str(&sb),
                  "\"async_tasks\":[{\"address\":\"0xa0\",\"loop\":\"0x1\",\"name\":\"A\","
                  "\"state\":\"pending\",\"awaits_task\":\"0xb0\",\"awaits_type\":null,"
-                 "\"gathers\":[],\"coroutine_stack\":[{\"function\":\"a\",\"file\":\"/a.py\",\"line\":5}]},"
+                 "\"gathers\":[],\"coroutine_stack\":[{\"function\":\"a\",\"file\":\"/a.py\","
+                 "\"line\":5}]},"
                  "{\"address\":\"0xb0\",\"loop\":\"0x1\",\"name\":\"B\",\"state\":\"pending\","
                  "\"awaits_task\":null,\"awaits_type\":\"_asyncio.Future\",\"gathers\":[],"
                  "\"coroutine_stack\":[]}") != NULL);
