@@ -14,6 +14,7 @@
 #include "cpython/linetable.h"
 #include "cpython/locals.h"
 #include "cpython/objects.h"
+#include "cpython/redact.h"
 #include "cpython/threads.h"
 #include "reader/elf_image.h"
 
@@ -151,8 +152,9 @@ static const char *task_name(struct ctx *c, uint64_t name)
     }
     struct strbuf sb = STRBUF_INIT;
     const char *r = "?";
-    if (py_read_str(c->rt, name, MAX_NAME_CHARS, &sb) == 0)
-        r = arena_strndup(c->a, sb_str(&sb), sb.len);
+    if (py_read_str(c->rt, name, MAX_NAME_CHARS, &sb) == 0) /* a name made of a secret: hidden */
+        r = redact_text_is_secret(sb_str(&sb), sb.len) ? REDACTED
+                                                       : arena_strndup(c->a, sb_str(&sb), sb.len);
     sb_release(&sb);
     return r ? r : "?";
 }
