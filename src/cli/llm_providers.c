@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "cli/push.h"
 #include "common/error.h"
 
 #define LLM_ANSWER_MAX (8u << 20) /* bytes of an answer read */
@@ -259,25 +260,15 @@ static int endpoint(const struct llm_config *c, struct strbuf *base)
     }
     if (!b)
         b = c->provider->base;
-    CURLU *h = curl_url();
-    char *scheme = NULL, *host = NULL, *query = NULL, *user = NULL;
+    bool user = false;
+    enum push_url_kind k = push_url_kind(b, &user);
     int err = 0;
-    if (!h)
+    if (k == PUSH_URL_NO_MEMORY)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    if (curl_url_set(h, CURLUPART_URL, b, 0) != CURLUE_OK ||
-        curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host ||
-        (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) ||
-        curl_url_get(h, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
-        curl_url_get(h, CURLUPART_USER, &user, 0) == CURLUE_OK || strchr(b, '#'))
+    if (k != PUSH_URL_OK || user)
         err = cli_usage("%s needs http(s)://host[:port][/path] without a query or credentials, "
                         "not '%s'",
                         what, b);
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(query);
-    curl_free(user);
-    curl_url_cleanup(h);
     if (!err) {
         sb_adds(base, b);
         while (base->len && base->buf[base->len - 1] == '/')
@@ -462,6 +453,8 @@ int llm_complete(const struct llm_config *c, const char *system, const char *use
 out:
     if (curl)
         curl_easy_cleanup(curl);
+    for (struct curl_slist *h = hdrs; h; h = h->next)
+        memset(h->data, 0, strlen(h->data));
     curl_slist_free_all(hdrs);
     json_decref(body);
     json_decref(root);
