@@ -28,7 +28,8 @@ const char cmd_optimize_usage[] =
     "\n"
     "      --provider P        openai (any OpenAI-compatible server: OpenAI, Ollama, vLLM),\n"
     "                          anthropic, azure, gemini, bedrock\n"
-    "      --model M           the model (defaults: docs/optimize.md; bedrock: the modelId)\n"
+    "      --model M           the model (defaults: docs/optimize.md; bedrock: the modelId;\n"
+    "                          azure: the deployment, when --deployment is not given)\n"
     "      --base-url URL      the provider's endpoint (openai: the base of /chat/completions,\n"
     "                          such as http://localhost:11434/v1 for Ollama; azure: the\n"
     "                          resource's https://NAME.openai.azure.com)\n"
@@ -42,7 +43,8 @@ const char cmd_optimize_usage[] =
     "                          AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). There is no option\n"
     "                          for the key itself: a command line is visible in ps\n"
     "      --timeout S         give up after S seconds (default 120)\n"
-    "      --show-prompt       print what would be sent and send nothing\n"
+    "      --show-prompt       print what would be sent and send nothing (with --json:\n"
+    "                          {\"system\", \"user\"})\n"
     "      --json              the proposal as JSON: file, first_line, last_line, function,\n"
     "                          provider, model, code, diff, reasons\n";
 
@@ -147,6 +149,9 @@ int cmd_optimize(int argc, char **argv)
         return err;
     if (req.first && req.function)
         return cli_usage("give lines or --function, not both");
+    if (cfg.key_env && cfg.provider && !llm_takes_key(cfg.provider))
+        return cli_usage("bedrock signs with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+                         "--api-key-env is for the other providers");
 
     char *data = NULL;
     size_t len = 0;
@@ -158,6 +163,20 @@ int cmd_optimize(int argc, char **argv)
     profile = json_loadb(data, len, 0, NULL);
     if (!json_is_object(profile)) {
         err = err_fail(SCRY_E_BAD_PROFILE, "%s is not a JSON profile", argv[optind]);
+        goto out;
+    }
+    if (show && json) {
+        if (!(err = opt_prepare(profile, &req, &res))) {
+            json_t *doc = json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
+                                    sb_str(&res.prompt));
+            char *s = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+            if (s)
+                sb_addf(&out, "%s\n", s);
+            else
+                err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+            free(s);
+            json_decref(doc);
+        }
         goto out;
     }
     if (show) {

@@ -37,7 +37,7 @@ const char cmd_view_usage[] =
     "                                (default 1; 0 shows every line); in the page, the level\n"
     "                                under which \"hide quiet lines\" hides a line\n"
     "      --no-color                no colours even on a terminal\n"
-    "      --serve                   serve the page from 127.0.0.1 at a URL with a random\n"
+    "      --serve, --propose        serve the page from 127.0.0.1 at a URL with a random\n"
     "                                token instead of writing it, with a \"propose\" action\n"
     "                                that asks a language model for a faster version of a\n"
     "                                line, region or function (docs/optimize.md); Ctrl-C\n"

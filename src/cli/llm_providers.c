@@ -204,6 +204,8 @@ const char *llm_names(void) { return "openai, anthropic, azure, gemini, bedrock"
 
 const char *llm_name(const struct llm_provider *p) { return p->name; }
 
+bool llm_takes_key(const struct llm_provider *p) { return p->key_header != NULL; }
+
 const char *llm_model(const struct llm_config *c)
 {
     if (c->model && *c->model)

@@ -31,6 +31,8 @@ const struct llm_provider *llm_find(const char *name);
 /* "openai, anthropic, azure, gemini, bedrock", for messages. */
 const char *llm_names(void);
 const char *llm_name(const struct llm_provider *p);
+/* Whether the provider takes one key (a header); false for bedrock (SigV4 from AWS_*). */
+bool llm_takes_key(const struct llm_provider *p);
 /* The model the request names: cfg's, else the provider's default (azure: the deployment). */
 const char *llm_model(const struct llm_config *cfg);
 

@@ -256,7 +256,7 @@ static void propose(struct server *sv, int fd, const char *body, size_t len)
     cfg.api_version = str_field(in, "api_version");
     cfg.region = str_field(in, "region");
     cfg.key = key;
-    if (key && strcmp(str_field(in, "provider"), "bedrock") == 0) {
+    if (key && !llm_takes_key(cfg.provider)) {
         err = cli_usage("bedrock signs with the AWS variables of scry's environment "
                         "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); it takes no typed key");
         goto out;
