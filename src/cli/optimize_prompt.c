@@ -226,6 +226,28 @@ static bool name_matches(const char *have, const char *want)
     return dot && strcmp(dot + 1, want) == 0;
 }
 
+/* The first line that defines the function name (the part after its last '.'): "def NAME(" or
+ * "async def NAME(" after the indentation; 0 if none. */
+static long find_def(const struct src *s, const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    const char *want = dot ? dot + 1 : name;
+    size_t n = strlen(want);
+    for (long l = 1; l <= s->n; l++) {
+        struct strbuf t = STRBUF_INIT;
+        add_source(&t, s, l);
+        const char *x = sb_str(&t) + strspn(sb_str(&t), " \t");
+        if (strncmp(x, "async ", 6) == 0)
+            x += 6 + strspn(x + 6, " \t");
+        bool hit = strncmp(x, "def ", 4) == 0 && strncmp(x + 4 + strspn(x + 4, " "), want, n) == 0 &&
+                   x[4 + strspn(x + 4, " ") + n] == '(';
+        sb_release(&t);
+        if (hit)
+            return l;
+    }
+    return 0;
+}
+
 /* Sets res->first/last (and function) from the request. */
 static int resolve(const struct src *s, const struct opt_request *req, struct opt_result *res)
 {
@@ -246,8 +268,15 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
                 break;
             }
         }
-        if (!fn)
-            return cli_usage("the profile has no function '%s' in %s", req->function, s->name);
+        if (!fn) {
+            /* A function with no samples has no entry: its def in the source, then. */
+            long def = find_def(s, req->function);
+            if (!def)
+                return cli_usage("the profile has no function '%s' in %s", req->function,
+                                 s->name);
+            res->first = def;
+            res->last = function_end(s, def);
+        }
     } else {
         /* The hottest function of the file, else its hottest line. */
         double best = 0;
@@ -288,6 +317,8 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
     long end = 0;
     const json_t *enc = enclosing(s, res->first, &end);
     const char *name = enc ? json_string_value(json_object_get(enc, "line")) : NULL;
+    if (!enc && req->function && !req->first)
+        name = req->function; /* found by its def: no samples */
     res->function = strdup(name ? name : "");
     res->file = strdup(s->name);
     return res->function && res->file ? 0 : err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -336,6 +367,9 @@ static void build_prompt(const json_t *profile, const struct src *s, struct opt_
                 fig(fn, "n_cpu_percent_python"), fig(fn, "n_cpu_percent_c"),
                 fig(fn, "n_sys_percent"), fig(fn, "n_malloc_mb"), fig(fn, "n_peak_mb"),
                 fig(fn, "n_copy_mb_s"));
+    } else if (*res->function) {
+        sb_addf(p, "Function: %s (lines %ld-%ld): no samples in the profile\n", res->function,
+                res->first, res->last);
     } else {
         sb_adds(p, "Function: none (module level)\n");
     }

@@ -266,6 +266,25 @@ def test_json_and_default_region(scry, work, hot):
     assert f"lines {first}-{doc['last_line']}" in user_text("openai", body)
 
 
+def test_function_region_and_keyless_local_server(scry, work, hot):
+    """--function picks the function's lines; an OpenAI-compatible server of the user's
+    (--base-url, no key set: Ollama) gets no Authorization header at all."""
+    src = (TARGETS / "opt_hot.py").read_text().splitlines()
+    cp = ask(work, ["optimize", "--show-prompt", "--json", hot["path"], "opt_hot.py",
+                    "--function", "helper"])
+    assert cp.returncode == 0, cp.stderr
+    user = json.loads(cp.stdout)["user"]
+    first = src.index("def helper(n):") + 1
+    assert f"lines {first}-{first + 1}" in user, user
+    assert "Function: helper" in user
+    with FakeProvider("openai") as fake:
+        cp = ask(work, ["optimize", hot["path"], "opt_hot.py", "--function", "work",
+                        "--provider", "openai", "--base-url", fake.url + "/v1"])
+    assert cp.returncode == 0, cp.stderr
+    assert "authorization" not in fake.requests[0]["headers"], fake.requests[0]["headers"]
+    assert f"for {hot['file']}:{src.index('def work(n):') + 1}-" in cp.stdout, cp.stdout
+
+
 def test_errors(scry, work, hot, tmp_path):
     where = f"opt_hot.py:{hot['line']['lineno']}"
     key = new_key()
