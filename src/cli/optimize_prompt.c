@@ -239,8 +239,8 @@ static long find_def(const struct src *s, const char *name)
         const char *x = sb_str(&t) + strspn(sb_str(&t), " \t");
         if (strncmp(x, "async ", 6) == 0)
             x += 6 + strspn(x + 6, " \t");
-        bool hit = strncmp(x, "def ", 4) == 0 && strncmp(x + 4 + strspn(x + 4, " "), want, n) == 0 &&
-                   x[4 + strspn(x + 4, " ") + n] == '(';
+        const char *nm = strncmp(x, "def ", 4) == 0 ? x + 4 + strspn(x + 4, " ") : NULL;
+        bool hit = nm && strncmp(nm, want, n) == 0 && nm[n] == '(';
         sb_release(&t);
         if (hit)
             return l;
