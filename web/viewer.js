@@ -196,7 +196,7 @@
                     esc(fmtPct(num(lk.likelihood) * 100) || '0%') + ', ' + esc(fmtNum(num(lk.velocity_mb_s)) || '0') +
                     ' MB/s">leak</span>';
             }
-            const pb = SERVE ? '<button class="prop" title="propose a faster version of this ' +
+            const pb = SERVE && (!isLine || r.text.trim()) ? '<button class="prop" title="propose a faster version of this ' +
                 (isLine ? 'line (or of the selected lines)' : 'function') + '">propose</button>' : '';
             return '<td class="src">' + pb + t + esc(r.text) + '</td>';
         }
