@@ -61,6 +61,18 @@ static void add_clean_lines(struct strbuf *out, const char *indent, const char *
     }
 }
 
+/* doc (a new reference, released here; NULL: out of memory) as indented JSON and a newline. */
+static int add_json(struct strbuf *out, json_t *doc)
+{
+    char *s = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+    json_decref(doc);
+    if (!s)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    sb_addf(out, "%s\n", s);
+    free(s);
+    return 0;
+}
+
 int cmd_optimize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -167,15 +179,8 @@ int cmd_optimize(int argc, char **argv)
     }
     if (show && json) {
         if (!(err = opt_prepare(profile, &req, &res))) {
-            json_t *doc = json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
-                                    sb_str(&res.prompt));
-            char *s = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
-            if (s)
-                sb_addf(&out, "%s\n", s);
-            else
-                err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
-            free(s);
-            json_decref(doc);
+            err = add_json(&out, json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
+                                           sb_str(&res.prompt)));
         }
         goto out;
     }
@@ -191,14 +196,7 @@ int cmd_optimize(int argc, char **argv)
     if ((err = opt_propose(profile, &req, &cfg, &res)))
         goto out;
     if (json) {
-        json_t *doc = opt_result_json(&res);
-        char *s = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
-        if (s)
-            sb_addf(&out, "%s\n", s);
-        else
-            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
-        free(s);
-        json_decref(doc);
+        err = add_json(&out, opt_result_json(&res));
         goto out;
     }
     sb_addf(&out, "proposal of %s (%s) for %s:%ld-%ld", san_str(res.provider),
