@@ -88,6 +88,7 @@ struct top_thread {
     struct smp_proc *pr;
     int64_t tid;
     double time, mark; /* seconds counted (sampled time, by the totals' rule); at the last screen */
+    double win;        /* between the last two screens (not paused) */
     uint64_t gil;      /* samples in which it held the GIL */
 };
 
@@ -98,6 +99,7 @@ struct top_row {
     int32_t line;
     double own[3], total;
     double own_mark, total_mark; /* own and total at the last screen */
+    double own_win, total_win;   /* between the last two screens (not paused) */
     uint64_t seen;               /* the sample that last counted it in total (once per sample) */
 };
 
@@ -121,7 +123,7 @@ struct top {
     uint64_t samples, rounds, gil_rounds, last_ticks;
     uint64_t start_ns, active_ns, last_tick_ns, last_screen_ns;
     double rss0, rss_last, rss_last_t; /* bytes; at the start (or reset) and the last screen */
-    double rss, rss_rate, rss_rate_all;
+    double rss, rss_rate, rss_rate_all, rss_dt; /* bytes, bytes/s, bytes/s, s */
     bool have_rss;
     /* The view. */
     int sort;
@@ -284,15 +286,22 @@ static int top_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s
     return 0;
 }
 
+/* r: the counts start again; the thread filter stays. */
 static void reset(struct top *t)
 {
     json_object_clear(t->row_idx);
     t->nrows = 0;
-    t->nthreads = 0;
+    if (t->thread_sel >= 0) {
+        struct top_thread keep = t->threads[t->thread_sel];
+        t->threads[0] = (struct top_thread){.pr = keep.pr, .tid = keep.tid};
+        t->nthreads = 1;
+        t->thread_sel = 0;
+    } else {
+        t->nthreads = 0;
+    }
     t->samples = t->rounds = t->gil_rounds = 0;
     t->active_ns = 0;
     t->have_rss = false;
-    t->thread_sel = -1;
 }
 
 /* ---- the process's memory ---- */
@@ -329,12 +338,14 @@ static void read_rss(struct top *t, uint64_t now)
         t->rss0 = t->rss_last = rss;
         t->rss_last_t = sec;
         t->have_rss = true;
-        t->rss_rate = t->rss_rate_all = 0;
+        t->rss_rate = t->rss_rate_all = t->rss_dt = 0;
     } else {
         double dt = sec - t->rss_last_t;
         double all = sec - (double)t->start_ns / 1e9;
-        if (dt > 0)
+        if (dt > 0) {
             t->rss_rate = (rss - t->rss_last) / dt;
+            t->rss_dt = dt;
+        }
         if (all > 0)
             t->rss_rate_all = (rss - t->rss0) / all;
         t->rss_last = rss;
@@ -478,8 +489,8 @@ static int gather(struct top *t, struct top_disp **out, size_t *n)
             d[k].own[c] += r->own[c];
         d[k].own_sum += own;
         d[k].total += r->total;
-        d[k].own_win += own - r->own_mark;
-        d[k].total_win += r->total - r->total_mark;
+        d[k].own_win += r->own_win;
+        d[k].total_win += r->total_win;
     }
     json_decref(idx);
     if (err) {
@@ -507,7 +518,7 @@ static void fmt_bytes(char *buf, size_t size, double b)
     snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
-static void header(struct top *t, double window_sec)
+static void header(struct top *t)
 {
     struct smp_proc *p0 = t->set->procs[0];
     struct strbuf line = STRBUF_INIT;
@@ -565,7 +576,7 @@ static void header(struct top *t, double window_sec)
         fmt_bytes(b, sizeof(b), t->rss_rate);
         fmt_bytes(c, sizeof(c), t->rss_rate_all);
         sb_addf(&line, "RSS: %s  growth: %s%s/s over %.1f s, %s%s/s since the start", a,
-                t->rss_rate >= 0 ? "+" : "", b, window_sec, t->rss_rate_all >= 0 ? "+" : "", c);
+                t->rss_rate >= 0 ? "+" : "", b, t->rss_dt, t->rss_rate_all >= 0 ? "+" : "", c);
     } else {
         sb_adds(&line, "RSS: unknown");
     }
@@ -623,24 +634,43 @@ static void cell_time(struct strbuf *sb, int width, double sec)
         sb_addf(sb, "%*.0fs", width - 1, sec);
 }
 
+/* The percentages' window: since the last screen; a paused view keeps the last one. */
+static void advance_window(struct top *t)
+{
+    for (size_t i = 0; i < t->nrows; i++) {
+        struct top_row *r = &t->rows[i];
+        double own = r->own[0] + r->own[1] + r->own[2];
+        r->own_win = own - r->own_mark;
+        r->total_win = r->total - r->total_mark;
+        r->own_mark = own;
+        r->total_mark = r->total;
+    }
+    for (size_t i = 0; i < t->nthreads; i++) {
+        struct top_thread *th = &t->threads[i];
+        th->win = th->time - th->mark;
+        th->mark = th->time;
+    }
+}
+
 static int render(struct top *t, uint64_t now)
 {
+    if (!t->paused)
+        advance_window(t);
     struct top_disp *d = NULL;
     size_t nd = 0;
     int err = gather(t, &d, &nd);
     if (err)
         return err;
-    double window_sec = (double)(now - (t->last_screen_ns ? t->last_screen_ns : t->start_ns)) / 1e9;
     sb_reset(&t->screen);
     if (t->term)
         sb_adds(&t->screen, "\x1b[H");
-    header(t, window_sec);
+    header(t);
     /* The denominators: the selected threads' time in the window (the percentages) and in
      * all (the split). */
     double win = 0;
     for (size_t i = 0; i < t->nthreads; i++)
         if (thread_selected(t, i))
-            win += t->threads[i].time - t->threads[i].mark;
+            win += t->threads[i].win;
     bool shown[C__COUNT];
     fit_columns(t, shown);
     struct strbuf line = STRBUF_INIT;
@@ -696,15 +726,8 @@ static int render(struct top *t, uint64_t now)
         sb_adds(&t->screen, "\x1b[J");
     sb_release(&line);
     free(d);
-    /* The window starts again. */
-    for (size_t i = 0; i < t->nrows; i++) {
-        struct top_row *r = &t->rows[i];
-        r->own_mark = r->own[0] + r->own[1] + r->own[2];
-        r->total_mark = r->total;
-    }
-    for (size_t i = 0; i < t->nthreads; i++)
-        t->threads[i].mark = t->threads[i].time;
-    t->last_screen_ns = now;
+    if (!t->paused)
+        t->last_screen_ns = now;
     return 0;
 }
 
@@ -760,7 +783,7 @@ static void term_size(struct top *t)
     struct winsize ws;
     t->width = 80;
     t->height = 24;
-    if (t->term && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
         t->width = ws.ws_col;
         t->height = ws.ws_row > 0 ? ws.ws_row : 24;
     } else {
@@ -934,6 +957,7 @@ int cmd_top(int argc, char **argv)
         fprintf(stderr, "scry: sampling process %d (Python %s) for %.1f s\n", o.pid,
                 san_str(first->rt.version_str), o.s.duration);
     t.start_ns = t.last_tick_ns = t.last_screen_ns = smp_mono_ns();
+    read_rss(&t, t.start_ns);
     const char *why = "the duration ended";
     int err = smp_loop(&set, &why);
     bool exited = set.procs[0]->ended && !smp_alive(o.pid);
@@ -953,6 +977,7 @@ int cmd_top(int argc, char **argv)
         for (size_t i = 0; i < t.nthreads; i++)
             t.threads[i].mark = 0;
         t.last_screen_ns = 0;
+        t.paused = false;
         if (!(err = render(&t, now)))
             show(&t);
     }

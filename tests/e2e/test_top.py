@@ -19,6 +19,7 @@ import termios
 import time
 import fcntl
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -244,6 +245,9 @@ def test_live_mode_keys_in_a_terminal(target):
         time.sleep(0.6)
         frame = term.frame_after(b"1")
         assert "[paused]" in frame and samples_of(frame) == paused, frame
+        # ...and keeps the percentages of the last screen.
+        _, _, rows = parse_screen(frame)
+        assert rows[0]["function"].startswith("python_part") and rows[0]["%Own"] > 30, rows
         frame = term.frame_after(b" ", seconds=1.0)
         assert "[paused]" not in frame and samples_of(frame) > paused, frame
         # r resets the counts.
@@ -289,6 +293,25 @@ def test_screens_on_a_pipe(target):
     assert 3 <= len(screens) <= 6, cp.stdout
     for s in screens:
         assert parse_screen(s)[2], s
+
+
+def test_rss_and_its_growth(spawn, tmp_path):
+    """A program that keeps 1 MiB (its pages written) every 50 ms: the RSS grows by about
+    20 MiB/s, less the time it takes to make them."""
+    code = ("import time\nkeep = []\nprint('ready', flush=True)\nwhile True:\n"
+            "    keep.append(bytes(range(256)) * 4096)\n    time.sleep(0.05)\n")
+    proc = spawn([preferred_python(), "-c", code], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    cp = top(proc.pid, "--once", "--duration", "2", "--idle")
+    assert cp.returncode == 0, cp.stderr
+    m = re.search(r"RSS: ([\d.]+) MiB  growth: \+([\d.]+) MiB/s over ([\d.]+) s, "
+                  r"\+([\d.]+) MiB/s since the start", cp.stdout)
+    assert m, cp.stdout
+    rss, rate, over, since = map(float, m.groups())
+    assert 2 <= over <= 3 and 8 <= since <= 22 and abs(rate - since) < 0.5, cp.stdout
+    status = Path(f"/proc/{proc.pid}/status").read_text()
+    now = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+    assert rss <= now <= rss + 20, (rss, now)
 
 
 def check_error(cp, code):
