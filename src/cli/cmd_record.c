@@ -526,21 +526,13 @@ int cmd_record(int argc, char **argv)
         .input_fd = -1,
     };
     struct smp_set set = {.o = &o.s, .h = &hooks};
-    /* The primary first, to learn the program path its children share. */
-    struct smp_proc *first = smp_proc_open(o.pid, &o.s, &hooks, "");
-    if (!first || grow_array(&set.procs, &set.cap, 1, sizeof(*set.procs))) {
-        if (first)
-            smp_proc_free(first, &hooks);
-        return first ? err_fail(SCRY_E_NO_MEMORY, "out of memory") : cli_report_error(false);
-    }
-    set.procs[set.n++] = first;
-    smp_describe_program(first, &o.s, &pg);
-    first->filter.program_path = set.program_path = pg.program_path;
+    if (smp_set_open(&set, o.pid, &pg) != 0)
+        return cli_report_error(false);
+    struct smp_proc *first = set.procs[0];
 
     struct outfile out;
     if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0) {
-        smp_proc_free(first, &hooks);
-        free(set.procs);
+        smp_set_free(&set);
         free(pg.args);
         return cli_report_error(false);
     }
@@ -592,9 +584,7 @@ int cmd_record(int argc, char **argv)
     if (err)
         status = cli_report_error(false);
     prof_free(&p);
-    for (size_t i = 0; i < set.n; i++)
-        smp_proc_free(set.procs[i], &hooks);
-    free(set.procs);
+    smp_set_free(&set);
     free(pg.args);
     return status;
 }

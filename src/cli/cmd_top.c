@@ -31,9 +31,9 @@ const char cmd_top_usage[] =
     "python, native and system, the GIL's holder, the threads, and the process's RSS and its\n"
     "growth. It samples from outside as scry record does (nothing is loaded into the process).\n"
     "In a terminal it redraws every --interval and takes keys (docs/top.md):\n"
-    "  1-8, left/right   sort by that column        l   functions / lines\n"
-    "  t                 next thread (all, then each) r  reset the counts\n"
-    "  space, p          pause / resume              q   quit\n"
+    "  1-8, left, right  sort by that column      l  functions or lines\n"
+    "  t                 the next thread          r  reset the counts\n"
+    "  space, p          pause or resume          q  quit\n"
     "When standard output is not a terminal it prints a screen every interval, without colour\n"
     "or escapes, separated by a blank line.\n"
     "\n"
@@ -120,7 +120,7 @@ struct top {
     json_t *row_idx; /* "thread:func:line" -> index */
     struct top_row *rows;
     size_t nrows, cap_rows;
-    uint64_t samples, rounds, gil_rounds, last_ticks;
+    uint64_t samples, rounds, last_ticks;
     uint64_t start_ns, active_ns, last_tick_ns, last_screen_ns;
     double rss0, rss_last, rss_last_t; /* bytes; at the start (or reset) and the last screen */
     double rss, rss_rate, rss_rate_all, rss_dt; /* bytes, bytes/s, bytes/s, s */
@@ -299,7 +299,7 @@ static void reset(struct top *t)
     } else {
         t->nthreads = 0;
     }
-    t->samples = t->rounds = t->gil_rounds = 0;
+    t->samples = t->rounds = 0;
     t->active_ns = 0;
     t->have_rss = false;
 }
@@ -682,7 +682,8 @@ static int render(struct top *t, uint64_t now)
         }
     sb_addf(&line, "  %s", cols[C_NAME].title);
     screen_line(t, sb_str(&line), "\x1b[7m");
-    int room = t->height - HEADER_LINES - 1;
+    /* The heading and the rows leave the last line empty: a line feed there would scroll. */
+    int room = t->height - HEADER_LINES - 2;
     int name_width = t->width - used - 2;
     for (size_t i = 0; i < nd && (int)i < room; i++) {
         const struct top_disp *r = &d[i];
@@ -932,16 +933,11 @@ int cmd_top(int argc, char **argv)
     t.row_idx = json_object();
     if (!t.row_idx)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    struct smp_proc *first = smp_proc_open(o.pid, &o.s, &hooks, "");
-    if (!first || grow_array(&set.procs, &set.cap, 1, sizeof(*set.procs))) {
+    if (smp_set_open(&set, o.pid, &pg) != 0) {
         json_decref(t.row_idx);
-        if (first)
-            smp_proc_free(first, &hooks);
-        return first ? err_fail(SCRY_E_NO_MEMORY, "out of memory") : cli_report_error(false);
+        return cli_report_error(false);
     }
-    set.procs[set.n++] = first;
-    smp_describe_program(first, &o.s, &pg);
-    first->filter.program_path = set.program_path = pg.program_path;
+    struct smp_proc *first = set.procs[0];
 
     smp_install_stop_handlers();
     struct sigaction sa;
@@ -987,9 +983,7 @@ int cmd_top(int argc, char **argv)
                             "process %d exited while scry top watched it", o.pid);
     if (err)
         status = cli_report_error(false);
-    for (size_t i = 0; i < set.n; i++)
-        smp_proc_free(set.procs[i], &hooks);
-    free(set.procs);
+    smp_set_free(&set);
     free(pg.args);
     free(t.threads);
     free(t.rows);

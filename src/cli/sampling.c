@@ -761,3 +761,28 @@ void smp_describe_program(const struct smp_proc *pr, const struct smp_opts *o,
         snprintf(pg->program_path, sizeof(pg->program_path), "%s", pr->cwd);
 }
 
+
+int smp_set_open(struct smp_set *set, int pid, struct smp_program *pg)
+{
+    /* The primary first, to learn the program path its children share. */
+    struct smp_proc *first = smp_proc_open(pid, set->o, set->h, "");
+    if (!first)
+        return -(int)err_last_code();
+    if (grow_array(&set->procs, &set->cap, 1, sizeof(*set->procs))) {
+        smp_proc_free(first, set->h);
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    set->procs[set->n++] = first;
+    smp_describe_program(first, set->o, pg);
+    first->filter.program_path = set->program_path = pg->program_path;
+    return 0;
+}
+
+void smp_set_free(struct smp_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        smp_proc_free(set->procs[i], set->h);
+    free(set->procs);
+    set->procs = NULL;
+    set->n = set->cap = 0;
+}

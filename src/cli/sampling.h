@@ -186,5 +186,11 @@ struct smp_program {
 /* The program of the process's command line; pg->args must be freed. */
 void smp_describe_program(const struct smp_proc *pr, const struct smp_opts *o,
                           struct smp_program *pg);
+/* Opens pid as set's first process (set->o and set->h filled in) and describes its program
+ * into pg, whose program path the filter of it and of its children is. Returns 0 or a
+ * recorded error (smp_proc_open's). */
+int smp_set_open(struct smp_set *set, int pid, struct smp_program *pg);
+/* Frees every process of set. */
+void smp_set_free(struct smp_set *set);
 
 #endif

@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import termios
@@ -24,24 +25,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SCRY, TARGETS, is_free_threaded, preferred_python, run_scry, wait_for_sleeping
-from test_record import SplitTarget
+from test_record import split_target  # noqa: F401 (the fixture, shared)
 
 FREE_THREADED = True  # record's sampler reads 3.13t too (test_record.py)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@pytest.fixture
-def target(tmp_path):
-    started = []
-
-    def start(python, seconds=60):
-        t = SplitTarget(python, tmp_path, seconds)
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        t.kill()
 
 
 def parse_screen(text):
@@ -72,8 +59,8 @@ def top(pid, *options, columns=120, timeout=30):
     return run_scry(["top", "--pid", pid, *options], timeout=timeout, env=env)
 
 
-def test_once_names_the_hot_function_with_its_split(python_exe, target):
-    t = target(python_exe)
+def test_once_names_the_hot_function_with_its_split(python_exe, split_target):
+    t = split_target(python_exe)
     cp = top(t.pid, "--once", "--duration", "2.5")
     truth = t.stop()
     assert cp.returncode == 0, cp.stderr
@@ -99,7 +86,9 @@ def test_once_names_the_hot_function_with_its_split(python_exe, target):
     text = "\n".join(header)
     assert f"process {t.pid} (Python " in text and "record_split.py" in text, text
     samples = int(re.search(r"Samples: (\d+)", text).group(1))
-    assert 150 <= samples <= 260, text
+    # 100 Hz for 2.5 s: every tick samples the one thread (a starved sampler skips ticks; each
+    # sample weighs the wall time since the previous one, so the shares hold).
+    assert 125 <= samples <= 260, text
     assert "Threads: 1 active / 1" in text or "Threads: 0 active / 1" in text, text
     assert re.search(r"RSS: [\d.]+ MiB", text), text
     if is_free_threaded(python_exe):
@@ -109,8 +98,8 @@ def test_once_names_the_hot_function_with_its_split(python_exe, target):
         assert abs(gil - py) <= 10, (gil, py, text)
 
 
-def test_lines_and_sort_options(target):
-    t = target(preferred_python())
+def test_lines_and_sort_options(split_target):
+    t = split_target(preferred_python())
     lines = t.ready["lines"]
     cp = top(t.pid, "--once", "--duration", "1.5", "--lines", "--sort", "native")
     assert cp.returncode == 0, cp.stderr
@@ -125,8 +114,8 @@ def test_lines_and_sort_options(target):
     t.stop()
 
 
-def test_narrow_terminal(target):
-    t = target(preferred_python())
+def test_narrow_terminal(split_target):
+    t = split_target(preferred_python())
     for width in (40, 24):
         cp = top(t.pid, "--once", "--duration", "1", columns=width)
         assert cp.returncode == 0, cp.stderr
@@ -154,7 +143,10 @@ def test_thread_filter(tmp_path, spawn):
             assert f"Thread: {ready['worker_tid']} worker" in "\n".join(header), header
             names = [r["function"].split()[0] for r in rows]
             assert "worker_compress" in names and "main_spin" not in names, names
-            assert row_named(rows, "worker_compress")["Nat%"] >= 85, rows
+            # zlib releases the GIL; taking it back from the spinning main thread is a wait
+            # (system time): the worker's own time is native and system, no Python to speak of.
+            w = row_named(rows, "worker_compress")
+            assert w["Py%"] <= 10 and w["Nat%"] >= 40, rows
         cp = top(proc.pid, "--once", "--duration", "1.5")
         names = [r["function"].split()[0] for r in parse_screen(cp.stdout)[2]]
         assert "worker_compress" in names and "main_spin" in names, names
@@ -215,14 +207,15 @@ def samples_of(frame):
     return int(re.search(r"Samples: (\d+)", frame).group(1))
 
 
-def test_live_mode_keys_in_a_terminal(target):
-    t = target(preferred_python())
+def test_live_mode_keys_in_a_terminal(split_target):
+    t = split_target(preferred_python())
     term = Pty(["--pid", t.pid, "--interval", "0.3"])
     try:
         term.read(2.0)
         assert term.raw.startswith(b"\x1b[?1049h"), term.raw[:40]  # the alternate screen
         frames = term.frames()
         assert len(frames) >= 4, frames
+        assert all(len(f.splitlines()) < 30 for f in frames), frames  # never scrolls
         _, _, rows = parse_screen(frames[-1])
         assert rows[0]["function"].startswith("python_part"), rows[:3]
         # 4 sorts by Nat%, the arrow left goes to Py% (3), 8 by name.
@@ -234,6 +227,10 @@ def test_live_mode_keys_in_a_terminal(target):
         frame = term.frame_after(b"8")
         names = [r["function"].split()[0] for r in parse_screen(frame)[2]]
         assert names == sorted(names) and "Sort: Function" in frame, frame
+        # t: the one thread, then all again.
+        frame = term.frame_after(b"t")
+        assert f"Thread: {t.pid} " in frame and parse_screen(frame)[2], frame
+        assert "Thread: all" in term.frame_after(b"t")
         # l: lines; the row of python_part names its line.
         frame = term.frame_after(b"l")
         assert "View: lines" in frame, frame
@@ -268,8 +265,8 @@ def test_live_mode_keys_in_a_terminal(target):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_restores_the_terminal(target, sig):
-    t = target(preferred_python())
+def test_a_signal_restores_the_terminal(split_target, sig):
+    t = split_target(preferred_python())
     term = Pty(["--pid", t.pid], rows=20, cols=40)
     try:
         term.read(1.0)
@@ -283,8 +280,8 @@ def test_a_signal_restores_the_terminal(target, sig):
     t.stop()
 
 
-def test_screens_on_a_pipe(target):
-    t = target(preferred_python())
+def test_screens_on_a_pipe(split_target):
+    t = split_target(preferred_python())
     cp = top(t.pid, "--duration", "1.3", "--interval", "0.4")
     t.stop()
     assert cp.returncode == 0, cp.stderr
@@ -321,16 +318,30 @@ def check_error(cp, code):
     assert "\nhint: " in cp.stderr, cp.stderr
 
 
-def test_errors(spawn, target):
+def test_errors(spawn, split_target):
     check_error(top(999999999, "--once"), "no_such_process")
     proc = spawn(["sleep", "30"])
     wait_for_sleeping(proc.pid)
     check_error(top(proc.pid, "--once"), "not_python")
     # A target that exits meanwhile: the screen of what was sampled, then the error.
-    t = target(preferred_python(), seconds=1.0)
+    t = split_target(preferred_python(), seconds=1.0)
     t0 = time.monotonic()
     cp = top(t.pid, "--once", "--duration", "20")
     assert time.monotonic() - t0 < 8, "top went on after the process exited"
     check_error(cp, "no_such_process")
     assert "exited" in cp.stderr, cp.stderr
     assert row_named(parse_screen(cp.stdout)[2], "python_part")["%Own"] > 30, cp.stdout
+
+
+def test_permission_denied(spawn):
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root and setpriv to run scry as an unprivileged user")
+    proc = spawn([preferred_python(), "-c", "import time; time.sleep(60)"])
+    wait_for_sleeping(proc.pid)
+    drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    if subprocess.run(drop + ["test", "-x", str(SCRY)]).returncode != 0:
+        pytest.skip(f"{SCRY} is not executable by uid 65534")
+    cp = subprocess.run(drop + [str(SCRY), "top", "--pid", str(proc.pid), "--once"],
+                        capture_output=True, text=True, timeout=30)
+    check_error(cp, "permission_denied")
