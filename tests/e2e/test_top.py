@@ -311,6 +311,33 @@ def test_rss_and_its_growth(spawn, tmp_path):
     assert rss <= now <= rss + 20, (rss, now)
 
 
+def test_names_from_the_process_are_cleaned(spawn, tmp_path):
+    """A function whose name holds terminal escapes: shown with '?' for the controls, on a pipe
+    and in a terminal."""
+    script = tmp_path / "evil.py"
+    script.write_text(
+        "import sys\n"
+        "def spin():\n"
+        "    while True:\n"
+        "        sum(i * i for i in range(1000))\n"
+        "spin.__code__ = spin.__code__.replace(co_qualname='ev\\x1b[2Jil\\x07')\n"
+        "print('ready', flush=True)\n"
+        "spin()\n")
+    proc = spawn([preferred_python(), script], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    cp = top(proc.pid, "--once", "--duration", "1")
+    assert cp.returncode == 0, cp.stderr
+    assert "\x1b" not in cp.stdout and "\x07" not in cp.stdout, cp.stdout
+    assert "ev?[2Jil? (evil.py:2)" in cp.stdout, cp.stdout
+    term = Pty(["--pid", proc.pid, "--interval", "0.3"])
+    try:
+        term.read(1.5)
+        assert b"\x1b[2J" not in term.raw and b"\x07" not in term.raw, term.raw
+        assert "ev?[2Jil?" in term.frames()[-1], term.frames()[-1]
+    finally:
+        term.close()
+
+
 def check_error(cp, code):
     assert cp.returncode == 1, cp.stderr
     first = cp.stderr.splitlines()[0]
