@@ -164,9 +164,10 @@ class Pty:
         self.master, self.slave = pty.openpty()
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.before = termios.tcgetattr(self.slave)
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
         self.proc = subprocess.Popen([str(SCRY), "top", *[str(a) for a in args]],
                                      stdin=self.slave, stdout=self.slave, stderr=self.slave,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         self.raw = b""
 
     def read(self, seconds):
@@ -269,12 +270,16 @@ def test_live_mode_keys_in_a_terminal(split_target):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_restores_the_terminal(split_target, sig):
+    """Also: 40 columns in a terminal, and colour (the heading in reverse video) unless
+    --no-color (here with SIGINT)."""
     t = split_target(preferred_python())
-    term = Pty(["--pid", t.pid], rows=20, cols=40)
+    no_color = sig == signal.SIGINT
+    term = Pty(["--pid", t.pid] + (["--no-color"] if no_color else []), rows=20, cols=40)
     try:
         term.read(1.0)
         frames = term.frames()
         assert frames and all(len(l) <= 40 for f in frames for l in f.splitlines()), frames
+        assert (b"\x1b[7m" in term.raw) != no_color, term.raw[:300]
         term.proc.send_signal(sig)
         assert term.proc.wait(timeout=10) == 0
         assert termios.tcgetattr(term.slave) == term.before
@@ -339,6 +344,27 @@ def test_names_from_the_process_are_cleaned(spawn, tmp_path):
         assert "ev?[2Jil?" in term.frames()[-1], term.frames()[-1]
     finally:
         term.close()
+
+
+def test_subprocesses(tmp_path):
+    """A parent (not profiled: a -c program) whose child runs the split: the child's functions
+    are shown only with --subprocesses."""
+    stop = tmp_path / "stop"
+    code = ("import subprocess, sys, time; time.sleep(0.3); "
+            f"subprocess.run([sys.executable, {str(TARGETS / 'record_split.py')!r}, '30', "
+            f"{str(stop)!r}], stdout=subprocess.DEVNULL)")
+    parent = subprocess.Popen([preferred_python(), "-c", code])
+    try:
+        time.sleep(1.0)
+        plain = top(parent.pid, "--once", "--duration", "1")
+        sub = top(parent.pid, "--once", "--duration", "1.5", "--subprocesses")
+    finally:
+        stop.touch()
+        parent.wait(timeout=30)
+    assert plain.returncode == 0 and sub.returncode == 0, (plain.stderr, sub.stderr)
+    assert "python_part" not in plain.stdout and "child process" not in plain.stdout, plain.stdout
+    assert "and 1 child process:" in sub.stdout, sub.stdout
+    assert row_named(parse_screen(sub.stdout)[2], "python_part")["Py%"] >= 85, sub.stdout
 
 
 def check_error(cp, code):
