@@ -633,7 +633,12 @@ int smp_loop(struct smp_set *set, const char **why)
             *why = stop_reason();
             break;
         }
-        if (set->h->tick && set->h->tick(set->h->ctx, why))
+        int stop = set->h->tick ? set->h->tick(set->h->ctx, why) : 0;
+        if (stop < 0) {
+            err = stop;
+            goto out;
+        }
+        if (stop)
             break;
         tick += period;
         now = smp_mono_ns();

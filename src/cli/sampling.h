@@ -104,8 +104,8 @@ struct smp_hooks {
     void (*release)(void *ctx, struct smp_proc *pr);
     /* One thread's sample. An error ends the loop. */
     int (*sample)(void *ctx, struct smp_proc *pr, const struct smp_sample *s);
-    /* After each round (every process sampled): nonzero ends the loop, *why saying why; may be
-     * NULL. */
+    /* After each round (every process sampled): 1 ends the loop, *why saying why, a negative
+     * error ends it with that error; may be NULL. */
     int (*tick)(void *ctx, const char **why);
     /* When input_fd >= 0, the waits between rounds end early when it is readable, and input is
      * called then. */
