@@ -18,7 +18,7 @@ import pytest
 
 MARKER = "scry_limit"
 LIMITS = ("memory_mb", "cpu_s", "leaks")
-REEXEC_ENV = "SCRY_PYTEST_PROFILE"  # set for the re-run session: the profile it goes to
+REEXEC_ENV = "SCRY_PYTEST_REEXEC"  # set for the re-run session
 _MEASURE = pytest.StashKey()
 
 
@@ -61,8 +61,11 @@ def pytest_configure(config):
     top = config.option.scry_per_test_top
     if top is not None and top < 1:
         raise pytest.UsageError("--scry-per-test-top: N must be at least 1")
-    if config.option.scry_out and _under_scry() and \
-            os.environ.get(REEXEC_ENV) != os.path.abspath(config.option.scry_out):
+    # Set by the re-exec for this session only: a pytest that a test starts does not inherit it
+    # (xdist's workers, which get the controller's options, are exempt).
+    reexecuted = os.environ.pop(REEXEC_ENV, None) is not None
+    if config.option.scry_out and _under_scry() and not reexecuted and \
+            not hasattr(config, "workerinput"):
         raise pytest.UsageError("--scry-out: this pytest already runs under scry run, which "
                                 "writes the profile where its own -o says")
     config.pluginmanager.register(_Limits(config), "scry-limits")
@@ -99,7 +102,7 @@ def pytest_cmdline_main(config):
         capture.stop_global_capturing()
     sys.stdout.flush()
     sys.stderr.flush()
-    os.environ[REEXEC_ENV] = out
+    os.environ[REEXEC_ENV] = "1"
     os.environ["SCRY_BIN"] = str(scry)  # the re-run session's `scry collect` is the same binary
     os.chdir(config.invocation_params.dir)
     try:
