@@ -2,7 +2,8 @@
 (pytester) of every installed interpreter that has pytest (scripts/install-deps.sh installs it,
 and pytest-xdist): `pytest --scry` re-runs the session under scry run and writes its profile;
 scry_limit fails the test that allocates 200 MB under memory_mb=50 and the one that spins 0.5 s
-under cpu_s=0.1, naming the line responsible, while tests under their limits pass;
+under cpu_s=0.1, and the one that keeps growing above 100 MiB under leaks=0, naming the line
+responsible, while tests under their limits (and one that churns at 110 MB) pass;
 --scry-per-test's table gives the 200 MB test a peak within 5% of 200 MB and the spinning test
 its CPU time within 15% of what time.thread_time() measured in the test; with -n 2 the
 workers' parts make one profile that holds lines of tests that ran in different workers, and
@@ -39,10 +40,35 @@ import pytest
 def spin(seconds, name):
     start = time.thread_time()
     n = 0
-    while time.thread_time() - start < seconds:
-        n += 1  # SPIN
+    while time.thread_time() - start < seconds:  # SPIN
+        n += 1
     pathlib.Path(f"cpu-{name}.txt").write_text(repr(time.thread_time() - start))
     return n
+
+
+# The leak rule (docs/json-schema.md, "Leaks") needs a footprint above 100 MiB and growth over
+# many of the collector's batches (one every 10 ms): 40 steps of 20 ms; and new maxima of the
+# process's footprint, so these come first, before test_big's 200 MB.
+KEPT = []
+
+
+@pytest.mark.scry_limit(leaks=0)
+def test_leaky():
+    base = bytearray(110 * 2**20)
+    for _ in range(40):
+        KEPT.append(bytearray(2**20))  # LEAK
+        time.sleep(0.02)
+    del base
+
+
+@pytest.mark.scry_limit(leaks=0)
+def test_no_leak():
+    base = bytearray(110 * 2**20)
+    for _ in range(40):
+        temporary = bytearray(2**20)
+        time.sleep(0.02)
+        del temporary
+    del base
 
 
 @pytest.mark.scry_limit(memory_mb=50)
@@ -151,9 +177,10 @@ def test_limits_table_and_profile(session, pytester):
     result = session(LIMITS_TESTS, "--scry", "--scry-per-test", "--scry-out", str(out))
     summary = describe(result)
     assert result.ret == 1, summary
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=4, failed=3)
     big_line = lineno_of(LIMITS_TESTS, "# BIG")
     spin_line = lineno_of(LIMITS_TESTS, "# SPIN")
+    leak_line = lineno_of(LIMITS_TESTS, "# LEAK")
 
     big = failure_of(result, "test_big")
     assert "over its limit of 50 MB" in big, big
@@ -161,10 +188,12 @@ def test_limits_table_and_profile(session, pytester):
     over = failure_of(result, "test_spin_over")
     assert "over its limit of 0.1 s" in over, over
     assert f"most CPU time at test_session.py:{spin_line} (" in over, over
+    leak = failure_of(result, "test_leaky")
+    assert f"1 likely leak, over its limit of 0: test_session.py:{leak_line} (" in leak, leak
 
     rows = table(result)
     assert set(rows) == {"test_big", "test_small", "test_spin_over", "test_spin_under",
-                         "test_plain"}, summary
+                         "test_plain", "test_leaky", "test_no_leak"}, summary
     peak = rows["test_big"][4]
     assert abs(peak - 200) <= 0.05 * 200, f"test_big's peak {peak} MB, not 200 MB\n{summary}"
     small = rows["test_small"][4]
@@ -211,10 +240,10 @@ def test_without_scry_nothing_changes(session, pytester):
     result = session(LIMITS_TESTS)
     summary = describe(result)
     assert result.ret == 0, summary
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=7)
     assert (pytester.path / "env.txt").read_text() == "None", "the session ran under scry"
     assert not list(pytester.path.glob("*.json")), list(pytester.path.iterdir())
-    assert "the scry_limit limits of 4 tests were not checked: pytest ran without --scry" \
+    assert "the scry_limit limits of 6 tests were not checked: pytest ran without --scry" \
         in summary, summary
 
 
@@ -230,7 +259,7 @@ def test_under_scry_run(pytester, monkeypatch, tmp_path):
             "-p", "scry.pytest_plugin", "-p", "no:cacheprovider"]
     cp = run_scry(base + ["--scry-per-test"], timeout=SESSION_S, cwd=pytester.path)
     assert cp.returncode == 1, cp.stdout + cp.stderr
-    assert "2 failed, 3 passed" in cp.stdout, cp.stdout
+    assert "3 failed, 4 passed" in cp.stdout, cp.stdout
     assert "test_session.py::test_big" in cp.stdout and out.is_file(), cp.stdout
     cp = run_scry(base + ["--scry-out", tmp_path / "x.json"], timeout=SESSION_S,
                   cwd=pytester.path)
