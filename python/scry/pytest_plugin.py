@@ -58,9 +58,7 @@ def pytest_configure(config):
         "markers", f"{MARKER}(memory_mb=None, cpu_s=None, leaks=None): fail the test when its "
                    "call peaks above memory_mb MB over its start, runs over cpu_s CPU seconds, or "
                    "has more than `leaks` likely leaks (checked with --scry; docs/pytest.md)")
-    top = config.option.scry_per_test_top
-    if top is not None and top < 1:
-        raise pytest.UsageError("--scry-per-test-top: N must be at least 1")
+    _check_options(config)
     # Set by the re-exec for this session only: a pytest that a test starts does not inherit it
     # (xdist's workers, which get the controller's options, are exempt).
     reexecuted = os.environ.pop(REEXEC_ENV, None) is not None
@@ -75,10 +73,17 @@ def pytest_configure(config):
         config.pluginmanager.register(_Measure(config), "scry-measure")
 
 
+def _check_options(config):
+    top = config.option.scry_per_test_top
+    if top is not None and top < 1:
+        raise pytest.UsageError("--scry-per-test-top: N must be at least 1")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """`pytest --scry` outside scry: the same command line again, under scry run."""
     o = config.option
+    _check_options(config)
     if not _wanted(config) or _under_scry() or hasattr(config, "workerinput") or \
             getattr(o, "help", False) or getattr(o, "version", False):
         return None
@@ -298,5 +303,6 @@ class _Measure:
             tr.write_line(f"{m['cpu_s']:>8.3f} {m['python_s']:>8.3f} {m['native_s']:>8.3f} "
                           f"{m['system_s']:>9.3f} {mem}  {nodeid}")
         if len(shown) < len(rows):
-            tr.write_line(f"({len(rows) - len(shown)} more tests not shown: "
+            hidden = len(rows) - len(shown)
+            tr.write_line(f"({hidden} more test{'' if hidden == 1 else 's'} not shown: "
                           f"--scry-per-test-top {top})")
