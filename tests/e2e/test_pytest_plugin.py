@@ -26,7 +26,6 @@ from test_view_html import ARTIFACTS, browser, make_page, run_browser  # noqa: F
 pytest_plugins = ["pytester"]
 
 SESSION_S = 120
-MB = 1048576.0
 # One session with every kind of test: the truth of each number is in the source (200 MB held,
 # 10 MB held) or written by the test itself (its thread_time).
 LIMITS_TESTS = '''\
@@ -200,8 +199,15 @@ def test_limits_table_and_profile(session, pytester):
                          "test_plain", "test_leaky", "test_no_leak"}, summary
     peak = rows["test_big"][4]
     assert abs(peak - 200) <= 0.05 * 200, f"test_big's peak {peak} MB, not 200 MB\n{summary}"
+    # Within the allocation window (1 MiB) of the truth: the footprint moves in its steps.
     small = rows["test_small"][4]
-    assert abs(small - 10) <= 2, f"test_small's peak {small} MB, not 10 MB\n{summary}"
+    assert abs(small - 10) <= 1.5, f"test_small's peak {small} MB, not 10 MB\n{summary}"
+    # Net: what the test kept once it returned (its locals are gone; KEPT holds 40 MB).
+    for name, kept in (("test_big", 0), ("test_small", 0), ("test_leaky", 40)):
+        net = rows[name][5]
+        assert abs(net - kept) <= 1.5, f"{name}'s net {net} MB, not {kept} MB\n{summary}"
+    said = float(re.search(r"memory peaked at ([\d.]+) MB", big).group(1))
+    assert said == peak, (said, peak)
     for name in ("over", "under"):
         truth = float((pytester.path / f"cpu-{name}.txt").read_text())
         cpu = rows[f"test_spin_{name}"][0]
