@@ -101,6 +101,8 @@ import os
 import pathlib
 import time
 
+import pytest
+
 
 def mark(name):
     pathlib.Path(f"pid-{name}.txt").write_text(str(os.getpid()))
@@ -108,6 +110,7 @@ def mark(name):
 
 ''' + "".join(f'''
 
+@pytest.mark.scry_limit(cpu_s={5 if name != "d" else 0.05})
 def test_{name}():
     start, n = mark("{name}"), 0
     while time.thread_time() - start < 0.2:  # SPIN {name}
@@ -231,8 +234,12 @@ def test_xdist_one_merged_profile(session, pytester):
     out = pytester.path / "xdist.json"
     result = session(XDIST_TESTS, "-n", "2", "--scry", "--scry-per-test", "--scry-out", str(out))
     summary = describe(result)
-    assert result.ret == 0, summary
-    result.assert_outcomes(passed=4)
+    assert result.ret == 1, summary
+    # test_d goes over its limit in its worker, which names the line from its own profile.
+    result.assert_outcomes(passed=3, failed=1)
+    over = failure_of(result, "test_d")
+    assert "over its limit of 0.05 s; most CPU time at test_session.py:" \
+        f"{lineno_of(XDIST_TESTS, '# SPIN d')} (" in over, over
     assert set(table(result)) == {f"test_{n}" for n in "abcd"}, summary
     pids = {n: (pytester.path / f"pid-{n}.txt").read_text() for n in "abcd"}
     assert len(set(pids.values())) == 2, f"the tests ran in {pids}: not in two workers"
@@ -286,10 +293,23 @@ def test_browser_view_of_a_session(browser, pytester, monkeypatch, tmp_path):
     out = pytester.path / "xdist.json"
     result = run_session(pytester, monkeypatch, preferred_python(), XDIST_TESTS, "-n", "2",
                          "--scry", "--scry-out", out.name)
-    assert result.ret == 0, describe(result)
+    assert result.ret == 1, describe(result)  # test_d over its limit
     report = run_browser(browser, tmp_path, "pytest-session",
                          make_page(tmp_path, out, "pytest-session"), out)
     shot = ARTIFACTS / "pytest-session-loaded.png"
     assert str(shot) in report["screenshots"], report["screenshots"]
     if os.environ.get("SCRY_DOCS_IMAGES") == "1":
         shutil.copy(shot, REPO / "docs" / "images" / "pytest-session.png")
+
+
+def test_in_process_session_is_refused(pytester, monkeypatch):
+    """pytest.main(["--scry"]) from a program cannot be re-run under scry run: a usage error
+    that says what to do, not a session without its profile."""
+    monkeypatch.syspath_prepend(str(REPO / "python"))
+    monkeypatch.delenv("SCRY_PART_DIR", raising=False)
+    pytester.makepyfile(test_session="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "scry.pytest_plugin", "--scry")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, describe(result)
+    assert "run the session with `scry run -m pytest ...`" in "\n".join(result.errlines), \
+        describe(result)
+    assert not (pytester.path / "scry-profile.json").exists()
