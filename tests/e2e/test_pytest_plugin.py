@@ -6,9 +6,10 @@ under cpu_s=0.1, and the one that keeps growing above 100 MiB under leaks=0, nam
 responsible, while tests under their limits (and one that churns at 110 MB) pass;
 --scry-per-test's table gives the 200 MB test a peak within 5% of 200 MB and the spinning test
 its CPU time within 15% of what time.thread_time() measured in the test; with -n 2 the
-workers' parts make one profile that holds lines of tests that ran in different workers, and
-the controller's table lists every test; without --scry the plugin changes nothing (no re-run,
-the limits reported unchecked). The browser view of a session's profile is screenshot for
+workers' parts make one profile that holds lines of tests that ran in different workers, the
+controller's table lists every test and a worker's test over its limit fails there with its line;
+without --scry the plugin changes nothing (no re-run, the limits reported unchecked); under `scry
+run -m pytest` it uses the agent that is there; an in-process pytest.main(["--scry"]) is refused. The browser view of a session's profile is screenshot for
 docs/pytest.md (SCRY_DOCS_IMAGES=1 copies it into docs/images/)."""
 
 import json
