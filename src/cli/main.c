@@ -43,6 +43,8 @@ const struct cli_command cli_commands[] = {
      cmd_compare_usage, CLI_JSON},
     {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks",
      cmd_flamegraph_usage, CLI_OUTFILE},
+    {"optimize", cmd_optimize, "ask a language model for a faster version of a profiled region",
+     cmd_optimize_usage, CLI_JSON},
     {"control", cmd_control, "turn profiling on or off in a program scry run is profiling",
      cmd_control_usage, 0},
     {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
