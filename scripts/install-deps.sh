@@ -124,7 +124,7 @@ if [ "$what" = jupyter ]; then
   py=${JUPYTER_PYTHON:-}
   if [ -z "$py" ]; then
     root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
-    for exe in "$root"/versions/3.12.*/bin/python3; do [ -x "$exe" ] && py=$exe; done
+    py=$(ls -d "$root"/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n 1 || true)
   fi
   py=${py:-python3}
   tools=(ipykernel==7.4.0 nbclient==0.11.0 nbformat==5.11.1 jupyter_client==8.10.0)

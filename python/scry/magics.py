@@ -5,7 +5,8 @@ default), or with --cli the terminal view as text. docs/jupyter.md says what the
 The cell's source is written to a private folder (one per kernel, removed when it ends) as
 cell-N.py and compiled under that name, so that the profile's lines are the cell's lines and the
 views can read them. Around the run, two checkpoints of scry's agent; `scry collect` makes the
-cell's profile of what happened between them (scry._window_jupyter).
+cell's profile of what happened between them (scry._window_pytest's window, shared with the
+pytest plugin).
 
 In the kernel "Python 3 (scry)" (`scry kernel install`) the agent has been there since the kernel
 started: CPU time and memory. In any other kernel the agent is loaded at the first profiled cell
@@ -21,6 +22,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -28,7 +30,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import HTML, display
 
-from scry import _control, _window_jupyter
+from scry import _control, _standalone, _window_pytest
 
 MEMORY_NOTE = ("scry: CPU time only: this kernel was not started under scry, and memory needs "
                "scry's hooks from the kernel's start. Run `scry kernel install` (once), then pick "
@@ -145,7 +147,7 @@ class ScryMagics(Magics):
 
     def _the_agent(self):
         if self._agent is None:
-            self._agent = _window_jupyter.preloaded()
+            self._agent = _window_pytest.Agent.find()
             if self._agent is None:
                 # The file filter is fixed when the agent starts: "/" is every file that is not
                 # the standard library or an installed package: cells and the notebook's modules.
@@ -153,9 +155,16 @@ class ScryMagics(Magics):
                 # not the user's code.
                 own = os.path.dirname(os.path.abspath(_control.__file__)) + os.sep
                 self._late = True
-                self._agent = _window_jupyter.load({"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1",
-                                                    "SCRY_PROFILE_EXCLUDE": own},
-                                                   self._session_profile())
+                try:
+                    _control._load(settings={"SCRY_PROFILE_ONLY": "/", "SCRY_OFF": "1",
+                                             "SCRY_PROFILE_EXCLUDE": own},
+                                   outfile=self._session_profile())
+                except RuntimeError as e:
+                    raise UsageError(str(e)) from None
+                self._agent = _window_pytest.Agent.find()
+                if self._agent is None:
+                    raise UsageError("scry: the agent loaded into this kernel does not profile "
+                                     "it (set SCRY_LOG=debug to see why)")
         return self._agent
 
     def _new_name(self):
@@ -169,10 +178,7 @@ class ScryMagics(Magics):
         return name
 
     def _run(self, code, typed, opts):
-        try:
-            agent = self._the_agent()
-        except RuntimeError as e:
-            raise UsageError(str(e)) from None
+        agent = self._the_agent()
         name = self._new_name()
         # What the user typed, unless IPython's rewriting (a %magic line) moved lines.
         source = typed if typed.count("\n") == code.count("\n") else code
@@ -181,8 +187,7 @@ class ScryMagics(Magics):
             f.write(source)
         body, last = _split_last_expression(code, name + ".py")
         ns = self.shell.user_ns
-        before, after = name + ".before.part", name + ".after.part"
-        agent.checkpoint(before)
+        window = _window_pytest.Window(agent, self._folder(), os.path.basename(name))
         was = _control.is_profiling()
         _control.start()
         failed = True
@@ -198,24 +203,19 @@ class ScryMagics(Magics):
                 _control.stop()
             # The profile of what ran, even when it raised (the exception then goes on).
             try:
-                agent.checkpoint(after)
-                self._show(agent, name, before, after, opts)
+                self._show(window, name, opts)
             except Exception as e:
                 if not failed:
                     raise
                 print(f"scry: no profile of the cell: {e}", file=sys.stderr)
         return value
 
-    def _show(self, agent, name, before, after, opts):
-        profile = name + ".json"
-        complaint = _window_jupyter.collect(before, after, profile, name + ".py",
-                                            self._folder())
-        if complaint:
-            raise RuntimeError(f"scry collect failed: {complaint}")
+    def _show(self, window, name, opts):
+        binary, _ = _standalone.find_tools()
+        doc = window.profile(binary, self._folder(), name + ".py")
         # The program is the cell; the kernel's command line (its args) is not the cell's.
-        with open(profile, encoding="utf-8") as f:
-            doc = json.load(f)
         doc["args"] = []
+        profile = name + ".json"
         text = json.dumps(doc)
         with open(profile, "w", encoding="utf-8") as f:
             f.write(text)
@@ -225,20 +225,15 @@ class ScryMagics(Magics):
                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
-        if not agent.totals().get("memory") and not self._memory_noted:
+        if not window.agent.totals().get("memory") and not self._memory_noted:
             self._memory_noted = True
             print(MEMORY_NOTE if self._late else MEMORY_OFF_NOTE)
         threshold = ["--cpu-percent-threshold", repr(opts.cpu_percent_threshold)]
         if opts.cli:
-            rc, out, err = _window_jupyter.view(profile, "--cli", "--no-color", *threshold)
-            if rc != 0:
-                raise RuntimeError(f"scry view failed: {err.strip()}")
-            print(out, end="")
+            print(_view(binary, profile, "--cli", "--no-color", *threshold), end="")
             return
         page = name + ".html"
-        rc, out, err = _window_jupyter.view(profile, "--html", "-o", page, *threshold)
-        if rc != 0:
-            raise RuntimeError(f"scry view failed: {err.strip()}")
+        _view(binary, profile, "--html", "-o", page, *threshold)
         with open(page, encoding="utf-8") as f:
             doc = f.read()
         # The page is self-contained (no request leaves it); a sandboxed frame keeps its
@@ -247,6 +242,15 @@ class ScryMagics(Magics):
         display(HTML(f'<div class="scry-profile"><iframe sandbox="allow-scripts" '
                      f'title="scry profile" style="{style}" '
                      f'srcdoc="{html.escape(doc, quote=True)}"></iframe></div>'))
+
+
+def _view(binary, profile, *options):
+    """`scry view OPTIONS profile`'s standard output."""
+    cp = subprocess.run([str(binary), "view", *options, str(profile)], stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, errors="replace")
+    if cp.returncode != 0:
+        raise RuntimeError(f"scry view failed: {cp.stderr.strip()}")
+    return cp.stdout
 
 
 def _split_last_expression(code, filename):

@@ -73,8 +73,7 @@ def wheel(tmp_path_factory):
         made.stdout[-3000:]
     names = zipfile.ZipFile(whl).namelist()
     for name in ("scry/_bin/scry", "scry/_bin/libscry-agent.so", "scry/_bin/libunwind.so.8",
-                 "scry/__main__.py", "scry/magics.py", "scry/_kernel.py",
-                 "scry/_window_jupyter.py"):
+                 "scry/__main__.py", "scry/magics.py", "scry/_kernel.py"):
         assert name in names, f"{name} is not in {whl.name}: {names}"
     for lib in ("libelf", "libjansson", "libcurl", "liblzma"):
         assert any(n.startswith(f"scry.libs/{lib}") for n in names), f"{lib} not bundled: {names}"
