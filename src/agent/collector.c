@@ -936,6 +936,10 @@ static void set_profiling_locked(bool on)
         t->wall_last_cpu_ns = cpu;
         t->pending_off_ns = 0;
         wall_cache[i].valid = false;
+        /* Where the thread was before the time off is not where it is now: its CPU time from
+         * here to its next sample must not go to that line (a settle or a switch off before
+         * any new sample would charge it there). */
+        last_cpu[i].valid = false;
     }
     if (off_since_ns && now > off_since_ns)
         off_total_ns += now - off_since_ns;

@@ -158,7 +158,7 @@ def scry_notebook(venv_python, kernels, tmp_path_factory):
         HOT_CELL.format(out=where / "hot.json"),
         PAGE_CELL,
         f"%scrun --cli {STATEMENT}",
-        "%%scry --cli\nx = 1\nraise ValueError('boom from the cell')\n",
+        f"%%scry --cli -o {where / 'error.json'}\nx = 1\nraise ValueError('boom from the cell')\n",
         "import scry\nprint('profiling after the error:', scry.is_profiling())",
         "%scrun --no-such-option 1",
         "%scrun --cli",
@@ -287,9 +287,15 @@ def test_scrun_profiles_one_statement(scry_notebook):
 
 
 def test_error_propagates_and_profiling_stops(scry_notebook):
-    _, outs = scry_notebook
+    where, outs = scry_notebook
     assert errors_of(outs[4]) == [("ValueError", "boom from the cell")], outs[4]
     assert "profiling after the error: False" in text_of(outs[5]), outs[5]
+    # The cell took a millisecond, right after %scrun's busy statement: nothing of that one is
+    # in its profile (the time since profiling went on is not charged where the thread was
+    # before it went off).
+    prof = json.loads((where / "error.json").read_text())
+    cells = [f for f in prof["files"] if "/cell-" in f]
+    assert all(f == prof["program"] for f in cells), (prof["program"], cells)
 
 
 def test_bad_options_are_a_usage_message(scry_notebook):
