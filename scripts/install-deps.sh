@@ -15,6 +15,10 @@
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
+#   install-deps.sh mcp     the official MCP clients for tests/e2e/test_mcp.py: PyPI's `mcp` in a
+#                           virtual environment ($BUILD/mcp-venv) and npm's
+#                           @modelcontextprotocol/sdk (into build/node_modules); `make test` runs
+#                           it and carries on without them (those tests then skip, saying why)
 set -euo pipefail
 what=${1:-build}
 
@@ -22,6 +26,10 @@ debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev lib
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
+  mcp)
+    debs=()
+    command -v node >/dev/null 2>&1 || debs+=(nodejs)
+    command -v npm >/dev/null 2>&1 || debs+=(npm) ;;
   browser)
     debs=(chromium)
     command -v node >/dev/null 2>&1 || debs+=(nodejs)
@@ -29,7 +37,7 @@ case "$what" in
 esac
 
 missing=()
-for p in "${debs[@]}"; do
+for p in ${debs[@]+"${debs[@]}"}; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -107,5 +115,27 @@ if [ "$what" = browser ]; then
     [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
       "playwright-core@${PLAYWRIGHT_VERSION:-1.57.0}" >/dev/null)
+  fi
+fi
+
+if [ "$what" = mcp ]; then
+  # MCP_PY_VERSION / MCP_SDK_VERSION pin the clients the tests were written for.
+  dir=${BUILD:-build}
+  py=${PYTHON:-python3}
+  venv=$dir/mcp-venv
+  want="mcp==${MCP_PY_VERSION:-1.28.0}"
+  if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$want" ]; then
+    echo "scry: installing $want into $venv" >&2
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
+    echo "$want" >"$venv/installed"
+  fi
+  if [ ! -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
+    echo "scry: installing @modelcontextprotocol/sdk into $dir/node_modules" >&2
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/sdk@${MCP_SDK_VERSION:-1.32.2}" >/dev/null)
   fi
 fi

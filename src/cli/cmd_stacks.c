@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -194,15 +195,51 @@ out:
     return err;
 }
 
+/* The report of o's target into out (text or JSON); 0 or a recorded error. */
+static int stacks_report(const struct stacks_opts *o, struct strbuf *out)
+{
+    struct rd_reader *rd = NULL;
+    struct py_runtime rt;
+    struct arena a = ARENA_INIT;
+    struct stacks_report rep;
+    int err = cli_open_target(o->pid, o->core, o->exe, &rd);
+    if (!err)
+        err = py_runtime_open(rd, &rt);
+    memset(&rep, 0, sizeof(rep));
+    if (!err)
+        err = collect(rd, &rt, &a, &rep);
+    if (err) {
+        cli_target_error(o->pid);
+        goto out;
+    }
+    rep.pid = rd_pid(rd);
+    rep.source = o->core;
+    rep.command = o->pid ? live_cmdline(&a, o->pid) : rd_exe_path(rd);
+    rep.python_version = rt.version_str;
+    rep.free_threaded = rt.layout.free_threaded;
+    rep.python_path = rt.image_path;
+    if (o->json)
+        stacks_render_json(&rep, out);
+    else
+        stacks_render_text(&rep, o->color, out);
+out:
+    arena_free(&a);
+    if (rd)
+        rd_close(rd);
+    return err;
+}
+
+int cli_stacks_report(int pid, bool json, struct strbuf *out)
+{
+    struct stacks_opts o = {.pid = pid, .json = json};
+    return stacks_report(&o, out);
+}
+
 int cmd_stacks(int argc, char **argv)
 {
     struct stacks_opts o;
     bool help;
-    struct rd_reader *rd = NULL;
-    struct py_runtime rt;
-    struct arena a = ARENA_INIT;
     struct strbuf out = STRBUF_INIT;
-    struct stacks_report rep;
     int status = CLI_EXIT_OK;
 
     int parsed = parse(argc, argv, &o, &help);
@@ -211,32 +248,10 @@ int cmd_stacks(int argc, char **argv)
     if (help) {
         return cli_help();
     }
-    int err = cli_open_target(o.pid, o.core, o.exe, &rd);
-    if (!err)
-        err = py_runtime_open(rd, &rt);
-    memset(&rep, 0, sizeof(rep));
-    if (!err)
-        err = collect(rd, &rt, &a, &rep);
-    if (err) {
-        cli_target_error(o.pid);
+    if (stacks_report(&o, &out) != 0)
         status = cli_report_error(o.json);
-        goto out;
-    }
-    rep.pid = rd_pid(rd);
-    rep.source = o.core;
-    rep.command = o.pid ? live_cmdline(&a, o.pid) : rd_exe_path(rd);
-    rep.python_version = rt.version_str;
-    rep.free_threaded = rt.layout.free_threaded;
-    rep.python_path = rt.image_path;
-    if (o.json)
-        stacks_render_json(&rep, &out);
     else
-        stacks_render_text(&rep, o.color, &out);
-    cli_print(&out);
-out:
+        cli_print(&out);
     sb_release(&out);
-    arena_free(&a);
-    if (rd)
-        rd_close(rd);
     return status;
 }
