@@ -105,17 +105,20 @@ print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
   fi
 fi
 
+# npm_into DIR PACKAGE VERSION: the package into DIR/node_modules (under build/: never committed).
+npm_into() {
+  if [ ! -f "$1/node_modules/$2/package.json" ]; then
+    echo "scry: installing $2 into $1/node_modules" >&2
+    mkdir -p "$1"
+    [ -f "$1/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$1/package.json"
+    (cd "$1" && npm install --no-audit --no-fund --loglevel=error "$2@$3" >/dev/null)
+  fi
+}
+
 if [ "$what" = browser ]; then
   # playwright-core drives the system's chromium (no browser download); it lives under build/ so
   # that it is never committed. PLAYWRIGHT_VERSION pins the version the tests were written for.
-  dir=${BUILD:-build}
-  if [ ! -f "$dir/node_modules/playwright-core/package.json" ]; then
-    echo "scry: installing playwright-core into $dir/node_modules" >&2
-    mkdir -p "$dir"
-    [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
-      "playwright-core@${PLAYWRIGHT_VERSION:-1.57.0}" >/dev/null)
-  fi
+  npm_into "${BUILD:-build}" playwright-core "${PLAYWRIGHT_VERSION:-1.57.0}"
 fi
 
 if [ "$what" = mcp ]; then
@@ -131,11 +134,5 @@ if [ "$what" = mcp ]; then
     "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
     echo "$want" >"$venv/installed"
   fi
-  if [ ! -f "$dir/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
-    echo "scry: installing @modelcontextprotocol/sdk into $dir/node_modules" >&2
-    mkdir -p "$dir"
-    [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
-      "@modelcontextprotocol/sdk@${MCP_SDK_VERSION:-1.32.2}" >/dev/null)
-  fi
+  npm_into "$dir" @modelcontextprotocol/sdk "${MCP_SDK_VERSION:-1.32.2}"
 fi

@@ -64,11 +64,6 @@ int cmd_analyze(int argc, char **argv)
     if (argc - optind != 1)
         return cli_usage("give one snapshot file (scry analyze app.heap)");
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
-    if (cli_analyze_report(argv[optind], (size_t)limit, json, &out) != 0)
-        status = cli_report_error(json);
-    else
-        cli_print(&out);
-    sb_release(&out);
-    return status;
+    return cli_finish_report(cli_analyze_report(argv[optind], (size_t)limit, json, &out), &out,
+                             json);
 }

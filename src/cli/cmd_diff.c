@@ -79,11 +79,6 @@ int cmd_diff(int argc, char **argv)
     if (argc - optind != 2)
         return cli_usage("give two snapshot files (scry diff before.heap after.heap)");
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
-    if (cli_diff_report(argv[optind], argv[optind + 1], (size_t)limit, json, &out) != 0)
-        status = cli_report_error(json);
-    else
-        cli_print(&out);
-    sb_release(&out);
-    return status;
+    return cli_finish_report(
+        cli_diff_report(argv[optind], argv[optind + 1], (size_t)limit, json, &out), &out, json);
 }

@@ -279,14 +279,8 @@ int cmd_query(int argc, char **argv)
         return cli_usage("give one of --type T, --retaining-path ADDR, --locate NAME");
 
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
     enum cli_query q = mode == Q_TYPE ? CLI_QUERY_TYPE
                        : mode == Q_PATH ? CLI_QUERY_PATH
                                         : CLI_QUERY_LOCATE;
-    if (cli_query_report(path, q, arg, json, &out) != 0)
-        status = cli_report_error(json);
-    else
-        cli_print(&out);
-    sb_release(&out);
-    return status;
+    return cli_finish_report(cli_query_report(path, q, arg, json, &out), &out, json);
 }

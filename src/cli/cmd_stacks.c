@@ -240,18 +240,9 @@ int cmd_stacks(int argc, char **argv)
     struct stacks_opts o;
     bool help;
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
 
     int parsed = parse(argc, argv, &o, &help);
-    if (parsed != 0)
-        return parsed; /* a usage error, reported by the dispatcher */
-    if (help) {
-        return cli_help();
-    }
-    if (stacks_report(&o, &out) != 0)
-        status = cli_report_error(o.json);
-    else
-        cli_print(&out);
-    sb_release(&out);
-    return status;
+    if (parsed || help) /* a usage error is reported by the dispatcher */
+        return parsed ? parsed : cli_help();
+    return cli_finish_report(stacks_report(&o, &out), &out, o.json);
 }

@@ -215,8 +215,8 @@ json_t *mcp_answer(json_t *doc, const char *title, size_t limit, size_t budget, 
     json_object_set(doc, "truncated", cut);
     write_text(&text, doc, title, next);
     /* Rows leave from the bottom of the biggest list until text and JSON fit together. Each
-     * round drops an eighth of the excess's worth of rows (at least one) so that a huge list
-     * does not cost a render per row. */
+     * round drops half the excess's worth of rows (at least one) so that a long list does not
+     * cost a render per row. */
     while (text.len + json_bytes(doc) > max) {
         char path[256] = "";
         size_t best = 0;

@@ -312,7 +312,7 @@ static json_t *tool_capture_heap(const struct mcp_call *c)
     if (mb > config->max_dump_mb) {
         err_fail_hint(SCRY_E_TOO_LARGE,
                       "start the server with a larger --max-dump-mb to dump it (the snapshot is "
-                      "about a third of the RSS; the process stops for ~1 s per million objects)",
+                      "of the order of half the RSS)",
                       "process %d has %llu MB resident, over this server's limit of %lu MB", pid,
                       mb, config->max_dump_mb);
         return mcp_answer_error();
@@ -421,6 +421,18 @@ static json_t *tool_diff_heaps(const struct mcp_call *c)
 
 /* ---- profiles ------------------------------------------------------------------------------ */
 
+/* Seconds to the microsecond, MB to the kilobyte: what the samples can tell, without the float
+ * noise of sums. */
+static double usec(double s)
+{
+    return round(s * 1e6) / 1e6;
+}
+
+static double mb(double bytes)
+{
+    return round(bytes / 1048576.0 * 1000) / 1000;
+}
+
 static double total_sec(const struct pdoc_entry *e)
 {
     return e->python_sec + e->native_sec + e->sys_sec;
@@ -440,8 +452,9 @@ static int by_memory(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The source text of file:line from the document ("" if it has none). */
-static const char *source_line(const struct pdoc *d, const char *file, uint32_t line)
+/* The source text of file:line from the document ("" if it has none), as in the file: Scalene's
+ * \u0026 \u003c \u003e (docs/json-schema.md, `line`) back to & < >, without the newline. */
+static json_t *source_line(const struct pdoc *d, const char *file, uint32_t line)
 {
     const json_t *lines =
         json_object_get(json_object_get(json_object_get(d->root, "files"), file), "lines");
@@ -454,7 +467,19 @@ static const char *source_line(const struct pdoc *d, const char *file, uint32_t 
                                             line) e = x;
     }
     const char *s = json_string_value(json_object_get(e, "line"));
-    return s ? s : "";
+    struct strbuf sb = STRBUF_INIT;
+    for (size_t i = 0; s && s[i] && s[i] != '\n'; i++) {
+        const char *esc = strncmp(s + i, "\\u00", 4) == 0 ? s + i + 4 : "";
+        char r = strncmp(esc, "26", 2) == 0   ? '&'
+                 : strncmp(esc, "3c", 2) == 0 ? '<'
+                 : strncmp(esc, "3e", 2) == 0 ? '>'
+                                              : 0;
+        sb_addch(&sb, r ? r : s[i]);
+        i += r ? 5 : 0;
+    }
+    json_t *text = json_stringn(sb.buf ? sb.buf : "", sb.len);
+    sb_release(&sb);
+    return text ? text : json_string("");
 }
 
 /* One row of a profile's lines or functions: where, its share of the sampled time, seconds by
@@ -464,14 +489,14 @@ static json_t *entry_row(const struct pdoc *d, const struct pdoc_entry *e, bool 
     double pct = d->sampled_sec > 0 ? total_sec(e) * 100.0 / d->sampled_sec : 0;
     json_t *r = json_pack("{s:s,s:i,s:s,s:f,s:f,s:f,s:f}", "file", e->file, "line", (int)e->line,
                           "function", e->func, "percent", round(pct * 100) / 100,
-                          "python_sec", e->python_sec, "native_sec", e->native_sec,
-                          "system_sec", e->sys_sec);
+                          "python_sec", usec(e->python_sec), "native_sec", usec(e->native_sec),
+                          "system_sec", usec(e->sys_sec));
     if (r && d->memory) {
-        json_object_set_new(r, "alloc_mb", json_real(round(e->malloc_bytes / 1048576.0 * 1000) / 1000));
-        json_object_set_new(r, "kept_mb", json_real(round(e->kept_bytes / 1048576.0 * 1000) / 1000));
+        json_object_set_new(r, "alloc_mb", json_real(mb(e->malloc_bytes)));
+        json_object_set_new(r, "kept_mb", json_real(mb(e->kept_bytes)));
     }
     if (r && line)
-        json_object_set_new(r, "source", json_string(source_line(d, e->file, e->line)));
+        json_object_set_new(r, "source", source_line(d, e->file, e->line));
     return r;
 }
 
@@ -495,7 +520,7 @@ static json_t *ranked(const struct pdoc *d, const struct pdoc_entry *entries, si
     return rows;
 }
 
-static json_t *profile_doc(const struct pdoc *d, const char *path, size_t nfuncs_hint)
+static json_t *profile_doc(const struct pdoc *d, const char *path)
 {
     double py = 0, nat = 0, sys = 0, alloc = 0;
     for (size_t i = 0; i < d->nfuncs; i++) {
@@ -504,13 +529,12 @@ static json_t *profile_doc(const struct pdoc *d, const char *path, size_t nfuncs
         sys += d->funcs[i].sys_sec;
         alloc += d->funcs[i].malloc_bytes;
     }
-    (void)nfuncs_hint;
     json_t *doc = json_pack("{s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:b}", "profile", path, "program",
-                            d->program, "elapsed_sec", d->elapsed_sec, "sampled_sec",
-                            d->sampled_sec, "python_sec", py, "native_sec", nat, "system_sec",
-                            sys, "memory", d->memory);
+                            d->program, "elapsed_sec", usec(d->elapsed_sec), "sampled_sec",
+                            usec(d->sampled_sec), "python_sec", usec(py), "native_sec", usec(nat),
+                            "system_sec", usec(sys), "memory", d->memory);
     if (doc && d->memory)
-        json_object_set_new(doc, "alloc_mb", json_real(round(alloc / 1048576.0 * 1000) / 1000));
+        json_object_set_new(doc, "alloc_mb", json_real(mb(alloc)));
     return doc;
 }
 
@@ -523,7 +547,7 @@ static json_t *summary_answer(const struct mcp_call *c, const char *path, json_t
         json_decref(extra);
         return mcp_answer_error();
     }
-    json_t *doc = profile_doc(&d, path, 0);
+    json_t *doc = profile_doc(&d, path);
     json_object_update(doc, extra ? extra : json_object());
     json_object_set_new(doc, "functions", ranked(&d, d.funcs, d.nfuncs, false, NULL, false));
     json_object_set_new(doc, "lines", ranked(&d, d.lines, d.nlines, false, NULL, true));
@@ -557,7 +581,7 @@ static json_t *tool_hot_lines(const struct mcp_call *c)
                       "%s has no memory profile", path);
         return mcp_answer_error();
     }
-    json_t *doc = profile_doc(&d, path, 0);
+    json_t *doc = profile_doc(&d, path);
     json_object_set_new(doc, "by", json_string(memory ? "memory" : "time"));
     json_object_set_new(doc, "lines",
                         ranked(&d, d.lines, d.nlines, memory, arg_str(c, "file"), true));
@@ -686,6 +710,7 @@ static json_t *tool_run_profile(const struct mcp_call *c)
         /* The child: its own process group (the timeout ends all of it), no terminal input,
          * output to the log: never the protocol's stdout. */
         setpgid(0, 0);
+        signal(SIGPIPE, SIG_DFL); /* the server ignores it; the program must not inherit that */
         int in = open("/dev/null", O_RDONLY);
         if (in < 0 || dup2(in, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
             _exit(127);
@@ -711,10 +736,15 @@ static json_t *tool_run_profile(const struct mcp_call *c)
     json_t *tail = output_tail(log);
     struct stat st;
     if (stat(profile, &st) != 0) {
-        err_fail_hint(SCRY_E_IO, "read the program's output (output_tail) and fix the command",
-                      "scry run wrote no profile (%s%s); its output ends: %s",
-                      timed_out ? "timed out" : "exit status ",
-                      timed_out ? "" : (WIFEXITED(status) ? "set" : "signal"),
+        char how[64];
+        if (timed_out)
+            snprintf(how, sizeof(how), "stopped after the %.0f s timeout", timeout);
+        else if (status >= 0 && WIFSIGNALED(status))
+            snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+        else
+            snprintf(how, sizeof(how), "exit status %d", status >= 0 ? WEXITSTATUS(status) : -1);
+        err_fail_hint(SCRY_E_IO, "read the output above, fix the command and run it again",
+                      "scry run wrote no profile (%s); its output (%s) ends:\n%s", how, log,
                       json_string_value(tail));
         json_decref(tail);
         return mcp_answer_error();

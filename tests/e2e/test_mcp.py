@@ -146,7 +146,9 @@ def test_python_client_calls_every_tool(world):
     run = r[2]["structured"]
     assert run["exit_status"] == 0 and not run["timed_out"], run
     assert Path(run["profile"]).is_file()
-    assert run["lines"][0]["line"] == hot_line and "HOT_LINE" in run["lines"][0]["source"], run
+    assert run["lines"][0]["line"] == hot_line, run
+    # The source as in the file (the profile stores Scalene's \u003c for <, \u0026 for &)
+    assert run["lines"][0]["source"] == Path(WORK).read_text().splitlines()[hot_line - 1], run
 
     summary = r[3]["structured"]
     assert summary["lines"][0]["line"] == hot_line, r[3]["text"]
@@ -159,7 +161,8 @@ def test_python_client_calls_every_tool(world):
     hot = r[4]
     assert len(hot["structured"]["lines"]) <= 5
     assert hot["structured"]["lines"][0]["line"] == hot_line
-    assert f"line={hot_line}" in hot["text"] and "# HOT_LINE" in hot["text"], hot["text"]
+    assert f"line={hot_line}" in hot["text"], hot["text"]
+    assert "# HOT_LINE: n < 10**7 & > 0" in hot["text"], hot["text"]
 
     funcs = {f["function"]: f for f in r[5]["structured"]["functions"]}
     hot_funcs = [f for name, f in funcs.items() if name.startswith("hot")]

@@ -9,7 +9,7 @@ N = 400_000
 
 
 def hot(n):
-    return sum(i * i for i in range(n))  # HOT_LINE
+    return sum(i * i for i in range(n))  # HOT_LINE: n < 10**7 & > 0
 
 
 def cold(n):
