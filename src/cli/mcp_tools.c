@@ -548,7 +548,8 @@ static json_t *summary_answer(const struct mcp_call *c, const char *path, json_t
         return mcp_answer_error();
     }
     json_t *doc = profile_doc(&d, path);
-    json_object_update(doc, extra ? extra : json_object());
+    if (extra)
+        json_object_update(doc, extra);
     json_object_set_new(doc, "functions", ranked(&d, d.funcs, d.nfuncs, false, NULL, false));
     json_object_set_new(doc, "lines", ranked(&d, d.lines, d.nlines, false, NULL, true));
     pdoc_free(&d);
@@ -647,16 +648,15 @@ static json_t *output_tail(const char *log)
     close(fd);
     if (n < 0)
         n = 0;
-    json_t *s = json_stringn_nocheck(buf, (size_t)n);
-    /* Not UTF-8 (a cut character, binary output): keep what is ASCII. */
-    if (!json_string_value(s) || !json_stringn(buf, (size_t)n)) {
-        json_decref(s);
+    json_t *s = json_stringn(buf, (size_t)n);
+    if (!s) {
+        /* Not UTF-8 (a character cut at the start, binary output): keep what is ASCII. */
         for (ssize_t i = 0; i < n; i++)
             if ((unsigned char)buf[i] >= 0x80)
                 buf[i] = '?';
         s = json_stringn(buf, (size_t)n);
     }
-    return s;
+    return s ? s : json_string("");
 }
 
 static json_t *tool_run_profile(const struct mcp_call *c)

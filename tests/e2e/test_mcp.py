@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SCRY, TARGETS, Target, preferred_python, run_scry
+from conftest import (REPO, SANITIZER_MARKS, SCRY, TARGETS, Target, preferred_python,
+                      run_scry)
 
 MODULE = "sys.modules['heap_leaks'].__dict__"
 WORK = TARGETS / "mcp_work.py"
@@ -85,10 +86,16 @@ def run_client(argv, plan, world, name):
     return json.loads(cp.stdout.strip().splitlines()[-1])
 
 
-def plan_for(world, calls, allow=True):
+def clean_stderr(text):
+    """The server's standard error holds no sanitizer report (a sanitizer build's errors)."""
+    marks = [m for m in SANITIZER_MARKS if m in text]
+    assert not marks, text[-4000:]
+
+
+def plan_for(world, calls, allow=True, name="server"):
     return {"command": str(SCRY), "env": server_env(world["python"]),
             "args": ["mcp"] + (["--allow-run", "--allow-dump"] if allow else []),
-            "stderr": str(world["dir"] / "server.stderr"),
+            "stderr": str(world["dir"] / f"{name}.stderr"),
             "calls": [{"name": n, "arguments": a} for n, a in calls]}
 
 
@@ -124,7 +131,8 @@ def test_python_client_calls_every_tool(world):
         ("capture_heap", {"pid": heap.pid, "output": str(cap)}),
     ]
     out = run_client([venv_python, REPO / "tests" / "e2e" / "mcp_client.py"],
-                     plan_for(world, calls), world, "python")
+                     plan_for(world, calls, name="python-server"), world, "python")
+    clean_stderr((d / "python-server.stderr").read_text())
     assert out["server"]["name"] == "scry"
     assert out["protocol"] == "2025-11-25"
     assert {t["name"] for t in out["tools"]} == TOOLS
@@ -230,6 +238,7 @@ def test_typescript_client(world):
     out = run_client([node, REPO / "tests" / "e2e" / "mcp_client.mjs", modules],
                      plan_for(world, calls, allow=False), world, "typescript")
     assert out["server"]["name"] == "scry"
+    clean_stderr(out["stderr"])
     assert {t["name"] for t in out["tools"]} == TOOLS
     r = out["results"]
     for i in range(4):
@@ -287,6 +296,7 @@ class Pipe:
         self.p.stdin.close()
         rc = self.p.wait(timeout=10)
         rest = self.p.stdout.read()
+        clean_stderr(self.p.stderr.read().decode(errors="replace"))
         return rc, self.buf + rest
 
     def kill(self):
@@ -310,8 +320,14 @@ def pipe():
         return p
 
     yield start
-    for p in opened:
-        p.kill()
+    # Each server still running ends at EOF, with status 0 and a clean standard error.
+    try:
+        for p in opened:
+            if p.p.poll() is None:
+                assert p.close()[0] == 0
+    finally:
+        for p in opened:
+            p.kill()
 
 
 def test_before_initialize(pipe):
