@@ -15,8 +15,8 @@
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
-#   install-deps.sh mcp     the official MCP clients for tests/e2e/test_mcp.py: PyPI's `mcp` in a
-#                           virtual environment ($BUILD/mcp-venv) and npm's
+#   install-deps.sh mcp     the official MCP clients for tests/e2e/test_mcp.py: PyPI's `mcp` 1.x
+#                           and 2.x in virtual environments ($BUILD/mcp-venv, mcp2-venv) and npm's
 #                           @modelcontextprotocol/sdk (into build/node_modules); `make test` runs
 #                           it and carries on without them (those tests then skip, saying why)
 set -euo pipefail
@@ -123,16 +123,20 @@ fi
 
 if [ "$what" = mcp ]; then
   # MCP_PY_VERSION / MCP_SDK_VERSION pin the clients the tests were written for.
+  # Two Python clients: 1.x (ClientSession: the handshake) and 2.x (pip's default; its Client
+  # first probes server/discover on the same pipe, then falls back to the handshake).
   dir=${BUILD:-build}
   py=${PYTHON:-python3}
-  venv=$dir/mcp-venv
-  want="mcp==${MCP_PY_VERSION:-1.28.0}"
-  if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$want" ]; then
-    echo "scry: installing $want into $venv" >&2
-    rm -rf "$venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
-    echo "$want" >"$venv/installed"
-  fi
+  for pair in "mcp-venv mcp==${MCP_PY_VERSION:-1.28.0}" "mcp2-venv mcp==${MCP2_PY_VERSION:-2.3.0}"; do
+    read -r name want <<<"$pair"
+    venv=$dir/$name
+    if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$want" ]; then
+      echo "scry: installing $want into $venv" >&2
+      rm -rf "$venv"
+      "$py" -m venv "$venv"
+      "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
+      echo "$want" >"$venv/installed"
+    fi
+  done
   npm_into "$dir" @modelcontextprotocol/sdk "${MCP_SDK_VERSION:-1.32.2}"
 fi

@@ -1,5 +1,8 @@
-"""Drives `scry mcp` with the official Python MCP client (PyPI `mcp`, in the virtual environment
+"""Drives `scry mcp` with the official Python MCP client (PyPI `mcp`, in the virtual environments
 scripts/install-deps.sh mcp makes) for tests/e2e/test_mcp.py. Usage: mcp_client.py PLAN.json.
+With "auto" in the plan, mcp 2.x's high-level Client in its default mode (it probes
+server/discover first, on the same pipe, then falls back to the initialize handshake);
+otherwise the ClientSession of 1.x.
 PLAN: {"command", "args", "env", "stderr", "calls": [{"name", "arguments"}]}; an argument
 "{{N.key}}" is replaced by structuredContent[key] of call N's answer (a path a tool made). Prints one JSON document:
 {"server", "protocol", "tools", "results"}, each result {"is_error", "text", "structured"} or,
@@ -12,7 +15,10 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import McpError
+try:
+    from mcp.shared.exceptions import McpError
+except ImportError:  # 2.x
+    from mcp import MCPError as McpError
 
 
 def resolve(args, results):
@@ -20,6 +26,27 @@ def resolve(args, results):
         m = re.fullmatch(r"\{\{(\d+)\.(\w+)\}\}", v) if isinstance(v, str) else None
         return results[int(m.group(1))]["structured"][m.group(2)] if m else v
     return {k: one(v) for k, v in args.items()}
+
+
+async def auto(plan):
+    """mcp 2.x: Client(params), mode "auto"."""
+    from mcp import Client, MCPError
+    params = StdioServerParameters(command=plan["command"], args=plan["args"], env=plan["env"])
+    out = {"results": []}
+    async with Client(params) as client:
+        out["tools"] = [t.model_dump(exclude_none=True) for t in (await client.list_tools()).tools]
+        for call in plan["calls"]:
+            try:
+                r = await client.call_tool(call["name"], resolve(call["arguments"], out["results"]))
+            except MCPError as e:
+                out["results"].append({"error_code": e.code, "message": str(e)})
+                continue
+            out["results"].append({
+                "is_error": bool(r.is_error),
+                "text": "".join(c.text for c in r.content if c.type == "text"),
+                "structured": r.structured_content,
+            })
+    print(json.dumps(out))
 
 
 async def main(plan):
@@ -52,4 +79,5 @@ async def main(plan):
 
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        asyncio.run(main(json.load(f)))
+        plan = json.load(f)
+    asyncio.run(auto(plan) if plan.get("auto") else main(plan))

@@ -217,6 +217,27 @@ def test_python_client_calls_every_tool(world):
     assert r[17]["is_error"] and "exists" in r[17]["text"], r[17]
 
 
+def test_python_v2_auto_client(world):
+    """pip's default mcp (2.x): its Client probes server/discover on the same pipe; scry answers
+    -32601 and keeps running, and the client falls back to the handshake."""
+    venv_python = find_in_build("mcp2-venv/bin/python")
+    if not venv_python:
+        pytest.skip(f"the Python MCP client 2.x (PyPI mcp) is not installed: {HOW}")
+    hot_line = line_of(WORK, "# HOT_LINE")
+    calls = [("hot_lines", {"profile": str(world["before"]), "limit": 2}),
+             ("locate", {"snapshot": str(world["g2"]), "name": "Item"}),
+             ("no_such_tool", {})]
+    plan = plan_for(world, calls, allow=False, name="v2-server")
+    plan["auto"] = True
+    out = run_client([venv_python, REPO / "tests" / "e2e" / "mcp_client.py"], plan, world, "v2")
+    assert {t["name"] for t in out["tools"]} == TOOLS
+    r = out["results"]
+    assert r[0]["is_error"] is False and r[0]["structured"]["lines"][0]["line"] == hot_line, r[0]
+    assert r[1]["is_error"] is False, r[1]
+    assert r[1]["structured"]["matches"][0]["file"].endswith("heap_growth.py"), r[1]
+    assert r[2].get("error_code") == -32602, r[2]
+
+
 # ---- the official TypeScript client ----------------------------------------------------------
 
 def test_typescript_client(world):
