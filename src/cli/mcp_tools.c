@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <pwd.h>
 #include <signal.h>
@@ -361,7 +362,15 @@ static json_t *analyze_answer(const struct mcp_call *c, bool summary)
                  "retaining_path {\"snapshot\": \"%s\", \"address\": \"%s\"} (the top retainer); "
                  "type_instances {\"snapshot\": \"%s\", \"type\": \"%s\"}",
                  snap, addr, snap, type ? type : "");
-    if (!summary) {
+    if (summary) {
+        /* The totals first, for a reader: the lists move behind them. */
+        const char *const lists[] = {"top_retainers", "types"};
+        for (size_t i = 0; i < 2; i++) {
+            json_t *l = json_incref(json_object_get(doc, lists[i]));
+            json_object_del(doc, lists[i]);
+            json_object_set_new(doc, lists[i], l ? l : json_array());
+        }
+    } else {
         /* Only the list, with what names the snapshot. */
         json_t *keep = json_pack("{s:O,s:O}", "snapshot", json_object_get(doc, "snapshot"),
                                  "top_retainers", json_object_get(doc, "top_retainers"));
@@ -394,7 +403,10 @@ static json_t *query_answer(const struct mcp_call *c, enum cli_query q, const ch
 
 static json_t *tool_retaining_path(const struct mcp_call *c)
 {
-    return query_answer(c, CLI_QUERY_PATH, "address",
+    /* A path cut by limit would lose its end, the object asked about: only the budget cuts. */
+    struct mcp_call whole = *c;
+    whole.limit = SIZE_MAX;
+    return query_answer(&whole, CLI_QUERY_PATH, "address",
                         "Retaining path, root first, one reference per row");
 }
 
