@@ -109,6 +109,12 @@ $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# scry mcp's validator, answers and line reader: the CLI's objects, on their own.
+MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o)
+$(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
 $(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB)

@@ -30,7 +30,9 @@ enum mcp_read mcp_read_line(struct mcp_reader *r, char **line, size_t *len)
                                        : NULL;
         if (nl || (r->eof && r->len > 0)) {
             size_t n = nl ? (size_t)(nl - r->buf) : r->len;
-            bool skipped = r->discarding;
+            /* Over the cap: a line that was being dropped, or one whose end came in the same
+             * read that took it past the cap. */
+            bool skipped = r->discarding || n > MCP_MAX_LINE;
             r->discarding = false;
             r->consumed = nl ? n + 1 : n;
             if (skipped)
