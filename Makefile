@@ -115,6 +115,13 @@ $(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UN
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
+# objects they use; the test defines the command table cli_common.c refers to.
+OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)
+$(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
 $(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB)

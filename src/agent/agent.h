@@ -188,6 +188,24 @@ void ag_collector_resume(void);
 void ag_collector_reset_child(void);
 /* Profiling on or off (see control.c), from any thread but a signal handler. */
 void ag_collector_set_profiling(bool on);
+/* Checkpoints (window.c), from any thread but a signal handler: each first settles the
+ * statistics (every sample taken so far is in them, and every thread's time up to now), then
+ * writes them as a part document to a new file at path / gives the totals / restarts the peak
+ * since the mark at the footprint. 0, or -1 when this process is not profiled (any more) or the
+ * file cannot be written (errno; err_last_message). */
+struct ag_totals {
+    bool profiling, memory;
+    double sec[3]; /* by enum ag_cat */
+    uint64_t samples, malloc_bytes, free_bytes, python_bytes, copy_bytes;
+    uint64_t footprint, max_footprint, mark_peak;
+};
+int ag_collector_checkpoint(const char *path);
+int ag_collector_totals(struct ag_totals *out);
+int ag_collector_mark_peak(void);
+/* window.c: the Python package's way in to checkpoints (docs/agent-protocol.md). */
+AG_EXPORT int scry_agent_checkpoint(const char *path);
+AG_EXPORT int scry_agent_totals(char *buf, size_t size);
+AG_EXPORT int scry_agent_mark_peak(void);
 
 /* control.c: SCRY_OFF at the start; the run's control file (`scry control`), looked at by the
  * collector at every tick: -1 when it asks for nothing new, else 0 (off) or 1 (on). */
@@ -255,6 +273,10 @@ void ag_part_begin(void);
  * renamed over the previous one). Collector thread, lock held. */
 int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                            double start_real_sec, double elapsed_sec);
+/* A checkpoint (window.c): the same document in a new file at path (O_EXCL, O_NOFOLLOW, 0600:
+ * nothing that exists there is opened or replaced). Lock held. */
+int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                             double start_real_sec, double elapsed_sec, const char *path);
 
 /* Every descriptor the agent holds is above 2 and close-on-exec (common/outfile.h's
  * fd_above_stdio), so that a program started with stdin, stdout or stderr closed never finds one

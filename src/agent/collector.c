@@ -961,6 +961,118 @@ static double off_seconds(uint64_t now)
     return (double)ns / 1e9;
 }
 
+/* ---- checkpoints (window.c): the statistics so far, for a cell or a test ----
+ *
+ * Settling makes the statistics say everything that happened before the call: every sample the
+ * rings and the memory queue hold is taken in, every thread's off-CPU time so far is charged,
+ * and so is its CPU time since its last sample, where that sample went (as when profiling is
+ * switched off). The calling thread blocks its own sampling signals meanwhile, so that its
+ * handler cannot charge the same interval a second time. */
+static void settle_locked(void)
+{
+    if (atomic_load(&finish_started) || !atomic_load(&ag_running))
+        return;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    drain_all(true);
+    if (!atomic_load(&ag_enabled))
+        return; /* switching off settled everything; nothing is counted since */
+    end_exited_threads(now);
+    if (!ag_cfg.virtual_time)
+        wall_samples(now, true);
+    size_t used = atomic_load(&nthreads_used);
+    for (size_t i = 0; i < used; i++) {
+        struct ag_thread *t = &threads[i];
+        if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
+            continue;
+        drain(t);
+        uint64_t cpu = ag_now_ns(t->cpu_clock), last = t->last_cpu_ns;
+        if (!cpu || cpu <= last)
+            continue;
+        if (last_cpu[i].valid)
+            charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - last);
+        t->last_cpu_ns = cpu;
+    }
+    stats.off_sec = off_seconds(now);
+}
+
+/* Runs fn under the lock with the calling thread's signals blocked and its allocations not
+ * counted. False when this process is not being profiled (any more). */
+static bool with_settled(void (*fn)(void *), void *arg)
+{
+    if (!ag_agent_active() || !atomic_load(&ag_running) || atomic_load(&finish_started))
+        return false;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    ag_mtls.guard++;
+    take_lock();
+    bool ok = !atomic_load(&finished);
+    if (ok) {
+        settle_locked();
+        fn(arg);
+    }
+    drop_lock();
+    ag_mtls.guard--;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return ok;
+}
+
+struct checkpoint_call {
+    const char *path;
+    int rc;
+};
+
+static void checkpoint_locked(void *arg)
+{
+    struct checkpoint_call *c = arg;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    c->rc = ag_write_checkpoint_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec,
+                                     (double)(now - start_mono_ns) / 1e9, c->path);
+}
+
+int ag_collector_checkpoint(const char *path)
+{
+    struct checkpoint_call c = {path, -1};
+    if (!with_settled(checkpoint_locked, &c))
+        return -1;
+    return c.rc;
+}
+
+static void totals_locked(void *arg)
+{
+    struct ag_totals *t = arg;
+    t->profiling = atomic_load(&ag_enabled);
+    t->memory = ag_cfg.memory;
+    for (int k = 0; k < 3; k++)
+        t->sec[k] = stats.total_sec[k];
+    t->samples = stats.samples;
+    t->malloc_bytes = mstats.malloc_bytes;
+    t->free_bytes = mstats.free_bytes;
+    t->python_bytes = mstats.python_bytes;
+    t->copy_bytes = mstats.copy_bytes;
+    t->footprint = mstats.footprint;
+    t->max_footprint = mstats.max_footprint;
+    t->mark_peak = mstats.mark_peak > mstats.footprint ? mstats.mark_peak : mstats.footprint;
+}
+
+int ag_collector_totals(struct ag_totals *out)
+{
+    memset(out, 0, sizeof(*out));
+    return with_settled(totals_locked, out) ? 0 : -1;
+}
+
+static void mark_locked(void *arg)
+{
+    (void)arg;
+    mstats.mark_peak = mstats.footprint;
+}
+
+int ag_collector_mark_peak(void)
+{
+    return with_settled(mark_locked, NULL) ? 0 : -1;
+}
+
+
 /* <interpreter shutdown> is profiled unless --profile-exclude names it or --profile-only does
  * not (the other rules are about real files). */
 static enum ag_rule shutdown_rule(const char *name)

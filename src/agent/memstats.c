@@ -164,6 +164,8 @@ static bool footprint_add(struct ag_mem_stats *m, int64_t net)
         m->footprint += (uint64_t)net;
     else
         m->footprint = m->footprint > (uint64_t)-net ? m->footprint - (uint64_t)-net : 0;
+    if (m->footprint > m->mark_peak)
+        m->mark_peak = m->footprint;
     if (m->footprint <= m->max_footprint)
         return false;
     m->max_footprint = m->footprint;

@@ -64,6 +64,7 @@ struct ag_mem_stats {
     uint64_t malloc_bytes, free_bytes, python_bytes, copy_bytes;
     uint64_t native_malloc_bytes, startup_malloc_bytes;
     uint64_t footprint, max_footprint;
+    uint64_t mark_peak; /* the footprint's maximum since the last mark (scry_agent_mark_peak) */
     bool max_at_line;
     uint32_t max_file;
     int32_t max_line;

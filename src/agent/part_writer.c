@@ -455,6 +455,35 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
     return err;
 }
 
+int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                             double start_real_sec, double elapsed_sec, const char *path)
+{
+    struct strbuf sb = STRBUF_INIT;
+    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
+    if (sb_failed(&sb)) {
+        sb_release(&sb);
+        errno = ENOMEM;
+        return err_fail(SCRY_E_NO_MEMORY, "cannot write %s: out of memory", path);
+    }
+    int err = 0;
+    int fd = fd_above_stdio(
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd < 0) {
+        err = err_fail(SCRY_E_IO, "cannot create %s: %s", path, strerror(errno));
+    } else {
+        bool ok = write_all(fd, &sb) == 0;
+        int saved = errno;
+        ok = close(fd) == 0 && ok;
+        if (!ok) {
+            err = err_fail(SCRY_E_IO, "cannot write %s: %s", path, strerror(saved));
+            unlink(path);
+            errno = saved;
+        }
+    }
+    sb_release(&sb);
+    return err;
+}
+
 /* Writes the part into the file opened at the start (created now if that failed), then renames
  * it to part-PID.json. A process that can no longer rename in the part directory (it dropped its
  * privileges) leaves the complete part under its temporary name, which the command reads too

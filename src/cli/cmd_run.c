@@ -23,10 +23,12 @@
 #include "analysis/profile.h"
 #include "analysis/profile_delta.h"
 #include "analysis/profile_doc.h"
+#include "analysis/part_delta.h"
 #include "cli/cli.h"
 #include "cli/push.h"
 #include "common/error.h"
 #include "common/grow.h"
+#include "common/infile.h"
 #include "common/log.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
@@ -1212,10 +1214,81 @@ static int run(struct run_opts o)
 const char cmd_collect_usage[] =
     "usage: scry collect --pid PID --part-dir DIR [-o FILE] [--program PATH]\n"
     "                    [--program-path DIR]\n"
+    "       scry collect --part AFTER [--since BEFORE] [-o FILE] [--program PATH]\n"
+    "                    [--program-path DIR]\n"
     "\n"
-    "Used by the Python package (scry.start() in a program not started by scry run): waits for\n"
-    "process PID to end, then writes the profile of the part files its agent wrote in DIR (a\n"
-    "directory made for it, removed afterwards) to FILE (default scry-profile.json).\n";
+    "Used by the Python package. With --pid (scry.start() in a program not started by scry\n"
+    "run): waits for process PID to end, then writes the profile of the part files its agent\n"
+    "wrote in DIR (a directory made for it, removed afterwards) to FILE (default\n"
+    "scry-profile.json). With --part (a notebook cell, a test): the profile of what one\n"
+    "process did up to checkpoint AFTER, or between checkpoints BEFORE and AFTER\n"
+    "(scry_agent_checkpoint, docs/agent-protocol.md); --program-path says which files are the\n"
+    "program's (their sources are read into the profile).\n";
+
+/* The profile of `scry collect` (either kind) to its outfile, with the one line that says so. */
+static int collect_write(struct profile *p, struct outfile *out, const char *outfile,
+                         const char *program, const char *program_path)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct profile_json_opts jo = {
+        .version = SCRY_VERSION,
+        .program = program,
+        .entrypoint_dir = program_path,
+        .filename = program_path,
+        .cpu_percent_threshold = 1.0,
+        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+    };
+    int err = cli_profile_write(p, &jo, out);
+    if (!err)
+        fprintf(stderr, "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli "
+                        "%s\n",
+                san_str(outfile), (unsigned long long)p->samples, p->elapsed_sec,
+                san_str(outfile));
+    return err ? -1 : 0;
+}
+
+/* A checkpoint file, parsed. NULL with the error recorded. */
+static json_t *read_checkpoint(const char *path)
+{
+    char *data;
+    size_t len;
+    if (infile_read_all(path, "checkpoint", INFILE_MAX_READ, &data, &len) != 0)
+        return NULL;
+    json_error_t je;
+    json_t *doc = json_loadb(data, len, 0, &je);
+    free(data);
+    if (!doc)
+        err_fail(SCRY_E_BAD_PROFILE, "checkpoint %s is not JSON: %s (line %d)", san_str(path),
+                 je.text, je.line);
+    return doc;
+}
+
+/* `scry collect --part AFTER [--since BEFORE]`: a window of one process's run. */
+static int collect_window(const char *part, const char *since, const char *outfile,
+                          const char *program, const char *program_path)
+{
+    struct outfile out;
+    if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0)
+        return -1;
+    json_t *after = read_checkpoint(part), *before = since ? read_checkpoint(since) : NULL;
+    int err = !after || (since && !before) ? -1 : 0;
+    if (!err && before)
+        err = part_subtract(after, before);
+    struct profile p;
+    prof_init(&p);
+    if (!err)
+        err = prof_add_part(&p, after, part, json_integer_value(json_object_get(after, "pid")));
+    json_decref(after);
+    json_decref(before);
+    if (!err) {
+        prof_finish(&p);
+        err = collect_write(&p, &out, outfile, program, program_path);
+    } else {
+        outfile_abort(&out);
+    }
+    prof_free(&p);
+    return err ? -1 : 0;
+}
 
 int cmd_collect(int argc, char **argv)
 {
@@ -1223,10 +1296,12 @@ int cmd_collect(int argc, char **argv)
         {"pid", required_argument, NULL, 'p'},         {"part-dir", required_argument, NULL, 'd'},
         {"outfile", required_argument, NULL, 'o'},     {"program", required_argument, NULL, 'P'},
         {"program-path", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'},
+        {"part", required_argument, NULL, 'A'},        {"since", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     int pid = 0, c;
     const char *dir = NULL, *outfile = "scry-profile.json", *program = "", *program_path = "";
+    const char *part = NULL, *since = NULL;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
@@ -1247,11 +1322,22 @@ int cmd_collect(int argc, char **argv)
         case 'D':
             program_path = optarg;
             break;
+        case 'A':
+            part = optarg;
+            break;
+        case 'B':
+            since = optarg;
+            break;
         case 'h':
             return cli_help();
         default:
             return cli_option_error(c, argv);
         }
+    }
+    if (part || since) {
+        if (!part || pid || dir || optind != argc)
+            return cli_usage("give --part AFTER [--since BEFORE] (and no --pid or --part-dir)");
+        return collect_window(part, since, outfile, program, program_path);
     }
     struct stat st;
     if (!pid || !dir || optind != argc)
@@ -1288,21 +1374,7 @@ int cmd_collect(int argc, char **argv)
         p.note = "CPU time only: the program loaded scry itself (scry.start() in a plain python "
                  "run), too late to hook its memory; for memory, run it with scry run --off and "
                  "keep the scry.start() call";
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    struct profile_json_opts jo = {
-        .version = SCRY_VERSION,
-        .program = program,
-        .entrypoint_dir = program_path,
-        .filename = program_path,
-        .cpu_percent_threshold = 1.0,
-        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
-    };
-    int err = cli_profile_write(&p, &jo, &out);
-    if (!err)
-        fprintf(stderr, "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli "
-                        "%s\n",
-                san_str(outfile), (unsigned long long)p.samples, p.elapsed_sec,
-                san_str(outfile));
+    int err = collect_write(&p, &out, outfile, program, program_path);
     prof_free(&p);
-    return err ? -1 : 0;
+    return err;
 }

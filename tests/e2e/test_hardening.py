@@ -126,6 +126,14 @@ def test_no_control_reaches_a_text_output(hostile, python_exe, tmp_path):
     assert "thread\x1b]0;pwned\x07\x1b[31m\u009b2J\u202eevil\t\ufffe\uffff" in names, names
     funcs = {f["function"] for t_ in doc["threads"] for f in t_["frames"]}
     assert any(f.startswith("evil\x1b]0;pwned\x07") for f in funcs), funcs
+    # a local's value (stacks --locals): controls escaped in the value itself, the rest cleaned
+    text = assert_clean(ok_bytes("stacks", "--locals", "--pid", pid).stdout, "stacks --locals")
+    assert "label = 'local\\x1b]0;pwned\\x07" in text, text
+    doc = json.loads(assert_clean(ok_bytes("stacks", "--locals", "--json", "--pid", pid).stdout,
+                                  "stacks --locals --json"))
+    values = {l_["value"] for t_ in doc["threads"] for f in t_["frames"] for l_ in f["locals"]}
+    want = "'local\\x1b]0;pwned\\x07\\x1b[31m\u009b2J\u202eevil\\t\ufffe\uffff'"
+    assert want in values, values
 
     before = tmp_path / "before.heap"
     after = tmp_path / "after.heap"

@@ -5,8 +5,8 @@ and U+FFFF (not allowed in XML); "pwned" marks where it went, so a test can see 
 did reach the output.
 
 It is in a function's co_name and co_qualname, its co_filename, a thread's name, a class's
-__name__, __qualname__ and __module__, a dict key, and (given as argv[1] by the test) the command
-line.
+__name__, __qualname__ and __module__, a dict key, a local variable's value, and (given as
+argv[1] by the test) the command line.
 
   python hostile_names.py ARG            prints {"ready", "pid", "python"} with a thread blocked
                                          in the evil function, then reads commands:
@@ -37,7 +37,9 @@ class Node:
 
 
 def _blocked(event):
+    label = "local" + EVIL  # a local's value (scry stacks --locals)
     event.wait()
+    return label
 
 
 def _spin(seconds):
