@@ -65,33 +65,26 @@ static int parse(int argc, char **argv, struct mcp_config *cfg, bool *help)
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        char *end;
-        unsigned long v;
-        switch (c) {
-        case O_RUN:
-            cfg->allow_run = true;
-            break;
-        case O_DUMP:
-            cfg->allow_dump = true;
-            break;
-        case O_MAX_DUMP:
-        case O_TIMEOUT:
-            errno = 0;
-            v = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > 1000000)
-                return cli_usage("%s needs a number from 1 to 1000000, not '%s'",
-                                 c == O_MAX_DUMP ? "--max-dump-mb" : "--run-timeout", optarg);
-            if (c == O_MAX_DUMP)
-                cfg->max_dump_mb = v;
-            else
-                cfg->run_timeout_s = (unsigned)v;
-            break;
-        case 'h':
+        if (c == 'h') {
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
         }
+        if (c == O_RUN || c == O_DUMP) {
+            *(c == O_RUN ? &cfg->allow_run : &cfg->allow_dump) = true;
+            continue;
+        }
+        if (c != O_MAX_DUMP && c != O_TIMEOUT)
+            return cli_option_error(c, argv);
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(optarg, &end, 10);
+        if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > 1000000)
+            return cli_usage("%s needs a number from 1 to 1000000, not '%s'",
+                             c == O_MAX_DUMP ? "--max-dump-mb" : "--run-timeout", optarg);
+        if (c == O_MAX_DUMP)
+            cfg->max_dump_mb = v;
+        else
+            cfg->run_timeout_s = (unsigned)v;
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
