@@ -26,6 +26,9 @@
 #define INTERP (BASE + 0x100000)
 #define TYPES (BASE + 0x200000) /* type objects, 0x1000 apart */
 #define OBJS (BASE + 0x300000)  /* objects, allocated upwards */
+#define TSTATE (BASE + 0x180000)
+#define CFRAME (BASE + 0x181000)
+#define STACK (BASE + 0x190000) /* the thread's data-stack chunk */
 
 #define TPF_INLINE_VALUES (1UL << 2)
 #define TPF_MANAGED_DICT (1UL << 4)
@@ -236,8 +239,55 @@ static bool has_root(const struct rec *r, uint64_t to, const char *label)
 
 /* What the image holds, for the checks. */
 struct world {
-    uint64_t mods, app, list, tuple, hello, answer, node, node_name, slotted, slot_value;
+    uint64_t mods, app, list, tuple, hello, answer, node, node_name, slotted, slot_value, local;
 };
+
+/* A thread (native id 4242) running `work` in /app/t.py (line 9), its local x holding `local`. */
+static void put_thread(uint64_t local)
+{
+    const struct py_layout *L = g_img.L;
+    const struct py_heap_layout *H = g_img.H;
+    uint64_t code = alloc(0, L->co_size + 16), names = alloc(H->gc_head_size, 32);
+    put64(code, 1);
+    put64(code + L->ob_type, type_at(T_CODE));
+    put64(code + L->co_nunits, 4);
+    put32(code + L->co_firsttraceable, 0);
+    put32(code + L->co_firstlineno, 7);
+    put64(code + L->co_filename, put_str("/app/t.py", false));
+    put64(code + L->co_qualname, put_str("work", true));
+    /* co_linetable (a bytes object): code units 0-3 on line 7 + 2 */
+    static const uint8_t table[] = {0x80 | (13 << 3) | 3, 0x04};
+    uint64_t lines = alloc(0, L->bytes_sval + sizeof(table));
+    put64(lines + L->bytes_size, sizeof(table));
+    memcpy(g_img.mem + (lines + L->bytes_sval - BASE), table, sizeof(table));
+    put64(code + L->co_linetable, lines);
+    put32(code + H->co_nlocalsplus, 1);
+    put32(code + H->co_stacksize, 2);
+    put64(code + H->co_localsplusnames, names);
+    put64(names, 1);
+    put64(names + L->ob_type, type_at(T_TUPLE));
+    put64(names + H->ob_size, 1);
+    put64(names + H->tuple_items, put_str("x", true));
+
+    uint64_t frame = STACK + 0x40;
+    put64(frame + L->fr_code, code);
+    put64(frame + L->fr_instr, code + L->co_code_adaptive + 2);
+    put64(frame + L->fr_localsplus, local);
+    if (L->fr_is_entry)
+        put8(frame + L->fr_is_entry, 1);
+    put64(INTERP + L->is_threads_head, TSTATE);
+    put64(TSTATE + L->ts_interp, INTERP);
+    put64(TSTATE + L->ts_thread_id, 0x7f00aa);
+    put64(TSTATE + L->ts_native_thread_id, 4242);
+    if (L->ts_cframe) {
+        put64(TSTATE + L->ts_cframe, CFRAME);
+        put64(CFRAME + L->cframe_current_frame, frame);
+    } else {
+        put64(TSTATE + L->ts_current_frame, frame);
+    }
+    put64(TSTATE + L->ts_datastack_chunk, STACK);
+    put64(TSTATE + L->ts_datastack_chunk + 8, frame + L->fr_localsplus + 3 * 8);
+}
 
 /* Builds the image for one version. */
 static struct py_runtime *build(const struct py_layout *L, struct world *w)
@@ -349,6 +399,8 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     w->app = put_dict(3, app_keys, app_values);
     w->mods = put_dict(1, &app_name, &w->app);
     put64(INTERP + L->is_modules, w->mods);
+    w->local = put_str("a local", false);
+    put_thread(w->local);
 
     struct py_runtime *rt = calloc(1, sizeof(*rt));
     rt->rd = rd_alloc(RD_CORE, &fake_ops);
@@ -399,6 +451,9 @@ static void test_walk_every_layout(void)
 
         CHECK(has_root(r, w.mods, "sys.modules"));
         CHECK(has_root(r, w.app, "sys.modules['app']"));
+        /* the thread's frame, found by the frame walker: its local by name */
+        CHECK(has_root(r, w.local, "Thread 4242 work (/app/t.py:9) .locals['x']"));
+        CHECK_OBJECT(r, w.local, "builtins.str", L->str_ascii_size + 8);
         CHECK(has_edge(r, w.mods, w.app, "['app']"));
         CHECK(has_edge(r, w.app, w.list, "['cache']"));
         CHECK(has_edge(r, w.app, w.node, "['node']"));
