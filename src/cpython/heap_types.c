@@ -385,16 +385,26 @@ int hw_ref_values(struct hw *w, const struct holder *h, const struct tinfo *ti,
             mt->nattr = cap;
         }
     }
+    /* The first values in one read (most instances have a few attributes). */
+    uint64_t vals[64];
+    size_t nv = n < 64 ? (size_t)n : 64;
+    if (nv && mc_read(&w->mc, values, vals, nv * PTR))
+        nv = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t key, val;
-        if (mc_read_u64(&w->mc, values + i * PTR, &val) || !val)
+        if (i < nv)
+            val = vals[i];
+        else if (mc_read_u64(&w->mc, values + i * PTR, &val))
             continue;
-        if (mc_read_u64(&w->mc, k->entries + i * k->esize + k->key_off, &key))
+        if (!val)
             continue;
         const char *shown, *name;
-        if (key && i < mt->nattr && mt->attr_keys[i] == key) {
-            shown = mt->attr_labels[i]; /* ".name" of a key whose text was found */
+        if (i < mt->nattr && mt->attr_keys[i]) {
+            /* ".name" of the key of entry i, found once: the target does not run meanwhile */
+            shown = mt->attr_labels[i];
             name = shown + 1;
+        } else if (mc_read_u64(&w->mc, k->entries + i * k->esize + k->key_off, &key)) {
+            continue;
         } else {
             name = key ? hw_str_text(w, key, NULL) : NULL;
             /* No snprintf: this runs for every attribute of every instance. */

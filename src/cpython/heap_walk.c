@@ -126,17 +126,9 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 
 /* ---- objects, edges, roots -------------------------------------------------------------------- */
 
-int hw_add(struct hw *w, uint64_t addr, uint64_t flags)
+int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
 {
     uint64_t tp;
-    if (addr < 4096 || (addr & 7))
-        return 0;
-    struct seen_page *p = hw_seen_page(&w->seen, addr, true);
-    if (!p)
-        return -SCRY_E_NO_MEMORY;
-    unsigned state = hw_seen_get(p, addr);
-    if (state != SEEN_NEW)
-        return state != SEEN_NOT_OBJECT;
     struct tinfo *ti = NULL;
     if (mc_read_u64(&w->mc, addr + w->L->ob_type, &tp) == 0)
         ti = hw_type(w, tp);
@@ -175,14 +167,10 @@ static uint64_t current_flags(const struct hw *w, uint64_t addr, uint64_t v)
     return v;
 }
 
-int hw_ref(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_kind kind,
-               const char *label, bool sensitive)
+int hw_ref_slow(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_kind kind,
+                const char *label, bool sensitive)
 {
-    if (!to)
-        return 0;
-    int err = hw_add(w, to, 0);
-    if (err <= 0)
-        return err;
+    int err;
     if (w->opt->capture_contents && (sensitive || h->sensitive) &&
         (err = mark_sensitive(w, to)) != 0)
         return err;

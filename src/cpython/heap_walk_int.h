@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/error.h"
 #include "common/hashmap.h"
 #include "common/strbuf.h"
 #include "cpython/frame_walk.h"
@@ -213,13 +214,48 @@ extern const char hw_redacted[];
 /* The page holding addr's bits, made (all SEEN_NEW) if create; NULL when absent or out of
  * memory (then with the error set). */
 struct seen_page *hw_seen_page(struct seenset *m, uint64_t addr, bool create);
+/* The first meeting of addr (SEEN_NEW in page p): checked, and pushed on the work list with its
+ * tinfo and flags when it is an object (1), else marked as no object (0); or an error. */
+int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags);
+/* hw_ref past the check of `to`: sensitivity, then the edge or the root. */
+int hw_ref_slow(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_kind kind,
+                const char *label, bool sensitive);
+
 /* 1 when addr is an object, 0 when it is not (or a negative error); the first time it is met
- * it is checked and pushed on the work list with its tinfo and flags. */
-int hw_add(struct hw *w, uint64_t addr, uint64_t flags);
+ * it is checked and pushed on the work list with its tinfo and flags. Inline: every reference
+ * goes through it, and most meet an address of the page met last. */
+static inline int hw_add(struct hw *w, uint64_t addr, uint64_t flags)
+{
+    if (addr < 4096 || (addr & 7))
+        return 0;
+    struct seen_page *p = (addr >> SEEN_PAGE_SHIFT) + 1 == w->seen.last_key
+                              ? w->seen.last
+                              : hw_seen_page(&w->seen, addr, true);
+    if (!p)
+        return -SCRY_E_NO_MEMORY;
+    unsigned state = hw_seen_get(p, addr);
+    if (state != SEEN_NEW)
+        return state != SEEN_NOT_OBJECT;
+    return hw_add_new(w, p, addr, flags);
+}
+
 /* A labelled reference from h to `to` (an edge, or a root when h->from is 0); sensitive: what
  * `to` holds is redacted when contents are captured. */
-int hw_ref(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_kind kind,
-           const char *label, bool sensitive);
+static inline int hw_ref(struct hw *w, const struct holder *h, uint64_t to,
+                         enum hw_edge_kind kind, const char *label, bool sensitive)
+{
+    if (!to)
+        return 0;
+    int err = hw_add(w, to, 0);
+    if (err <= 0)
+        return err;
+    if (h->from && !w->opt->capture_contents) {
+        w->st->edges++;
+        return w->sink->edge(w->sink->ctx, h->from, to, kind, label);
+    }
+    return hw_ref_slow(w, h, to, kind, label, sensitive);
+}
+
 int hw_root(struct hw *w, uint64_t to, const char *label);
 
 /* ---- heap_emit.c: texts, labels and the sink's object reports ---- */
