@@ -243,7 +243,7 @@ const char *hw_index_label(struct hw *w, uint64_t i, char *buf)
     index_label(buf, i);
     return buf;
 }
-/* ---- one object ------------------------------------------------------------------------------- */
+/* ---- one object ------------------------------------------------------------------------------ */
 
 int hw_emit_object(struct hw *w, uint64_t addr, const struct tinfo *ti, uint64_t size,
                        uint64_t seen, uint64_t refcnt, const char *content, size_t content_len)

@@ -220,7 +220,7 @@ struct tinfo *hw_type(struct hw *w, uint64_t t)
     return ti;
 }
 
-/* ---- C types: known layouts (heap_ctypes.h) and a conservative scan of the others ------------- */
+/* ---- C types: known layouts (heap_ctypes.h) and a conservative scan of the others ------------ */
 
 static int hc_read(void *ctx, uint64_t addr, void *buf, size_t n)
 {

@@ -124,7 +124,7 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
     return 0;
 }
 
-/* ---- objects, edges, roots -------------------------------------------------------------------- */
+/* ---- objects, edges, roots ------------------------------------------------------------------- */
 
 int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
 {
@@ -471,7 +471,7 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
     return err;
 }
 
-/* ---- seeds ------------------------------------------------------------------------------------ */
+/* ---- seeds ----------------------------------------------------------------------------------- */
 
 /* The low bits of _gc_next are flags (NEXT_MASK_UNREACHABLE), never part of the address. */
 #define GC_NEXT_FLAGS 3
