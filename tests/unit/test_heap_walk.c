@@ -2,12 +2,14 @@
  * supported version (test_layouts.h: 3.11 and 3.12 from their tables, 3.13-3.15 from real
  * _Py_DebugOffsets blocks; the heap walker's own table per version). Each image is built by hand
  * through the layout tables at chosen addresses and read through a fake reader: a runtime with
- * one interpreter, its GC generation 0 list, type objects (static ones and a class defined in
- * Python with shared keys), sys.modules, dicts with unicode keys, a list, a tuple, an int, str
- * objects, an instance whose attributes live in its managed dict's values (3.11's values pointer,
- * 3.12's tagged word, 3.13+'s inline values) and one with __slots__. The test checks the objects
- * the walk reports (type names, sizes as sys.getsizeof gives them, GC flags), their labelled
- * edges and the roots, and that every object is reported once. */
+ * one interpreter, its GC generation 0 list, type objects (static ones and classes defined in
+ * Python, one with shared keys), sys.modules, dicts with unicode keys, a list, a tuple, an int,
+ * str objects, an instance whose attributes live in its managed dict's values (3.11's values
+ * pointer, 3.12's tagged word, 3.13+'s inline values), one with __slots__, a function with a
+ * closure cell, a set, a weak reference, and a thread whose frame holds a local (found by the
+ * frame walker). The test checks the objects the walk reports (type names, sizes as
+ * sys.getsizeof gives them, GC flags), their labelled edges and the roots, that every object is
+ * reported once, and captured contents (cut, and redacted under a secret-sounding name). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "common/error.h"
 #include "cpython/heap_walk.h"
 #include "cpython/layout.h"
+#include "cpython/redact.h"
 #include "cpython/runtime.h"
 #include "reader/reader_impl.h"
 #include "testlib.h"
@@ -36,7 +39,24 @@
 #define TPF_READY (1UL << 12)
 #define TPF_HAVE_GC (1UL << 14)
 
-enum { T_TYPE, T_STR, T_DICT, T_LIST, T_TUPLE, T_INT, T_CODE, T_NODE, T_SLOTTED, NTYPES };
+#define NFIELDS_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+enum {
+    T_TYPE,
+    T_STR,
+    T_DICT,
+    T_LIST,
+    T_TUPLE,
+    T_INT,
+    T_CODE,
+    T_NODE,
+    T_SLOTTED,
+    T_FUNCTION,
+    T_CELL,
+    T_SET,
+    T_WEAKREF,
+    NTYPES
+};
 
 struct img {
     uint8_t *mem;
@@ -153,6 +173,7 @@ struct rec_object {
     uint64_t addr, size;
     uint32_t flags;
     char type[64];
+    char content[32]; /* captured contents, cut */
 };
 
 struct rec {
@@ -172,6 +193,7 @@ static int on_object(void *ctx, uint64_t addr, const char *type_name, uint64_t s
     o->size = size;
     o->flags = flags;
     snprintf(o->type, sizeof(o->type), "%s", type_name);
+    snprintf(o->content, sizeof(o->content), "%.*s", (int)content_len, content ? content : "");
     return 0;
 }
 
@@ -240,6 +262,7 @@ static bool has_root(const struct rec *r, uint64_t to, const char *label)
 /* What the image holds, for the checks. */
 struct world {
     uint64_t mods, app, list, tuple, hello, answer, node, node_name, slotted, slot_value, local;
+    uint64_t func, code, closure, cell, set, weakref;
 };
 
 /* A thread (native id 4242) running `work` in /app/t.py (line 9), its local x holding `local`. */
@@ -289,6 +312,52 @@ static void put_thread(uint64_t local)
     put64(TSTATE + L->ts_datastack_chunk + 8, frame + L->fr_localsplus + 3 * 8);
 }
 
+/* The offset of the reference labelled `label` in a table's list (0 when absent). */
+static uint64_t ref_off(const struct py_ref_field *f, size_t n, const char *label)
+{
+    for (size_t i = 0; i < n && f[i].label; i++)
+        if (strcmp(f[i].label, label) == 0)
+            return f[i].off;
+    return 0;
+}
+
+/* def f(): return captured (a closure over one cell holding the int), and a set
+ * {hello, weakref.ref(node)}. */
+static void put_function_set_weakref(struct world *w)
+{
+    const struct py_layout *L = g_img.L;
+    const struct py_heap_layout *H = g_img.H;
+    w->code = alloc(0, L->co_size + 16);
+    put64(w->code, 1);
+    put64(w->code + L->ob_type, type_at(T_CODE));
+    w->cell = alloc(H->gc_head_size, 24);
+    put64(w->cell, 1);
+    put64(w->cell + L->ob_type, type_at(T_CELL));
+    put64(w->cell + ref_off(H->cell, NFIELDS_OF(H->cell), ".cell_contents"), w->answer);
+    w->closure = alloc(H->gc_head_size, H->tuple_items + 8);
+    put64(w->closure, 1);
+    put64(w->closure + L->ob_type, type_at(T_TUPLE));
+    put64(w->closure + H->ob_size, 1);
+    put64(w->closure + H->tuple_items, w->cell);
+    w->func = alloc(H->gc_head_size, 256);
+    put64(w->func, 1);
+    put64(w->func + L->ob_type, type_at(T_FUNCTION));
+    put64(w->func + H->func_code, w->code);
+    put64(w->func + H->func_closure, w->closure);
+
+    w->set = alloc(H->gc_head_size, H->set_smalltable + 8 * H->setentry_size);
+    put64(w->set, 1);
+    put64(w->set + L->ob_type, type_at(T_SET));
+    put64(w->set + H->set_mask, 7);
+    put64(w->set + H->set_table, w->set + H->set_smalltable);
+    w->weakref = alloc(H->gc_head_size, 64);
+    put64(w->weakref, 1);
+    put64(w->weakref + L->ob_type, type_at(T_WEAKREF));
+    put64(w->weakref + H->weakref_object, w->node);
+    put64(w->set + H->set_smalltable + 3 * H->setentry_size + H->setentry_key, w->hello);
+    put64(w->set + H->set_smalltable + 6 * H->setentry_size + H->setentry_key, w->weakref);
+}
+
 /* Builds the image for one version. */
 static struct py_runtime *build(const struct py_layout *L, struct world *w)
 {
@@ -310,6 +379,10 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     put_type(T_TUPLE, "tuple", TPF_HAVE_GC, 24, 8);
     put_type(T_INT, "int", 0, L->long_digits, 4);
     put_type(T_CODE, "code", 0, L->co_size, 2);
+    put_type(T_FUNCTION, "function", TPF_HAVE_GC, 160, 0);
+    put_type(T_CELL, "cell", TPF_HAVE_GC, 24, 0);
+    put_type(T_SET, "set", TPF_HAVE_GC, 200, 0);
+    put_type(T_WEAKREF, "weakref.ReferenceType", TPF_HAVE_GC, 64, 0);
 
     /* class Node (module app) with attributes name and items in its shared keys */
     uint64_t node_flags = TPF_HEAPTYPE | TPF_HAVE_GC | TPF_MANAGED_DICT |
@@ -321,14 +394,14 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     put64(type_at(T_NODE) + H->tp_dict, put_dict(1, &mod_key, &app_name));
     put64(type_at(T_NODE) + L->ht_cached_keys, put_keys(2, attr_keys, NULL, true));
 
-    /* class Slotted: __slots__ = ('value',), one PyMemberDef after its metatype's basic size */
+    /* class Slotted: __slots__ = ('password',), one PyMemberDef after its metatype's basic size */
     put_type(T_SLOTTED, "Slotted", TPF_HEAPTYPE | TPF_HAVE_GC, H->object_size + 8, 0);
     put64(type_at(T_SLOTTED) + H->ht_qualname, put_str("Slotted", true));
     put64(type_at(T_SLOTTED) + H->tp_dict, put_dict(1, &mod_key, &app_name));
     put64(type_at(T_SLOTTED) + H->ob_size, 1);
     uint64_t member = type_at(T_SLOTTED) + H->sizeof_heaptype, member_name = member + 0x80;
     put64(member + H->member_name, member_name);
-    memcpy(g_img.mem + (member_name - BASE), "value", 6);
+    memcpy(g_img.mem + (member_name - BASE), "password", 9);
     put32(member + H->member_type, (uint32_t)H->member_t_object_ex);
     put64(member + H->member_offset, H->object_size);
 
@@ -393,10 +466,14 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     gc_link(head, &prev, w->list);
     gc_link(head, &prev, w->node);
 
-    /* sys.modules = {'app': {'cache': list, 'node': node, 'obj': slotted}} */
-    uint64_t app_keys[3] = {put_str("cache", true), put_str("node", true), put_str("obj", true)};
-    uint64_t app_values[3] = {w->list, w->node, w->slotted};
-    w->app = put_dict(3, app_keys, app_values);
+    /* sys.modules = {'app': {'cache': list, 'node': node, 'obj': slotted, 'f': function,
+     * 's': set}}, the function's globals being the app dict */
+    put_function_set_weakref(w);
+    uint64_t app_keys[5] = {put_str("cache", true), put_str("node", true), put_str("obj", true),
+                            put_str("f", true), put_str("s", true)};
+    uint64_t app_values[5] = {w->list, w->node, w->slotted, w->func, w->set};
+    w->app = put_dict(5, app_keys, app_values);
+    put64(w->func + ref_off(H->func, NFIELDS_OF(H->func), ".__globals__"), w->app);
     w->mods = put_dict(1, &app_name, &w->app);
     put64(INTERP + L->is_modules, w->mods);
     w->local = put_str("a local", false);
@@ -415,6 +492,10 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     rt->types.tuple = type_at(T_TUPLE);
     rt->types.long_ = type_at(T_INT);
     rt->types.code = type_at(T_CODE);
+    rt->types.function = type_at(T_FUNCTION);
+    rt->types.cell = type_at(T_CELL);
+    rt->types.set = type_at(T_SET);
+    rt->types.weakref = type_at(T_WEAKREF);
     return rt;
 }
 
@@ -436,7 +517,7 @@ static void test_walk_every_layout(void)
         CHECK_OBJECT(r, w.list, "builtins.list", 88);           /* [a, b, c], room for 4 */
         CHECK_OBJECT(r, w.tuple, "builtins.tuple", 48);         /* (a,) */
         CHECK_OBJECT(r, w.answer, "builtins.int", 28);          /* 42 */
-        CHECK_OBJECT(r, w.app, "builtins.dict", 184);           /* three keys */
+        CHECK_OBJECT(r, w.app, "builtins.dict", 184);           /* five keys */
         CHECK_OBJECT(r, w.hello, "builtins.str", L->minor == 11 ? 54 : 46); /* 'hello' */
         CHECK_OBJECT(r, w.node, "app.Node", 48);                /* GC head, dict pre-header */
         CHECK_OBJECT(r, w.slotted, "app.Slotted", 40);          /* one slot */
@@ -465,7 +546,20 @@ static void test_walk_every_layout(void)
         CHECK(has_edge(r, w.node, w.node_name, ".name"));
         CHECK(has_edge(r, w.node, w.list, ".items"));
         CHECK(has_edge(r, w.node, type_at(T_NODE), ".__class__"));
-        CHECK(has_edge(r, w.slotted, w.slot_value, ".value"));
+        CHECK(has_edge(r, w.slotted, w.slot_value, ".password"));
+        /* a function, its closure and cell, a set, a weak reference */
+        CHECK(has_edge(r, w.app, w.func, "['f']"));
+        CHECK(has_edge(r, w.func, w.code, ".__code__"));
+        CHECK(has_edge(r, w.func, w.app, ".__globals__"));
+        CHECK(has_edge(r, w.func, w.closure, ".__closure__"));
+        CHECK(has_edge(r, w.func, w.cell, ".__closure__[0]"));
+        CHECK(has_edge(r, w.cell, w.answer, ".cell_contents"));
+        CHECK(has_edge(r, w.set, w.hello, "<member>"));
+        CHECK(has_edge(r, w.set, w.weakref, "<member>"));
+        CHECK(has_edge(r, w.weakref, w.node, "<weakref>"));
+        CHECK_OBJECT(r, w.set, "builtins.set", 216); /* sys.getsizeof({1, 2}) */
+        CHECK_OBJECT(r, w.cell, "builtins.cell", 40);
+        CHECK_OBJECT(r, w.weakref, "weakref.ReferenceType", 80);
         /* nothing else hangs off the list, the tuple or the instance */
         size_t from_list = 0, from_node = 0;
         for (size_t i = 0; i < r->nedges; i++) {
@@ -483,8 +577,34 @@ static void test_walk_every_layout(void)
     free(g_img.mem);
 }
 
+/* --capture-contents: str contents kept, and what a secret-sounding name holds redacted. */
+static void test_capture_contents(void)
+{
+    g_img.mem = calloc(1, IMG_SIZE);
+    FOR_EACH_VERSION(L)
+    {
+        struct world w;
+        struct py_runtime *rt = build(L, &w);
+        struct rec *r = calloc(1, sizeof(*r));
+        struct hw_options opt = {.capture_contents = true, .max_str = 4};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL};
+        CHECK_EQ(hw_walk(rt, &opt, &sink, NULL), 0);
+        const struct rec_object *o = object_at(r, w.hello);
+        CHECK(o && strcmp(o->content, "hell") == 0); /* cut at --max-str */
+        o = object_at(r, w.slot_value);
+        CHECK(o && strcmp(o->content, REDACTED) == 0); /* under .password */
+        o = object_at(r, w.node_name);
+        CHECK(o && strcmp(o->content, "x") == 0);
+        free(r);
+        rd_close(rt->rd);
+        free(rt);
+    }
+    free(g_img.mem);
+}
+
 static const struct tl_test tests[] = {
     TL(test_walk_every_layout),
+    TL(test_capture_contents),
 };
 
 TL_MAIN(tests)
