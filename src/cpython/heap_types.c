@@ -238,7 +238,7 @@ static bool hc_covered(void *ctx, uint64_t off)
     const struct hw *w = ctx;
     const struct tinfo *ti = w->hc_type;
     if (ti->kind != K_OBJECT && !ti->heap)
-        return false; /* walk_instance does not run: no slot is reported */
+        return false; /* hw_walk_instance does not run: no slot is reported */
     for (uint32_t i = 0; i < ti->nslots; i++)
         if (ti->slots[i].off == off)
             return true;

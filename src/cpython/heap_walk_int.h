@@ -25,16 +25,6 @@
 #include "cpython/memcache.h"
 #include "cpython/objects.h"
 
-/* Type flags (object.h; the same bits in every supported version) */
-#define TPFLAGS_INLINE_VALUES (1UL << 2)
-#define TPFLAGS_MANAGED_WEAKREF (1UL << 3)
-#define TPFLAGS_MANAGED_DICT (1UL << 4)
-#define TPFLAGS_HEAPTYPE (1UL << 9)
-#define TPFLAGS_READY (1UL << 12)
-#define TPFLAGS_HAVE_GC (1UL << 14)
-#define TPFLAGS_BASE_EXC_SUBCLASS (1UL << 30)
-#define TPFLAGS_TYPE_SUBCLASS (1UL << 31)
-
 #define MAX_NAME 256          /* bytes of a name or key shown in a label */
 #define MAX_ITEMS (1ULL << 31) /* items in one container: more means a damaged header */
 #define MAX_MEMBERS 4096
@@ -86,7 +76,7 @@ struct tinfo {
     uint64_t cached_keys;
     uint32_t nslots;
     struct slot *slots;
-    /* ".name" labels of the cached keys' entries (ref_values), built once: the same pointer
+    /* ".name" labels of the cached keys' entries (hw_ref_values), built once: the same pointer
      * each time lets the writer find its string id without hashing the text. */
     uint32_t nattr;
     uint64_t *attr_keys;

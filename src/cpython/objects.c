@@ -1,18 +1,13 @@
-/* Object readers over the layout tables. Limits: strings are cut at the caller's maximum, dicts
- * with absurd sizes are refused, so a corrupt target cannot make scry loop or allocate without
- * bound. */
+/* Object layouts read through the layout tables: decoders over bytes the caller read (the heap
+ * walker's block cache, or the readers below), and readers through the runtime's reader. Limits:
+ * strings are cut at the caller's maximum, dicts with absurd sizes are refused, so a corrupt
+ * target cannot make scry loop or allocate without bound. */
 #include "objects.h"
 
 #include <stdint.h>
 #include <string.h>
 
 #include "common/error.h"
-
-#define TPFLAGS_INLINE_VALUES (1UL << 2)
-#define TPFLAGS_MANAGED_DICT (1UL << 4)
-#define TPFLAGS_HEAPTYPE (1UL << 9)
-
-#define TPFLAGS_UNICODE_SUBCLASS (1UL << 28)
 
 #define DICT_MAX_ENTRIES (1ULL << 32)
 #define STR_MAX_LENGTH (1ULL << 40)

@@ -12,6 +12,16 @@
 #include "common/strbuf.h"
 #include "cpython/runtime.h"
 
+/* Type flags (object.h's Py_TPFLAGS_*: the same bits in every supported version) */
+#define TPFLAGS_INLINE_VALUES (1UL << 2)
+#define TPFLAGS_MANAGED_DICT (1UL << 4)
+#define TPFLAGS_HEAPTYPE (1UL << 9)
+#define TPFLAGS_READY (1UL << 12)
+#define TPFLAGS_HAVE_GC (1UL << 14)
+#define TPFLAGS_UNICODE_SUBCLASS (1UL << 28)
+#define TPFLAGS_BASE_EXC_SUBCLASS (1UL << 30)
+#define TPFLAGS_TYPE_SUBCLASS (1UL << 31)
+
 /* ---- decoders: the one reading of each object layout, over bytes the caller has read (through
  * the reader, or the heap walker's block cache) ---- */
 
