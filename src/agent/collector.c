@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/gpu.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
@@ -253,6 +254,12 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
         stats.files[a->file].excluded_sec += sec;
     else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
         stats.dropped++;
+    else {
+        /* The GPU's latest reading, for the time this sample stands for (gpu.c). */
+        struct ag_gpu_reading g;
+        if (ag_gpu_read(&g))
+            ag_stats_add_gpu(&stats, a->file, a->func, a->line, sec, g.load, g.mem_mb);
+    }
     if (a->stack) {
         struct ag_stack *st = &stats.stacks[a->stack - 1];
         st->sec[cat] += sec;
@@ -1135,6 +1142,7 @@ static void finish_locked(void)
     end_carry();
     uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
     charge_shutdown(end);
+    ag_gpu_stop();
     double elapsed = (double)(end - start_mono_ns) / 1e9;
     uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
     log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "

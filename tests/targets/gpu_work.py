@@ -1,0 +1,37 @@
+"""GPU target for tests/e2e/test_gpu.py, run against the fake libnvidia-ml.so.1: each section
+names its phase in the file SCRY_FAKE_NVML_PHASE_FILE (the fake answers from that phase at every
+call), waits out a settling time on another line (the agent polls NVML every few tens of ms), then
+runs its own marked line for SECTION seconds. The truth per marked line is the phase's: HOST runs
+while the device is idle, BUSY while it is 90% busy, ALLOC while this process holds 8 GiB on it."""
+import os
+import sys
+import time
+
+PHASE_FILE = os.environ["SCRY_FAKE_NVML_PHASE_FILE"]
+SECTION = float(os.environ.get("GPU_WORK_SECTION", "0.8"))
+SETTLE = 0.25
+
+
+def phase(name):
+    tmp = PHASE_FILE + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(name)
+    os.replace(tmp, PHASE_FILE)
+    time.sleep(SETTLE)
+
+
+def main():
+    phase("idle")
+    end = time.monotonic() + SECTION
+    while time.monotonic() < end: pass  # HOST
+    phase("busy")
+    end = time.monotonic() + SECTION
+    while time.monotonic() < end: pass  # BUSY
+    phase("alloc")
+    time.sleep(SECTION)  # ALLOC
+    phase("idle")
+    print("gpu_work done")
+    sys.exit(3)
+
+
+main()
