@@ -9,9 +9,10 @@
  * Sources, best first (the part says which one the figures come from):
  *  utilisation: "process": nvmlDeviceGetProcessUtilization's samples of this pid (other tenants
  *               excluded), once this pid has appeared in them; "device": the device-wide rate.
- *  memory:      "process": usedGpuMemory of this pid in the compute-process list; "device":
- *               the device's used memory less its value at start, while this pid has not appeared
- *               in that list (a container whose PID namespace the driver does not translate).
+ *  memory:      "process": usedGpuMemory of this pid in the compute-process list (0 while it is
+ *               not there: no CUDA context); "device": the device's used memory less its value at
+ *               start, when the list holds only pids that do not exist here (a container whose PID
+ *               namespace the driver does not translate) and never this one.
  * Errors: anything failing at start (library, symbols, init, no device) gives no GPU data and a
  * note; a device lost or a call failing mid-run stops the sampler, keeps what was gathered and
  * says so. */
@@ -20,8 +21,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -121,6 +122,7 @@ static double putil_own[GPU_MAX_DEVICES];
 static bool putil_ok;     /* the per-process call works on this driver */
 static bool putil_found;  /* this pid has appeared in its samples */
 static bool procs_found;  /* this pid has appeared in the compute-process list */
+static bool procs_foreign; /* a list of other namespaces' pids was read instead (device growth) */
 static double mem_mb;     /* the last memory reading */
 static uint64_t last_proc_ns;
 
@@ -359,7 +361,7 @@ static bool poll_memory(nvml_ret *r, const char **what)
 {
     static unsigned char buf[GPU_MAX_PROCS * sizeof(struct nv_proc_v2)];
     uint64_t own = 0, device = 0;
-    bool found = false;
+    bool found = false, listed = false, local = false;
     for (unsigned i = 0; i < ndevs; i++) {
         if (nv.procs) {
             unsigned cnt = GPU_MAX_PROCS;
@@ -377,6 +379,10 @@ static bool poll_memory(nvml_ret *r, const char **what)
                     own += used;
                     found = true;
                 }
+                listed = true;
+                /* A pid of this namespace (even one this user may not signal)? */
+                if (pid > 0 && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+                    local = true;
             }
         }
         struct nv_memory m;
@@ -388,9 +394,12 @@ static bool poll_memory(nvml_ret *r, const char **what)
     }
     if (found)
         procs_found = true;
-    /* Once seen in the list, this pid's own figure (0 when it has left it: no context any
-     * more); never seen, the device's growth since start. */
-    mem_mb = (double)(procs_found ? own : device) / 1048576.0;
+    /* This pid's own figure (0 when it is not listed: no CUDA context); the device's growth
+     * since start when the list is of pids that do not exist here and this pid never showed. */
+    bool foreign = !found && !procs_found && listed && !local;
+    if (foreign || !nv.procs)
+        procs_foreign = true;
+    mem_mb = (double)(foreign || !nv.procs ? device : own) / 1048576.0;
     *r = NV_SUCCESS;
     return true;
 }
@@ -557,7 +566,7 @@ void ag_gpu_write_part(struct json_writer *w)
         jw_key(w, "utilization_source");
         jw_str(w, putil_found ? "process" : "device");
         jw_key(w, "memory_source");
-        jw_str(w, procs_found ? "process" : "device");
+        jw_str(w, procs_foreign ? "device" : "process");
         jw_key(w, "polls");
         jw_uint(w, polls);
         jw_key(w, "interval_sec");
