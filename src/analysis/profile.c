@@ -881,6 +881,15 @@ static int add_mpart(struct profile *p, const json_t *part, const json_t *m, int
     return 0;
 }
 
+/* The merged line of a part's line entry [file index, line, function index, ...]. */
+static int entry_line(struct profile *p, const json_t *e, const uint32_t *fmap,
+                      const uint32_t *umap, struct prof_line **out)
+{
+    return line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
+                   (uint32_t)json_integer_value(json_array_get(e, 1)),
+                   umap[json_integer_value(json_array_get(e, 2))], out);
+}
+
 static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_t *fmap,
                               const uint32_t *umap, int64_t start_ns)
 {
@@ -890,9 +899,7 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
         for (size_t k = 3; k < 15; k++)
             v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
         struct prof_line *l;
-        int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
-                          (uint32_t)json_integer_value(json_array_get(e, 1)),
-                          umap[json_integer_value(json_array_get(e, 2))], &l);
+        int err = entry_line(p, e, fmap, umap, &l);
         if (err)
             return err;
         l->malloc_bytes += v[3];
@@ -949,9 +956,7 @@ static int merge_gpu(struct profile *p, const json_t *part, const uint32_t *fmap
     for (size_t i = 0; i < json_array_size(gl); i++) {
         const json_t *e = json_array_get(gl, i);
         struct prof_line *l;
-        int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
-                          (uint32_t)json_integer_value(json_array_get(e, 1)),
-                          umap[json_integer_value(json_array_get(e, 2))], &l);
+        int err = entry_line(p, e, fmap, umap, &l);
         if (err)
             return err;
         l->gpu_sec += json_number_value(json_array_get(e, 3));

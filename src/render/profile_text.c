@@ -481,29 +481,32 @@ static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const 
     sb_addch(sb, '\n');
 }
 
+/* One row of the table's frame: the CPU columns' cells, then the GPU and the memory ones when the
+ * profile has them. */
+static void frame_row(struct strbuf *sb, const struct tprof *tp, const char *cpu, const char *gpu,
+                      const char *memory)
+{
+    sb_adds(sb, cpu);
+    if (tp->gpu)
+        sb_adds(sb, gpu);
+    if (tp->memory)
+        sb_adds(sb, memory);
+}
+
 static void add_header(struct strbuf *sb, const struct profile_text_opts *o,
                        const struct tprof *tp, const char *last)
 {
     if (o->color)
         sb_adds(sb, BOLD);
-    sb_adds(sb, "       │   Time │        │        │");
-    if (tp->gpu)
-        sb_adds(sb, "    GPU │        │");
-    if (tp->memory)
-        sb_adds(sb, " Memory │        │        │                │   Copy │");
-    sb_adds(sb, "\n  Line │ Python │ native │ system │");
-    if (tp->gpu)
-        sb_adds(sb, "   util │ memory │");
-    if (tp->memory)
-        sb_adds(sb, " Python │ net MB │   peak │ timeline/%     │   MB/s │");
+    frame_row(sb, tp, "       │   Time │        │        │", "    GPU │        │",
+              " Memory │        │        │                │   Copy │");
+    frame_row(sb, tp, "\n  Line │ Python │ native │ system │", "   util │ memory │",
+              " Python │ net MB │   peak │ timeline/%     │   MB/s │");
     sb_addf(sb, " %s\n", last);
     if (o->color)
         sb_adds(sb, RESET);
-    sb_adds(sb, "───────┼────────┼────────┼────────┼");
-    if (tp->gpu)
-        sb_adds(sb, "────────┼────────┼");
-    if (tp->memory)
-        sb_adds(sb, "────────┼────────┼────────┼────────────────┼────────┼");
+    frame_row(sb, tp, "───────┼────────┼────────┼────────┼", "────────┼────────┼",
+              "────────┼────────┼────────┼────────────────┼────────┼");
     sb_adds(sb, "────────────────────────────────────────\n");
 }
 
@@ -511,11 +514,8 @@ static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const 
 {
     if (o->color)
         sb_adds(sb, DIM);
-    sb_adds(sb, "   ... │        │        │        │");
-    if (tp->gpu)
-        sb_adds(sb, "        │        │");
-    if (tp->memory)
-        sb_adds(sb, "        │        │        │                │        │");
+    frame_row(sb, tp, "   ... │        │        │        │", "        │        │",
+              "        │        │        │                │        │");
     if (o->color)
         sb_adds(sb, RESET);
     sb_addch(sb, '\n');

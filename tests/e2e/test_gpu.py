@@ -112,6 +112,15 @@ def all_gpu_zero(profile):
                for k in ("n_gpu_percent", "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb"))
 
 
+def assert_three_lines(profile, busy_min=85):
+    """BUSY at least busy_min %, HOST at most 5%, ALLOC's peak within 2% of 8 GiB."""
+    busy, host, alloc = (line_of(profile, m) for m in ("BUSY", "HOST", "ALLOC"))
+    assert busy["n_gpu_percent"] >= busy_min, busy
+    assert host["n_gpu_percent"] <= 5, host
+    assert abs(alloc["n_gpu_peak_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
+    return busy, host, alloc
+
+
 def assert_balanced(log):
     """nvmlInit and nvmlShutdown once each, and no NVML call from the program's main thread."""
     assert log, "the fake wrote no log: nvmlShutdown was never called"
@@ -128,11 +137,8 @@ def test_phases_per_line(python_exe, tmp_path):
     assert profile["gpu_utilization_source"] == "process"
     assert profile["gpu_memory_source"] == "process"
     assert "gpu_note" not in profile, profile["gpu_note"]
-    busy, host, alloc = (line_of(profile, m) for m in ("BUSY", "HOST", "ALLOC"))
-    assert busy["n_gpu_percent"] >= 85, busy
-    # Another process keeps the device 60% busy here: per-process figures exclude it.
-    assert host["n_gpu_percent"] <= 5, host
-    assert abs(alloc["n_gpu_peak_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
+    # HOST: another process keeps the device 60% busy there; per-process figures exclude it.
+    busy, host, alloc = assert_three_lines(profile)
     assert abs(alloc["n_gpu_avg_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
     # Neither the busy nor the host line held device memory (the other process's 500 MB is not
     # this program's).
@@ -167,10 +173,7 @@ def test_device_wide_when_the_pid_is_not_in_the_lists(tmp_path):
     assert cp.returncode == 3
     assert profile["gpu_utilization_source"] == "device"
     assert profile["gpu_memory_source"] == "device"
-    assert line_of(profile, "BUSY")["n_gpu_percent"] >= 85
-    assert line_of(profile, "HOST")["n_gpu_percent"] <= 5
-    alloc = line_of(profile, "ALLOC")
-    assert abs(alloc["n_gpu_peak_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
+    assert_three_lines(profile)
     assert_balanced(log)
 
 
@@ -184,10 +187,7 @@ def test_old_driver_unversioned_symbols(tmp_path):
     assert cp.returncode == 3
     assert profile["gpu"] and profile["gpu_utilization_source"] == "device"
     assert profile["gpu_memory_source"] == "process"
-    assert line_of(profile, "BUSY")["n_gpu_percent"] >= 85
-    assert line_of(profile, "HOST")["n_gpu_percent"] <= 5
-    alloc = line_of(profile, "ALLOC")
-    assert abs(alloc["n_gpu_peak_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
+    assert_three_lines(profile)
     assert_balanced(log)
 
 
@@ -198,10 +198,8 @@ def test_two_devices_average_and_name(tmp_path):
     cp, profile, log = gpu_run(python, tmp_path, script=script, section=0.6)
     assert cp.returncode == 3
     assert profile["gpu_device"] == "2 x Fake H200"
-    busy = line_of(profile, "BUSY")
-    assert 40 <= busy["n_gpu_percent"] <= 50, busy
-    alloc = line_of(profile, "ALLOC")
-    assert abs(alloc["n_gpu_peak_memory_mb"] - ALLOC_MB) <= 0.02 * ALLOC_MB, alloc
+    busy, _, _ = assert_three_lines(profile, busy_min=40)
+    assert busy["n_gpu_percent"] <= 50, busy
     assert_balanced(log)
 
 
