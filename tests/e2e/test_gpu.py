@@ -195,6 +195,7 @@ def test_two_devices_average_and_name(tmp_path):
     """Device 0 at 90%, device 1 idle: the load is the mean over devices, as Scalene's."""
     python = preferred_python()
     script = "devices 2\n" + PHASES.replace("phase busy util=90", "phase busy util=90 util_other=0")
+    script = script.replace("other_mem_mb=500", "other_mem_mb=500 util_other=0")
     cp, profile, log = gpu_run(python, tmp_path, script=script, section=0.6)
     assert cp.returncode == 3
     assert profile["gpu_device"] == "2 x Fake H200"
