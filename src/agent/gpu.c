@@ -130,7 +130,8 @@ static uint64_t last_proc_ns;
 static char note[512];
 static uint64_t polls;
 static double sampler_cpu_sec, start_sec, stopped_at_sec;
-static bool have_data, lost;
+static _Atomic bool have_data; /* a poll succeeded (device_name is written before) */
+static bool lost;
 
 /* The published reading: a seqlock (the writer is the sampler thread, the reader the collector). */
 static _Atomic uint32_t pub_seq;
@@ -333,7 +334,9 @@ static bool poll_putil(unsigned i, uint64_t now, nvml_ret *r)
     static struct nv_putil buf[GPU_MAX_PROCS];
     unsigned cnt = GPU_MAX_PROCS;
     *r = nv.putil(devs[i], buf, &cnt, putil_seen_us[i]);
-    if (*r == NV_ERROR_NOT_FOUND) { /* nothing new: the last value holds for a while */
+    /* Nothing new (or more processes than the buffer holds, this round): the last value holds
+     * for a while. */
+    if (*r == NV_ERROR_NOT_FOUND || *r == NV_ERROR_INSUFFICIENT_SIZE) {
         if (now - putil_new_ns[i] > PUTIL_STALE_NS)
             putil_own[i] = 0;
         return true;
@@ -438,7 +441,7 @@ static bool poll_once(uint64_t now)
     }
     publish(load / ndevs / 100.0, mem_mb);
     polls++;
-    have_data = true;
+    atomic_store(&have_data, true);
     return true;
 }
 
@@ -545,7 +548,7 @@ void ag_gpu_reset_child(void)
         return;
     started = false;
     nvml_up = false;
-    have_data = false;
+    atomic_store(&have_data, false);
     atomic_store(&pub_valid, false);
     note[0] = 0;
     set_note("GPU: not sampled in a process forked without exec (NVML is not fork-safe); the "
@@ -554,11 +557,12 @@ void ag_gpu_reset_child(void)
 
 void ag_gpu_write_part(struct json_writer *w)
 {
-    if (!have_data && !note[0])
+    bool data = atomic_load(&have_data);
+    if (!data && !note[0])
         return;
     jw_key(w, "gpu");
     jw_obj_begin(w);
-    if (have_data) {
+    if (data) {
         jw_key(w, "device");
         jw_str(w, device_name);
         jw_key(w, "devices");
