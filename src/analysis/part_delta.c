@@ -173,6 +173,31 @@ static void window_peaks(json_t *after, const json_t *before)
     json_decref(idx);
 }
 
+/* gpu_lines: [file, line, func, seconds, load-weighted seconds, MiB-weighted seconds, peak MiB] */
+static const int gline_sub[] = {3, 4, 5, -1};
+static const int gline_empty[] = {3, -1};
+static const struct entry_rule gline_rule = {3, gline_sub, -1, gline_empty};
+
+/* The window's GPU lines. A line's peak is after's when it rose in the window (or the line is
+ * new in it); otherwise the window's own peak is somewhere between its mean and the earlier peak,
+ * and the mean, the one figure known, is taken. */
+static void subtract_gpu(json_t *after, const json_t *before, double t0_ns)
+{
+    subtract_entries(after, before, "gpu_lines", &gline_rule, t0_ns);
+    json_t *idx = index_entries(json_object_get(before, "gpu_lines"), 3);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(after, "gpu_lines"), i, e) {
+        char *k = entry_key(e, 3);
+        const json_t *old = k && idx ? json_object_get(idx, k) : NULL;
+        free(k);
+        double sec = num(json_array_get(e, 3));
+        if (old && num(json_array_get(e, 6)) <= num(json_array_get(old, 6)) && sec > 0)
+            json_array_set_new(e, 6, json_real(num(json_array_get(e, 5)) / sec));
+    }
+    json_decref(idx);
+}
+
 static void subtract_memory(json_t *after, const json_t *before, double t0_ns)
 {
     json_t *m = json_object_get(after, "memory");
@@ -239,6 +264,7 @@ int part_subtract(json_t *after, const json_t *before)
     subtract_entries(after, before, "stacks", &stack_rule, t0_ns);
     subtract_entries(after, before, "excluded", &excl_rule, t0_ns);
     subtract_memory(after, before, t0_ns);
+    subtract_gpu(after, before, t0_ns);
     static const char *const native[] = {"native_frames", "native_stacks",
                                          "native_stacks_overflow", "combined_stacks",
                                          "combined_stacks_overflow", NULL};
