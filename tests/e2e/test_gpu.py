@@ -52,9 +52,11 @@ def fake(variant=""):
     return lib
 
 
-def gpu_run(python, tmp_path, script=PHASES, lib=None, options=(), section=0.8, settle=0.25,
-            extra_env=None):
-    """scry run of the target with the fake; returns (completed process, profile, fake's log)."""
+def gpu_run(python, tmp_path, script=PHASES, lib=None, options=(), section=0.8, settle=0.3,
+            wait_ack=True, extra_env=None):
+    """scry run of the target with the fake; returns (completed process, profile, fake's log).
+    wait_ack: each phase waits until the agent's sampler has read it (a run in which the sampler
+    does not run would wait out the target's timeout at every phase)."""
     (tmp_path / "script.txt").write_text(script)
     env = program_env()
     env.update({
@@ -65,6 +67,9 @@ def gpu_run(python, tmp_path, script=PHASES, lib=None, options=(), section=0.8, 
         "GPU_WORK_SECTION": str(section),
         "GPU_WORK_SETTLE": str(settle),
     })
+    if wait_ack:
+        env.update({"SCRY_FAKE_NVML_ACK_FILE": str(tmp_path / "ack"),
+                    "GPU_WORK_ACK": str(tmp_path / "ack")})
     env.update(extra_env or {})
     out = tmp_path / "profile.json"
     argv = [str(SCRY), "run", "--no-view", "--python", python, "-o", str(out), *options,
@@ -217,7 +222,7 @@ def test_errors_give_no_gpu_fields_and_a_note(tmp_path, case):
     else:
         script, note = "devices 0\n" + PHASES, "GPU: no NVIDIA device"
     cp, profile, log = gpu_run(python, tmp_path, script=script, lib=lib, options=["--gpu"],
-                               section=0.1, settle=0.05)
+                               section=0.1, settle=0.05, wait_ack=False)
     assert_unchanged(python, tmp_path, cp)
     assert profile["gpu"] is False and profile["gpu_device"] == ""
     assert all_gpu_zero(profile)
@@ -231,20 +236,25 @@ def test_auto_mode_without_a_library_says_nothing(tmp_path):
     """Not asked for (the default, a library named): no library is no error and no note."""
     python = preferred_python()
     cp, profile, _ = gpu_run(python, tmp_path, lib=tmp_path / "nowhere" / "libnvidia-ml.so.1",
-                             section=0.1, settle=0.05)
+                             section=0.1, settle=0.05, wait_ack=False)
     assert cp.returncode == 3
     assert profile["gpu"] is False and "gpu_note" not in profile
 
 
 def test_device_lost_mid_run_keeps_what_came_before(tmp_path):
-    """GPU_IS_LOST from every call 1.2 s after nvmlInit (during HOST): the sampler stops, the
-    figures gathered before stay, the note says when and why, nothing else changes."""
+    """GPU_IS_LOST from every call once the host phase begins: the sampler stops, the figures
+    gathered before stay, the note says when and why, nothing else changes."""
     python = preferred_python()
-    cp, profile, log = gpu_run(python, tmp_path, script="lost_after_ms 1200\n" + PHASES)
+    script = PHASES.replace("phase host util=60", "phase host lost=1 util=60")
+    # After the loss no phase is acknowledged: wait for it only briefly.
+    cp, profile, log = gpu_run(python, tmp_path, script=script,
+                               extra_env={"GPU_WORK_ACK_TIMEOUT": "0.3"})
     assert_unchanged(python, tmp_path, cp)
     assert "GPU is lost" in profile.get("gpu_note", ""), profile.get("gpu_note")
+    assert profile["gpu"] is True
     assert line_of(profile, "BUSY")["n_gpu_percent"] >= 85
     # After the loss nothing is charged: the 8 GiB the fake would report are never read.
+    assert line_of(profile, "HOST")["n_gpu_percent"] == 0
     assert line_of(profile, "ALLOC")["n_gpu_peak_memory_mb"] == 0
     assert_balanced(log)
 
@@ -253,12 +263,13 @@ def test_no_gpu_loads_nothing(tmp_path):
     python = preferred_python()
     maps = {"GPU_WORK_MAPS": "1"}
     cp, profile, log = gpu_run(python, tmp_path, options=["--no-gpu"], section=0.1,
-                               settle=0.05, extra_env=maps)
+                               settle=0.05, wait_ack=False, extra_env=maps)
     assert "nvml mapped: False" in cp.stdout, cp.stdout
     assert profile["gpu"] is False and "gpu_note" not in profile and all_gpu_zero(profile)
     assert log is None
     # The default (a library named) does load it: the check above can fail.
-    cp, profile, _ = gpu_run(python, tmp_path, section=0.1, settle=0.05, extra_env=maps)
+    cp, profile, _ = gpu_run(python, tmp_path, section=0.1, settle=0.05, wait_ack=False,
+                             extra_env=maps)
     assert "nvml mapped: True" in cp.stdout and profile["gpu"] is True, cp.stdout
 
 
@@ -266,8 +277,8 @@ def test_mode_flags(tmp_path):
     """Scalene's mode flags: --memory alone means no GPU, --gpu alone no memory."""
     python = preferred_python()
     _, profile, log = gpu_run(python, tmp_path, options=["--memory"], section=0.1,
-                                 settle=0.05)
+                                 settle=0.05, wait_ack=False)
     assert profile["gpu"] is False and log is None
     _, profile, _ = gpu_run(python, tmp_path, options=["--gpu"], section=0.1,
-                               settle=0.05)
+                               settle=0.05, wait_ack=False)
     assert profile["gpu"] is True and profile["memory"] is False

@@ -12,10 +12,13 @@
  *                          default util), putil (this process's SM %, default util), mem_mb
  *                          (this process's memory on device 0), other_mem_mb and other_util (a
  *                          second process), foreign=1 (this process appears under another pid:
- *                          a container whose PID namespace the driver does not translate)
+ *                          a container whose PID namespace the driver does not translate), lost=1
+ *                          (every device call answers GPU_IS_LOST from this phase on)
  * SCRY_FAKE_NVML_PHASE_FILE names a file holding the current phase's name, written by the test's
  * target before each section, read at every call: phases do not depend on timing. No file, or a
  * name the script lacks: the phase named "start", else all zero.
+ * SCRY_FAKE_NVML_ACK_FILE: each process-list call writes there the name of the phase it answered
+ * from, so the target can wait until the sampler has seen a new phase (its slowest reading).
  * SCRY_FAKE_NVML_LOG: at nvmlShutdown, "inits N shutdowns N calls N main_thread_calls N" is
  * written there, so tests can check init/shutdown balance and that no call came from the
  * program's main thread.
@@ -51,6 +54,7 @@ struct phase {
     char name[64];
     double util, util_other, putil, mem_mb, other_mem_mb, other_util;
     int foreign;
+    int lost; /* from this phase on, the device is lost */
 };
 
 static struct {
@@ -67,6 +71,7 @@ static struct {
 static int inits, shutdowns;
 static _Atomic long calls, main_calls;
 static struct timespec t0;
+static bool lost; /* a lost=1 phase was seen */
 static char handles[MAX_DEVICES]; /* a device handle is a pointer into this */
 
 static void parse_phase(char *rest)
@@ -101,6 +106,8 @@ static void parse_phase(char *rest)
             p->other_util = v;
         else if (!strcmp(tok, "foreign"))
             p->foreign = (int)v;
+        else if (!strcmp(tok, "lost"))
+            p->lost = (int)v;
     }
     if (p->util_other < 0)
         p->util_other = p->util;
@@ -147,14 +154,23 @@ static void load_script(void)
     fclose(f);
 }
 
+static const struct phase *current_named(char *name, size_t size);
+
 static const struct phase *current(void)
 {
+    char name[64];
+    return current_named(name, sizeof(name));
+}
+
+/* The current phase; name receives the name read from the phase file ("start" without one). */
+static const struct phase *current_named(char *name, size_t size)
+{
     static const struct phase zero;
-    char name[64] = "start";
+    snprintf(name, size, "start");
     const char *path = getenv("SCRY_FAKE_NVML_PHASE_FILE");
     FILE *f = path ? fopen(path, "r") : NULL;
     if (f) {
-        if (fgets(name, sizeof(name), f))
+        if (fgets(name, (int)size, f))
             name[strcspn(name, " \t\r\n")] = 0;
         fclose(f);
     }
@@ -190,6 +206,10 @@ static int enter(void *dev, unsigned *index)
     }
     if (cfg.lost_after_ms >= 0 && ms_since_init() >= cfg.lost_after_ms)
         return GPU_IS_LOST;
+    if (lost || current()->lost) {
+        lost = true;
+        return GPU_IS_LOST;
+    }
     return OK;
 }
 
@@ -319,7 +339,14 @@ static int processes(void *dev, unsigned *count, unsigned char *out, size_t stri
     int r = enter(dev, &i);
     if (r != OK)
         return r;
-    const struct phase *p = current();
+    char name[64];
+    const struct phase *p = current_named(name, sizeof(name));
+    const char *ack = getenv("SCRY_FAKE_NVML_ACK_FILE");
+    FILE *af = ack ? fopen(ack, "w") : NULL;
+    if (af) {
+        fputs(name, af);
+        fclose(af);
+    }
     struct entry list[2];
     unsigned n = 0;
     if (own_mb(p, i) > 0)
