@@ -235,6 +235,20 @@ static struct {
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
 
+/* The GPU's reading (gpu.c) charged with each sample: the one published before the previous
+ * tick, so never one newer than the samples charged now (taken since that tick's drain), and a
+ * line that ends as the GPU's activity changes does not get the next line's figures. */
+static struct {
+    bool valid;
+    struct ag_gpu_reading r;
+} gpu_seen, gpu_next;
+
+static void gpu_tick(void)
+{
+    gpu_seen = gpu_next;
+    gpu_next.valid = ag_gpu_read(&gpu_next.r);
+}
+
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
@@ -254,12 +268,9 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
         stats.files[a->file].excluded_sec += sec;
     else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
         stats.dropped++;
-    else {
-        /* The GPU's latest reading, for the time this sample stands for (gpu.c). */
-        struct ag_gpu_reading g;
-        if (ag_gpu_read(&g))
-            ag_stats_add_gpu(&stats, a->file, a->func, a->line, sec, g.load, g.mem_mb);
-    }
+    else if (gpu_seen.valid)
+        ag_stats_add_gpu(&stats, a->file, a->func, a->line, sec, gpu_seen.r.load,
+                         gpu_seen.r.mem_mb);
     if (a->stack) {
         struct ag_stack *st = &stats.stacks[a->stack - 1];
         st->sec[cat] += sec;
@@ -888,6 +899,7 @@ static void drain_all(bool flush)
 
 static void tick(bool flush)
 {
+    gpu_tick();
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
     if (now - last_scan_ns >= SCAN_INTERVAL_NS) {
         scan_threads(now);

@@ -551,8 +551,8 @@ void ag_gpu_reset_child(void)
     atomic_store(&have_data, false);
     atomic_store(&pub_valid, false);
     note[0] = 0;
-    set_note("GPU: not sampled in a process forked without exec (NVML is not fork-safe); the "
-             "parent's figures do not include it");
+    set_note("GPU: a process forked without exec is not sampled (NVML is not fork-safe): its "
+             "lines have no GPU figures");
 }
 
 void ag_gpu_write_part(struct json_writer *w)

@@ -273,6 +273,18 @@ def test_no_gpu_loads_nothing(tmp_path):
     assert "nvml mapped: True" in cp.stdout and profile["gpu"] is True, cp.stdout
 
 
+def test_forked_child_is_not_sampled_and_says_so(tmp_path):
+    python = preferred_python()
+    cp, profile, log = gpu_run(python, tmp_path, section=0.1, settle=0.05, wait_ack=False,
+                               extra_env={"GPU_WORK_FORK": "1"})
+    assert cp.returncode == 3 and profile["processes"] == 2, cp.stderr
+    assert profile["gpu"] is True
+    assert "forked without exec is not sampled" in profile.get("gpu_note", "")
+    child = line_of(profile, "CHILD")
+    assert child["n_gpu_percent"] == 0 and child["n_gpu_peak_memory_mb"] == 0, child
+    assert_balanced(log)
+
+
 def test_mode_flags(tmp_path):
     """Scalene's mode flags: --memory alone means no GPU, --gpu alone no memory."""
     python = preferred_python()

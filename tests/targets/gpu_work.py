@@ -5,6 +5,7 @@ call), waits on another line until the fake says the agent's sampler has read th
 runs its own marked line for SECTION seconds. The truth per marked line is the phase's (the test's
 script says what each phase is): BUSY runs while this process keeps the device 90% busy, HOST
 while it does not use the device (another process may), ALLOC while it holds 8 GiB there.
+GPU_WORK_FORK=1: at the end a forked child spins for 0.2 s.
 GPU_WORK_MAPS=1: the last line says whether an NVML library was mapped into this process."""
 import os
 import sys
@@ -50,6 +51,13 @@ def main():
     phase("alloc")
     time.sleep(SECTION)  # @ALLOC
     phase("idle")
+    if os.environ.get("GPU_WORK_FORK") == "1":
+        child = os.fork()
+        if child == 0:
+            end = time.monotonic() + 0.2
+            while time.monotonic() < end: pass  # @CHILD
+            os._exit(0)
+        os.waitpid(child, 0)
     print("gpu_work done")
     if os.environ.get("GPU_WORK_MAPS") == "1":
         with open("/proc/self/maps") as f:
