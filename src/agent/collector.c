@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/gpu.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
@@ -234,6 +235,20 @@ static struct {
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
 
+/* The GPU's reading (gpu.c) charged with each sample: the one published before the previous
+ * tick, so never one newer than the samples charged now (taken since that tick's drain), and a
+ * line that ends as the GPU's activity changes does not get the next line's figures. */
+static struct {
+    bool valid;
+    struct ag_gpu_reading r;
+} gpu_seen, gpu_next;
+
+static void gpu_tick(void)
+{
+    gpu_seen = gpu_next;
+    gpu_next.valid = ag_gpu_read(&gpu_next.r);
+}
+
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
@@ -253,6 +268,9 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
         stats.files[a->file].excluded_sec += sec;
     else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
         stats.dropped++;
+    else if (gpu_seen.valid)
+        ag_stats_add_gpu(&stats, a->file, a->func, a->line, sec, gpu_seen.r.load,
+                         gpu_seen.r.mem_mb);
     if (a->stack) {
         struct ag_stack *st = &stats.stacks[a->stack - 1];
         st->sec[cat] += sec;
@@ -881,6 +899,7 @@ static void drain_all(bool flush)
 
 static void tick(bool flush)
 {
+    gpu_tick();
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
     if (now - last_scan_ns >= SCAN_INTERVAL_NS) {
         scan_threads(now);
@@ -1139,6 +1158,7 @@ static void finish_locked(void)
     end_carry();
     uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
     charge_shutdown(end);
+    ag_gpu_stop();
     double elapsed = (double)(end - start_mono_ns) / 1e9;
     uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
     log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "
