@@ -32,26 +32,36 @@ _Atomic bool ag_enabled = true;
 uint64_t ag_main_thread_id;
 
 bool ag_low_fds_closed;
+bool ag_attached; /* started by scry_agent_attach, not by `scry run` */
 
 static bool active;
 static struct rd_reader *self_reader;
 
+/* Where the settings come from: the environment (`scry run`), or the file that `scry record
+ * --pid --memory` hands scry_agent_attach (attach.c). */
+static const char *from_env(const char *name)
+{
+    return getenv(name);
+}
+
+static const char *(*setting)(const char *name) = from_env;
+
 static bool env_flag(const char *name)
 {
-    const char *v = getenv(name);
+    const char *v = setting(name);
     return v && strcmp(v, "1") == 0;
 }
 
 static void env_str(const char *name, char *out, size_t size)
 {
-    const char *v = getenv(name);
+    const char *v = setting(name);
     snprintf(out, size, "%s", v ? v : "");
 }
 
 /* A positive byte count; anything else keeps the default (with a warning). */
 static void env_bytes(const char *name, uint64_t *out)
 {
-    const char *v = getenv(name);
+    const char *v = setting(name);
     if (!v || !*v)
         return;
     char *end;
@@ -66,7 +76,7 @@ static void read_config(void)
 {
     env_str("SCRY_PART_DIR", ag_cfg.part_dir, sizeof(ag_cfg.part_dir));
     ag_cfg.rate_sec = 0.01;
-    const char *rate = getenv("SCRY_CPU_SAMPLING_RATE");
+    const char *rate = setting("SCRY_CPU_SAMPLING_RATE");
     if (rate && *rate) {
         char *end;
         double r = strtod(rate, &end);
@@ -87,7 +97,7 @@ static void read_config(void)
     ag_cfg.memory = env_flag("SCRY_MEMORY");
     env_bytes("SCRY_ALLOCATION_WINDOW", &ag_mem_window);
     env_bytes("SCRY_COPY_WINDOW", &ag_copy_window);
-    const char *snap = getenv("SCRY_SNAPSHOT_INTERVAL");
+    const char *snap = setting("SCRY_SNAPSHOT_INTERVAL");
     if (snap && *snap) {
         char *end;
         double r = strtod(snap, &end);
@@ -96,7 +106,7 @@ static void read_config(void)
         else
             ag_cfg.snapshot_sec = r;
     }
-    const char *leak = getenv("SCRY_LEAK_DETECTOR");
+    const char *leak = setting("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
 
@@ -178,26 +188,25 @@ static void after_fork_child(void)
         ag_collector_resume();
 }
 
-__attribute__((constructor)) static void ag_init(void)
+/* Starts profiling with the settings that `get` gives (0), or says why not (-1, logged). */
+static int start(const char *(*get)(const char *name))
 {
-    ag_mem_hooks_init();
-    const char *dir = getenv("SCRY_PART_DIR");
-    if (!dir || !*dir)
-        return;
-    if (!dlsym(RTLD_DEFAULT, "Py_Version") && !dlsym(RTLD_DEFAULT, "_PyRuntime"))
-        return; /* not a Python: a shell, a compiler, ... */
     ag_mtls.guard++; /* the agent's own start-up is not the program's memory */
+    setting = get;
     read_config();
+    setting = from_env;
     ag_control_init();
     for (int fd = 0; fd < 3; fd++)
         if (fcntl(fd, F_GETFD) < 0)
             ag_low_fds_closed = true;
     ag_pid = (int)syscall(SYS_getpid);
     ag_main_thread_id = (uint64_t)pthread_self();
-    if (rd_open_self(&self_reader) != 0 || py_runtime_open_self(self_reader, &ag_rt) != 0) {
+    if (!self_reader &&
+        (rd_open_self(&self_reader) != 0 || py_runtime_open_self(self_reader, &ag_rt) != 0)) {
         log_warn("agent: not profiling pid %d: %s", ag_pid, err_last_message());
+        self_reader = NULL;
         ag_mtls.guard--;
-        return;
+        return -1;
     }
     if (ag_cfg.memory && ag_rt.layout.free_threaded) {
         ag_cfg.memory = false; /* CPU only: the part says why, `scry run` warns */
@@ -212,15 +221,56 @@ __attribute__((constructor)) static void ag_init(void)
     if (ag_collector_start() != 0) {
         log_warn("agent: cannot start the collector in pid %d: %s", ag_pid, strerror(errno));
         ag_mtls.guard--;
-        return;
+        return -1;
     }
     ag_gpu_start();
+    ag_mtls.guard--;
+    return 0;
+}
+
+__attribute__((constructor)) static void ag_init(void)
+{
+    ag_mem_hooks_init();
+    const char *dir = getenv("SCRY_PART_DIR");
+    if (!dir || !*dir)
+        return;
+    if (!dlsym(RTLD_DEFAULT, "Py_Version") && !dlsym(RTLD_DEFAULT, "_PyRuntime"))
+        return; /* not a Python: a shell, a compiler, ... */
+    if (start(from_env) != 0)
+        return;
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
     active = true;
     if (ag_cfg.memory && atomic_load(&ag_enabled))
         atomic_store(&ag_mem_on, true);
-    ag_mtls.guard--;
+}
+
+bool ag_started_by_run(void)
+{
+    return active && !ag_attached;
+}
+
+/* scry_agent_attach (attach.c): the same start, settings from its file; no fork or exit
+ * handlers (the program's own exit path writes nothing: `scry record` asks for the part). */
+int ag_attach_start(const char *(*get)(const char *name))
+{
+    if (ag_attached) { /* attached before: start over, in the new part directory */
+        ag_part_forget_dir();
+        ag_collector_reset_child();
+        ag_part_forget_dir();
+    }
+    if (start(get) != 0)
+        return -1;
+    ag_attached = true;
+    active = true;
+    return 0;
+}
+
+/* After scry_agent_detach wrote the part: idle until the next attach. */
+void ag_attach_stopped(void)
+{
+    active = false;
+    ag_part_forget_dir();
 }
 
 __attribute__((destructor)) static void ag_fini(void)

@@ -250,6 +250,9 @@ void ag_sched_reset(void);
  * only once CPython has counted the threads. */
 void ag_pyhooks_maybe_schedule(void);
 bool ag_pyhooks_installed(void);
+/* Detach (attach.c), from a thread that holds no lock of Python's: a pending call puts Python's
+ * allocators back; the next attach installs the wrappers again. */
+void ag_pyhooks_detach(void);
 /* A fork that returns in a thread holding the GIL before the fork hooks are installed: the
  * collector is started again from a pending call, once os.fork() has counted the process's
  * threads. False if it must be started now (no GIL held, or no pending call possible). */
@@ -268,6 +271,8 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
  * process will write a part (it waits a moment for processes that outlive the program); the
  * marker is removed once the part is written. */
 void ag_part_begin(void);
+/* Closes the part directory and file (an attached agent's detach: the next attach has another). */
+void ag_part_forget_dir(void);
 /* While the process runs (SCRY_SNAPSHOT_INTERVAL, for `scry run --push`): the statistics so far,
  * in the part's format, as $SCRY_PART_DIR/snap-<pid>.json (written under a temporary name, then
  * renamed over the previous one). Collector thread, lock held. */
@@ -296,5 +301,16 @@ int ag_fd_get(const struct ag_fd *id);
  * program runs (any open would take the lowest free descriptor, where the interpreter looks for
  * its standard streams). */
 extern bool ag_low_fds_closed;
+
+/* agent.c, for attach.c (`scry record --pid --memory`): start profiling with the settings get
+ * gives (0, or -1 logged); the agent goes idle once detached; whether `scry run` started it. */
+extern bool ag_attached;
+/* attach.c's entry points, which `scry record --pid --memory` makes a thread of the process
+ * call (docs/record-memory.md). */
+AG_EXPORT int scry_agent_attach(const char *settings_path);
+AG_EXPORT int scry_agent_detach(void);
+int ag_attach_start(const char *(*get)(const char *name));
+void ag_attach_stopped(void);
+bool ag_started_by_run(void);
 
 #endif

@@ -698,3 +698,18 @@ void ag_mem_fork_child(void)
     if (ag_mtls.rng) /* the child draws its own points */
         rng_seed(&ag_mtls);
 }
+
+/* ---- the hooks' own addresses (got_patch.c) ----
+ * A reference to `malloc` from inside the agent binds to the program's malloc when the agent
+ * was loaded late (dlopen) rather than preloaded: these hidden aliases are the hooks themselves,
+ * for the relocation entries that `scry record --pid --memory` patches. */
+#define AG_HOOK_ALIAS(name) extern __typeof__(name) ag_hook_##name __attribute__((alias(#name), copy(name)));
+AG_HOOK_NAMES(AG_HOOK_ALIAS)
+#undef AG_HOOK_ALIAS
+
+const struct ag_hook ag_mem_hooks[] = {
+#define AG_HOOK_ENTRY(name) {#name, (void *)ag_hook_##name},
+    AG_HOOK_NAMES(AG_HOOK_ENTRY)
+#undef AG_HOOK_ENTRY
+    {NULL, NULL},
+};

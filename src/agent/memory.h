@@ -128,4 +128,23 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident);
  * (mincore; they are charged to the footprint from then on). */
 uint64_t ag_maps_scan_resident(void);
 
+/* The hooked functions by name, and the hooks' own addresses (memhooks.c): what got_patch.c
+ * writes into the relocation entries of a process the agent was loaded into late. */
+#define AG_HOOK_NAMES(X)                                                                         \
+    X(malloc) X(calloc) X(free) X(realloc) X(reallocarray) X(posix_memalign) X(aligned_alloc)    \
+    X(memalign) X(valloc) X(pvalloc) X(mmap) X(mmap64) X(munmap) X(mremap) X(memcpy) X(memmove) \
+    X(__memcpy_chk) X(__memmove_chk)
+struct ag_hook {
+    const char *name;
+    void *fn;
+};
+extern const struct ag_hook ag_mem_hooks[]; /* ends with {NULL, NULL} */
+
+/* got_patch.c: points every loaded object's relocation entries (GOT, PLT slots) for the hooked
+ * functions at the hooks, saving what was there (0, or -1 when nothing could be patched);
+ * ag_got_restore writes every saved value back. Not on a signal path; not thread-safe against
+ * itself (attach and detach are serialized by `scry record`). */
+int ag_got_patch(void);
+void ag_got_restore(void);
+
 #endif

@@ -56,6 +56,12 @@ static uint64_t (*gilstate)(void); /* PyGILState_GetThisThreadState */
 
 int ag_memq_init(void)
 {
+    if (slots && tracks && maps) { /* attached again (attach.c): nothing from before is tracked */
+        memset(tracks, 0, TRACK_BUCKETS * sizeof(*tracks));
+        memset(maps, 0, MAP_SLOTS * sizeof(*maps));
+        ag_memq_fork_child();
+        return 0;
+    }
     slots = ag_real_mmap(QUEUE_SLOTS * sizeof(*slots));
     tracks = ag_real_mmap(TRACK_BUCKETS * sizeof(*tracks));
     maps = ag_real_mmap(MAP_SLOTS * sizeof(*maps));

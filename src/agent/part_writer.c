@@ -420,6 +420,15 @@ void ag_part_begin(void)
         close(fd);
 }
 
+void ag_part_forget_dir(void)
+{
+    if (ag_fd_get(&part_fd) >= 0)
+        close(part_fd.fd);
+    if (ag_fd_get(&dir_fd) >= 0)
+        close(dir_fd.fd);
+    part_fd.fd = dir_fd.fd = -1;
+}
+
 static void live_marker_remove(int dir)
 {
     char name[64];

@@ -288,6 +288,8 @@ static int install(void *arg)
         profile_done = true;
     }
     atomic_store(&ag_mem_python_ready, true);
+    if (atomic_load(&installed))
+        return 0; /* attached again (attach.c): the fork hooks are there */
     PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
     PyObject *fns[3] = {NULL, NULL, NULL};
     static const char *const keys[3] = {"before", "after_in_parent", "after_in_child"};
@@ -350,6 +352,27 @@ static bool load_api(void)
     return api.add_pending_call && api.import_module && api.get_attr && api.cfunction_new &&
            api.dict_new && api.dict_set && api.tuple_new && api.call && api.decref &&
            api.incref && api.err_clear && api.none;
+}
+
+/* Runs in the main thread with the GIL held: Python's own allocators back, unless memory is
+ * counted again by then (a new attach). Blocks the wrappers handed out are the originals'. */
+static int unwrap(void *arg)
+{
+    (void)arg;
+    if (!allocators_wrapped || atomic_load(&ag_mem_on))
+        return 0;
+    static const int domains[] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    for (size_t i = 0; i < 2; i++)
+        api.mem_set(domains[i], &original[domains[i]]);
+    allocators_wrapped = false;
+    return 0;
+}
+
+void ag_pyhooks_detach(void)
+{
+    if (allocators_wrapped && api.add_pending_call && api.add_pending_call(unwrap, NULL) != 0)
+        log_debug("agent: Py_AddPendingCall failed: the allocator wrappers stay (idle)");
+    atomic_store(&scheduled, false); /* the next attach schedules install() again */
 }
 
 bool ag_pyhooks_defer_resume(void)

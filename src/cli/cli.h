@@ -213,6 +213,8 @@ struct outfile;
 void cli_profile_read_sources(struct profile *p);
 /* Reads the sources, renders the document and commits it to out (aborted on failure). Returns
  * 0 or a recorded error. */
+/* libscry-agent.so next to the scry binary, into out (0, or io_error with a hint). */
+int cli_find_agent(char *out, size_t n);
 int cli_profile_write(struct profile *p, const struct profile_json_opts *jo, struct outfile *out);
 
 #endif

@@ -350,3 +350,24 @@ const char *cli_profile_program(const json_t *doc)
     const json_t *p = doc ? json_object_get(doc, "program") : NULL;
     return json_is_string(p) && *json_string_value(p) ? json_string_value(p) : NULL;
 }
+
+/* The agent sits next to the scry binary. */
+int cli_find_agent(char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len <= 0)
+        return err_fail(SCRY_E_IO, "cannot find scry's own executable: %s", strerror(errno));
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    if ((size_t)snprintf(out, n, "%s/libscry-agent.so", exe) >= n)
+        return err_fail(SCRY_E_IO, "the path of scry's agent library is too long");
+    if (access(out, R_OK) != 0)
+        return err_fail_hint(SCRY_E_IO,
+                             "the agent is built with scry ('make' builds build/libscry-agent.so); "
+                             "keep it next to the scry binary",
+                             "cannot find scry's agent library %s: %s", out, strerror(errno));
+    return 0;
+}

@@ -16,6 +16,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "cli/record_memory.h"
 #include "cli/record_native.h"
 #include "cli/sampling.h"
 #include "common/error.h"
@@ -44,6 +45,9 @@ const char cmd_record_usage[] =
     "                                  stacks; slows it down)\n"
     "      --native                    also the native call chain of each running thread\n"
     "                                  (libunwind-ptrace; stops the process for each sample)\n"
+    "      --memory                    also its memory, as scry run --memory: loads scry's agent\n"
+    "                                  into the process (ptrace), which samples it from inside\n"
+    "                                  and goes idle at the end (docs/record-memory.md)\n"
     "      --profile-all               profile every file, the standard library included\n"
     "      --profile-only A,B          only files whose path contains one of these\n"
     "      --profile-exclude A,B       never files whose path contains one of these\n"
@@ -59,6 +63,7 @@ struct rec_opts {
     int pid;
     struct smp_opts s;
     const char *outfile;
+    bool memory;
 };
 
 struct rec_line {
@@ -92,7 +97,7 @@ struct rec_data {
 
 /* ---- options ---- */
 
-enum { O_BLOCKING = SMP_O__END, O_NATIVE };
+enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_MEMORY };
 
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
@@ -101,6 +106,7 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"outfile", required_argument, NULL, 'o'},
         {"blocking", no_argument, NULL, O_BLOCKING},
         {"native", no_argument, NULL, O_NATIVE},
+        {"memory", no_argument, NULL, O_MEMORY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -129,6 +135,9 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         case O_NATIVE:
             o->s.native = true;
             break;
+        case O_MEMORY:
+            o->memory = true;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -140,6 +149,9 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
+    if (o->memory && (o->s.native || o->s.blocking || o->s.subprocesses || o->s.idle))
+        return cli_usage("--memory profiles from inside the process: not with --native, "
+                         "--blocking, --subprocesses or --idle");
     return 0;
 }
 
@@ -514,6 +526,12 @@ int cmd_record(int argc, char **argv)
     int perr = smp_resolve_program_path(&o.s, ppath);
     if (perr)
         return perr;
+    if (o.memory) {
+        char agent[PATH_MAX];
+        if (cli_find_agent(agent, sizeof(agent)) != 0)
+            return cli_report_error(false);
+        return record_memory(o.pid, &o.s, o.outfile, agent);
+    }
     if (o.s.native && rn_available() != 0)
         return cli_report_error(false);
     struct smp_program pg = {0};

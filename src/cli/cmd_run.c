@@ -474,27 +474,6 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     return 0;
 }
 
-/* The agent sits next to the scry binary. */
-static int find_agent(char *out, size_t n)
-{
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
-        return err_fail(SCRY_E_IO, "cannot find scry's own executable: %s", strerror(errno));
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    if ((size_t)snprintf(out, n, "%s/libscry-agent.so", exe) >= n)
-        return err_fail(SCRY_E_IO, "the path of scry's agent library is too long");
-    if (access(out, R_OK) != 0)
-        return err_fail_hint(SCRY_E_IO,
-                             "the agent is built with scry ('make' builds build/libscry-agent.so); "
-                             "keep it next to the scry binary",
-                             "cannot find scry's agent library %s: %s", out, strerror(errno));
-    return 0;
-}
-
 static double mono_now(void)
 {
     struct timespec ts;
@@ -1113,7 +1092,7 @@ static int run(struct run_opts o)
         err_fail(SCRY_E_IO, "cannot read the current directory: %s", strerror(errno));
         return cli_report_error(false);
     }
-    if (find_agent(agent, sizeof(agent)) != 0)
+    if (cli_find_agent(agent, sizeof(agent)) != 0)
         return cli_report_error(false);
 
     /* The profile's file is created now, before the program runs: a path that cannot be

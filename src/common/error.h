@@ -45,7 +45,10 @@
     X(PROVIDER_ERROR, "provider_error",                                                            \
       "the provider refused the request: check the key, the model's name and the account")        \
     X(BAD_ANSWER, "bad_answer",                                                                    \
-      "the model's answer held no code to propose; try again or try another model")
+      "the model's answer held no code to propose; try again or try another model")              \
+    X(INJECT_REFUSED, "inject_refused",                                                            \
+      "scry did not load its agent into the process (docs/record-memory.md says when it "        \
+      "refuses); try again, or start the program with 'scry run --memory'")
 
 enum scry_err {
 #define SCRY_ERR_ENUM(name, code, hint) SCRY_E_##name,

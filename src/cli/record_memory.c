@@ -1,0 +1,516 @@
+/* `scry record --pid PID --memory`: the memory profile of a process that scry did not start
+ * (docs/record-memory.md). scry's agent is loaded into it: its main thread is stopped with ptrace
+ * at a point where it holds no lock of the C library's or the dynamic loader's (blocked in one
+ * of a few waiting system calls, or running code outside libc, the loader and the agent), and
+ * made to call dlopen(agent) and then scry_agent_attach(settings), after which its registers are
+ * put back exactly and it is let go (an interrupted system call restarts as the kernel would
+ * have restarted it). The agent hooks the allocation functions through every loaded object's
+ * relocation entries and profiles as under `scry run --memory`. At the end the main thread is
+ * made to call scry_agent_detach, which starts a thread of the agent's that writes the part,
+ * puts every relocation entry back and leaves the agent loaded and idle; the part is merged into
+ * the profile as `scry run` merges its parts. x86-64 Linux only. */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/profile.h"
+#include "cli/cli.h"
+#include "cli/record_memory.h"
+#include "common/error.h"
+#include "common/infile.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
+#include "reader/elf_image.h"
+#include "render/profile_json.h"
+
+#define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
+#define PART_WAIT_MS 15000  /* for the agent's part after detach */
+#define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
+
+#if defined(__x86_64__)
+
+/* ---- the target's mappings ---- */
+
+/* The load address and file of the first mapping whose file's name starts with prefix
+ * (e.g. "libc.so"); false if there is none. */
+static bool find_object(int pid, const char *prefix, uint64_t *base, char *path, size_t size)
+{
+    char mp[64], line[PATH_MAX + 256];
+    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
+    FILE *f = fopen(mp, "re");
+    if (!f)
+        return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi, off;
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) < 3 || !at)
+            continue;
+        char *file = line + at;
+        file[strcspn(file, "\n")] = 0;
+        const char *slash = strrchr(file, '/');
+        if (file[0] != '/' || strncmp(slash + 1, prefix, strlen(prefix)) != 0 || off != 0)
+            continue;
+        *base = lo;
+        snprintf(path, size, "%s", file);
+        found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Whether pc lies in an executable mapping of one of the objects where a stopped thread may
+ * hold a lock that dlopen or the agent's start takes. */
+static bool pc_unsafe(int pid, uint64_t pc)
+{
+    static const char *const objects[] = {"libc.so", "libc-", "ld-linux", "ld-", "libpthread",
+                                          "libdl", "libgcc_s", "libstdc++", "libscry-agent"};
+    char mp[64], line[PATH_MAX + 256];
+    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
+    FILE *f = fopen(mp, "re");
+    if (!f)
+        return true;
+    bool unsafe = false, seen = false;
+    while (!seen && fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || pc < lo || pc >= hi)
+            continue;
+        seen = true;
+        const char *slash = strrchr(line + at, '/');
+        for (size_t i = 0; slash && i < sizeof(objects) / sizeof(*objects); i++)
+            if (strncmp(slash + 1, objects[i], strlen(objects[i])) == 0)
+                unsafe = true;
+    }
+    fclose(f);
+    return unsafe || !seen;
+}
+
+/* The run-time address of sym in the target's object named prefix*; 0 if not there. */
+static uint64_t target_symbol(int pid, const char *prefix, const char *sym)
+{
+    uint64_t base, value, size;
+    char path[PATH_MAX], rooted[PATH_MAX + 64];
+    if (!find_object(pid, prefix, &base, path, sizeof(path)))
+        return 0;
+    snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", pid, path);
+    struct elf_image *img;
+    if (elf_open(rooted, &img) != 0 && elf_open(path, &img) != 0)
+        return 0;
+    uint64_t addr = 0;
+    if (elf_symbol(img, sym, &value, &size) && value)
+        addr = base + value - elf_first_load_vaddr(img);
+    elf_close(img);
+    return addr;
+}
+
+/* ---- stopping the main thread at a safe point ---- */
+
+struct inj {
+    int pid;
+    struct user_regs_struct saved;
+    bool held;
+};
+
+/* Blocking system calls during which a thread holds none of the locks dlopen takes. */
+static bool waiting_syscall(long nr)
+{
+    static const long ok[] = {0 /* read */,      7 /* poll */,      23 /* select */,
+                              34 /* pause */,    35 /* nanosleep */, 43 /* accept */,
+                              45 /* recvfrom */, 47 /* recvmsg */,   61 /* wait4 */,
+                              128 /* rt_sigtimedwait */, 130 /* rt_sigsuspend */,
+                              230 /* clock_nanosleep */, 232 /* epoll_wait */,
+                              247 /* waitid */, 270 /* pselect6 */, 271 /* ppoll */,
+                              281 /* epoll_pwait */, 288 /* accept4 */, 441 /* epoll_pwait2 */};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++)
+        if (nr == ok[i])
+            return true;
+    return false;
+}
+
+/* Whether the thread blocks SIGSEGV (the injected call returns through one, which must reach
+ * us rather than be forced on a blocked thread). */
+static bool blocks_segv(int pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return true;
+    bool blocked = true;
+    while (fgets(buf, sizeof(buf), f))
+        if (strncmp(buf, "SigBlk:", 7) == 0)
+            blocked = (strtoull(buf + 7, NULL, 16) >> (SIGSEGV - 1)) & 1;
+    fclose(f);
+    return blocked;
+}
+
+static int lost(int pid)
+{
+    return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while scry was loading its agent",
+                    pid);
+}
+
+/* Waits for the next stop of the main thread: 0 with *status, or an error if it ended. */
+static int wait_stop(int pid, int *status)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, status, __WALL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status))
+            return lost(pid);
+        return 0;
+    }
+}
+
+/* Seizes and stops the main thread, keeping it only where it is safe to call into the loader. */
+static int hold_main_thread(struct inj *in)
+{
+    int pid = in->pid;
+    for (int tries = 0; tries < PICK_TRIES; tries++) {
+        if (blocks_segv(pid))
+            return err_fail(SCRY_E_INJECT_REFUSED,
+                                 "the main thread of process %d blocks SIGSEGV, through which "
+                                 "scry's injected call returns",
+                                 pid);
+        if (ptrace(PTRACE_SEIZE, pid, 0, 0) != 0) {
+            if (errno == ESRCH)
+                return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process %d", pid);
+            return err_fail(SCRY_E_PERMISSION_DENIED, "not allowed to trace process %d: %s", pid,
+                            strerror(errno));
+        }
+        int st;
+        if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) != 0 || wait_stop(pid, &st) != 0)
+            return lost(pid);
+        if ((st >> 16) != PTRACE_EVENT_STOP) {
+            /* A signal arrived first: hand it over and look again. */
+            ptrace(PTRACE_DETACH, pid, 0, (void *)(long)WSTOPSIG(st));
+            continue;
+        }
+        if (ptrace(PTRACE_GETREGS, pid, 0, &in->saved) != 0) {
+            ptrace(PTRACE_DETACH, pid, 0, 0);
+            return lost(pid);
+        }
+        long nr = (long)in->saved.orig_rax;
+        bool safe = nr >= 0 ? waiting_syscall(nr) : !pc_unsafe(pid, in->saved.rip);
+        if (safe) {
+            in->held = true;
+            return 0;
+        }
+        ptrace(PTRACE_DETACH, pid, 0, 0);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return err_fail(SCRY_E_INJECT_REFUSED,
+                         "the main thread of process %d was never at a safe point to load scry's "
+                         "agent (it was always inside the C library, the loader or a lock wait)",
+                         pid);
+}
+
+/* Puts the registers back and lets the thread go (a pending SIGSEGV of ours is dropped). */
+static void release_main_thread(struct inj *in)
+{
+    if (!in->held)
+        return;
+    ptrace(PTRACE_SETREGS, in->pid, 0, &in->saved);
+    ptrace(PTRACE_DETACH, in->pid, 0, 0);
+    in->held = false;
+}
+
+/* Makes the held thread call fn(arg0, arg1), where a string `text` (if any) is copied below its
+ * stack and passed as arg0; the call returns to address 0, whose fault stops it again. */
+static int remote_call(struct inj *in, uint64_t fn, const char *text, uint64_t arg1,
+                       uint64_t *ret)
+{
+    int pid = in->pid;
+    struct user_regs_struct r = in->saved;
+    uint64_t sp = (in->saved.rsp - STACK_SKIP) & ~(uint64_t)15;
+    uint64_t arg0 = 0;
+    if (text) {
+        size_t len = strlen(text) + 1;
+        sp = (sp - len) & ~(uint64_t)15;
+        arg0 = sp;
+        struct iovec local = {(void *)text, len}, remote = {(void *)(uintptr_t)sp, len};
+        if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+            return err_fail(SCRY_E_PERMISSION_DENIED, "cannot write into process %d: %s", pid,
+                            strerror(errno));
+    }
+    sp -= 16;
+    uint64_t zero = 0;
+    sp -= 8; /* the return address: rsp % 16 == 8 at the callee's entry, as after a call */
+    struct iovec lz = {&zero, 8}, rz = {(void *)(uintptr_t)sp, 8};
+    if (process_vm_writev(pid, &lz, 1, &rz, 1, 0) != 8)
+        return err_fail(SCRY_E_PERMISSION_DENIED, "cannot write into process %d: %s", pid,
+                        strerror(errno));
+    r.rsp = sp;
+    r.rip = fn;
+    r.rdi = arg0;
+    r.rsi = arg1;
+    r.rax = 0;
+    r.orig_rax = (unsigned long long)-1; /* no system call to restart under the call */
+    if (ptrace(PTRACE_SETREGS, pid, 0, &r) != 0 || ptrace(PTRACE_CONT, pid, 0, 0) != 0)
+        return lost(pid);
+    for (;;) {
+        int st;
+        if (wait_stop(pid, &st) != 0) {
+            in->held = false;
+            return -(int)err_last_code();
+        }
+        int sig = WSTOPSIG(st);
+        if ((st >> 16) == PTRACE_EVENT_STOP) {
+            ptrace(PTRACE_CONT, pid, 0, 0);
+            continue;
+        }
+        if (sig == SIGSEGV) {
+            struct user_regs_struct now;
+            if (ptrace(PTRACE_GETREGS, pid, 0, &now) != 0)
+                return lost(pid);
+            if (now.rip == 0) {
+                *ret = now.rax;
+                return 0;
+            }
+            /* A fault inside the call: it is abandoned, the thread goes on where it was. */
+            return err_fail(SCRY_E_INTERNAL, "the injected call faulted in process %d at %#llx",
+                            pid, (unsigned long long)now.rip);
+        }
+        ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig); /* the program's own signal */
+    }
+}
+
+/* Calls fn of the agent (already loaded, else loaded first) in the held thread. */
+static int agent_call(struct inj *in, const char *agent, const char *fn, const char *text,
+                      int64_t *ret)
+{
+    uint64_t addr = target_symbol(in->pid, "libscry-agent.so", fn), r = 0;
+    if (!addr) {
+        uint64_t dlopen_at = target_symbol(in->pid, "libc.so", "dlopen");
+        if (!dlopen_at)
+            dlopen_at = target_symbol(in->pid, "libdl.so", "dlopen");
+        if (!dlopen_at)
+            return err_fail(SCRY_E_INJECT_REFUSED,
+                                 "process %d has no dlopen (a static executable?): scry cannot "
+                                 "load its agent there",
+                                 in->pid);
+        int err = remote_call(in, dlopen_at, agent, 2 /* RTLD_NOW */, &r);
+        if (err)
+            return err;
+        addr = r ? target_symbol(in->pid, "libscry-agent.so", fn) : 0;
+        if (!addr)
+            return err_fail(SCRY_E_INJECT_REFUSED, "process %d could not load %s", in->pid,
+                            san_str(agent));
+    }
+    int err = remote_call(in, addr, text, 0, &r);
+    *ret = (int32_t)(uint32_t)r;
+    return err;
+}
+
+/* One call into the agent in process pid, with the main thread held around it. */
+static int inject(int pid, const char *agent, const char *fn, const char *text, int64_t *ret)
+{
+    struct inj in = {.pid = pid};
+    int err = hold_main_thread(&in);
+    if (!err)
+        err = agent_call(&in, agent, fn, text, ret);
+    release_main_thread(&in);
+    return err;
+}
+
+#else
+
+static int inject(int pid, const char *agent, const char *fn, const char *text, int64_t *ret)
+{
+    (void)agent;
+    (void)fn;
+    (void)text;
+    (void)ret;
+    return err_fail(SCRY_E_INJECT_REFUSED, "scry record --memory loads its agent on x86-64 only "
+                                            "(process %d)",
+                    pid);
+}
+
+#endif
+
+/* ---- settings, part, profile ---- */
+
+static int write_settings(const char *dir, const struct smp_opts *o, const char *program_path,
+                          char *path, size_t size)
+{
+    char text[4 * PATH_MAX + 512];
+    snprintf(text, sizeof(text),
+             "SCRY_PART_DIR=%s\nSCRY_MEMORY=1\nSCRY_CPU_SAMPLING_RATE=%.9g\n"
+             "SCRY_PROGRAM_PATH=%s\nSCRY_PROFILE_ALL=%d\nSCRY_PROFILE_SYSTEM_LIBRARIES=%d\n"
+             "SCRY_PROFILE_ONLY=%s\nSCRY_PROFILE_EXCLUDE=%s\n",
+             dir, 1.0 / o->rate, program_path, o->profile_all, o->system_libraries,
+             o->profile_only ? o->profile_only : "", o->profile_exclude ? o->profile_exclude : "");
+    if (strchr(program_path, '\n') || (o->profile_only && strchr(o->profile_only, '\n')) ||
+        (o->profile_exclude && strchr(o->profile_exclude, '\n')))
+        return err_fail(SCRY_E_USAGE, "a path or filter with a newline cannot be passed on");
+    snprintf(path, size, "%s/settings", dir);
+    return outfile_write_all(path, text, strlen(text), 0600);
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")))
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* The part the agent writes at detach (or when the process ends): 0 and its text, or an error. */
+static int wait_part(const char *dir, int pid, char **text, size_t *len)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/part-%d.json", dir, pid);
+    for (int waited = 0; waited < PART_WAIT_MS; waited += 10) {
+        if (access(path, F_OK) == 0)
+            return infile_read_all(path, "part", INFILE_MAX_READ, text, len);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return err_fail(SCRY_E_INTERNAL, "the agent in process %d wrote no profile part", pid);
+}
+
+static int write_profile(const char *text, size_t len, int pid, const struct smp_program *pg,
+                         struct outfile *out, const char *outfile, const char *why)
+{
+    struct profile p;
+    prof_init(&p);
+    char what[64];
+    snprintf(what, sizeof(what), "process %d", pid);
+    int err = prof_add_part_text(&p, text, len, what, pid);
+    if (!err) {
+        prof_finish(&p);
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        struct profile_json_opts jo = {
+            .version = SCRY_VERSION,
+            .program = pg->program,
+            .entrypoint_dir = pg->entry_dir,
+            .filename = pg->program_path,
+            .args = pg->args,
+            .nargs = pg->nargs,
+            .cpu_percent_threshold = 1,
+            .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+        };
+        err = cli_profile_write(&p, &jo, out);
+        if (!err)
+            fprintf(stderr,
+                    "scry: %s: wrote %s (%llu samples over %.3f s); view it with: scry view "
+                    "--cli %s\n",
+                    why, san_str(outfile), (unsigned long long)p.samples, p.elapsed_sec,
+                    san_str(outfile));
+    }
+    prof_free(&p);
+    return err;
+}
+
+/* Sleeps until the duration ends, Ctrl-C/SIGTERM, or the process ends; says which. */
+static const char *wait_recording(int pid, double duration)
+{
+    double slept = 0;
+    while (duration <= 0 || slept < duration) {
+        if (smp_stop_signal)
+            return smp_stop_signal == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
+        if (!smp_alive(pid))
+            return "the process exited";
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        slept += 0.02;
+    }
+    return "the duration ended";
+}
+
+static int attach_refused(int pid, int64_t rc)
+{
+    if (rc == -2)
+        return err_fail_hint(SCRY_E_INJECT_REFUSED,
+                             "its profile is written by that scry run when it ends",
+                             "process %d is profiled by scry run already", pid);
+    if (rc == -3)
+        return err_fail_hint(SCRY_E_INJECT_REFUSED, "wait for the other recording to end",
+                             "another scry record --memory is attached to process %d", pid);
+    return err_fail(SCRY_E_INJECT_REFUSED,
+                    "scry's agent could not start in process %d (run with SCRY_LOG=debug in the "
+                    "target's environment to see why)",
+                    pid);
+}
+
+int record_memory(int pid, const struct smp_opts *o, const char *outfile, const char *agent)
+{
+    struct smp_hooks hooks = {.input_fd = -1};
+    struct smp_set set = {.o = o, .h = &hooks};
+    struct smp_program pg = {0};
+    if (smp_set_open(&set, pid, &pg) != 0)
+        return cli_report_error(false);
+    const struct py_runtime *rt = &set.procs[0]->rt;
+    if (rt->layout.free_threaded) {
+        smp_set_free(&set);
+        free(pg.args);
+        err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                 "memory profiling of a free-threaded Python (process %d) is not supported", pid);
+        return cli_report_error(false);
+    }
+    fprintf(stderr, "scry: loading scry's agent into process %d (Python %s) for its memory; "
+                    "Ctrl-C to stop\n",
+            pid, san_str(rt->version_str));
+    smp_set_free(&set);
+
+    struct outfile out;
+    if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0) {
+        free(pg.args);
+        return cli_report_error(false);
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], settings[PATH_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s/scry-parts-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int err = 0;
+    if (!mkdtemp(dir))
+        err = err_fail(SCRY_E_IO, "cannot create a directory for the profile's part: %s",
+                       strerror(errno));
+    bool made = !err;
+    if (!err)
+        err = write_settings(dir, o, pg.program_path, settings, sizeof(settings));
+    int64_t rc = 0;
+    if (!err)
+        err = inject(pid, agent, "scry_agent_attach", settings, &rc);
+    if (!err && rc != 0)
+        err = attach_refused(pid, rc);
+    char *text = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    if (!err) {
+        smp_install_stop_handlers();
+        why = wait_recording(pid, o->duration);
+        int64_t drc = 0;
+        /* A process that ended wrote its part as it exited. */
+        if (smp_alive(pid) && inject(pid, agent, "scry_agent_detach", NULL, &drc) != 0)
+            fprintf(stderr, "scry: warning: %s\n", err_last_message());
+        err = wait_part(dir, pid, &text, &len);
+    }
+    if (!err)
+        err = write_profile(text, len, pid, &pg, &out, outfile, why);
+    else
+        outfile_abort(&out);
+    free(text);
+    free(pg.args);
+    if (made)
+        remove_dir(dir);
+    return err ? cli_report_error(false) : CLI_EXIT_OK;
+}
