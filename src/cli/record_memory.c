@@ -36,6 +36,7 @@
 
 #define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
 #define PART_WAIT_MS 15000  /* for the agent's part after detach */
+#define GONE_WAIT_MS 2000   /* for the part of a process that has ended */
 #define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
 
 #if defined(__x86_64__)
@@ -382,6 +383,11 @@ static int wait_part(const char *dir, int pid, char **text, size_t *len)
     for (int waited = 0; waited < PART_WAIT_MS; waited += 10) {
         if (access(path, F_OK) == 0)
             return infile_read_all(path, "part", INFILE_MAX_READ, text, len);
+        if (waited >= GONE_WAIT_MS && !smp_alive(pid))
+            return err_fail(SCRY_E_NO_SUCH_PROCESS,
+                            "process %d ended without writing its profile part (os._exit or a "
+                            "signal)",
+                            pid);
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -488,6 +494,7 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
     if (!err)
         err = write_settings(dir, o, pg.program_path, settings, sizeof(settings));
     int64_t rc = 0;
+    smp_install_stop_handlers(); /* Ctrl-C ends the recording, never an injected call */
     if (!err)
         err = inject(pid, agent, "scry_agent_attach", settings, &rc);
     if (!err && rc != 0)
@@ -496,7 +503,6 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
     size_t len = 0;
     const char *why = NULL;
     if (!err) {
-        smp_install_stop_handlers();
         why = wait_recording(pid, o->duration);
         int64_t drc = 0;
         /* A process that ended wrote its part as it exited. */
