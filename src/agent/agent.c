@@ -238,11 +238,13 @@ __attribute__((constructor)) static void ag_init(void)
         return; /* not a Python: a shell, a compiler, ... */
     if (start(from_env) != 0)
         return;
+    ag_mtls.guard++;
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
     active = true;
     if (ag_cfg.memory && atomic_load(&ag_enabled))
         atomic_store(&ag_mem_on, true);
+    ag_mtls.guard--;
 }
 
 bool ag_started_by_run(void)

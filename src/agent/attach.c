@@ -27,7 +27,8 @@
 static char settings_text[SETTINGS_MAX];
 static const char *keys[SETTINGS_KEYS], *values[SETTINGS_KEYS];
 static size_t nkeys;
-static _Atomic bool attached_now;
+static _Atomic bool attached_now; /* from attach until the detach thread is done */
+static _Atomic bool detaching;
 
 /* SCRY_* settings, one NAME=VALUE a line (the names and meanings of docs/agent-protocol.md). */
 static const char *from_file(const char *name)
@@ -69,7 +70,7 @@ static int read_settings(const char *path)
 }
 
 /* 0: profiling; -1: could not start (logged); -2: `scry run` profiles this process already;
- * -3: attached already. */
+ * -3: attached already; -4: the previous detach is still under way (try again). */
 AG_EXPORT int scry_agent_attach(const char *settings_path)
 {
     int saved = errno;
@@ -77,7 +78,7 @@ AG_EXPORT int scry_agent_attach(const char *settings_path)
     if (ag_started_by_run()) {
         rc = -2;
     } else if (atomic_exchange(&attached_now, true)) {
-        rc = -3;
+        rc = atomic_load(&detaching) ? -4 : -3;
     } else if (read_settings(settings_path) != 0 || ag_attach_start(from_file) != 0) {
         atomic_store(&attached_now, false);
         rc = -1;
@@ -105,6 +106,7 @@ static void *detach_main(void *arg)
     ag_collector_finish(); /* counting stops, the part is written, timers deleted */
     ag_pyhooks_detach();
     ag_attach_stopped();
+    atomic_store(&detaching, false);
     atomic_store(&attached_now, false);
     return NULL;
 }
@@ -113,7 +115,7 @@ static void *detach_main(void *arg)
  * appearance says that it is done. */
 AG_EXPORT int scry_agent_detach(void)
 {
-    if (!atomic_load(&attached_now))
+    if (!atomic_load(&attached_now) || atomic_exchange(&detaching, true))
         return -1;
     int saved = errno;
     ag_mtls.guard++;
@@ -127,6 +129,8 @@ AG_EXPORT int scry_agent_detach(void)
     int rc = pthread_create(&t, &attr, detach_main, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        atomic_store(&detaching, false);
     ag_mtls.guard--;
     errno = saved;
     return rc == 0 ? 0 : -1;

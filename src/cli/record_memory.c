@@ -449,7 +449,7 @@ static int attach_refused(int pid, int64_t rc)
         return err_fail_hint(SCRY_E_INJECT_REFUSED,
                              "its profile is written by that scry run when it ends",
                              "process %d is profiled by scry run already", pid);
-    if (rc == -3)
+    if (rc == -3 || rc == -4)
         return err_fail_hint(SCRY_E_INJECT_REFUSED, "wait for the other recording to end",
                              "another scry record --memory is attached to process %d", pid);
     return err_fail(SCRY_E_INJECT_REFUSED,
@@ -495,8 +495,14 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
         err = write_settings(dir, o, pg.program_path, settings, sizeof(settings));
     int64_t rc = 0;
     smp_install_stop_handlers(); /* Ctrl-C ends the recording, never an injected call */
-    if (!err)
+    /* -4: the agent is still detaching from a recording that just ended. */
+    for (int tries = 0; !err && (tries == 0 || (rc == -4 && tries < 50)); tries++) {
+        if (tries) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
         err = inject(pid, agent, "scry_agent_attach", settings, &rc);
+    }
     if (!err && rc != 0)
         err = attach_refused(pid, rc);
     char *text = NULL;

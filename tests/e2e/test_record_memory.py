@@ -143,8 +143,8 @@ def test_busy_multithreaded(target, tmp_path):
 def check_error(args, code, status=1):
     cp = run_scry(args)
     assert cp.returncode == status, cp.stderr
-    first = cp.stderr.splitlines()[0]
-    assert first.startswith("scry: error: ") and f"[{code}]" in first, cp.stderr
+    errors = [ln for ln in cp.stderr.splitlines() if ln.startswith("scry: error: ")]
+    assert len(errors) == 1 and f"[{code}]" in errors[0], cp.stderr
     assert "\nhint: " in cp.stderr, cp.stderr
 
 
@@ -157,6 +157,47 @@ def test_errors(spawn, tmp_path):
     assert not (tmp_path / "x.json").exists()
     check_error(["record", "--pid", sleeper.pid, "--memory", "--native", "-o",
                  tmp_path / "x.json"], "usage", status=2)
+
+
+def test_free_threaded_refused(target, pythons):
+    """Memory of a free-threaded build is not measured (as scry run): refused before anything
+    is loaded."""
+    ft = pythons.get("3.13t")
+    if not ft:
+        pytest.skip("Python 3.13t is not installed (scripts/install-pythons.sh builds it)")
+    t = target(ft)
+    check_error(["record", "--pid", t.pid, "--memory", "-o", "/tmp/scry-never-written.json"],
+                "unsupported_python")
+    rc, out, err = t.finish()
+    assert rc == 0 and out.splitlines()[-1] + "\n" == expected_output(0), (out, err)
+
+
+def test_refused_under_scry_run(tmp_path):
+    """A process that `scry run` profiles already: its agent refuses a second master."""
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    log = tmp_path / "run-out.txt"
+    with open(log, "w") as f:
+        run = subprocess.Popen([str(SCRY), "run", "--memory", "--python",
+                                str(preferred_python()), "-o", str(tmp_path / "run.json"),
+                                str(TARGET), str(ctl)], stdin=subprocess.DEVNULL, stdout=f,
+                               stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while not log.read_text().startswith("{"):
+            assert time.monotonic() < deadline and run.poll() is None, log.read_text()
+            time.sleep(0.02)
+        pid = json.loads(log.read_text().splitlines()[0])["pid"]
+        time.sleep(0.3)
+        check_error(["record", "--pid", pid, "--memory", "--duration", "1", "-o",
+                     tmp_path / "x.json"], "inject_refused")
+        (ctl / "quit").touch()
+        assert run.wait(timeout=30) == 0, log.read_text()
+        assert expected_output(0) in log.read_text()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
 
 
 def test_permission_denied(target, tmp_path):
