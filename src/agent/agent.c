@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/sstream.h"
 #include "common/outfile.h"
 #include "agent/memory.h"
 #include "common/error.h"
@@ -94,6 +95,18 @@ static void read_config(void)
             log_warn("agent: ignoring SCRY_SNAPSHOT_INTERVAL=%s (not a number of seconds)", snap);
         else
             ag_cfg.snapshot_sec = r;
+    }
+    ag_sstream_on = env_flag("SCRY_TIMELINE");
+    const char *tlmax = getenv("SCRY_TIMELINE_MAX");
+    if (tlmax && *tlmax) {
+        char *end;
+        unsigned long long m = strtoull(tlmax, &end, 10);
+        if (*end || m < AG_SSTREAM_MIN_MAX || m > 100000000ULL)
+            log_warn("agent: ignoring SCRY_TIMELINE_MAX=%s (not a number of samples from %d "
+                     "to 100000000)",
+                     tlmax, AG_SSTREAM_MIN_MAX);
+        else
+            ag_sstream_max = (size_t)m;
     }
     const char *leak = getenv("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;

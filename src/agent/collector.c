@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
+#include "agent/sstream.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -234,9 +235,24 @@ static struct {
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
 
+/* Where and when the samples being charged were taken (the sample stream, sstream.h). */
+static struct {
+    uint64_t t_ns;
+    int tid;
+} charged_at;
+
+static void charging_at(uint64_t t_ns, int tid)
+{
+    charged_at.t_ns = t_ns;
+    charged_at.tid = tid;
+}
+
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
+    if (ag_sstream_on && a->kind == ATTR_LINE && sec > 0)
+        ag_sstream_add(&ag_sstream, charged_at.t_ns, charged_at.tid, !ag_low_fds_closed, cat,
+                        weight_ns, a->file, a->func, a->line, a->stack);
     if (a->kind == ATTR_NONE || sec <= 0) {
         stats.unattributed++;
         return;
@@ -505,6 +521,7 @@ static struct {
 static uint64_t carry_ns;
 static struct ag_attr last_hooked;
 static enum ag_cat last_hooked_cat;
+static int last_hooked_tid;
 
 static void drain(struct ag_thread *t)
 {
@@ -521,6 +538,7 @@ static void drain(struct ag_thread *t)
             continue;
         }
         enum ag_cat cat = (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON;
+        charging_at(s->time_ns, t->tid);
         struct ag_attr a = process(s, cat);
         if (ag_unwind_ok)
             native_sample(s, &a);
@@ -536,6 +554,7 @@ static void drain(struct ag_thread *t)
         if (t->hooked) {
             last_hooked = a;
             last_hooked_cat = cat;
+            last_hooked_tid = t->tid;
             if (carry_ns) {
                 charge(&a, cat, carry_ns);
                 carry_ns = 0;
@@ -733,6 +752,7 @@ static void end_exited_threads(uint64_t now)
             continue;
         }
         uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
+        charging_at(t->exit_wall_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
         else
@@ -754,6 +774,7 @@ static void end_exited_threads(uint64_t now)
 /* What is still carried when sampling ends goes where the last such sample went. */
 static void end_carry(void)
 {
+    charging_at(ag_now_ns(CLOCK_MONOTONIC), last_hooked_tid);
     if (carry_ns && last_hooked.kind != ATTR_NONE)
         charge(&last_hooked, last_hooked_cat, carry_ns);
     else if (carry_ns)
@@ -836,6 +857,7 @@ static void wall_samples(uint64_t now, bool flush)
             continue;
         uint64_t weight = t->pending_off_ns;
         t->pending_off_ns = 0;
+        charging_at(now, t->tid);
         /* A thread that has not run since its stack was last read is still where it was: a
          * blocked thread costs one clock read per tick, not a stack walk. */
         size_t slot = (size_t)(t - threads);
@@ -920,6 +942,7 @@ static void set_profiling_locked(bool on)
                 continue;
             drain(t);
             uint64_t cpu = ag_now_ns(t->cpu_clock);
+            charging_at(now, t->tid);
             if (last_cpu[i].valid && cpu > t->last_cpu_ns)
                 charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - t->last_cpu_ns);
         }
@@ -988,6 +1011,7 @@ static void settle_locked(void)
         uint64_t cpu = ag_now_ns(t->cpu_clock), last = t->last_cpu_ns;
         if (!cpu || cpu <= last)
             continue;
+        charging_at(now, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - last);
         t->last_cpu_ns = cpu;
@@ -1115,6 +1139,7 @@ static void charge_shutdown(uint64_t now)
     uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
                                            (double)sampled)
                               : 0;
+    charging_at(now, shutdown.tid);
     charge(&a, AG_PYTHON, cpu - native);
     charge(&a, AG_NATIVE, native);
     if (!ag_cfg.virtual_time)
@@ -1144,7 +1169,8 @@ static void finish_locked(void)
              (unsigned long long)stats.dropped);
     ag_mem_finish(&mstats);
     stats.off_sec = off_seconds(end);
-    if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed) != 0)
+    if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed,
+                           start_mono_ns) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
     atomic_store(&finished, true);
 }
@@ -1236,6 +1262,8 @@ static void reset_state(void)
     off_total_ns = 0;
     off_since_ns = atomic_load(&ag_enabled) ? 0 : start_mono_ns;
     last_hooked.kind = ATTR_NONE;
+    last_hooked_tid = 0;
+    ag_sstream_reset(&ag_sstream);
 }
 
 int ag_collector_start(void)

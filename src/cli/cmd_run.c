@@ -87,6 +87,9 @@ const char cmd_run_usage[] =
     "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --timeline / --no-timeline  record each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox; default\n"
+    "                                  off)\n"
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
@@ -111,7 +114,7 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off, timeline;
     double profile_interval; /* --profile-interval (0: none) */
     bool memory, leak_detector;
     unsigned long long window; /* --allocation-sampling-window */
@@ -193,6 +196,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
         O_PROFILE_INTERVAL,
+        O_TIMELINE,
+        O_NO_TIMELINE,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -223,6 +228,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"timeline", no_argument, NULL, O_TIMELINE},
+        {"no-timeline", no_argument, NULL, O_NO_TIMELINE},
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
@@ -377,6 +384,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_TIMELINE:
+            o->timeline = true;
+            break;
+        case O_NO_TIMELINE:
+            o->timeline = false;
+            break;
         case O_OFF:
             o->off = true;
             break;
@@ -505,6 +518,7 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
         (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
         (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
+        (err = set_env("SCRY_TIMELINE", o->timeline ? "1" : "0")) ||
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
