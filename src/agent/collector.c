@@ -512,6 +512,7 @@ static struct {
     bool valid;
     enum ag_cat cat;
     struct ag_attr attr;
+    uint64_t t_ns; /* when it was taken: the CPU time after it is charged there, at that time */
 } last_cpu[AG_MAX_THREADS];
 
 /* CPU time of threads that ended before any sample of theirs was taken (threads shorter than
@@ -551,6 +552,7 @@ static void drain(struct ag_thread *t)
         last_cpu[slot].valid = true;
         last_cpu[slot].cat = cat;
         last_cpu[slot].attr = a;
+        last_cpu[slot].t_ns = s->time_ns;
         if (t->hooked) {
             last_hooked = a;
             last_hooked_cat = cat;
@@ -752,11 +754,12 @@ static void end_exited_threads(uint64_t now)
             continue;
         }
         uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
-        charging_at(t->exit_wall_ns, t->tid);
+        charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
         else
             carry_ns += rest; /* a thread of the interpreter's: its time is Python's */
+        charging_at(t->exit_wall_ns, t->tid);
         if (!ag_cfg.virtual_time && t->exit_wall_ns > t->wall_last_ns) {
             int64_t off = (int64_t)(t->exit_wall_ns - t->wall_last_ns) -
                           (int64_t)(t->exit_cpu_ns - t->wall_last_cpu_ns);
@@ -942,7 +945,7 @@ static void set_profiling_locked(bool on)
                 continue;
             drain(t);
             uint64_t cpu = ag_now_ns(t->cpu_clock);
-            charging_at(now, t->tid);
+            charging_at(last_cpu[i].t_ns, t->tid);
             if (last_cpu[i].valid && cpu > t->last_cpu_ns)
                 charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - t->last_cpu_ns);
         }
@@ -1011,7 +1014,7 @@ static void settle_locked(void)
         uint64_t cpu = ag_now_ns(t->cpu_clock), last = t->last_cpu_ns;
         if (!cpu || cpu <= last)
             continue;
-        charging_at(now, t->tid);
+        charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - last);
         t->last_cpu_ns = cpu;

@@ -10,20 +10,20 @@ import time
 BUSY = float(sys.argv[1]) if len(sys.argv) > 1 else 0.4
 
 
-def spin(seconds):
-    end = time.monotonic() + seconds
+def f():
+    end = time.monotonic() + BUSY
     n = 0
     while time.monotonic() < end:
         n += 1
     return n
 
 
-def f():
-    return spin(BUSY)
-
-
 def g():
-    return spin(BUSY)
+    end = time.monotonic() + BUSY
+    n = 0
+    while time.monotonic() < end:
+        n += 1
+    return n
 
 
 def a(out):
