@@ -232,6 +232,7 @@ static struct ag_attr attribute(const struct ag_sample *s)
 static struct {
     bool valid;
     uint64_t cpu_ns;
+    uint64_t t_ns; /* when its stack was read */
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
 
@@ -759,7 +760,6 @@ static void end_exited_threads(uint64_t now)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
         else
             carry_ns += rest; /* a thread of the interpreter's: its time is Python's */
-        charging_at(t->exit_wall_ns, t->tid);
         if (!ag_cfg.virtual_time && t->exit_wall_ns > t->wall_last_ns) {
             int64_t off = (int64_t)(t->exit_wall_ns - t->wall_last_ns) -
                           (int64_t)(t->exit_cpu_ns - t->wall_last_cpu_ns);
@@ -767,6 +767,8 @@ static void end_exited_threads(uint64_t now)
             const struct ag_attr *a = wall_cache[i].valid ? &wall_cache[i].attr
                                       : last_cpu[i].valid ? &last_cpu[i].attr
                                                           : NULL;
+            /* In the stream, at the time the thread was last seen there (not at its exit). */
+            charging_at(wall_cache[i].valid ? wall_cache[i].t_ns : last_cpu[i].t_ns, t->tid);
             if (a && weight)
                 charge(a, AG_SYS, weight);
         }
@@ -874,6 +876,7 @@ static void wall_samples(uint64_t now, bool flush)
         ag_walk_stack(t->tstate, t->tid, &wall_sample, wall_scratch);
         wall_cache[slot].attr = process(&wall_sample, AG_SYS);
         wall_cache[slot].cpu_ns = cpu;
+        wall_cache[slot].t_ns = now;
         wall_cache[slot].valid = true;
     }
 }
