@@ -109,6 +109,11 @@ $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# The agent's sample stream (--timeline): plain C, tested on its own.
+$(BUILD)/tests/test_sstream: $(BUILD)/obj/tests/unit/test_sstream.o $(BUILD)/obj/src/agent/sstream.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/sstream.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
 # objects they use; the test defines the command table cli_common.c refers to.
 OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)
