@@ -102,6 +102,9 @@ const char cmd_run_usage[] =
     "      --service-name NAME         the application name on the server (default: the\n"
     "                                  program's name)\n"
     "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
+    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n"
+    "                                  basic authentication comes from\n"
+    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -198,6 +201,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PROFILE_INTERVAL,
         O_TIMELINE,
         O_NO_TIMELINE,
+        O_PUSH_TENANT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -237,6 +241,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
         {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_PUSH_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -426,6 +431,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->push.service = optarg;
             push_opts = true;
             break;
+        case O_PUSH_TENANT:
+            if (push_check_tenant(optarg) != 0)
+                return -SCRY_E_USAGE;
+            o->push.tenant = optarg;
+            push_opts = true;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -439,7 +450,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     if (cpu_flag && !memory_flag)
         o->memory = false; /* Scalene: --cpu without --memory is CPU only */
     if (push_opts && !o->push.url)
-        return cli_usage("--push-interval, --tag and --service-name go with --push URL");
+        return cli_usage("--push-interval, --tag, --service-name and --push-tenant go with "
+                         "--push URL");
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "

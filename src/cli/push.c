@@ -60,6 +60,8 @@ struct pusher {
     char *ingest;  /* the /ingest URL without its query */
     char *shown;   /* scheme://host[:port], for the report (no credentials, no path) */
     char *name;    /* service{tags}, escaped for the query */
+    struct curl_slist *headers; /* X-Scope-OrgID with --push-tenant, else NULL */
+    char *user, *password;      /* basic authentication (the environment), else NULL */
     long sample_rate;
     CURL *curl;
     pthread_t thread;
@@ -96,6 +98,20 @@ int push_check_tag(const char *tag)
             return cli_usage("--tag '%s': the value has a character a label cannot have "
                              "(letters, digits and _ . : / @ + - only)",
                              tag);
+    return 0;
+}
+
+int push_check_tenant(const char *id)
+{
+    size_t len = strlen(id);
+    bool ok = len > 0 && len <= 150 && strcmp(id, ".") != 0 && strcmp(id, "..") != 0;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+             (id[i] >= '0' && id[i] <= '9') || strchr("!-_.*'()", id[i]) != NULL;
+    if (!ok)
+        return cli_usage("--push-tenant needs a tenant id such as team-a (1 to 150 letters, "
+                         "digits and ! - _ . * ' ( )), not '%s'",
+                         id);
     return 0;
 }
 
@@ -256,6 +272,13 @@ static enum post_result post(struct pusher *ps, const struct push_item *it)
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, ps);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (ps->headers)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, ps->headers);
+    if (ps->user) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERNAME, ps->user);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, ps->password);
+    }
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -353,6 +376,27 @@ static void name_param(struct pusher *ps, const struct push_cfg *cfg, const char
     sb_release(&s);
 }
 
+/* The tenant header (--push-tenant) and basic authentication from the environment. */
+static int auth_headers(struct pusher *ps, const struct push_cfg *cfg)
+{
+    if (cfg->tenant) {
+        struct strbuf h = STRBUF_INIT;
+        sb_addf(&h, "X-Scope-OrgID: %s", cfg->tenant);
+        ps->headers = curl_slist_append(NULL, sb_str(&h));
+        sb_release(&h);
+        if (!ps->headers)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    const char *user = getenv(PUSH_AUTH_USER_ENV), *pass = getenv(PUSH_AUTH_PASSWORD_ENV);
+    if (user && *user && pass) {
+        ps->user = strdup(user);
+        ps->password = strdup(pass);
+        if (!ps->user || !ps->password)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    return 0;
+}
+
 static void pusher_free(struct pusher *ps)
 {
     for (size_t i = 0; i < ps->n; i++)
@@ -360,6 +404,9 @@ static void pusher_free(struct pusher *ps)
     if (ps->curl)
         curl_easy_cleanup(ps->curl);
     curl_free(ps->name);
+    curl_slist_free_all(ps->headers);
+    free(ps->user);
+    free(ps->password);
     free(ps->ingest);
     free(ps->shown);
     pthread_mutex_destroy(&ps->mu);
@@ -398,6 +445,8 @@ int push_start(struct pusher **out, const struct push_cfg *cfg, const char *serv
         if (!ps->name)
             err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
     }
+    if (!err)
+        err = auth_headers(ps, cfg);
     if (!err) {
         /* The sender takes no signals: the launcher's handlers forward them to the program. */
         sigset_t all, old;

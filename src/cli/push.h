@@ -24,7 +24,13 @@ struct push_cfg {
     const char *service;  /* --service-name (NULL: the program's name) */
     const char **tags;    /* --tag k=v, checked */
     size_t ntags;
+    const char *tenant;   /* --push-tenant: sent as X-Scope-OrgID (NULL: none) */
 };
+
+/* Basic authentication from the environment (never the command line, never shown): both set,
+ * each request carries them. */
+#define PUSH_AUTH_USER_ENV "PYROSCOPE_BASIC_AUTH_USER"
+#define PUSH_AUTH_PASSWORD_ENV "PYROSCOPE_BASIC_AUTH_PASSWORD"
 
 /* Usage errors (-SCRY_E_USAGE, recorded with cli_usage) for a URL that is not
  * http(s)://host[:port][/path] or has a query, a tag that is not key=value with a label name as
@@ -37,6 +43,9 @@ enum push_url_kind { PUSH_URL_OK, PUSH_URL_BAD, PUSH_URL_QUERY, PUSH_URL_NO_MEMO
 enum push_url_kind push_url_kind(const char *url, bool *user);
 int push_check_tag(const char *tag);
 int push_check_service(const char *name);
+/* A tenant id (Grafana Mimir/Pyroscope's rule): 1 to 150 letters, digits and ! - _ . * ' ( ),
+ * neither "." nor "..". */
+int push_check_tenant(const char *id);
 /* A character of a service name or a tag's value: letters, digits and _ . : / @ + -. */
 bool push_name_char(char c);
 

@@ -9,6 +9,7 @@ program, change its output or its exit status. A real Pyroscope server is used w
 installed (`pyroscope` on PATH or $SCRY_PYROSCOPE); it cannot be built here (see the skip).
 """
 
+import base64
 import email.parser
 import email.policy
 import gzip
@@ -51,6 +52,7 @@ class FakeIngest:
                     "path": url.path,
                     "query": dict(urllib.parse.parse_qsl(url.query, strict_parsing=True)),
                     "content_type": self.headers.get("Content-Type", ""),
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
                     "body": body,
                     "at": time.time(),
                 })
@@ -128,6 +130,7 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
     for i, r in enumerate(reqs):
         q = r["query"]
         assert r["path"] == "/ingest", r["path"]
+        assert "x-scope-orgid" not in r["headers"] and "authorization" not in r["headers"]
         assert q["name"] == "svc-1{env=test,zone=a.b}", q
         assert (q["format"], q["spyName"], q["sampleRate"]) == ("pprof", "scry", "100"), q
         frm, until = int(q["from"]), int(q["until"])
@@ -193,6 +196,26 @@ def test_push_retries(scry, pythons, tmp_path):
     assert srv.requests[1]["at"] - srv.requests[0]["at"] >= 0.45, "no back-off before the retry"
 
 
+def test_push_tenant_and_auth(scry, fake_ingest, tmp_path, monkeypatch):
+    """--push-tenant sends X-Scope-OrgID; basic authentication comes from the environment
+    only, and its password is never shown."""
+    monkeypatch.setenv("PYROSCOPE_BASIC_AUTH_USER", "scry-user")
+    monkeypatch.setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "s3cret-pw")
+    ran = run_profiled(preferred_python(), "push_work.py", args=["1.2", "0"],
+                       outfile=tmp_path / "p.json",
+                       options=["--push", f"http://127.0.0.1:{fake_ingest.port}",
+                                "--push-interval", "0.5", "--push-tenant", "team-a_1"])
+    assert ran.returncode == 0, ran.describe()
+    sent, made, _, dropped = push_report(ran)
+    reqs = fake_ingest.requests
+    assert sent == made == len(reqs) >= 2 and dropped == 0, ran.describe()
+    want = "Basic " + base64.b64encode(b"scry-user:s3cret-pw").decode()
+    for r in reqs:
+        assert r["headers"].get("x-scope-orgid") == "team-a_1", r["headers"]
+        assert r["headers"].get("authorization") == want, r["headers"]
+    assert b"s3cret-pw" not in ran.stderr and all("s3cret" not in l for l in ran.scry_lines)
+
+
 def closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -253,6 +276,10 @@ def test_push_server_down(scry, pythons, tmp_path, server):
     (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", "a b"], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", ".."], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", "x" * 151], "--push-tenant needs"),
+    (["--push-tenant", "t"], "go with --push"),
     (["--tag", "a=b"], "go with --push"),
     (["--push-interval", "5"], "go with --push"),
 ])
