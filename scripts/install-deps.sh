@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
-#                           for the interpreters the end-to-end tests run, where they install:
-#                           the tests that need them skip otherwise)
-#   install-deps.sh packages only numpy, pandas and memray (`make test` runs it again once
-#                           scripts/install-pythons.sh has added 3.14 and 3.15)
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy, memray,
+#                           pytest and pytest-xdist for the interpreters the end-to-end tests
+#                           run, where they install: the tests that need them skip otherwise)
+#   install-deps.sh packages only numpy, pandas, memray, pytest and pytest-xdist (`make test`
+#                           runs it again once scripts/install-pythons.sh has added 3.14, 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh wheel   plus a virtual environment ($BUILD/wheel-venv) with what `make wheel`
 #                           uses: pyproject.toml's build requirements (the PEP 517 backend,
@@ -63,15 +63,19 @@ if [ "$what" = test ] || [ "$what" = packages ]; then
       [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
     done
   fi
+  # pytest and pytest-xdist (module xdist): the pytest plugin's tests run pytest sessions on
+  # each interpreter (tests/e2e/test_pytest_plugin.py).
   for exe in "${interpreters[@]}"; do
-    for mod in numpy pandas memray; do
+    for mod in numpy pandas memray pytest xdist:pytest-xdist; do
+      pkg=${mod#*:}
+      mod=${mod%%:*}
       "$exe" -c "import $mod" 2>/dev/null && continue
-      echo "scry: installing $mod for $exe" >&2
+      echo "scry: installing $pkg for $exe" >&2
       # Wheels only: building one from source (memray on a new Python) would take longer than
       # the whole test run.
-      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$mod" \
+      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$pkg" \
         >/dev/null 2>&1 ||
-        echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
+        echo "scry: $pkg did not install for $exe: the tests that use it will skip" >&2
     done
   done
 fi

@@ -54,6 +54,8 @@ int cmd_compare(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+extern const char cmd_top_usage[];
 int cmd_record(int argc, char **argv);
 extern const char cmd_record_usage[];
 int cmd_optimize(int argc, char **argv);

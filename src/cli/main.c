@@ -24,6 +24,8 @@ const struct cli_command cli_commands[] = {
      cmd_run_usage, 0},
     {"record", cmd_record, "profile a running Python process from outside (scry run's profile)",
      cmd_record_usage, 0},
+    {"top", cmd_top, "a live view of a running Python process: its functions' time, like top",
+     cmd_top_usage, 0},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
      cmd_view_usage, 0},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
