@@ -263,7 +263,6 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    bool push_opts = false; /* an option that needs --push */
     *help = false;
     opterr = 0;
     optind = 1;
@@ -408,35 +407,21 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
                                  optarg);
             break;
         case O_PUSH:
-            if (push_check_url(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.url = optarg;
-            break;
         case O_PUSH_INTERVAL:
-            if (!parse_interval(optarg, &o->push.interval_sec))
-                return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
-                                 "(such as 10), not '%s'",
-                                 optarg);
-            push_opts = true;
-            break;
         case O_TAG:
-            if (push_check_tag(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.tags[o->push.ntags++] = optarg;
-            push_opts = true;
-            break;
         case O_SERVICE:
-            if (push_check_service(optarg) != 0)
+        case O_PUSH_TENANT: {
+            static const enum push_opt which[] = {PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG,
+                                                  PUSH_OPT_SERVICE, PUSH_OPT_TENANT};
+            int k = c == O_PUSH            ? 0
+                    : c == O_PUSH_INTERVAL ? 1
+                    : c == O_TAG           ? 2
+                    : c == O_SERVICE       ? 3
+                                           : 4;
+            if (push_set_option(which[k], optarg, &o->push) != 0)
                 return -SCRY_E_USAGE;
-            o->push.service = optarg;
-            push_opts = true;
             break;
-        case O_PUSH_TENANT:
-            if (push_check_tenant(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.tenant = optarg;
-            push_opts = true;
-            break;
+        }
         case 'h':
             *help = true;
             return 0;
@@ -449,9 +434,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->at = 0;
     if (cpu_flag && !memory_flag)
         o->memory = false; /* Scalene: --cpu without --memory is CPU only */
-    if (push_opts && !o->push.url)
-        return cli_usage("--push-interval, --tag, --service-name and --push-tenant go with "
-                         "--push URL");
+    if (push_check_options(&o->push) != 0)
+        return -SCRY_E_USAGE;
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "
@@ -854,52 +838,17 @@ struct push_state {
     const char *dir;
     pid_t child;
     const struct profile_json_opts *jo;
-    struct pdoc prev; /* the whole profile at the previous push */
-    bool have_prev;
-    double prev_until;
+    struct push_delta delta;
 };
 
 static void push_window(struct push_state *st)
 {
     struct profile p;
-    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
-    struct pdoc cum, d;
-    memset(&cum, 0, sizeof(cum));
-    memset(&d, 0, sizeof(d));
     prof_init(&p);
     read_parts(&p, st->dir, st->child, true);
     prof_finish(&p);
-    if (p.nparts == 0) /* no process has profiled yet: nothing to say */
-        goto out;
-    profile_json_write(&p, st->jo, &json);
-    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
-        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
-        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
-        push_count_dropped(st->ps, err_last_message());
-        pdoc_free(&cum);
-        goto out;
-    }
-    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
-    double until = cum.start_time_absolute + cum.elapsed_sec;
-    if (until < from)
-        until = from;
-    d.start_time_absolute = from;
-    d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(st->ps, err_last_message());
-    else
-        push_submit(st->ps, &body, from, until);
-    if (st->have_prev)
-        pdoc_free(&st->prev);
-    st->prev = cum;
-    st->have_prev = true;
-    st->prev_until = until;
-out:
-    pdoc_free(&d);
+    push_profile(st->ps, &st->delta, &p, st->jo);
     prof_free(&p);
-    sb_release(&json);
-    sb_release(&body);
 }
 
 /* --profile-interval: the profile of every process so far (snapshots and parts), written over
@@ -996,25 +945,6 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
     return wait_child(pid);
 }
 
-/* The application name: the program's file name without .py (the module for -m), with the
- * characters a name cannot have made '_'. */
-static void default_service(const struct run_opts *o, char *out, size_t n)
-{
-    const char *name = o->module ? o->module : o->prog;
-    const char *slash = strrchr(name, '/');
-    if (slash && slash[1])
-        name = slash + 1;
-    snprintf(out, n, "%s", name);
-    size_t len = strlen(out);
-    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
-        out[len - 3] = 0;
-    for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
-            *c = '_';
-    if (!out[0])
-        snprintf(out, n, "python");
-}
-
 static int run(struct run_opts o);
 
 /* A usage error found after parsing (--program-path's directory) names its option first: when
@@ -1038,7 +968,7 @@ static void blame_late(const struct run_opts *o)
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
-    bool help;
+    bool help = false;
     int rc;
     if (parse(argc, argv, &o, &help) != 0) {
         if (o.at > 0)
@@ -1122,7 +1052,7 @@ static int run(struct run_opts o)
     struct push_state ps = {.dir = part_dir};
     if (o.push.url) {
         char service[256];
-        default_service(&o, service, sizeof(service));
+        push_default_service(o.module ? o.module : o.prog, service, sizeof(service));
         if (push_start(&ps.ps, &o.push, o.push.service ? o.push.service : service, o.rate) != 0) {
             remove_part_dir(part_dir);
             outfile_abort(&out);
@@ -1223,8 +1153,7 @@ static int run(struct run_opts o)
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
-    if (ps.have_prev)
-        pdoc_free(&ps.prev);
+    push_delta_free(&ps.delta);
     sb_release(&json);
     prof_free(&p);
     if (WIFSIGNALED(st))
