@@ -16,6 +16,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "cli/push.h"
 #include "cli/record_native.h"
 #include "cli/sampling.h"
 #include "common/error.h"
@@ -50,6 +51,16 @@ const char cmd_record_usage[] =
     "      --profile-system-libraries  also profile the standard library and site-packages\n"
     "      --program-path DIR          your code: files under DIR are profiled (default: the\n"
     "                                  script's directory, else the process's working directory)\n"
+    "      --push URL                  continuous profiling: send a pprof profile of each\n"
+    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
+    "                                  and one of the last interval at the end\n"
+    "      --push-interval S           seconds between pushes (default 10)\n"
+    "      --service-name NAME         the application name on the server (default: the\n"
+    "                                  program's name)\n"
+    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
+    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n"
+    "                                  basic authentication comes from\n"
+    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
     ;
 
 #define NATIVE_DEPTH 64  /* native frames kept per chain, from the innermost */
@@ -59,6 +70,17 @@ struct rec_opts {
     int pid;
     struct smp_opts s;
     const char *outfile;
+    struct push_cfg push; /* push.url NULL: no --push */
+};
+
+/* The sampler's hooks' context: the options, and with --push the sender and when to push. */
+struct rec_run {
+    const struct rec_opts *o;
+    struct smp_set *set;
+    struct pusher *ps;
+    struct push_delta delta;
+    const struct profile_json_opts *jo;
+    double next_push; /* CLOCK_MONOTONIC seconds */
 };
 
 struct rec_line {
@@ -92,7 +114,8 @@ struct rec_data {
 
 /* ---- options ---- */
 
-enum { O_BLOCKING = SMP_O__END, O_NATIVE };
+/* The --push options in enum push_opt's order (c - O_PUSH is one). */
+enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT };
 
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
@@ -101,12 +124,21 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"outfile", required_argument, NULL, 'o'},
         {"blocking", no_argument, NULL, O_BLOCKING},
         {"native", no_argument, NULL, O_NATIVE},
+        {"push", required_argument, NULL, O_PUSH},
+        {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
+        {"tag", required_argument, NULL, O_TAG},
+        {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
     smp_opts_init(&o->s);
     o->outfile = "scry-profile.json";
+    o->push.interval_sec = 10;
+    o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
+    if (!o->push.tags)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     *help = false;
     opterr = 0;
     optind = 1;
@@ -129,6 +161,14 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         case O_NATIVE:
             o->s.native = true;
             break;
+        case O_PUSH:
+        case O_PUSH_INTERVAL:
+        case O_TAG:
+        case O_SERVICE:
+        case O_TENANT:
+            if (push_set_option((enum push_opt)(c - O_PUSH), optarg, &o->push) != 0)
+                return -SCRY_E_USAGE;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -140,7 +180,7 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
-    return 0;
+    return push_check_options(&o->push);
 }
 
 /* ---- tables ---- */
@@ -324,7 +364,7 @@ static int charge_native(struct smp_proc *pr, const struct py_frame *frames, siz
  * the CPU only with --idle) and says which file took the time. */
 static int rec_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s)
 {
-    const struct rec_opts *o = ctx;
+    const struct rec_opts *o = ((const struct rec_run *)ctx)->o;
     struct rec_data *d = pr->user;
     const uint32_t(*fr)[3] = s->fr;
     int err;
@@ -375,7 +415,7 @@ static void rec_release(void *ctx, struct smp_proc *pr)
 
 static int rec_open(void *ctx, struct smp_proc *pr)
 {
-    const struct rec_opts *o = ctx;
+    const struct rec_opts *o = ((const struct rec_run *)ctx)->o;
     struct rec_data *d = calloc(1, sizeof(*d));
     if (!d)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -501,15 +541,62 @@ static json_t *proc_part(struct smp_proc *pr, const struct rec_opts *o)
     return part;
 }
 
+/* Every process's statistics so far merged into p (not finished). */
+static int merge_procs(const struct smp_set *set, const struct rec_opts *o, struct profile *p)
+{
+    int err = 0;
+    for (size_t i = 0; !err && i < set->n; i++) {
+        json_t *part = proc_part(set->procs[i], o);
+        char what[64];
+        snprintf(what, sizeof(what), "process %d", set->procs[i]->pid);
+        if (!part)
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        else
+            err = prof_add_part(p, part, what, o->pid);
+        json_decref(part);
+    }
+    return err;
+}
+
+/* --push: the interval's profile (every process so far, less what the previous push had)
+ * goes to the sender at the end of each interval; the network is the sender thread's. */
+static int rec_tick(void *ctx, const char **why)
+{
+    (void)why;
+    struct rec_run *r = ctx;
+    double now = (double)smp_mono_ns() / 1e9;
+    if (!r->ps || now < r->next_push)
+        return 0;
+    while (r->next_push <= now)
+        r->next_push += r->o->push.interval_sec;
+    struct profile p;
+    prof_init(&p);
+    int err = merge_procs(r->set, r->o, &p);
+    if (!err) {
+        prof_finish(&p);
+        push_profile(r->ps, &r->delta, &p, r->jo);
+    } else {
+        push_count_dropped(r->ps, err_last_message());
+    }
+    prof_free(&p);
+    return 0;
+}
+
+static int record(struct rec_opts *o);
+
 int cmd_record(int argc, char **argv)
 {
     struct rec_opts o;
-    bool help;
+    bool help = false;
     int parsed = parse(argc, argv, &o, &help);
-    if (parsed != 0)
-        return parsed;
-    if (help)
-        return cli_help();
+    int rc = parsed ? parsed : help ? cli_help() : record(&o);
+    free(o.push.tags);
+    return rc;
+}
+
+static int record(struct rec_opts *op)
+{
+    struct rec_opts o = *op;
     char ppath[PATH_MAX];
     int perr = smp_resolve_program_path(&o.s, ppath);
     if (perr)
@@ -517,24 +604,53 @@ int cmd_record(int argc, char **argv)
     if (o.s.native && rn_available() != 0)
         return cli_report_error(false);
     struct smp_program pg = {0};
+    struct smp_set set = {0};
+    struct rec_run run = {.o = &o, .set = &set};
     const struct smp_hooks hooks = {
-        .ctx = &o,
+        .ctx = &run,
         .open = rec_open,
         .reopen = rec_reopen,
         .release = rec_release,
         .sample = rec_sample,
+        .tick = rec_tick,
         .input_fd = -1,
     };
-    struct smp_set set = {.o = &o.s, .h = &hooks};
+    set.o = &o.s;
+    set.h = &hooks;
     if (smp_set_open(&set, o.pid, &pg) != 0)
         return cli_report_error(false);
     struct smp_proc *first = set.procs[0];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct profile_json_opts jo = {
+        .version = SCRY_VERSION,
+        .program = pg.program,
+        .entrypoint_dir = pg.entry_dir,
+        .filename = pg.program_path,
+        .args = pg.args,
+        .nargs = pg.nargs,
+        .start_time_perf = (double)first->start_ns / 1e9,
+        .cpu_percent_threshold = 1,
+        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+    };
+    run.jo = &jo;
 
     struct outfile out;
     if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0) {
         smp_set_free(&set);
         free(pg.args);
         return cli_report_error(false);
+    }
+    if (o.push.url) {
+        char service[256];
+        push_default_service(pg.program[0] ? pg.program : "python", service, sizeof(service));
+        if (push_start(&run.ps, &o.push, o.push.service ? o.push.service : service,
+                       1.0 / o.s.rate) != 0) {
+            outfile_abort(&out);
+            smp_set_free(&set);
+            free(pg.args);
+            return cli_report_error(false);
+        }
+        run.next_push = (double)smp_mono_ns() / 1e9 + o.push.interval_sec;
     }
     smp_install_stop_handlers();
     fprintf(stderr, "scry: recording process %d (Python %s) at %.0f Hz%s; Ctrl-C to stop\n",
@@ -546,31 +662,13 @@ int cmd_record(int argc, char **argv)
 
     struct profile p;
     prof_init(&p);
-    for (size_t i = 0; !err && i < set.n; i++) {
-        json_t *part = proc_part(set.procs[i], &o);
-        char what[64];
-        snprintf(what, sizeof(what), "process %d", set.procs[i]->pid);
-        if (!part)
-            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
-        else
-            err = prof_add_part(&p, part, what, o.pid);
-        json_decref(part);
-    }
+    if (!err)
+        err = merge_procs(&set, &o, &p);
     int status = CLI_EXIT_OK;
     if (!err) {
         prof_finish(&p);
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        struct profile_json_opts jo = {
-            .version = SCRY_VERSION,
-            .program = pg.program,
-            .entrypoint_dir = pg.entry_dir,
-            .filename = pg.program_path,
-            .args = pg.args,
-            .nargs = pg.nargs,
-            .start_time_perf = (double)first->start_ns / 1e9,
-            .cpu_percent_threshold = 1,
-            .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
-        };
+        if (run.ps)
+            push_profile(run.ps, &run.delta, &p, &jo); /* the last interval */
         err = cli_profile_write(&p, &jo, &out);
         if (!err)
             fprintf(stderr,
@@ -583,6 +681,9 @@ int cmd_record(int argc, char **argv)
     }
     if (err)
         status = cli_report_error(false);
+    /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
+    push_end(run.ps, true);
+    push_delta_free(&run.delta);
     prof_free(&p);
     smp_set_free(&set);
     free(pg.args);
