@@ -40,7 +40,7 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 # or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
 # marks a buffer failed instead of aborting when out of memory.
 AGENT_SRC := $(wildcard src/agent/*.c) \
-             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c sstream.c) \
              $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
              $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c linetable.c objects.c opcodes.c file_filter.c) \
              $(wildcard src/cpython/layout_3*.c) \
@@ -108,11 +108,6 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
-
-# The agent's sample stream (--timeline): plain C, tested on its own.
-$(BUILD)/tests/test_sstream: $(BUILD)/obj/tests/unit/test_sstream.o $(BUILD)/obj/src/agent/sstream.o $(UNIT_LIB) $(CORE_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/sstream.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
 # objects they use; the test defines the command table cli_common.c refers to.

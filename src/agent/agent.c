@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/sstream.h"
 #include "common/outfile.h"
 #include "agent/memory.h"
 #include "common/error.h"
@@ -101,10 +100,10 @@ static void read_config(void)
     if (tlmax && *tlmax) {
         char *end;
         unsigned long long m = strtoull(tlmax, &end, 10);
-        if (*end || m < AG_SSTREAM_MIN_MAX || m > 100000000ULL)
+        if (*end || m < SST_MIN_MAX || m > 100000000ULL)
             log_warn("agent: ignoring SCRY_TIMELINE_MAX=%s (not a number of samples from %d "
                      "to 100000000)",
-                     tlmax, AG_SSTREAM_MIN_MAX);
+                     tlmax, SST_MIN_MAX);
         else
             ag_sstream_max = (size_t)m;
     }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/sstream.h"
 #include "cpython/runtime.h"
 
 #define AG_EXPORT __attribute__((visibility("default")))
@@ -123,6 +124,12 @@ struct ag_thread {
 } __attribute__((aligned(64)));
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
+
+/* --timeline (SCRY_TIMELINE=1): the stream of samples the collector appends to (collector.c),
+ * at most ag_sstream_max (SCRY_TIMELINE_MAX) per process; the final part has it. */
+extern bool ag_sstream_on;
+extern size_t ag_sstream_max;
+extern struct sst_stream ag_sstream;
 
 /* Global agent state (agent.c). */
 extern struct ag_config ag_cfg;

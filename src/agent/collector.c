@@ -4,6 +4,7 @@
  * to the first profiled frame. At the end it writes the part file. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,9 +19,9 @@
 #include "agent/agent.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
-#include "agent/sstream.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/outfile.h"
 #include "common/strbuf.h"
 #include "cpython/file_filter.h"
 #include "cpython/frames.h"
@@ -248,12 +249,44 @@ static void charging_at(uint64_t t_ns, int tid)
     charged_at.tid = tid;
 }
 
+bool ag_sstream_on;
+size_t ag_sstream_max = SST_DEFAULT_MAX;
+struct sst_stream ag_sstream;
+
+/* The kernel's name of thread tid (its comm: 15 bytes at most), "" when it cannot be read or no
+ * file may be opened (the program started with fd 0-2 closed). */
+static void thread_comm(int tid, char *out, size_t size)
+{
+    char path[64];
+    out[0] = 0;
+    if (ag_low_fds_closed)
+        return;
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+    int fd = fd_above_stdio(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, size - 1);
+    close(fd);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A charge to a line, into the sample stream (--timeline), at charged_at. */
+static void stream_note(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
+{
+    bool added;
+    size_t th = sst_thread(&ag_sstream, charged_at.tid, &added);
+    if (added)
+        thread_comm(charged_at.tid, ag_sstream.threads[th].name, 16);
+    sst_add(&ag_sstream, charged_at.t_ns, th, cat, weight_ns, a->file, a->func, a->line,
+            a->stack ? (int32_t)(a->stack - 1) : -1);
+}
+
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
     if (ag_sstream_on && a->kind == ATTR_LINE && sec > 0)
-        ag_sstream_add(&ag_sstream, charged_at.t_ns, charged_at.tid, !ag_low_fds_closed, cat,
-                        weight_ns, a->file, a->func, a->line, a->stack);
+        stream_note(a, cat, weight_ns);
     if (a->kind == ATTR_NONE || sec <= 0) {
         stats.unattributed++;
         return;
@@ -1269,7 +1302,7 @@ static void reset_state(void)
     off_since_ns = atomic_load(&ag_enabled) ? 0 : start_mono_ns;
     last_hooked.kind = ATTR_NONE;
     last_hooked_tid = 0;
-    ag_sstream_reset(&ag_sstream);
+    sst_reset(&ag_sstream, ag_sstream_max);
 }
 
 int ag_collector_start(void)

@@ -13,7 +13,6 @@
 #include "agent/memory.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
-#include "agent/sstream.h"
 #include "common/error.h"
 #include "common/strbuf.h"
 #include "render/json_writer.h"
@@ -191,8 +190,43 @@ static void write_sample_stream(const struct ag_stats *st, uint64_t start_mono_n
         for (size_t i = 0; i < st->nstacks; i++)
             pos[i] = st->stacks[i].samples || st->stacks[i].malloc_bytes ? k++ : -1;
     }
+    const struct sst_stream *tl = &ag_sstream;
     jw_key(w, "sample_stream");
-    ag_sstream_write(&ag_sstream, start_mono_ns, pos, w);
+    jw_obj_begin(w);
+    jw_key(w, "max");
+    jw_uint(w, tl->max ? tl->max : ag_sstream_max);
+    jw_key(w, "stride");
+    jw_uint(w, tl->stride ? tl->stride : 1);
+    jw_key(w, "seen");
+    jw_uint(w, tl->seen);
+    jw_key(w, "lost");
+    jw_uint(w, tl->lost);
+    jw_key(w, "threads");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < tl->nthreads; i++) {
+        jw_arr_begin(w);
+        jw_int(w, tl->threads[i].tid);
+        jw_str(w, tl->threads[i].name);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "samples");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < tl->n; i++) {
+        const struct sst_sample *s = &tl->s[i];
+        jw_arr_begin(w);
+        jw_uint(w, s->t_ns > start_mono_ns ? (s->t_ns - start_mono_ns) / 1000 : 0);
+        jw_uint(w, s->thread);
+        jw_uint(w, s->cat);
+        jw_uint(w, (s->weight_ns + 500) / 1000);
+        jw_uint(w, s->file);
+        jw_uint(w, s->func);
+        jw_int(w, s->line);
+        jw_int(w, s->stack >= 0 && pos ? pos[s->stack] : -1);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
     free(pos);
 }
 
