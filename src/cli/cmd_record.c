@@ -23,6 +23,7 @@
 #include "common/grow.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
+#include "common/sstream.h"
 #include "render/profile_json.h"
 
 const char cmd_record_usage[] =
@@ -51,6 +52,8 @@ const char cmd_record_usage[] =
     "      --profile-system-libraries  also profile the standard library and site-packages\n"
     "      --program-path DIR          your code: files under DIR are profiled (default: the\n"
     "                                  script's directory, else the process's working directory)\n"
+    "      --timeline                  also keep each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox)\n"
     "      --push URL                  continuous profiling: send a pprof profile of each\n"
     "                                  interval to the Pyroscope server at URL (its /ingest),\n"
     "                                  and one of the last interval at the end\n"
@@ -70,6 +73,7 @@ struct rec_opts {
     int pid;
     struct smp_opts s;
     const char *outfile;
+    bool timeline;        /* --timeline: the sample stream */
     struct push_cfg push; /* push.url NULL: no --push */
 };
 
@@ -110,12 +114,14 @@ struct rec_data {
     struct rn_proc *rn;
     json_t *nframe_idx, *nframes, *native_chains, *combined_chains;
     uint64_t native_overflow, combined_overflow;
+    struct sst_stream ss; /* --timeline */
 };
 
 /* ---- options ---- */
 
 /* The --push options in enum push_opt's order (c - O_PUSH is one). */
-enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT };
+enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT,
+       O_TIMELINE };
 
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
@@ -129,6 +135,7 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"tag", required_argument, NULL, O_TAG},
         {"service-name", required_argument, NULL, O_SERVICE},
         {"push-tenant", required_argument, NULL, O_TENANT},
+        {"timeline", no_argument, NULL, O_TIMELINE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -160,6 +167,9 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
             break;
         case O_NATIVE:
             o->s.native = true;
+            break;
+        case O_TIMELINE:
+            o->timeline = true;
             break;
         case O_PUSH:
         case O_PUSH_INTERVAL:
@@ -209,7 +219,7 @@ static int charge_line(struct smp_proc *pr, uint32_t file, uint32_t func, int li
 
 /* The stack's profiled frames (given innermost first) as one distinct stack. */
 static int charge_stack(struct smp_proc *pr, const uint32_t (*fr)[3], size_t n, int cat,
-                        double sec)
+                        double sec, size_t *at)
 {
     struct rec_data *d = pr->user;
     struct strbuf key = STRBUF_INIT;
@@ -238,6 +248,7 @@ static int charge_stack(struct smp_proc *pr, const uint32_t (*fr)[3], size_t n, 
     }
     d->stacks[i].sec[cat] += sec;
     d->stacks[i].samples++;
+    *at = i;
 out:
     sb_release(&key);
     return err;
@@ -359,6 +370,20 @@ static int charge_native(struct smp_proc *pr, const struct py_frame *frames, siz
 
 /* ---- the sampler's hooks ---- */
 
+/* --timeline: one charge of the sample (at its line and stack) into the process's stream, at
+ * the time the thread was read. */
+static void stream_note(struct smp_proc *pr, const struct smp_sample *s, int cat, double sec,
+                        size_t stack)
+{
+    struct rec_data *d = pr->user;
+    bool added;
+    size_t th = sst_thread(&d->ss, s->thread->tid, &added);
+    if (added)
+        snprintf(d->ss.threads[th].name, sizeof(d->ss.threads[th].name), "%s", s->thread->name);
+    sst_add(&d->ss, s->thread->wall_ns, th, cat, (uint64_t)(sec * 1e9 + 0.5), s->fr[0][0],
+            s->fr[0][1], (int32_t)s->fr[0][2], (int32_t)stack);
+}
+
 /* One thread's interval at the first profiled frame of its stack: its cpu seconds as python or
  * native, its off seconds as system; a stack with none of your code counts in the totals (off
  * the CPU only with --idle) and says which file took the time. */
@@ -384,10 +409,15 @@ static int rec_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s
         return err;
     if (s->off > 0 && (err = charge_line(pr, fr[0][0], fr[0][1], (int)fr[0][2], SMP_SYS, s->off)))
         return err;
-    if (s->cpu > 0 && (err = charge_stack(pr, fr, s->nprof, s->cpu_cat, s->cpu)))
+    size_t at = 0;
+    if (s->cpu > 0 && (err = charge_stack(pr, fr, s->nprof, s->cpu_cat, s->cpu, &at)))
         return err;
-    if (s->off > 0 && (err = charge_stack(pr, fr, s->nprof, SMP_SYS, s->off)))
+    if (s->cpu > 0 && o->timeline)
+        stream_note(pr, s, s->cpu_cat, s->cpu, at);
+    if (s->off > 0 && (err = charge_stack(pr, fr, s->nprof, SMP_SYS, s->off, &at)))
         return err;
+    if (s->off > 0 && o->timeline)
+        stream_note(pr, s, SMP_SYS, s->off, at);
     return 0;
 }
 
@@ -405,6 +435,7 @@ static void rec_release(void *ctx, struct smp_proc *pr)
     json_decref(d->native_chains);
     json_decref(d->combined_chains);
     rn_proc_free(d->rn);
+    sst_reset(&d->ss, 0);
     for (size_t i = 0; i < d->nstacks; i++)
         json_decref(d->stacks[i].frames);
     free(d->stacks);
@@ -420,6 +451,7 @@ static int rec_open(void *ctx, struct smp_proc *pr)
     if (!d)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     pr->user = d;
+    sst_reset(&d->ss, 0);
     d->line_idx = json_object();
     d->stack_idx = json_object();
     d->excl = json_object();
@@ -458,6 +490,27 @@ static int cmp_excl(const void *a, const void *b)
     double x = json_real_value(json_array_get(*(json_t *const *)a, 2));
     double y = json_real_value(json_array_get(*(json_t *const *)b, 2));
     return (x < y) - (x > y);
+}
+
+/* The part's "sample_stream" (docs/agent-protocol.md): times in µs since start_ns; a sample's
+ * stack is its index in the part's "stacks" (every stack is written). */
+static json_t *stream_json(const struct sst_stream *ss, uint64_t start_ns)
+{
+    json_t *threads = json_array(), *samples = json_array();
+    for (size_t i = 0; i < ss->nthreads; i++)
+        json_array_append_new(threads, json_pack("[Is]", (json_int_t)ss->threads[i].tid,
+                                                 ss->threads[i].name));
+    for (size_t i = 0; i < ss->n; i++) {
+        const struct sst_sample *x = &ss->s[i];
+        json_array_append_new(
+            samples, json_pack("[IiiIiiii]",
+                               (json_int_t)(x->t_ns > start_ns ? (x->t_ns - start_ns) / 1000 : 0),
+                               (int)x->thread, (int)x->cat, (json_int_t)((x->weight_ns + 500) / 1000),
+                               (int)x->file, (int)x->func, (int)x->line, (int)x->stack));
+    }
+    return json_pack("{sIsIsIsIsoso}", "max", (json_int_t)ss->max, "stride",
+                     (json_int_t)ss->stride, "seen", (json_int_t)ss->seen, "lost",
+                     (json_int_t)ss->lost, "threads", threads, "samples", samples);
 }
 
 /* The process's statistics as a part document (docs/agent-protocol.md), with the threads'
@@ -535,6 +588,8 @@ static json_t *proc_part(struct smp_proc *pr, const struct rec_opts *o)
         json_object_set_new(part, "combined_stacks_overflow",
                             json_integer((json_int_t)d->combined_overflow));
     }
+    if (part && o->timeline)
+        json_object_set_new(part, "sample_stream", stream_json(&d->ss, pr->start_ns));
     if (part && pr->have_run_queue)
         json_object_set_new(part, "run_queue", json_pack("{sfsf}", "delay_sec", pr->rq_delay_sec,
                                                          "cpu_sec", pr->rq_cpu_sec));

@@ -335,6 +335,47 @@ def test_timeline_bound(scry, tmp_path):
     assert times[0] <= windows["A"][1] + 0.2 and times[-1] >= windows["B"][2] - 0.2, times
 
 
+def test_record_timeline(scry, python_exe, tmp_path):
+    """scry record --timeline: the same stream from outside the process, its samples at the
+    times the threads were read, on the threads' real ids with their threading names."""
+    proc = subprocess.Popen([python_exe, str(TARGETS / "trace_threads.py"), "0.4", "0.6"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        out = tmp_path / "rec.json"
+        cp = subprocess.run([str(SCRY), "record", "--pid", str(proc.pid), "--timeline", "-o",
+                             str(out)], capture_output=True, text=True, timeout=60)
+        rest = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    if cp.returncode != 0 and "permission" in cp.stderr:
+        pytest.skip("scry record cannot read the process here: " + cp.stderr.strip())
+    assert cp.returncode == 0, cp.stderr
+    profile = json.loads(out.read_text())
+    check_profile(profile)
+    start = profile["start_time_absolute"]
+    windows = {}
+    for line in rest.splitlines():
+        _, name, tid, t0, t1 = line.split()
+        windows[name] = (int(tid), float(t0) - start, float(t1) - start)
+    ss = profile["sample_stream"]
+    assert len(ss["samples"]) == line_samples(profile) > 0
+    names = {t["tid"]: t["name"] for t in ss["threads"]}
+    assert names.get(windows["A"][0]) == "worker-a" and names.get(windows["B"][0]) == "worker-b"
+    tidx = {t["tid"]: i for i, t in enumerate(ss["threads"])}
+    for fn, mine in (("f", "A"), ("g", "B")):
+        tid, t0, t1 = windows[mine]
+        at = [s[0] / 1e6 for s in ss["samples"]
+              if ss["stacks"][s[4]][-1][1] == fn and s[1] == tidx[tid]]
+        # Read while the function ran: within the window, to a sampling interval (10 ms).
+        assert len(at) >= 10 and all(t0 - 0.012 <= t <= t1 + 0.012 for t in at), (fn, t0, t1, at)
+        assert min(at) <= t0 + 0.1 and max(at) >= t1 - 0.1, (fn, t0, t1, at)
+    out_t = tmp_path / "t.json"
+    assert run_scry(["view", "--format", "trace", "-o", out_t, out]).returncode == 0
+    check_trace(json.loads(out_t.read_text()))
+
+
 def test_exports_without_stream(scry, real_profile, tmp_path):
     """A profile without a stream (scry run without --timeline, Scalene's) exports as before:
     no real thread ids, every Firefox sample at time 0."""

@@ -2,12 +2,14 @@
 
 Thread A runs f() for BUSY seconds, then sleeps BUSY seconds; thread B sleeps BUSY seconds,
 then runs g() for BUSY seconds. Each prints its native id and the Unix times (time.time())
-of its busy window: `window NAME NATIVE_ID START END`."""
+of its busy window: `window NAME NATIVE_ID START END`. An optional second argument: seconds to
+wait before starting the threads (for `scry record` to attach), after printing `ready`."""
 import sys
 import threading
 import time
 
 BUSY = float(sys.argv[1]) if len(sys.argv) > 1 else 0.4
+DELAY = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
 
 
 def f():
@@ -43,6 +45,9 @@ def b(out):
 
 
 def main():
+    if DELAY:
+        print("ready", flush=True)
+        time.sleep(DELAY)
     out = []
     ta = threading.Thread(target=a, args=(out,), name="worker-a")
     tb = threading.Thread(target=b, args=(out,), name="worker-b")
