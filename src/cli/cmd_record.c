@@ -54,16 +54,7 @@ const char cmd_record_usage[] =
     "                                  script's directory, else the process's working directory)\n"
     "      --timeline                  also keep each sample's time and thread (the per-thread\n"
     "                                  timelines of view --format trace and firefox)\n"
-    "      --push URL                  continuous profiling: send a pprof profile of each\n"
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
-    "                                  and one of the last interval at the end\n"
-    "      --push-interval S           seconds between pushes (default 10)\n"
-    "      --service-name NAME         the application name on the server (default: the\n"
-    "                                  program's name)\n"
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
-    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n"
-    "                                  basic authentication comes from\n"
-    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
+    PUSH_OPTIONS_HELP
     ;
 
 #define NATIVE_DEPTH 64  /* native frames kept per chain, from the innermost */

@@ -95,16 +95,7 @@ const char cmd_run_usage[] =
     "                                  or scry control PID on|off from another shell\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
-    "      --push URL                  continuous profiling: send a pprof profile of each\n"
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
-    "                                  and one of the last interval at the end\n"
-    "      --push-interval S           seconds between pushes (default 10)\n"
-    "      --service-name NAME         the application name on the server (default: the\n"
-    "                                  program's name)\n"
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
-    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n"
-    "                                  basic authentication comes from\n"
-    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
+    PUSH_OPTIONS_HELP
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";

@@ -32,7 +32,20 @@ struct push_cfg {
     bool extras;          /* an option that goes with --push was given */
 };
 
-/* The options of --push, shared by scry run and scry record. */
+/* The options of --push, shared by scry run and scry record: their help, */
+#define PUSH_OPTIONS_HELP                                                                          \
+    "      --push URL                  continuous profiling: send a pprof profile of each\n" \
+    "                                  interval to the Pyroscope server at URL (its /ingest),\n" \
+    "                                  and one of the last interval at the end\n" \
+    "      --push-interval S           seconds between pushes (default 10)\n" \
+    "      --service-name NAME         the application name on the server (default: the\n" \
+    "                                  program's name)\n" \
+    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n" \
+    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n" \
+    "                                  basic authentication comes from\n" \
+    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
+
+/* their values, */
 enum push_opt { PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG, PUSH_OPT_SERVICE, PUSH_OPT_TENANT };
 /* One option's value into cfg (cfg->tags has room for one per argument): 0, or a usage error
  * (-SCRY_E_USAGE, recorded with cli_usage). */
