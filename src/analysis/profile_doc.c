@@ -379,6 +379,16 @@ void pdoc_free(struct pdoc *d)
     memset(d, 0, sizeof(*d));
 }
 
+void pdoc_thread_label(const struct pdoc_sthread *t, struct strbuf *out)
+{
+    if (t->tid == t->pid)
+        sb_addf(out, "MainThread (%lld)", (long long)t->tid);
+    else if (t->name[0])
+        sb_addf(out, "%s (%lld)", t->name, (long long)t->tid);
+    else
+        sb_addf(out, "Thread %lld", (long long)t->tid);
+}
+
 uint32_t pdoc_first_line(const struct pdoc *d, const char *file, size_t file_len,
                          const char *func, size_t func_len)
 {

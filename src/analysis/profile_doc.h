@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "common/strbuf.h"
+
 /* A line entry or a function entry of files[file]. For a line, func/first_line name the
  * function that encloses it (pdoc_load's rule, below); for a function, line == first_line. */
 struct pdoc_entry {
@@ -92,6 +94,10 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what);
 /* The same from the bytes of a file. */
 int pdoc_load_bytes(struct pdoc *d, const char *text, size_t len, const char *what);
 void pdoc_free(struct pdoc *d);
+
+/* A stream thread's label for the exports: "MainThread (TID)" for the thread whose id is its
+ * process's, else "NAME (TID)", or "Thread TID" without a name (appended to out). */
+void pdoc_thread_label(const struct pdoc_sthread *t, struct strbuf *out);
 
 /* The first line of function `func` (len bytes) in `file` (file_len bytes), 0 if the document
  * has no such function entry. */

@@ -369,7 +369,8 @@ static void stream_note(struct smp_proc *pr, const struct smp_sample *s, int cat
     struct rec_data *d = pr->user;
     bool added;
     size_t th = sst_thread(&d->ss, s->thread->tid, &added);
-    if (added)
+    /* A thread read before threading registered it has its name from a later sample. */
+    if (th != SIZE_MAX && (added || !d->ss.threads[th].name[0]))
         snprintf(d->ss.threads[th].name, sizeof(d->ss.threads[th].name), "%s", s->thread->name);
     sst_add(&d->ss, s->thread->wall_ns, th, cat, (uint64_t)(sec * 1e9 + 0.5), s->fr[0][0],
             s->fr[0][1], (int32_t)s->fr[0][2], (int32_t)stack);

@@ -485,12 +485,7 @@ int firefox_profile_write(const struct pdoc *d, const struct firefox_opts *o, st
         build_stream_thread(&b, d, t);
         sb_reset(&name);
         sb_reset(&pid);
-        if (th->tid == th->pid)
-            sb_addf(&name, "MainThread (%lld)", (long long)th->tid);
-        else if (th->name[0])
-            sb_addf(&name, "%s (%lld)", th->name, (long long)th->tid);
-        else
-            sb_addf(&name, "Thread %lld", (long long)th->tid);
+        pdoc_thread_label(th, &name);
         sb_addf(&pid, "%lld", (long long)th->pid);
         write_thread(&w, &b, d,
                      &(struct ff_thread){sb_str(&name), sb_str(&pid), th->tid,

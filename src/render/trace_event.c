@@ -107,12 +107,7 @@ static void thread_tracks(struct json_writer *w, const struct pdoc *d)
             meta(w, "process_name", th->pid, 0, sb_str(&tmp));
         }
         sb_reset(&tmp);
-        if (th->tid == th->pid)
-            sb_addf(&tmp, "MainThread (%lld)", (long long)th->tid);
-        else if (th->name[0])
-            sb_addf(&tmp, "%s (%lld)", th->name, (long long)th->tid);
-        else
-            sb_addf(&tmp, "Thread %lld", (long long)th->tid);
+        pdoc_thread_label(th, &tmp);
         meta(w, "thread_name", th->pid, th->tid, sb_str(&tmp));
         const struct pdoc_ssample *first = NULL, *last = NULL;
         double end = 0, start = 0;
