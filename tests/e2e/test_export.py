@@ -238,11 +238,11 @@ def test_export_errors(scry, tmp_path):
 SLACK_S = 0.005  # clock reads: the target's time.time() against the agent's monotonic clock
 
 
-def timeline_run(python, tmp_path, env=None, busy="0.4"):
+def timeline_run(python, tmp_path, env=None, busy="0.4", options=()):
     """trace_threads.py under scry run --timeline: (profile, {name: (tid, t0, t1)}) with the
     windows in seconds since the program's start."""
     out = tmp_path / "timeline.json"
-    argv = [SCRY, "run", "--no-view", "--timeline", "--python", python, "-o", out,
+    argv = [SCRY, "run", "--no-view", "--timeline", *options, "--python", python, "-o", out,
             TARGETS / "trace_threads.py", busy]
     cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=120,
                         env={**program_env(), **(env or {})})
@@ -317,6 +317,23 @@ def test_timeline_stream_and_exports(scry, python_exe, tmp_path):
               if strings[fu["name"][fr["func"][st["frame"][stack]]]] == fn]
         assert at and all(t0 - SLACK_S <= t <= t1 + SLACK_S for t in at), (fn, t0, t1, at)
         assert min(at) <= t0 + 0.15 and max(at) >= t1 - 0.15, (fn, t0, t1, at)
+
+
+def test_timeline_with_stacks(scry, tmp_path):
+    """With --stacks every stream sample has its call stack: per stack, the stream's samples are
+    the stack's count in the profile, and f's samples on A's thread are under a()."""
+    src, profile, windows = timeline_run(preferred_python(), tmp_path, options=["--stacks"])
+    ss = profile["sample_stream"]
+    counts = {}
+    for x in ss["samples"]:
+        key = tuple(f"{f[0]} {f[1]}:{f[3]};" for f in ss["stacks"][x[4]])
+        counts[key] = counts.get(key, 0) + 1
+    want = {tuple(frames): c["count"] for frames, c in profile["stacks"] if c["count"]}
+    assert counts == want
+    tid = {t["tid"]: i for i, t in enumerate(ss["threads"])}[windows["A"][0]]
+    callers = {tuple(f[1] for f in ss["stacks"][x[4]]) for x in ss["samples"]
+               if x[1] == tid and ss["stacks"][x[4]][-1][1] == "f"}
+    assert callers and all(c[-2:] == ("a", "f") for c in callers), callers
 
 
 def test_timeline_bound(scry, tmp_path):
