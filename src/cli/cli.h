@@ -57,14 +57,17 @@ int cmd_collect(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 extern const char cmd_top_usage[];
 int cmd_record(int argc, char **argv);
+int cmd_kernel(int argc, char **argv);
 extern const char cmd_record_usage[];
+int cmd_mcp(int argc, char **argv);
+extern const char cmd_mcp_usage[];
 int cmd_optimize(int argc, char **argv);
 extern const char cmd_optimize_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
     cmd_compare_usage[], cmd_flamegraph_usage[], cmd_control_usage[],
-    cmd_collect_usage[];
+    cmd_collect_usage[], cmd_kernel_usage[];
 
 /* ---- errors and help (cli_common.c) ---------------------------------------------------------- */
 
@@ -92,6 +95,9 @@ bool cli_wants_json(int argc, char **argv);
 /* Appends buf to standard output. A failure is not reported here: cli_finish_stdout, run once
  * by the dispatcher after the command, flushes and reports it (io_error, exit status 1). */
 void cli_print(const struct strbuf *buf);
+/* The end of a command whose report a reports.h function made: prints out when err is 0, else
+ * reports the recorded error (as JSON with json); releases out. Returns the exit status. */
+int cli_finish_report(int err, struct strbuf *out, bool json);
 /* Flushes standard output; if any write to it failed (a full disk, a closed pipe), reports an
  * io_error on stderr and returns CLI_EXIT_ERROR when status was 0, status otherwise (so `scry
  * run` keeps a failing program's status, as it does when the profile cannot be written). The

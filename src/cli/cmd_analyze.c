@@ -9,6 +9,7 @@
 
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/error.h"
 #include "render/heap_report.h"
 
@@ -23,6 +24,36 @@ const char cmd_analyze_usage[] =
     "      --top N    how many retainers and types to list (default 20)\n"
     "      --json     one JSON document on stdout (docs/json-schema.md)\n";
 
+int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf *out)
+{
+    struct snap s;
+    struct heap_analysis a;
+    struct ha_type *types = NULL;
+    size_t ntypes = 0;
+    uint32_t *top = calloc(limit ? limit : 1, sizeof(*top));
+    memset(&s, 0, sizeof(s));
+    memset(&a, 0, sizeof(a));
+    int err = top ? snap_open(path, &s) : err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (!err)
+        err = ha_build(&s, &a);
+    if (!err)
+        err = ha_types(&a, &types, &ntypes);
+    if (!err) {
+        size_t ntop = ha_top_retainers(&a, limit, top);
+        struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
+                                        .types = types, .ntypes = ntypes, .limit = limit};
+        if (json)
+            heap_analyze_json(&r, out);
+        else
+            heap_analyze_text(&r, out);
+    }
+    free(types);
+    free(top);
+    ha_free(&a);
+    snap_close(&s);
+    return err;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
     bool json, help;
@@ -32,39 +63,7 @@ int cmd_analyze(int argc, char **argv)
         return parsed ? parsed : cli_help();
     if (argc - optind != 1)
         return cli_usage("give one snapshot file (scry analyze app.heap)");
-    const char *path = argv[optind];
-
-    struct snap s;
-    struct heap_analysis a;
     struct strbuf out = STRBUF_INIT;
-    struct ha_type *types = NULL;
-    size_t ntypes = 0;
-    uint32_t *top = calloc((size_t)limit, sizeof(*top));
-    int status = CLI_EXIT_OK;
-    memset(&s, 0, sizeof(s));
-    memset(&a, 0, sizeof(a));
-    int err = top ? snap_open(path, &s) : err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    if (!err)
-        err = ha_build(&s, &a);
-    if (!err)
-        err = ha_types(&a, &types, &ntypes);
-    if (err) {
-        status = cli_report_error(json);
-        goto out;
-    }
-    size_t ntop = ha_top_retainers(&a, (size_t)limit, top);
-    struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
-                                    .types = types, .ntypes = ntypes, .limit = (size_t)limit};
-    if (json)
-        heap_analyze_json(&r, &out);
-    else
-        heap_analyze_text(&r, &out);
-    cli_print(&out);
-out:
-    sb_release(&out);
-    free(types);
-    free(top);
-    ha_free(&a);
-    snap_close(&s);
-    return status;
+    return cli_finish_report(cli_analyze_report(argv[optind], (size_t)limit, json, &out), &out,
+                             json);
 }
