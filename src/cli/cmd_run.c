@@ -92,18 +92,15 @@ const char cmd_run_usage[] =
     "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --timeline / --no-timeline  record each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox; default\n"
+    "                                  off)\n"
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
-    "      --push URL                  continuous profiling: send a pprof profile of each\n"
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
-    "                                  and one of the last interval at the end\n"
-    "      --push-interval S           seconds between pushes (default 10)\n"
-    "      --service-name NAME         the application name on the server (default: the\n"
-    "                                  program's name)\n"
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
+    PUSH_OPTIONS_HELP
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -116,7 +113,7 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off, timeline;
     double profile_interval; /* --profile-interval (0: none) */
     bool memory, leak_detector;
     int gpu;               /* 1: --gpu, -1: --no-gpu (or another mode flag), 0: a device visible */
@@ -200,6 +197,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
         O_PROFILE_INTERVAL, O_GPU, O_NO_GPU, O_GPU_INTERVAL,
+        O_TIMELINE,
+        O_NO_TIMELINE,
+        O_PUSH_TENANT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -233,6 +233,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"timeline", no_argument, NULL, O_TIMELINE},
+        {"no-timeline", no_argument, NULL, O_NO_TIMELINE},
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
@@ -240,6 +242,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
         {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_PUSH_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -261,7 +264,6 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    bool push_opts = false; /* an option that needs --push */
     *help = false;
     opterr = 0;
     optind = 1;
@@ -407,6 +409,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_TIMELINE:
+            o->timeline = true;
+            break;
+        case O_NO_TIMELINE:
+            o->timeline = false;
+            break;
         case O_OFF:
             o->off = true;
             break;
@@ -420,29 +428,21 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
                                  optarg);
             break;
         case O_PUSH:
-            if (push_check_url(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.url = optarg;
-            break;
         case O_PUSH_INTERVAL:
-            if (!parse_interval(optarg, &o->push.interval_sec))
-                return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
-                                 "(such as 10), not '%s'",
-                                 optarg);
-            push_opts = true;
-            break;
         case O_TAG:
-            if (push_check_tag(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.tags[o->push.ntags++] = optarg;
-            push_opts = true;
-            break;
         case O_SERVICE:
-            if (push_check_service(optarg) != 0)
+        case O_PUSH_TENANT: {
+            static const enum push_opt which[] = {PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG,
+                                                  PUSH_OPT_SERVICE, PUSH_OPT_TENANT};
+            int k = c == O_PUSH            ? 0
+                    : c == O_PUSH_INTERVAL ? 1
+                    : c == O_TAG           ? 2
+                    : c == O_SERVICE       ? 3
+                                           : 4;
+            if (push_set_option(which[k], optarg, &o->push) != 0)
                 return -SCRY_E_USAGE;
-            o->push.service = optarg;
-            push_opts = true;
             break;
+        }
         case 'h':
             *help = true;
             return 0;
@@ -459,8 +459,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         o->memory = false;
     if ((cpu_flag || memory_flag) && !gpu_flag)
         o->gpu = -1;
-    if (push_opts && !o->push.url)
-        return cli_usage("--push-interval, --tag and --service-name go with --push URL");
+    if (push_check_options(&o->push) != 0)
+        return -SCRY_E_USAGE;
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "
@@ -552,6 +552,7 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
         (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
         (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
+        (err = set_env("SCRY_TIMELINE", o->timeline ? "1" : "0")) ||
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
@@ -877,52 +878,17 @@ struct push_state {
     const char *dir;
     pid_t child;
     const struct profile_json_opts *jo;
-    struct pdoc prev; /* the whole profile at the previous push */
-    bool have_prev;
-    double prev_until;
+    struct push_delta delta;
 };
 
 static void push_window(struct push_state *st)
 {
     struct profile p;
-    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
-    struct pdoc cum, d;
-    memset(&cum, 0, sizeof(cum));
-    memset(&d, 0, sizeof(d));
     prof_init(&p);
     read_parts(&p, st->dir, st->child, true);
     prof_finish(&p);
-    if (p.nparts == 0) /* no process has profiled yet: nothing to say */
-        goto out;
-    profile_json_write(&p, st->jo, &json);
-    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
-        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
-        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
-        push_count_dropped(st->ps, err_last_message());
-        pdoc_free(&cum);
-        goto out;
-    }
-    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
-    double until = cum.start_time_absolute + cum.elapsed_sec;
-    if (until < from)
-        until = from;
-    d.start_time_absolute = from;
-    d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(st->ps, err_last_message());
-    else
-        push_submit(st->ps, &body, from, until);
-    if (st->have_prev)
-        pdoc_free(&st->prev);
-    st->prev = cum;
-    st->have_prev = true;
-    st->prev_until = until;
-out:
-    pdoc_free(&d);
+    push_profile(st->ps, &st->delta, &p, st->jo);
     prof_free(&p);
-    sb_release(&json);
-    sb_release(&body);
 }
 
 /* --profile-interval: the profile of every process so far (snapshots and parts), written over
@@ -1019,25 +985,6 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
     return wait_child(pid);
 }
 
-/* The application name: the program's file name without .py (the module for -m), with the
- * characters a name cannot have made '_'. */
-static void default_service(const struct run_opts *o, char *out, size_t n)
-{
-    const char *name = o->module ? o->module : o->prog;
-    const char *slash = strrchr(name, '/');
-    if (slash && slash[1])
-        name = slash + 1;
-    snprintf(out, n, "%s", name);
-    size_t len = strlen(out);
-    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
-        out[len - 3] = 0;
-    for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
-            *c = '_';
-    if (!out[0])
-        snprintf(out, n, "python");
-}
-
 static int run(struct run_opts o);
 
 /* A usage error found after parsing (--program-path's directory) names its option first: when
@@ -1061,7 +1008,7 @@ static void blame_late(const struct run_opts *o)
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
-    bool help;
+    bool help = false;
     int rc;
     if (parse(argc, argv, &o, &help) != 0) {
         if (o.at > 0)
@@ -1145,7 +1092,7 @@ static int run(struct run_opts o)
     struct push_state ps = {.dir = part_dir};
     if (o.push.url) {
         char service[256];
-        default_service(&o, service, sizeof(service));
+        push_default_service(o.module ? o.module : o.prog, service, sizeof(service));
         if (push_start(&ps.ps, &o.push, o.push.service ? o.push.service : service, o.rate) != 0) {
             remove_part_dir(part_dir);
             outfile_abort(&out);
@@ -1246,8 +1193,7 @@ static int run(struct run_opts o)
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
-    if (ps.have_prev)
-        pdoc_free(&ps.prev);
+    push_delta_free(&ps.delta);
     sb_release(&json);
     prof_free(&p);
     if (WIFSIGNALED(st))
