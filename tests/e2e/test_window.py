@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import (SCRY, TARGETS, file_detail, function_entry, is_free_threaded, line_entry, load_profile,
+from conftest import (SCRY, TARGETS, file_detail, function_entry, line_entry, load_profile,
                       run_profiled, Ran)
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
@@ -37,8 +37,6 @@ def near(got, want, rel, slack=0.0):
 
 @pytest.fixture
 def window_run(python_exe, tmp_path):
-    if is_free_threaded(python_exe):
-        pytest.skip("memory is not profiled on free-threaded builds yet")
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(mode=0o700)
     ran = run_profiled(python_exe, "window_work.py", [ckpt], outfile=tmp_path / "whole.json")
