@@ -14,7 +14,8 @@
  * plain loads, no lock, no call (they run on the allocator's path).
  *
  * The layout (mimalloc_layout.h) is 3.13's release build, checked against its headers by the
- * tests, and at run time by probing the allocator (ag_mi_sizes_probe) before its blocks count.
+ * tests (tests/e2e/test_layout_headers.py; the reading itself: tests/unit/test_mimalloc_sizes.c),
+ * and at run time by probing the allocator (ag_mi_sizes_probe) before its blocks count.
  * A build whose blocks do not read right (a debug build's padded pages, another minor version)
  * is not profiled for memory. */
 #include <stdatomic.h>
