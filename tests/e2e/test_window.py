@@ -3,7 +3,7 @@ foundation. tests/targets/window_work.py takes a checkpoint, allocates and keeps
 0.5 s, allocates and frees 50 MB, takes a second checkpoint, and prints its own truth (thread
 CPU time of each piece, and the agent's totals around the window). `scry collect --part B
 --since A` must give exactly the window: its lines, its seconds, its memory. On every installed
-Python 3.11+ that profiles memory."""
+Python 3.11+ that profiles memory, the free-threaded 3.13t included."""
 
 import importlib.util
 import json
@@ -18,6 +18,7 @@ _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundt
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)
 
+FREE_THREADED = True  # python_exe also runs the free-threaded builds (conftest.FREE_THREADED)
 TARGET = TARGETS / "window_work.py"
 MARK = {k: v[0] for k, v in groundtruth.marker_lines(TARGET).items()}
 MB = 1 << 20
