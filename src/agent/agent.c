@@ -211,7 +211,7 @@ __attribute__((constructor)) static void ag_init(void)
         ag_mtls.guard--;
         return;
     }
-    if (ag_cfg.memory && ag_rt.layout.free_threaded) {
+    if (ag_cfg.memory && ag_rt.layout.free_threaded && !ag_mi_layout_known(ag_rt.minor)) {
         ag_cfg.memory = false; /* CPU only: the part says why, `scry run` warns */
         ag_cfg.memory_unsupported = true;
     }

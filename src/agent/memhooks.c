@@ -248,11 +248,20 @@ static inline void on_copy(size_t n)
     t->guard--;
 }
 
+/* Under Python's allocator on a free-threaded build: its blocks count (ag_mem_py_net), not what
+ * it takes underneath. */
+static inline bool by_block(const struct ag_mem_tls *t)
+{
+    return t->in_pymem && ag_mi_by_block;
+}
+
 /* A C block allocated (usable size n): in the heap's net; sampled unless Python's allocator
  * made it for an object, which its wrapper samples. */
 static void on_alloc(void *p, uint64_t n)
 {
     struct ag_mem_tls *t = &ag_mtls;
+    if (by_block(t))
+        return;
     t->net += (int64_t)n;
     if (t->in_pymem) /* growth goes with the object's sample (a new maximum is a malloc's) */
         return;
@@ -262,6 +271,8 @@ static void on_alloc(void *p, uint64_t n)
 static void freeing_block(void *p)
 {
     struct ag_mem_tls *t = &ag_mtls;
+    if (by_block(t))
+        return;
     t->net -= (int64_t)real.usable(p);
     if (!t->in_pymem)
         forget_block(t, p);
@@ -294,6 +305,19 @@ static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
         emit_malloc(t, p, weight, true);
     }
     errno = saved;
+}
+
+void ag_mem_py_net(int64_t delta)
+{
+    if (!delta || !counting())
+        return;
+    struct ag_mem_tls *t = &ag_mtls;
+    t->net += delta;
+    if (delta < 0) {
+        int saved = errno;
+        net_check(t);
+        errno = saved;
+    }
 }
 
 void ag_mem_py_sample(void *p, size_t n)
@@ -441,6 +465,8 @@ AG_EXPORT void *realloc(void *old, size_t n)
         errno = saved;
         return real.realloc(old, 0);
     }
+    if (by_block(t))
+        return real.realloc(old, n);
     uint64_t before = old ? real.usable(old) : 0;
     bool pymem = t->in_pymem > 0;
     if (!pymem)
@@ -519,7 +545,7 @@ static uint64_t page_round(uint64_t n)
  * that mapped it allocated. */
 static void *mapped(void *p, size_t len, int flags)
 {
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting()) {
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting() && !by_block(&ag_mtls)) {
         KEEP_ERRNO_BEGIN;
         struct ag_mem_tls *t = &ag_mtls;
         uint64_t n = page_round(len), resident = 0;

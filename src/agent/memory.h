@@ -127,5 +127,25 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident);
 /* Collector: the pages of counted mappings that became resident since the last call, in bytes
  * (mincore; they are charged to the footprint from then on). */
 uint64_t ag_maps_scan_resident(void);
+/* The counted mapping that holds addr is counted no longer (what was charged for it stays in
+ * the footprint); false if none holds it. A scan of the table: not for a hook's path. */
+bool ag_maps_forget_holding(uint64_t addr);
+
+/* Free-threaded builds (mimalloc_sizes.c): when ag_mi_by_block, Python's allocator counts in the
+ * heap's net by the sizes of its blocks (the PyMem wrappers, ag_mem_py_net), and what the hooks
+ * see under it (mimalloc's mappings) counts in nothing. */
+extern bool ag_mi_by_block;
+bool ag_mi_layout_known(int minor);
+int ag_mi_sizes_init(void); /* its table of large blocks; -1: no memory for it */
+bool ag_mi_sizes_probe(const void *p, uint64_t n);
+/* The bytes a block of Python's allocator counts (n: requested), at its allocation and at its
+ * free (the same bytes); keep: the block is still there with the bytes it counted (a realloc
+ * that failed after its block's free_bytes). */
+uint64_t ag_mi_alloc_bytes(const void *p, uint64_t n);
+uint64_t ag_mi_free_bytes(const void *p);
+void ag_mi_keep_bytes(const void *p, uint64_t bytes);
+/* memhooks.c: the thread's net moves by delta bytes of Python's blocks (a loss may emit a net
+ * sample; a gain waits for the object's own sample). */
+void ag_mem_py_net(int64_t delta);
 
 #endif

@@ -307,6 +307,23 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident)
     return 0;
 }
 
+bool ag_maps_forget_holding(uint64_t addr)
+{
+    for (size_t i = 0; maps && i < MAP_SLOTS; i++) {
+        uint64_t at = atomic_load_explicit(&maps[i].addr, memory_order_acquire);
+        if (at == 0 || at == MAP_TOMB || addr < at)
+            continue;
+        uint64_t r = atomic_load_explicit(&maps[i].resident, memory_order_acquire);
+        if (r == MAP_GONE || addr - at >= atomic_load_explicit(&maps[i].len, memory_order_relaxed))
+            continue;
+        if (atomic_compare_exchange_strong(&maps[i].addr, &at, MAP_TOMB)) {
+            atomic_store(&maps[i].resident, MAP_GONE);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Resident pages of [addr, addr + len), by mincore in steps of vec's size; 0 if unreadable
  * (unmapped meanwhile). Collector thread only. */
 static uint64_t resident_bytes(uint64_t addr, uint64_t len)

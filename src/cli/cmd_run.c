@@ -1168,9 +1168,9 @@ static int run(struct run_opts o)
     cli_profile_read_sources(&p);
     if (p.memory_unsupported)
         fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
-                        "build, whose mimalloc heaps scry does not measure right yet (they keep "
-                        "and reuse pages of their own); this profile has CPU time only, as with "
-                        "--cpu-only\n",
+                        "build whose allocator's (mimalloc's) blocks scry does not know how to "
+                        "read (it knows 3.13's release builds); this profile has CPU time only, "
+                        "as with --cpu-only\n",
                 san_str(p.python_version ? p.python_version : "?"));
 
     profile_json_write(&p, &jo, &json);
