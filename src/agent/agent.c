@@ -95,6 +95,9 @@ static void read_config(void)
         else
             ag_cfg.snapshot_sec = r;
     }
+    const char *hx = getenv("SCRY_HEAP_AT_EXIT");
+    if (hx && *hx)
+        ag_cfg.heap_at_exit_pid = atoi(hx);
     const char *leak = getenv("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
