@@ -7,27 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "render/heap_report.h"
 
 const char cmd_analyze_usage[] =
-    "usage: scry analyze [--top N] [--json] app.heap\n"
+    "usage: scry analyze [--top N] [--allocations] [--json] app.heap\n"
     "\n"
     "Computes the dominator tree of a heap snapshot (scry dump) and prints the objects that\n"
     "retain the most memory, with their retained and shallow sizes, type and the path from a\n"
     "root that holds them; then sizes by type, and how much of the process's RSS at dump time\n"
     "the Python objects account for.\n"
     "\n"
-    "      --top N    how many retainers and types to list (default 20)\n"
-    "      --json     one JSON document on stdout (docs/json-schema.md)\n";
+    "      --top N         how many retainers and types to list (default 20)\n"
+    "      --allocations   under each retainer, the lines that allocated what it retains\n"
+    "                      (bytes, share, sampling error): a snapshot of a program under\n"
+    "                      scry run (docs/allocations.md)\n"
+    "      --json          one JSON document on stdout (docs/json-schema.md)\n";
 
 int cmd_analyze(int argc, char **argv)
 {
-    bool json, help;
+    bool json, help, allocations;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 1)
@@ -38,7 +42,10 @@ int cmd_analyze(int argc, char **argv)
     struct heap_analysis a;
     struct strbuf out = STRBUF_INIT;
     struct ha_type *types = NULL;
-    size_t ntypes = 0;
+    size_t ntypes = 0, ntop = 0;
+    struct aj_join join = {0};
+    struct aj_line **alines = NULL;
+    size_t *nalines = NULL;
     uint32_t *top = calloc((size_t)limit, sizeof(*top));
     int status = CLI_EXIT_OK;
     memset(&s, 0, sizeof(s));
@@ -48,19 +55,36 @@ int cmd_analyze(int argc, char **argv)
         err = ha_build(&s, &a);
     if (!err)
         err = ha_types(&a, &types, &ntypes);
+    if (!err)
+        ntop = ha_top_retainers(&a, (size_t)limit, top);
+    if (!err && allocations) {
+        err = aj_build(&a, &join);
+        alines = calloc(ntop + 1, sizeof(*alines));
+        nalines = calloc(ntop + 1, sizeof(*nalines));
+        if (!err && (!alines || !nalines))
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < ntop && !err; i++)
+            err = aj_lines_retained_by(&join, top[i], &alines[i], &nalines[i]);
+    }
     if (err) {
         status = cli_report_error(json);
         goto out;
     }
-    size_t ntop = ha_top_retainers(&a, (size_t)limit, top);
     struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
-                                    .types = types, .ntypes = ntypes, .limit = (size_t)limit};
+                                    .types = types, .ntypes = ntypes, .limit = (size_t)limit,
+                                    .join = allocations ? &join : NULL, .alines = alines,
+                                    .nalines = nalines};
     if (json)
         heap_analyze_json(&r, &out);
     else
         heap_analyze_text(&r, &out);
     cli_print(&out);
 out:
+    for (size_t i = 0; alines && i < ntop; i++)
+        free(alines[i]);
+    free(alines);
+    free(nalines);
+    aj_free(&join);
     sb_release(&out);
     free(types);
     free(top);

@@ -36,7 +36,10 @@
     X(INTERNAL, "internal_error",                                                                  \
       "this is a bug in scry: please report it with SCRY_LOG=debug output")                      \
     X(TOO_LARGE, "too_large",                                                                      \
-      "the file is larger than scry reads; check that it is the file you meant")
+      "the file is larger than scry reads; check that it is the file you meant")                \
+    X(NO_ALLOCATIONS, "no_allocations",                                                            \
+      "take the snapshot of a program under scry run (scry dump --pid), or with scry run "        \
+      "--heap-at-exit")
 
 enum scry_err {
 #define SCRY_ERR_ENUM(name, code, hint) SCRY_E_##name,
