@@ -82,11 +82,11 @@ static int cmp_line(const void *x, const void *y)
     return a->line < b->line ? -1 : a->line > b->line;
 }
 
-typedef bool (*aj_pred)(const struct aj_join *j, uint32_t object, uint32_t arg);
+typedef bool (*aj_pred)(const struct aj_join *j, uint32_t object, const void *arg);
 
 /* The samples whose object satisfies pred, by allocating line, largest first. */
-static int lines_where(const struct aj_join *j, aj_pred pred, uint32_t arg, struct aj_line **out,
-                       size_t *n)
+static int lines_where(const struct aj_join *j, aj_pred pred, const void *arg,
+                       struct aj_line **out, size_t *n)
 {
     const struct snap *s = j->a->s;
     struct hashmap by_key = {0};
@@ -127,9 +127,10 @@ static int lines_where(const struct aj_join *j, aj_pred pred, uint32_t arg, stru
     return 0;
 }
 
-static bool dominated_by(const struct aj_join *j, uint32_t o, uint32_t holder)
+static bool dominated_by(const struct aj_join *j, uint32_t o, const void *arg)
 {
     const struct heap_analysis *a = j->a;
+    uint32_t holder = *(const uint32_t *)arg;
     for (uint32_t steps = 0; o < a->n && steps <= a->n; steps++) {
         if (o == holder)
             return true;
@@ -138,19 +139,21 @@ static bool dominated_by(const struct aj_join *j, uint32_t o, uint32_t holder)
     return false;
 }
 
-static bool of_type(const struct aj_join *j, uint32_t o, uint32_t type)
+static bool member_of(const struct aj_join *j, uint32_t o, const void *arg)
 {
-    return j->a->s->objects[o].type == type;
+    (void)j;
+    return ((const uint8_t *)arg)[o] != 0;
 }
 
 int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_line **out, size_t *n)
 {
-    return lines_where(j, dominated_by, holder, out, n);
+    return lines_where(j, dominated_by, &holder, out, n);
 }
 
-int aj_lines_of_type(const struct aj_join *j, uint32_t type, struct aj_line **out, size_t *n)
+int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
+                        size_t *n)
 {
-    return lines_where(j, of_type, type, out, n);
+    return lines_where(j, member_of, member, out, n);
 }
 
 double aj_line_error(const struct aj_join *j, const struct aj_line *l)

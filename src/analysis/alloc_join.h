@@ -43,8 +43,10 @@ void aj_free(struct aj_join *j);
 /* The allocating lines of the samples whose object is dominated by (or is) holder, largest
  * first (malloc'd, *n entries). */
 int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_line **out, size_t *n);
-/* The same for the samples whose object has type type (a string id). */
-int aj_lines_of_type(const struct aj_join *j, uint32_t type, struct aj_line **out, size_t *n);
+/* The same for the samples whose object is marked in member (one byte per object, not 0: in;
+ * the instances of a type, say). */
+int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
+                        size_t *n);
 /* The sampling error of a line's bytes (one standard deviation): window x sqrt(small). */
 double aj_line_error(const struct aj_join *j, const struct aj_line *l);
 /* Retained bytes by allocating stack (outermost frame first, "function (file:line)"), into a

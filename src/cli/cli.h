@@ -182,6 +182,7 @@ bool cli_is_snapshot(const char *path);
 struct cli_heap_graph {
     char **inputs;     /* one snapshot, or before and after with diff */
     bool diff, folded; /* differential; folded stacks instead of the SVG */
+    bool allocations;  /* retained bytes by allocating stack (one snapshot) */
     const char *title; /* NULL: the default */
     double min_pct;    /* < 0: the default (0.01%); 0: none */
     double min_bytes;  /* 0: none */

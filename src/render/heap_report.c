@@ -283,6 +283,13 @@ void heap_type_text(const struct heap_type_report *r, struct strbuf *out)
                 san_str(snap_string(s, s->objects[v].type)), san_str(sb_str(&path)));
     }
     sb_release(&path);
+    if (r->join) {
+        sb_adds(out, "\nAllocated at (sampled bytes of the instances, share of their shallow size)\n");
+        alloc_lines_text(r->join, r->alines, r->nalines, r->shallow, 20, out);
+        if (r->nalines == 0)
+            sb_adds(out, "  (no allocation sample falls in these instances)\n");
+        alloc_summary_text(r->join, out);
+    }
 }
 
 void heap_type_json(const struct heap_type_report *r, struct strbuf *out)
@@ -318,6 +325,10 @@ void heap_type_json(const struct heap_type_report *r, struct strbuf *out)
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
+    if (r->join) {
+        alloc_lines_json(&w, r->join, r->alines, r->nalines);
+        alloc_summary_json(&w, r->join);
+    }
     jw_obj_end(&w);
     sb_addch(out, '\n');
     sb_release(&path);

@@ -40,7 +40,7 @@ struct heap_type_report {
     size_t nlargest;
     /* --allocations: the allocating lines of the instances (join NULL: without). */
     const struct aj_join *join;
-    const struct aj_line *alines;
+    struct aj_line *alines;
     size_t nalines;
 };
 void heap_type_text(const struct heap_type_report *r, struct strbuf *out);
