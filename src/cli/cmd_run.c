@@ -90,6 +90,10 @@ const char cmd_run_usage[] =
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
+    "      --heap-at-exit FILE         as the program ends (after its own atexit handlers,\n"
+    "                                  before the interpreter finalizes) take a heap snapshot\n"
+    "                                  with its live allocation samples into FILE, for scry\n"
+    "                                  analyze --allocations (docs/allocations.md)\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
     "      --push URL                  continuous profiling: send a pprof profile of each\n"
@@ -113,6 +117,7 @@ struct run_opts {
     double rate;
     bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
     double profile_interval; /* --profile-interval (0: none) */
+    const char *heap_at_exit; /* --heap-at-exit FILE */
     bool memory, leak_detector;
     unsigned long long window; /* --allocation-sampling-window */
     const char *only, *exclude;
@@ -192,7 +197,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
-        O_PROFILE_INTERVAL,
+        O_PROFILE_INTERVAL, O_HEAP_AT_EXIT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -226,6 +231,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
+        {"heap-at-exit", required_argument, NULL, O_HEAP_AT_EXIT},
         {"push", required_argument, NULL, O_PUSH},
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
@@ -383,6 +389,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_ON:
             o->off = false;
             break;
+        case O_HEAP_AT_EXIT:
+            o->heap_at_exit = optarg;
+            break;
         case O_PROFILE_INTERVAL:
             if (!parse_interval(optarg, &o->profile_interval))
                 return cli_usage("--profile-interval needs a number of seconds from 0.1 to 86400 "
@@ -427,6 +436,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         o->memory = false; /* Scalene: --cpu without --memory is CPU only */
     if (push_opts && !o->push.url)
         return cli_usage("--push-interval, --tag and --service-name go with --push URL");
+    if (o->heap_at_exit && !o->memory)
+        return cli_usage("--heap-at-exit records the allocation samples of memory profiling: "
+                         "leave memory on (no --cpu-only)");
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "
@@ -485,7 +497,9 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64], window[32], snapshot[64];
+    char rate[64], window[32], snapshot[64], heap[32] = "";
+    if (o->heap_at_exit) /* the agent waits at exit for this process's snapshot */
+        snprintf(heap, sizeof(heap), "%d", (int)getpid());
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
     /* Snapshots for --push and --profile-interval: as often as the more frequent one needs. */
     double snap = 0;
@@ -509,6 +523,7 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
         (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
+        (err = set_env("SCRY_HEAP_AT_EXIT", heap)) ||
         (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot))) {
     }
     sb_release(&pre);
@@ -918,7 +933,54 @@ struct periodic {
     double push_every, push_next;
     struct rewrite_state *rw;
     double rw_every, rw_next;
+    const char *heap_path; /* --heap-at-exit: the snapshot to take when the program ends */
+    const char *part_dir;
+    bool heap_done;
 };
+
+#define HEAP_POLL_S 0.02
+
+/* --heap-at-exit: once the program's agent marks that it has ended (heapexit-PID in the part
+ * directory, src/agent/control.c), `scry dump --pid` of it (this executable), then the mark is
+ * removed and the program goes on to finalize. The dump's report goes to stderr: the program's
+ * stdout is its own. */
+static void heap_at_exit_check(struct periodic *pe, pid_t pid)
+{
+    char mark[PATH_MAX + 64];
+    snprintf(mark, sizeof(mark), "%s/heapexit-%d", pe->part_dir, (int)pid);
+    struct stat st;
+    if (pe->heap_done || lstat(mark, &st) != 0)
+        return;
+    pe->heap_done = true;
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "%d", (int)pid);
+    /* The dump runs without the agent preloaded (this process's environment has it for the
+     * program). */
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof(*env));
+    for (size_t i = 0; env && i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)pe->heap_path, NULL};
+    fflush(NULL);
+    pid_t d = env ? fork() : -1;
+    if (d == 0) {
+        dup2(2, 1);
+        execve("/proc/self/exe", argv, env);
+        _exit(127);
+    }
+    free(env);
+    int dst = 0;
+    while (d > 0 && waitpid(d, &dst, 0) < 0 && errno == EINTR)
+        ;
+    if (d < 0 || !WIFEXITED(dst) || WEXITSTATUS(dst) != 0)
+        fprintf(stderr, "scry: warning: the heap snapshot at exit (%s) was not written\n",
+                san_str(pe->heap_path));
+    unlink(mark);
+}
 
 static double first_round(double t0, double every)
 {
@@ -947,9 +1009,13 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
             next_round(&pe->rw_next, pe->rw_every);
             continue;
         }
-        double next = pe->push ? pe->push_next : pe->rw_next;
+        if (pe->heap_path)
+            heap_at_exit_check(pe, pid);
+        double next = pe->push ? pe->push_next : pe->rw ? pe->rw_next : now + HEAP_POLL_S;
         if (pe->push && pe->rw && pe->rw_next < next)
             next = pe->rw_next;
+        if (pe->heap_path && !pe->heap_done && next > now + HEAP_POLL_S)
+            next = now + HEAP_POLL_S;
         int ms = (int)ceil((next - now) * 1000);
         if (pfd >= 0) {
             struct pollfd pl = {pfd, POLLIN, 0};
@@ -1149,7 +1215,11 @@ static int run(struct run_opts o)
         pe.rw_every = o.profile_interval;
         pe.rw_next = first_round(t0, pe.rw_every);
     }
-    int st = pe.push || pe.rw ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (o.heap_at_exit) {
+        pe.heap_path = o.heap_at_exit;
+        pe.part_dir = part_dir;
+    }
+    int st = pe.push || pe.rw || pe.heap_path ? wait_child_periodic(pid, &pe) : wait_child(pid);
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);
