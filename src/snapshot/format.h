@@ -8,7 +8,8 @@
 
 #define SNAP_MAGIC "SCRYSNAP"
 #define SNAP_MAJOR 1
-#define SNAP_MINOR 2 /* written only when an ALOC chunk is present; 1.1 otherwise */
+#define SNAP_MINOR 1      /* a file without allocation samples */
+#define SNAP_MINOR_ALOC 2 /* with an ALOC chunk (1.2) */
 
 #define SNAP_HEADER_SIZE 64
 #define SNAP_HEADER_CRC_OFF 60

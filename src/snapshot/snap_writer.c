@@ -771,7 +771,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 
     memcpy(header, SNAP_MAGIC, 8);
     header[8] = SNAP_MAJOR;
-    header[10] = w->alloc ? SNAP_MINOR : 1;
+    header[10] = w->alloc ? SNAP_MINOR_ALOC : SNAP_MINOR;
     put_le64(header + 16, o.pos);
     put_le64(header + 24, dir_offset);
     put_le32(header + 32, (uint32_t)nd);
