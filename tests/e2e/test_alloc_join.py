@@ -165,3 +165,12 @@ def test_allocations_option_errors(one_heap):
         assert cp.returncode == 2 and "--allocations" in cp.stderr, (args, cp.stderr)
     cp = run_scry(["run", "--cpu-only", "--heap-at-exit", "x.heap", str(SCRIPT)])
     assert cp.returncode == 2 and "--heap-at-exit" in cp.stderr, cp.stderr
+
+
+def test_check_reads_the_allocation_chunk(one_heap):
+    heap, _ = one_heap
+    cp = run_scry(["check", "--json", heap])
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["valid"] and doc["format_version"] == "1.2", doc
+    assert doc["allocation_samples"] > 0 and "ALOC" in [c["type"] for c in doc["chunks"]], doc
