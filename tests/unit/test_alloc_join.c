@@ -64,20 +64,26 @@ static void build(const char *path, bool alloc)
     CHECK_EQ(snap_writer_close(w, NULL), 0);
 }
 
-static void test_join(void)
+/* Writes the snapshot (with or without samples), opens and analyses it. */
+static void open_built(bool alloc, struct snap *s, struct heap_analysis *a)
 {
     char path[512];
-    snprintf(path, sizeof(path), "%s/a.heap", tl_tmpdir());
-    build(path, true);
+    snprintf(path, sizeof(path), "%s/%s.heap", tl_tmpdir(), alloc ? "a" : "b");
+    build(path, alloc);
+    CHECK_EQ(snap_open(path, s), 0);
+    CHECK_EQ(ha_build(s, a), 0);
+}
+
+static void test_join(void)
+{
     struct snap s;
     struct heap_analysis a;
     struct aj_join j;
-    CHECK_EQ(snap_open(path, &s), 0);
+    open_built(true, &s, &a);
     CHECK_EQ(s.minor, 2);
     CHECK(s.has_allocations);
     CHECK_EQ(s.alloc_window, 65536);
     CHECK_EQ(s.alloc_dropped, 3);
-    CHECK_EQ(ha_build(&s, &a), 0);
     CHECK_EQ(aj_build(&a, &j), 0);
     CHECK_EQ(j.samples, 6);
     CHECK_EQ(j.matched, 3);
@@ -148,16 +154,12 @@ static void test_writer_checks(void)
 
 static void test_without_allocations(void)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/b.heap", tl_tmpdir());
-    build(path, false);
     struct snap s;
     struct heap_analysis a;
     struct aj_join j;
-    CHECK_EQ(snap_open(path, &s), 0);
+    open_built(false, &s, &a);
     CHECK_EQ(s.minor, 1);
     CHECK(!s.has_allocations);
-    CHECK_EQ(ha_build(&s, &a), 0);
     CHECK_EQ(aj_build(&a, &j), -SCRY_E_NO_ALLOCATIONS);
     err_clear();
     aj_free(&j);
