@@ -1220,6 +1220,9 @@ static int run(struct run_opts o)
         pe.part_dir = part_dir;
     }
     int st = pe.push || pe.rw || pe.heap_path ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (pe.heap_path && !pe.heap_done)
+        fprintf(stderr, "scry: warning: no heap snapshot at exit: the program ended without "
+                        "running its atexit handlers (os._exit, a signal, exec)\n");
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);

@@ -174,3 +174,19 @@ def test_check_reads_the_allocation_chunk(one_heap):
     doc = json.loads(cp.stdout)
     assert doc["valid"] and doc["format_version"] == "1.2", doc
     assert doc["allocation_samples"] > 0 and "ALOC" in [c["type"] for c in doc["chunks"]], doc
+
+
+def test_heap_at_exit_keeps_status_and_says_when_no_atexit(tmp_path):
+    python = preferred_python()
+    ok = tmp_path / "ok.py"
+    ok.write_text("import sys\nprint('out')\nsys.exit(3)\n")
+    gone = tmp_path / "gone.py"
+    gone.write_text("import os\nprint('out', flush=True)\nos._exit(4)\n")
+    for prog, rc, written in ((ok, 3, True), (gone, 4, False)):
+        heap = tmp_path / f"{prog.stem}.heap"
+        argv = [str(a) for a in run_args(python, tmp_path / "p.json")]
+        cp = subprocess.run(argv + ["--heap-at-exit", str(heap), str(prog)], capture_output=True,
+                            text=True, timeout=120)
+        assert cp.returncode == rc and cp.stdout == "out\n", (prog, cp.returncode, cp.stderr)
+        assert heap.exists() == written, cp.stderr
+        assert ("no heap snapshot at exit" in cp.stderr) == (not written), cp.stderr
