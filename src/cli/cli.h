@@ -54,8 +54,14 @@ int cmd_compare(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_collect(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+extern const char cmd_top_usage[];
 int cmd_record(int argc, char **argv);
 extern const char cmd_record_usage[];
+int cmd_mcp(int argc, char **argv);
+extern const char cmd_mcp_usage[];
+int cmd_optimize(int argc, char **argv);
+extern const char cmd_optimize_usage[];
 /* Each command's help text, next to its options. */
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
@@ -88,6 +94,9 @@ bool cli_wants_json(int argc, char **argv);
 /* Appends buf to standard output. A failure is not reported here: cli_finish_stdout, run once
  * by the dispatcher after the command, flushes and reports it (io_error, exit status 1). */
 void cli_print(const struct strbuf *buf);
+/* The end of a command whose report a reports.h function made: prints out when err is 0, else
+ * reports the recorded error (as JSON with json); releases out. Returns the exit status. */
+int cli_finish_report(int err, struct strbuf *out, bool json);
 /* Flushes standard output; if any write to it failed (a full disk, a closed pipe), reports an
  * io_error on stderr and returns CLI_EXIT_ERROR when status was 0, status otherwise (so `scry
  * run` keeps a failing program's status, as it does when the profile cannot be written). The
@@ -153,6 +162,11 @@ int cli_view_export(const char *path, const char *format, const char *outfile);
  * $TMPDIR when dest is NULL; its path goes to path. Returns 0 or a negative error (recorded). */
 int cli_page_write(const char *data, size_t len, const char *what, double threshold,
                    const char *dest, char *path, size_t size);
+/* `scry view --serve` (view_serve.c): serves the page of the profile document data from
+ * 127.0.0.1:port (0: any free port) under a random token, with its "propose" action, until
+ * SIGINT or SIGTERM. Returns 0 or a negative error (recorded). */
+int cli_view_serve(const char *path, const char *data, size_t len, double threshold,
+                   unsigned port);
 /* Opens the page in a browser when there is a display: the first command of $BROWSER, else
  * xdg-open. False, with *why saying why, when nothing opened it. */
 bool cli_page_open(const char *path, const char **why);

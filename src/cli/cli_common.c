@@ -134,6 +134,15 @@ void cli_print(const struct strbuf *buf)
         stdout_errno = errno ? errno : EIO;
 }
 
+int cli_finish_report(int err, struct strbuf *out, bool json)
+{
+    int status = err ? cli_report_error(json) : CLI_EXIT_OK;
+    if (!err)
+        cli_print(out);
+    sb_release(out);
+    return status;
+}
+
 int cli_finish_stdout(int status, bool outfile_hint)
 {
     errno = 0;

@@ -10,6 +10,7 @@
 #include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/error.h"
 #include "render/heap_report.h"
 
@@ -27,27 +28,18 @@ const char cmd_analyze_usage[] =
     "                      scry run (docs/allocations.md)\n"
     "      --json          one JSON document on stdout (docs/json-schema.md)\n";
 
-int cmd_analyze(int argc, char **argv)
+/* The report, with each retainer's allocating lines when allocations (docs/allocations.md). */
+static int analyze_report(const char *path, size_t limit, bool allocations, bool json,
+                          struct strbuf *out)
 {
-    bool json, help, allocations;
-    long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations);
-    if (parsed || help)
-        return parsed ? parsed : cli_help();
-    if (argc - optind != 1)
-        return cli_usage("give one snapshot file (scry analyze app.heap)");
-    const char *path = argv[optind];
-
     struct snap s;
     struct heap_analysis a;
-    struct strbuf out = STRBUF_INIT;
     struct ha_type *types = NULL;
     size_t ntypes = 0, ntop = 0;
     struct aj_join join = {0};
     struct aj_line **alines = NULL;
     size_t *nalines = NULL;
-    uint32_t *top = calloc((size_t)limit, sizeof(*top));
-    int status = CLI_EXIT_OK;
+    uint32_t *top = calloc(limit ? limit : 1, sizeof(*top));
     memset(&s, 0, sizeof(s));
     memset(&a, 0, sizeof(a));
     int err = top ? snap_open(path, &s) : err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -56,7 +48,7 @@ int cmd_analyze(int argc, char **argv)
     if (!err)
         err = ha_types(&a, &types, &ntypes);
     if (!err)
-        ntop = ha_top_retainers(&a, (size_t)limit, top);
+        ntop = ha_top_retainers(&a, limit, top);
     if (!err && allocations) {
         err = aj_build(&a, &join);
         alines = calloc(ntop + 1, sizeof(*alines));
@@ -66,29 +58,43 @@ int cmd_analyze(int argc, char **argv)
         for (size_t i = 0; i < ntop && !err; i++)
             err = aj_lines_retained_by(&join, top[i], &alines[i], &nalines[i]);
     }
-    if (err) {
-        status = cli_report_error(json);
-        goto out;
+    if (!err) {
+        struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
+                                        .types = types, .ntypes = ntypes, .limit = limit,
+                                        .join = allocations ? &join : NULL, .alines = alines,
+                                        .nalines = nalines};
+        if (json)
+            heap_analyze_json(&r, out);
+        else
+            heap_analyze_text(&r, out);
     }
-    struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
-                                    .types = types, .ntypes = ntypes, .limit = (size_t)limit,
-                                    .join = allocations ? &join : NULL, .alines = alines,
-                                    .nalines = nalines};
-    if (json)
-        heap_analyze_json(&r, &out);
-    else
-        heap_analyze_text(&r, &out);
-    cli_print(&out);
-out:
     for (size_t i = 0; alines && i < ntop; i++)
         free(alines[i]);
     free(alines);
     free(nalines);
     aj_free(&join);
-    sb_release(&out);
     free(types);
     free(top);
     ha_free(&a);
     snap_close(&s);
-    return status;
+    return err;
+}
+
+int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf *out)
+{
+    return analyze_report(path, limit, false, json, out);
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    bool json, help, allocations;
+    long limit = 20;
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations);
+    if (parsed || help)
+        return parsed ? parsed : cli_help();
+    if (argc - optind != 1)
+        return cli_usage("give one snapshot file (scry analyze app.heap)");
+    struct strbuf out = STRBUF_INIT;
+    return cli_finish_report(analyze_report(argv[optind], (size_t)limit, allocations, json, &out),
+                             &out, json);
 }

@@ -11,6 +11,7 @@
 
 #include "analysis/compare.h"
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/error.h"
 #include "render/compare_render.h"
 
@@ -34,7 +35,7 @@ const char cmd_compare_usage[] =
     "      --top N           show at most N functions and N lines (default 20; 0: all)\n"
     "      --json            the whole comparison as JSON (docs/json-schema.md)\n";
 
-static int load(const char *path, struct pdoc *d)
+int cli_load_pdoc(const char *path, struct pdoc *d)
 {
     char *data = NULL;
     size_t len = 0;
@@ -42,6 +43,29 @@ static int load(const char *path, struct pdoc *d)
     if (!err)
         err = pdoc_load_bytes(d, data, len, path);
     free(data);
+    return err;
+}
+
+int cli_compare_report(const char *before_path, const char *after_path, bool normalize,
+                       struct strbuf *out)
+{
+    struct pdoc before, after;
+    struct cmp_result r = {0};
+    struct compare_render_opts o = {.fail_above = -1, .before_path = before_path,
+                                    .after_path = after_path, .before = &before,
+                                    .after = &after};
+    memset(&before, 0, sizeof(before));
+    memset(&after, 0, sizeof(after));
+    int err = cli_load_pdoc(before_path, &before);
+    if (!err)
+        err = cli_load_pdoc(after_path, &after);
+    if (!err)
+        err = cmp_profiles(&before, &after, normalize, &r);
+    if (!err)
+        compare_render_json(&r, &o, out);
+    cmp_free(&r);
+    pdoc_free(&before);
+    pdoc_free(&after);
     return err;
 }
 
@@ -101,7 +125,7 @@ int cmd_compare(int argc, char **argv)
     int status = CLI_EXIT_OK;
     memset(&before, 0, sizeof(before));
     memset(&after, 0, sizeof(after));
-    if (load(o.before_path, &before) != 0 || load(o.after_path, &after) != 0 ||
+    if (cli_load_pdoc(o.before_path, &before) != 0 || cli_load_pdoc(o.after_path, &after) != 0 ||
         cmp_profiles(&before, &after, normalize, &r) != 0) {
         status = cli_report_error(json);
         goto out;

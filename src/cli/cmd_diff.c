@@ -11,6 +11,7 @@
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/error.h"
 #include "render/heap_report.h"
 
@@ -33,25 +34,16 @@ struct side {
     struct heap_analysis a;
 };
 
-int cmd_diff(int argc, char **argv)
+int cli_diff_report(const char *before, const char *after, size_t limit, bool json,
+                    struct strbuf *out)
 {
-    bool json, help;
-    long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL);
-    if (parsed || help)
-        return parsed ? parsed : cli_help();
-    if (argc - optind != 2)
-        return cli_usage("give two snapshot files (scry diff before.heap after.heap)");
-
     struct side b, a;
     struct heap_diff d;
     memset(&b, 0, sizeof(b));
     memset(&a, 0, sizeof(a));
     memset(&d, 0, sizeof(d));
-    b.path = argv[optind];
-    a.path = argv[optind + 1];
-    struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
+    b.path = before;
+    a.path = after;
     int err = snap_open(b.path, &b.s);
     if (!err)
         err = ha_build(&b.s, &b.a);
@@ -61,23 +53,32 @@ int cmd_diff(int argc, char **argv)
         err = ha_build(&a.s, &a.a);
     if (!err)
         err = hd_build(&b.a, &a.a, &d);
-    if (err) {
-        status = cli_report_error(json);
-        goto out;
+    if (!err) {
+        struct heap_diff_report r = {.before = {b.path, &b.a}, .after = {a.path, &a.a}, .d = &d,
+                                     .limit = limit};
+        if (json)
+            heap_diff_json(&r, out);
+        else
+            heap_diff_text(&r, out);
     }
-    struct heap_diff_report r = {.before = {b.path, &b.a}, .after = {a.path, &a.a}, .d = &d,
-                                 .limit = (size_t)limit};
-    if (json)
-        heap_diff_json(&r, &out);
-    else
-        heap_diff_text(&r, &out);
-    cli_print(&out);
-out:
-    sb_release(&out);
     hd_free(&d);
     ha_free(&a.a);
     ha_free(&b.a);
     snap_close(&a.s);
     snap_close(&b.s);
-    return status;
+    return err;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    bool json, help;
+    long limit = 20;
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL);
+    if (parsed || help)
+        return parsed ? parsed : cli_help();
+    if (argc - optind != 2)
+        return cli_usage("give two snapshot files (scry diff before.heap after.heap)");
+    struct strbuf out = STRBUF_INIT;
+    return cli_finish_report(
+        cli_diff_report(argv[optind], argv[optind + 1], (size_t)limit, json, &out), &out, json);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "cli/run_link.h"
 #include "common/error.h"
 #include "common/hashmap.h"
@@ -504,35 +505,28 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
     sb_addch(out, '\n');
 }
 
-int cmd_dump(int argc, char **argv)
+/* Writes the snapshot o asks for and reports it into out (text or JSON); 0 or a recorded
+ * error. */
+static int dump_report(const struct dump_opts *o, struct strbuf *out)
 {
-    struct dump_opts o;
-    bool help;
     struct rd_reader *rd = NULL;
     struct py_runtime rt;
     struct dump_sink ds = {.graph_out = {.fd = -1}, .line = STRBUF_INIT};
     struct dump_result res;
-    struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK, err;
+    int err;
     char run_dir[4096] = "";
     bool in_run = false;
     struct alloc_table before = {0}, after = {0};
 
     memset(&res, 0, sizeof(res));
-    int parsed = parse(argc, argv, &o, &help);
-    if (parsed != 0)
-        return parsed; /* a usage error, reported by the dispatcher */
-    if (help) {
-        return cli_help();
-    }
-    err = cli_open_target(o.pid, o.core, o.exe, &rd);
+    err = cli_open_target(o->pid, o->core, o->exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err && rt.layout.free_threaded)
         err = py_runtime_refuse_free_threaded(&rt, HW_FREE_THREADED_MISSING);
     if (!err)
-        err = snap_writer_open(o.output, &ds.w);
-    if (!err && o.graph && (err = outfile_open(&ds.graph_out, o.graph, OUTFILE_PRIVATE)) == 0)
+        err = snap_writer_open(o->output, &ds.w);
+    if (!err && o->graph && (err = outfile_open(&ds.graph_out, o->graph, OUTFILE_PRIVATE)) == 0)
         ds.graph = true;
     if (err)
         goto fail;
@@ -540,18 +534,19 @@ int cmd_dump(int argc, char **argv)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     res.time_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
-    if (o.pid)
-        res.rss = live_rss(o.pid); /* before stopping it: the same number a user would see */
-    if (o.pid && run_link_dir(o.pid, run_dir, sizeof(run_dir), &in_run) != 0)
+    if (o->pid)
+        res.rss = live_rss(o->pid); /* before stopping it: the same number a user would see */
+    if (o->pid && run_link_dir(o->pid, run_dir, sizeof(run_dir), &in_run) != 0)
         err_clear(); /* not readable: then not a run's program that we could ask */
     if (!in_run)
         run_dir[0] = 0;
-    bool alloc = alloc_ask(o.pid, run_dir, &before);
+    bool alloc = alloc_ask(o->pid, run_dir, &before);
     struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
-    err = walk(rd, &rt, &o, &sink, &res);
+    err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;
-    if (alloc && alloc_ask(o.pid, run_dir, &after) && (err = alloc_store(ds.w, &before, &after, &res)))
+    if (alloc && alloc_ask(o->pid, run_dir, &after) &&
+        (err = alloc_store(ds.w, &before, &after, &res)))
         goto fail;
     if (ds.graph) {
         ds.graph = false;
@@ -568,9 +563,9 @@ int cmd_dump(int argc, char **argv)
         .python_version = rt.version_str,
         .rss_bytes = res.rss,
         .dump_time_us = res.time_us,
-        .pause_us = o.pid ? (uint64_t)(res.pause_ms * 1e3) : 0,
-        .capture_contents = o.capture,
-        .max_str = o.capture ? (uint32_t)o.max_str : 0,
+        .pause_us = o->pid ? (uint64_t)(res.pause_ms * 1e3) : 0,
+        .capture_contents = o->capture,
+        .max_str = o->capture ? (uint32_t)o->max_str : 0,
         .tool_version = SCRY_VERSION,
     };
     snap_set_meta(ds.w, &meta);
@@ -583,15 +578,13 @@ int cmd_dump(int argc, char **argv)
         log_warn("%llu references pointed outside the snapshot",
                  (unsigned long long)res.ws.dropped_edges);
 
-    if (o.json)
-        print_json(&o, &rt, rd_pid(rd), &res, &out);
+    if (o->json)
+        print_json(o, &rt, rd_pid(rd), &res, out);
     else
-        print_text(&o, &rt, rd_pid(rd), &res, &out);
-    cli_print(&out);
+        print_text(o, &rt, rd_pid(rd), &res, out);
     goto out;
 fail:
-    cli_target_error(o.pid);
-    status = cli_report_error(o.json);
+    cli_target_error(o->pid);
     snap_writer_abort(ds.w);
     if (ds.graph)
         outfile_abort(&ds.graph_out);
@@ -599,8 +592,26 @@ out:
     alloc_table_free(&before);
     alloc_table_free(&after);
     sb_release(&ds.line);
-    sb_release(&out);
     if (rd)
         rd_close(rd);
-    return status;
+    return err;
+}
+
+int cli_dump_report(int pid, const char *output, bool json, struct strbuf *out)
+{
+    struct dump_opts o = {.pid = pid, .output = output, .json = json,
+                          .max_str = DEFAULT_MAX_STR};
+    return dump_report(&o, out);
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    struct dump_opts o;
+    bool help;
+    struct strbuf out = STRBUF_INIT;
+
+    int parsed = parse(argc, argv, &o, &help);
+    if (parsed || help) /* a usage error is reported by the dispatcher */
+        return parsed ? parsed : cli_help();
+    return cli_finish_report(dump_report(&o, &out), &out, o.json);
 }

@@ -11,6 +11,7 @@
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -240,6 +241,32 @@ static int query_locate(const struct heap_analysis *a, const char *want, bool js
     return err;
 }
 
+/* The report; --type's with its allocating lines when allocations (docs/allocations.md). */
+static int query_report(const char *path, enum cli_query q, const char *arg, bool allocations,
+                        bool json, struct strbuf *out)
+{
+    struct snap s;
+    struct heap_analysis a;
+    memset(&s, 0, sizeof(s));
+    memset(&a, 0, sizeof(a));
+    int err = snap_open(path, &s);
+    if (!err)
+        err = ha_build(&s, &a);
+    if (!err)
+        err = q == CLI_QUERY_TYPE   ? query_type(&a, arg, allocations, json, out)
+              : q == CLI_QUERY_PATH ? query_path(&a, arg, json, out)
+                                    : query_locate(&a, arg, json, out);
+    ha_free(&a);
+    snap_close(&s);
+    return err;
+}
+
+int cli_query_report(const char *path, enum cli_query q, const char *arg, bool json,
+                     struct strbuf *out)
+{
+    return query_report(path, q, arg, false, json, out);
+}
+
 int cmd_query(int argc, char **argv)
 {
     enum { Q_TYPE = 256, Q_PATH, Q_LOCATE };
@@ -290,25 +317,9 @@ int cmd_query(int argc, char **argv)
     if (allocations && mode != Q_TYPE)
         return cli_usage("--allocations goes with --type T");
 
-    struct snap s;
-    struct heap_analysis a;
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
-    memset(&s, 0, sizeof(s));
-    memset(&a, 0, sizeof(a));
-    int err = snap_open(path, &s);
-    if (!err)
-        err = ha_build(&s, &a);
-    if (!err)
-        err = mode == Q_TYPE   ? query_type(&a, arg, allocations, json, &out)
-              : mode == Q_PATH ? query_path(&a, arg, json, &out)
-                               : query_locate(&a, arg, json, &out);
-    if (err)
-        status = cli_report_error(json);
-    else
-        cli_print(&out);
-    sb_release(&out);
-    ha_free(&a);
-    snap_close(&s);
-    return status;
+    enum cli_query q = mode == Q_TYPE ? CLI_QUERY_TYPE
+                       : mode == Q_PATH ? CLI_QUERY_PATH
+                                        : CLI_QUERY_LOCATE;
+    return cli_finish_report(query_report(path, q, arg, allocations, json, &out), &out, json);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -507,42 +508,44 @@ static int read_children(const struct stacks_report *parent, struct arena *a,
     return 0;
 }
 
+/* The report of o's target (and its children with --subprocesses) into out, text or JSON; 0 or
+ * a recorded error. */
+static int stacks_report(const struct stacks_opts *o, struct strbuf *out)
+{
+    struct arena a = ARENA_INIT;
+    struct stacks_report rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.with_locals = o->locals;
+    rep.with_native = o->native;
+    rep.with_async = o->async;
+    rep.with_subprocesses = o->subprocesses;
+    int err = o->native ? rn_available() : 0;
+    if (!err)
+        err = read_process(o->pid, o->core, o->exe, &a, &rep);
+    if (!err && o->subprocesses)
+        err = read_children(&rep, &a, &rep);
+    if (!err && o->json)
+        stacks_render_json(&rep, out);
+    else if (!err)
+        stacks_render_text(&rep, o->color, out);
+    arena_free(&a);
+    return err;
+}
+
+int cli_stacks_report(int pid, bool json, struct strbuf *out)
+{
+    struct stacks_opts o = {.pid = pid, .json = json};
+    return stacks_report(&o, out);
+}
+
 int cmd_stacks(int argc, char **argv)
 {
     struct stacks_opts o;
     bool help;
-    struct arena a = ARENA_INIT;
     struct strbuf out = STRBUF_INIT;
-    struct stacks_report rep;
-    int status = CLI_EXIT_OK;
 
     int parsed = parse(argc, argv, &o, &help);
-    if (parsed != 0)
-        return parsed; /* a usage error, reported by the dispatcher */
-    if (help) {
-        return cli_help();
-    }
-    memset(&rep, 0, sizeof(rep));
-    rep.with_locals = o.locals;
-    rep.with_native = o.native;
-    rep.with_async = o.async;
-    rep.with_subprocesses = o.subprocesses;
-    int err = o.native ? rn_available() : 0;
-    if (!err)
-        err = read_process(o.pid, o.core, o.exe, &a, &rep);
-    if (!err && o.subprocesses)
-        err = read_children(&rep, &a, &rep);
-    if (err) {
-        status = cli_report_error(o.json);
-        goto out;
-    }
-    if (o.json)
-        stacks_render_json(&rep, &out);
-    else
-        stacks_render_text(&rep, o.color, &out);
-    cli_print(&out);
-out:
-    sb_release(&out);
-    arena_free(&a);
-    return status;
+    if (parsed || help) /* a usage error is reported by the dispatcher */
+        return parsed ? parsed : cli_help();
+    return cli_finish_report(stacks_report(&o, &out), &out, o.json);
 }

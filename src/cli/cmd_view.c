@@ -37,6 +37,12 @@ const char cmd_view_usage[] =
     "                                (default 1; 0 shows every line); in the page, the level\n"
     "                                under which \"hide quiet lines\" hides a line\n"
     "      --no-color                no colours even on a terminal\n"
+    "      --serve, --propose        serve the page from 127.0.0.1 at a URL with a random\n"
+    "                                token instead of writing it, with a \"propose\" action\n"
+    "                                that asks a language model for a faster version of a\n"
+    "                                line, region or function (docs/optimize.md); Ctrl-C\n"
+    "                                stops it\n"
+    "      --port P                  the port --serve listens on (default: any free one)\n"
     "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
     "                                as folded stacks or a speedscope file, to -o FILE or\n"
     "                                standard output\n"
@@ -81,11 +87,16 @@ int cmd_view(int argc, char **argv)
         {"cpu-percent-threshold", required_argument, NULL, 't'},
         {"no-color", no_argument, NULL, 'C'},
         {"format", required_argument, NULL, 'F'},
+        {"serve", no_argument, NULL, 's'},
+        {"propose", no_argument, NULL, 's'},
+        {"port", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum view_mode mode = VIEW_BROWSER;
     const char *outfile = NULL, *format = NULL;
+    bool serve = false;
+    long port = -1;
     struct profile_text_opts o = {.color = cli_color_stdout(), .threshold = 1.0};
     opterr = 0;
     optind = 1;
@@ -117,6 +128,16 @@ int cmd_view(int argc, char **argv)
         case 'F':
             format = optarg;
             break;
+        case 's':
+            serve = true;
+            break;
+        case 'p': {
+            char *end;
+            port = strtol(optarg, &end, 10);
+            if (*end || end == optarg || port < 1 || port > 65535)
+                return cli_usage("--port needs a port from 1 to 65535, not '%s'", optarg);
+            break;
+        }
         case 'h':
             return cli_help();
         default:
@@ -132,6 +153,11 @@ int cmd_view(int argc, char **argv)
     if (format && mode != VIEW_BROWSER)
         return cli_usage("--format exports the profile; it goes without --cli, "
                          "--html and --standalone");
+    if (port >= 0 && !serve)
+        return cli_usage("--port goes with --serve");
+    if (serve && (format || mode != VIEW_BROWSER || outfile))
+        return cli_usage("--serve serves the page; it goes without --format, --cli, --html, "
+                         "--standalone and -o");
     if (format)
         return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
                                outfile);
@@ -146,6 +172,11 @@ int cmd_view(int argc, char **argv)
     int status = CLI_EXIT_OK;
     if (cli_read_file(path, &data, &len) != 0) {
         status = cli_report_error(false);
+        goto out;
+    }
+    if (serve) {
+        if (cli_view_serve(path, data, len, o.threshold, port > 0 ? (unsigned)port : 0) != 0)
+            status = cli_report_error(false);
         goto out;
     }
     if (mode != VIEW_CLI) {

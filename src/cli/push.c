@@ -112,30 +112,50 @@ int push_check_service(const char *name)
     return 0;
 }
 
-/* Parses url into h; a usage error unless it is http(s)://host[:port][/path] with no query. */
-static int parse_url(CURLU *h, const char *url)
+enum push_url_kind push_url_kind(const char *url, bool *user)
 {
-    char *scheme = NULL, *host = NULL, *query = NULL, *frag = NULL;
-    int err = 0;
+    CURLU *h = curl_url();
+    char *scheme = NULL, *host = NULL, *part = NULL;
+    enum push_url_kind k = PUSH_URL_OK;
     if (!h)
-        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        return PUSH_URL_NO_MEMORY;
     if (curl_url_set(h, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
         curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host ||
         (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
-        err = cli_usage("--push needs the URL of a Pyroscope server, such as "
-                        "http://localhost:4040, not '%s'",
-                        url);
-    else if (curl_url_get(h, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
-             curl_url_get(h, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK)
-        err = cli_usage("--push takes the server's URL without a query or fragment (scry adds "
-                        "the query), not '%s'",
-                        url);
+        k = PUSH_URL_BAD;
+    else if (curl_url_get(h, CURLUPART_QUERY, &part, 0) == CURLUE_OK ||
+             curl_url_get(h, CURLUPART_FRAGMENT, &part, 0) == CURLUE_OK)
+        k = PUSH_URL_QUERY;
+    if (user) {
+        curl_free(part);
+        part = NULL;
+        *user = curl_url_get(h, CURLUPART_USER, &part, 0) == CURLUE_OK;
+    }
     curl_free(scheme);
     curl_free(host);
-    curl_free(query);
-    curl_free(frag);
-    return err;
+    curl_free(part);
+    curl_url_cleanup(h);
+    return k;
+}
+
+/* Parses url into h; a usage error unless it is http(s)://host[:port][/path] with no query. */
+static int parse_url(CURLU *h, const char *url)
+{
+    enum push_url_kind k = push_url_kind(url, NULL);
+    if (!h || k == PUSH_URL_NO_MEMORY)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (k == PUSH_URL_BAD)
+        return cli_usage("--push needs the URL of a Pyroscope server, such as "
+                         "http://localhost:4040, not '%s'",
+                         url);
+    if (k == PUSH_URL_QUERY)
+        return cli_usage("--push takes the server's URL without a query or fragment (scry adds "
+                         "the query), not '%s'",
+                         url);
+    return curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK
+               ? 0
+               : err_fail(SCRY_E_NO_MEMORY, "out of memory");
 }
 
 int push_check_url(const char *url)

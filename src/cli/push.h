@@ -30,6 +30,11 @@ struct push_cfg {
  * http(s)://host[:port][/path] or has a query, a tag that is not key=value with a label name as
  * key, and a service name with characters Pyroscope's application names cannot have. */
 int push_check_url(const char *url);
+/* What url is (no message recorded): http(s)://host[:port][/path] (OK), that with a query or a
+ * fragment (QUERY), or anything else (BAD); *user, when user is not NULL, says whether it holds
+ * credentials. Also for the language-model providers' --base-url (llm_providers.c). */
+enum push_url_kind { PUSH_URL_OK, PUSH_URL_BAD, PUSH_URL_QUERY, PUSH_URL_NO_MEMORY };
+enum push_url_kind push_url_kind(const char *url, bool *user);
 int push_check_tag(const char *tag);
 int push_check_service(const char *name);
 /* A character of a service name or a tag's value: letters, digits and _ . : / @ + -. */

@@ -36,7 +36,16 @@
     X(INTERNAL, "internal_error",                                                                  \
       "this is a bug in scry: please report it with SCRY_LOG=debug output")                      \
     X(TOO_LARGE, "too_large",                                                                      \
-      "the file is larger than scry reads; check that it is the file you meant")                \
+      "the file is larger than scry reads; check that it is the file you meant")                  \
+    X(NO_API_KEY, "no_api_key",                                                                    \
+      "export the provider's key in the variable named (docs/optimize.md), or name another "      \
+      "with --api-key-env")                                                                        \
+    X(PROVIDER_UNREACHABLE, "provider_unreachable",                                                \
+      "check --base-url and the network; a slow model may need a longer --timeout")               \
+    X(PROVIDER_ERROR, "provider_error",                                                            \
+      "the provider refused the request: check the key, the model's name and the account")        \
+    X(BAD_ANSWER, "bad_answer",                                                                    \
+      "the model's answer held no code to propose; try again or try another model")                \
     X(NO_ALLOCATIONS, "no_allocations",                                                            \
       "take the snapshot of a program under scry run (scry dump --pid), or with scry run "        \
       "--heap-at-exit")

@@ -83,7 +83,8 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
     const char *title = json_is_string(prog) ? json_string_value(prog) : what;
 
     static const char *const markers[] = {"@@SCRY_TITLE@@", "@@SCRY_CSS@@", "@@SCRY_JS@@",
-                                          "@@SCRY_CONFIG@@", "@@SCRY_PROFILE@@"};
+                                          "@@SCRY_CONFIG@@", "@@SCRY_PROFILE@@",
+                                          "@@SCRY_CONNECT@@"};
     const char *p = a->html, *end = a->html + a->html_len;
     int seen = 0;
     while (p < end) {
@@ -118,17 +119,25 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
             sb_addf(out, "{\"threshold\":%.17g,\"scry_version\":", o->threshold);
             sb_add_json_str(out, o->scry_version ? o->scry_version : "",
                             o->scry_version ? strlen(o->scry_version) : 0);
+            if (o->serve_token) {
+                sb_adds(out, ",\"serve\":true,\"token\":");
+                sb_add_json_str(out, o->serve_token, strlen(o->serve_token));
+            }
             sb_addch(out, '}');
             break;
         case 4:
             add_script_json(out, text, len);
+            break;
+        case 5:
+            if (o->serve_token)
+                sb_adds(out, "; connect-src 'self'");
             break;
         }
         seen |= 1 << k;
         p = m + strlen(markers[k]);
     }
     json_decref(root);
-    if (seen != (1 << 5) - 1)
+    if ((seen & ((1 << 5) - 1)) != (1 << 5) - 1)
         return err_fail(SCRY_E_INTERNAL, "the viewer's template lacks a marker (have %#x)", seen);
     return 0;
 }

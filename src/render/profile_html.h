@@ -9,7 +9,8 @@
 #include "common/strbuf.h"
 
 /* The viewer's files. The template holds the markers @@SCRY_TITLE@@, @@SCRY_CSS@@, @@SCRY_JS@@,
- * @@SCRY_CONFIG@@ and @@SCRY_PROFILE@@, each replaced once. */
+ * @@SCRY_CONFIG@@ and @@SCRY_PROFILE@@, each replaced once, and optionally @@SCRY_CONNECT@@ (in
+ * the Content-Security-Policy: "; connect-src 'self'" for a served page, else nothing). */
 struct profile_html_assets {
     const char *html, *css, *js;
     size_t html_len, css_len, js_len;
@@ -23,6 +24,10 @@ extern const struct profile_html_assets profile_html_web_assets;
 struct profile_html_opts {
     double threshold; /* the page's initial "quiet line" threshold, in % of the time */
     const char *scry_version;
+    /* Set by `scry view --serve`: the page may POST proposals to the server that served it
+     * (config "serve" and "token"; the Content-Security-Policy's connect-src 'self'). NULL: the
+     * page makes no request at all. */
+    const char *serve_token;
 };
 
 /* Renders the page for the profile file's bytes; `what` names it in errors. The profile is checked

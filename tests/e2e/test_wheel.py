@@ -77,6 +77,11 @@ def wheel(tmp_path_factory):
         assert name in names, f"{name} is not in {whl.name}: {names}"
     for lib in ("libelf", "libjansson", "libcurl", "liblzma"):
         assert any(n.startswith(f"scry.libs/{lib}") for n in names), f"{lib} not bundled: {names}"
+    # The pytest plugin's entry point (docs/pytest.md): installing the wheel registers it.
+    assert "scry/pytest_plugin.py" in names, names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    text = zipfile.ZipFile(whl).read(entry_points).decode()
+    assert re.search(r"^\[pytest11\]\nscry = scry\.pytest_plugin$", text, re.M), text
     return whl
 
 

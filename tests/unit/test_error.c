@@ -19,6 +19,10 @@ static void test_codes_are_stable(void)
     CHECK_STR(err_code_name(SCRY_E_NO_MEMORY), "out_of_memory");
     CHECK_STR(err_code_name(SCRY_E_READ_FAILED), "read_failed");
     CHECK_STR(err_code_name(SCRY_E_INTERNAL), "internal_error");
+    CHECK_STR(err_code_name(SCRY_E_NO_API_KEY), "no_api_key");
+    CHECK_STR(err_code_name(SCRY_E_PROVIDER_UNREACHABLE), "provider_unreachable");
+    CHECK_STR(err_code_name(SCRY_E_PROVIDER_ERROR), "provider_error");
+    CHECK_STR(err_code_name(SCRY_E_BAD_ANSWER), "bad_answer");
     /* Out-of-range values map to internal_error rather than reading past the table. */
     CHECK_STR(err_code_name(SCRY_E__COUNT), "internal_error");
     CHECK_STR(err_code_name((enum scry_err)1000), "internal_error");

@@ -1,0 +1,220 @@
+/* `scry optimize profile.json FILE[:LINE[-LINE]] --provider P`: sends a region of a profiled
+ * file with its figures to the language model the user picks and shows the proposed code as a
+ * diff, with the model's reasons (docs/optimize.md). The key comes from the environment only:
+ * a command line is visible to every user of the machine. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/llm_providers.h"
+#include "cli/optimize_prompt.h"
+#include "common/error.h"
+#include "common/sanitize.h"
+
+const char cmd_optimize_usage[] =
+    "usage: scry optimize [options] profile.json FILE[:LINE[-LINE]] --provider P\n"
+    "\n"
+    "Asks a language model for a faster version of a region of a profiled file: the region's\n"
+    "source lines with their figures from the profile (Python/native/system time, memory,\n"
+    "copy volume), the lines around it, the file's imports and the function it is in are\n"
+    "sent to the provider; its proposal is shown as a diff of the region, with its reasons.\n"
+    "FILE is a file of the profile (its path, or the end of it); without lines, the region\n"
+    "is the file's hottest function (--function NAME: that function). Nothing is changed on\n"
+    "disk. What is sent, and what never is: docs/optimize.md.\n"
+    "\n"
+    "      --provider P        openai (any OpenAI-compatible server: OpenAI, Ollama, vLLM),\n"
+    "                          anthropic, azure, gemini, bedrock\n"
+    "      --model M           the model (defaults: docs/optimize.md; bedrock: the modelId;\n"
+    "                          azure: the deployment, when --deployment is not given)\n"
+    "      --base-url URL      the provider's endpoint (openai: the base of /chat/completions,\n"
+    "                          such as http://localhost:11434/v1 for Ollama; azure: the\n"
+    "                          resource's https://NAME.openai.azure.com)\n"
+    "      --function NAME     the function to optimise (Class.method or method)\n"
+    "      --deployment D      azure: the model deployment\n"
+    "      --api-version V     azure: the API version (default 2024-10-21)\n"
+    "      --region R          bedrock: the AWS region (default $AWS_REGION)\n"
+    "      --api-key-env NAME  read the key from the variable NAME instead of the provider's\n"
+    "                          (OPENAI_API_KEY, ANTHROPIC_API_KEY, AZURE_OPENAI_API_KEY,\n"
+    "                          GEMINI_API_KEY or GOOGLE_API_KEY; bedrock: AWS_ACCESS_KEY_ID,\n"
+    "                          AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). There is no option\n"
+    "                          for the key itself: a command line is visible in ps\n"
+    "      --timeout S         give up after S seconds (default 120)\n"
+    "      --show-prompt       print what would be sent and send nothing (with --json:\n"
+    "                          {\"system\", \"user\"})\n"
+    "      --json              the proposal as JSON: file, first_line, last_line, function,\n"
+    "                          provider, model, code, diff, reasons\n";
+
+/* The diff and the reasons for a terminal: every line cleaned (a model's answer is
+ * untrusted). */
+static void add_clean_lines(struct strbuf *out, const char *indent, const char *t)
+{
+    while (*t) {
+        size_t n = strcspn(t, "\n");
+        sb_adds(out, indent);
+        san_addn(out, t, n);
+        sb_addch(out, '\n');
+        t += n + (t[n] == '\n');
+    }
+}
+
+/* doc (a new reference, released here; NULL: out of memory) as indented JSON and a newline. */
+static int add_json(struct strbuf *out, json_t *doc)
+{
+    char *s = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+    json_decref(doc);
+    if (!s)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    sb_addf(out, "%s\n", s);
+    free(s);
+    return 0;
+}
+
+int cmd_optimize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"provider", required_argument, NULL, 'p'},
+        {"model", required_argument, NULL, 'm'},
+        {"base-url", required_argument, NULL, 'b'},
+        {"function", required_argument, NULL, 'f'},
+        {"deployment", required_argument, NULL, 'd'},
+        {"api-version", required_argument, NULL, 'v'},
+        {"region", required_argument, NULL, 'r'},
+        {"api-key-env", required_argument, NULL, 'k'},
+        {"api-key", required_argument, NULL, 'K'},
+        {"timeout", required_argument, NULL, 't'},
+        {"show-prompt", no_argument, NULL, 'P'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct llm_config cfg = {0};
+    struct opt_request req = {0};
+    const char *provider = NULL;
+    bool json = false, show = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            provider = optarg;
+            break;
+        case 'm':
+            cfg.model = optarg;
+            break;
+        case 'b':
+            cfg.base_url = optarg;
+            break;
+        case 'f':
+            req.function = optarg;
+            break;
+        case 'd':
+            cfg.deployment = optarg;
+            break;
+        case 'v':
+            cfg.api_version = optarg;
+            break;
+        case 'r':
+            cfg.region = optarg;
+            break;
+        case 'k':
+            if (!*optarg || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                           "0123456789_") != strlen(optarg))
+                return cli_usage("--api-key-env takes the NAME of a variable holding the key, "
+                                 "not a key");
+            cfg.key_env = optarg;
+            break;
+        case 'K':
+            /* The value is not repeated: it is a secret. */
+            return cli_usage("scry takes no key on the command line (every user sees it in "
+                             "ps); export it, or name its variable with --api-key-env");
+        case 't':
+            if (!cli_parse_amount(optarg, &cfg.timeout_sec) || cfg.timeout_sec < 1 ||
+                cfg.timeout_sec > 3600)
+                return cli_usage("--timeout needs seconds from 1 to 3600, not '%s'", optarg);
+            break;
+        case 'P':
+            show = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            return cli_help();
+        default:
+            return cli_option_error(c, argv);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage("give the profile and the region: scry optimize profile.json "
+                         "FILE[:LINE[-LINE]] --provider P");
+    if (!show && !provider)
+        return cli_usage("give the provider with --provider (%s)", llm_names());
+    if (provider && !(cfg.provider = llm_find(provider)))
+        return cli_usage("unknown provider '%s' (%s)", provider, llm_names());
+    int err = opt_parse_location(argv[optind + 1], &req);
+    if (err)
+        return err;
+    if (req.first && req.function)
+        return cli_usage("give lines or --function, not both");
+    if (cfg.key_env && cfg.provider && !llm_takes_key(cfg.provider))
+        return cli_usage("bedrock signs with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+                         "--api-key-env is for the other providers");
+
+    char *data = NULL;
+    size_t len = 0;
+    json_t *profile = NULL;
+    struct opt_result res = {0};
+    struct strbuf out = STRBUF_INIT;
+    if ((err = cli_read_file(argv[optind], &data, &len)))
+        goto out;
+    profile = json_loadb(data, len, 0, NULL);
+    if (!json_is_object(profile)) {
+        err = err_fail(SCRY_E_BAD_PROFILE, "%s is not a JSON profile", argv[optind]);
+        goto out;
+    }
+    if (show && json) {
+        if (!(err = opt_prepare(profile, &req, &res))) {
+            err = add_json(&out, json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
+                                           sb_str(&res.prompt)));
+        }
+        goto out;
+    }
+    if (show) {
+        if (!(err = opt_prepare(profile, &req, &res))) {
+            sb_addf(&out, "system:\n");
+            add_clean_lines(&out, "  ", opt_system_prompt);
+            sb_addf(&out, "user:\n");
+            add_clean_lines(&out, "  ", sb_str(&res.prompt));
+        }
+        goto out;
+    }
+    if ((err = opt_propose(profile, &req, &cfg, &res)))
+        goto out;
+    if (json) {
+        err = add_json(&out, opt_result_json(&res));
+        goto out;
+    }
+    sb_addf(&out, "proposal of %s (%s) for %s:%ld-%ld", san_str(res.provider),
+            san_str(res.model), san_str(res.file), res.first, res.last);
+    if (*res.function)
+        sb_addf(&out, " (in %s)", san_str(res.function));
+    sb_adds(&out, "\n\n");
+    add_clean_lines(&out, "", sb_str(&res.diff));
+    sb_adds(&out, "\nreasons:\n");
+    add_clean_lines(&out, "  ", sb_str(&res.reasons));
+    sb_adds(&out, "\nnothing was changed on disk; review the code and its tests before using "
+                  "it\n");
+out:
+    if (!err)
+        cli_print(&out);
+    sb_release(&out);
+    opt_result_free(&res);
+    json_decref(profile);
+    free(data);
+    return err;
+}

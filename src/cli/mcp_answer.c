@@ -1,0 +1,262 @@
+/* Cutting and writing `scry mcp`'s answers (mcp_answer.h). */
+#include "cli/mcp_answer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+
+/* Longest scalar kept whole in the text (a command line, a source line); the JSON keeps all. */
+#define TEXT_SCALAR_MAX 240
+
+/* ---- the text: one line per scalar, one line per row of a list ---------------------------- */
+
+static void add_scalar(struct strbuf *sb, const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING: {
+        const char *s = json_string_value(v);
+        size_t n = strlen(s);
+        /* Newlines (source lines end with one) would break the one-row-per-line layout. */
+        for (size_t i = 0; i < n && i < TEXT_SCALAR_MAX; i++)
+            sb_addch(sb, s[i] == '\n' || s[i] == '\r' || s[i] == '\t' ? ' ' : s[i]);
+        if (n > TEXT_SCALAR_MAX)
+            sb_adds(sb, "...");
+        break;
+    }
+    case JSON_REAL: {
+        double x = json_real_value(v);
+        sb_addf(sb, fabs(x) >= 100 || x == floor(x) ? "%.0f" : "%.4g", x);
+        break;
+    }
+    default: {
+        char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        sb_adds(sb, t ? t : "?");
+        free(t);
+    }
+    }
+}
+
+static void render(struct strbuf *sb, const json_t *v, int depth);
+
+static void indent(struct strbuf *sb, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        sb_adds(sb, "  ");
+}
+
+/* A row: its scalars as key=value, its lists and objects nested below. */
+static void render_row(struct strbuf *sb, const json_t *row, int depth)
+{
+    indent(sb, depth);
+    sb_adds(sb, "- ");
+    if (!json_is_object(row)) {
+        add_scalar(sb, row);
+        sb_addch(sb, '\n');
+        return;
+    }
+    const char *k;
+    const json_t *x;
+    bool first = true;
+    json_object_foreach((json_t *)row, k, x) {
+        if (json_is_object(x) || json_is_array(x) || json_is_null(x))
+            continue;
+        sb_addf(sb, "%s%s=", first ? "" : " ", k);
+        add_scalar(sb, x);
+        first = false;
+    }
+    sb_addch(sb, '\n');
+    json_object_foreach((json_t *)row, k, x) {
+        if ((json_is_object(x) && json_object_size(x)) || (json_is_array(x) && json_array_size(x))) {
+            indent(sb, depth + 1);
+            sb_addf(sb, "%s:\n", k);
+            render(sb, x, depth + 2);
+        }
+    }
+}
+
+static void render(struct strbuf *sb, const json_t *v, int depth)
+{
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e) render_row(sb, e, depth);
+        return;
+    }
+    const char *k;
+    const json_t *x;
+    json_object_foreach((json_t *)v, k, x) {
+        if (strcmp(k, "truncated") == 0 && depth == 0)
+            continue;
+        indent(sb, depth);
+        if (json_is_array(x)) {
+            sb_addf(sb, "%s (%zu):\n", k, json_array_size(x));
+            render(sb, x, depth + 1);
+        } else if (json_is_object(x)) {
+            sb_addf(sb, "%s:\n", k);
+            render(sb, x, depth + 1);
+        } else {
+            sb_addf(sb, "%s: ", k);
+            add_scalar(sb, x);
+            sb_addch(sb, '\n');
+        }
+    }
+}
+
+/* ---- the cuts ------------------------------------------------------------------------------ */
+
+/* Cuts every list in v (recursively) to limit rows, counting what went in cut[path]. */
+static void cut_lists(json_t *v, const char *path, size_t limit, json_t *cut)
+{
+    const char *k;
+    json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x) {
+            char p[256];
+            snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", k);
+            cut_lists(x, p, limit, cut);
+        }
+        return;
+    }
+    if (!json_is_array(v))
+        return;
+    size_t n = json_array_size(v);
+    if (n > limit) {
+        for (size_t i = n; i > limit; i--)
+            json_array_remove(v, i - 1);
+        json_object_set_new(cut, path, json_integer((json_int_t)(n - limit)));
+    }
+    size_t i;
+    json_array_foreach(v, i, x) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s[]", path);
+        cut_lists(x, p, limit, cut);
+    }
+}
+
+/* The list in v with the most bytes, and its path; NULL when no list has rows. */
+static json_t *biggest_list(json_t *v, const char *path, char *best_path, size_t size,
+                            size_t *best)
+{
+    json_t *found = NULL, *x;
+    const char *k;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x) {
+            if (strcmp(k, "truncated") == 0)
+                continue;
+            char p[256];
+            snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", k);
+            json_t *f = biggest_list(x, p, best_path, size, best);
+            found = f ? f : found;
+        }
+    } else if (json_is_array(v) && json_array_size(v)) {
+        char *t = json_dumps(v, JSON_COMPACT);
+        size_t n = t ? strlen(t) : 0;
+        free(t);
+        if (n > *best) {
+            *best = n;
+            snprintf(best_path, size, "%s", path);
+            found = v;
+        }
+        json_array_foreach(v, i, x) {
+            char p[256];
+            snprintf(p, sizeof(p), "%s[]", path);
+            json_t *f = biggest_list(x, p, best_path, size, best);
+            found = f ? f : found;
+        }
+    }
+    return found;
+}
+
+static void count_cut(json_t *cut, const char *path)
+{
+    json_t *n = json_object_get(cut, path);
+    json_object_set_new(cut, path, json_integer(n ? json_integer_value(n) + 1 : 1));
+}
+
+static void write_text(struct strbuf *sb, const json_t *doc, const char *title, const char *next)
+{
+    sb_reset(sb);
+    sb_addf(sb, "%s\n", title);
+    render(sb, doc, 0);
+    const json_t *cut = json_object_get(doc, "truncated");
+    if (json_object_size(cut)) {
+        sb_adds(sb, "truncated:");
+        const char *k;
+        const json_t *n;
+        bool first = true;
+        json_object_foreach((json_t *)cut, k, n) {
+            sb_addf(sb, "%s %lld more %s", first ? "" : ",", (long long)json_integer_value(n), k);
+            first = false;
+        }
+        sb_adds(sb, " (raise limit or token_budget to see them)\n");
+    }
+    if (next && *next)
+        sb_addf(sb, "next: %s\n", next);
+}
+
+static size_t json_bytes(const json_t *doc)
+{
+    char *t = json_dumps(doc, JSON_COMPACT);
+    size_t n = t ? strlen(t) : 0;
+    free(t);
+    return n;
+}
+
+json_t *mcp_answer(json_t *doc, const char *title, size_t limit, size_t budget, const char *next)
+{
+    json_t *cut = json_object();
+    struct strbuf text = STRBUF_INIT;
+    size_t max = budget * MCP_BYTES_PER_TOKEN;
+    cut_lists(doc, "", limit, cut);
+    json_object_set(doc, "truncated", cut);
+    write_text(&text, doc, title, next);
+    /* Rows leave from the bottom of the biggest list until text and JSON fit together. Each
+     * round drops half the excess's worth of rows (at least one) so that a long list does not
+     * cost a render per row. */
+    while (text.len + json_bytes(doc) > max) {
+        char path[256] = "";
+        size_t best = 0;
+        json_t *list = biggest_list(doc, "", path, sizeof(path), &best);
+        if (!list)
+            break;
+        size_t n = json_array_size(list);
+        size_t over = text.len + json_bytes(doc) - max;
+        size_t per_row = best / n + 1;
+        size_t drop = over / per_row / 2;
+        if (drop < 1)
+            drop = 1;
+        if (drop > n)
+            drop = n;
+        for (size_t i = 0; i < drop; i++) {
+            json_array_remove(list, json_array_size(list) - 1);
+            count_cut(cut, path);
+        }
+        write_text(&text, doc, title, next);
+    }
+    json_t *res = json_pack("{s:[{s:s,s:s%}],s:o,s:b}", "content", "type", "text", "text",
+                            text.buf ? text.buf : "", text.len, "structuredContent", doc,
+                            "isError", 0);
+    json_decref(cut);
+    sb_release(&text);
+    return res;
+}
+
+json_t *mcp_answer_error(void)
+{
+    const char *code = err_code_name(err_last_code());
+    const char *msg = err_last_message() ? err_last_message() : "";
+    const char *hint = err_last_hint() ? err_last_hint() : "";
+    struct strbuf t = STRBUF_INIT;
+    sb_addf(&t, "%s: %s", code, msg);
+    if (*hint)
+        sb_addf(&t, "\nhint: %s", hint);
+    json_t *res = json_pack("{s:[{s:s,s:s}],s:{s:{s:s,s:s,s:s}},s:b}", "content", "type", "text",
+                            "text", sb_str(&t), "structuredContent", "error", "code", code,
+                            "message", msg, "hint", hint, "isError", 1);
+    sb_release(&t);
+    return res;
+}

@@ -1,0 +1,61 @@
+/* An optimisation proposal (docs/optimize.md), shared by `scry optimize` and the page that
+ * `scry view --serve` serves: the region of a profiled file (lines, a function, or the hottest
+ * function), the prompt built from the profile itself (the region's source with its figures,
+ * the lines around it, the file's imports, the function it is in), the model's answer split into
+ * code and reasons, and a unified diff of the region against the proposed code. */
+#ifndef SCRY_CLI_OPTIMIZE_PROMPT_H
+#define SCRY_CLI_OPTIMIZE_PROMPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "common/strbuf.h"
+
+struct llm_config;
+
+/* What to optimise: file (as the profile names it, or a path or a unique path suffix), with
+ * lines first..last (first 0: not given), or a function by name, or neither: the file's hottest
+ * function. */
+struct opt_request {
+    const char *file;
+    long first, last;
+    const char *function;
+};
+
+struct opt_result {
+    char *file, *function; /* the profile's file name; the enclosing function ("" if none) */
+    long first, last;
+    char *provider, *model;
+    struct strbuf original, code, diff, reasons, prompt;
+};
+
+#define OPT_REGION_MAX 300 /* lines of a region */
+#define OPT_CONTEXT 8      /* lines shown before and after it */
+
+/* Parses FILE, FILE:LINE or FILE:FIRST-LAST into r (file points into spec, which is changed);
+ * a usage error otherwise. */
+int opt_parse_location(char *spec, struct opt_request *r);
+/* Resolves the region in the profile document and builds the prompt (res->prompt holds the
+ * user message; the system message is opt_system_prompt). Errors: usage (no such file, line or
+ * function in the profile), bad_profile. */
+int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt_result *res);
+extern const char opt_system_prompt[];
+/* The model's answer: the first fenced code block is the proposed code (re-indented to the
+ * region's indentation when it came back without it), the rest the reasons; then the diff.
+ * bad_answer when there is no code block. */
+int opt_take_answer(const char *answer, size_t len, struct opt_result *res);
+/* The whole thing: prepare, ask the provider, take the answer. */
+int opt_propose(const json_t *profile, const struct opt_request *req,
+                const struct llm_config *cfg, struct opt_result *res);
+/* {"file","first_line","last_line","function","provider","model","code","diff","reasons"}. */
+json_t *opt_result_json(const struct opt_result *res);
+void opt_result_free(struct opt_result *res);
+
+/* A unified diff of old against new (NUL-terminated texts of lines), one hunk, its header
+ * numbered from first; appended to out. Returns false when either has more than 4000 lines. */
+bool opt_diff(const char *label, long first, const char *old, const char *new_text,
+              struct strbuf *out);
+
+#endif
