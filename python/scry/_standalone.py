@@ -38,7 +38,9 @@ def find_tools():
                        "install scry with pip, or set SCRY_BIN to the scry binary")
 
 
-def load_agent():
+def load_agent(settings=None, outfile=None):
+    """Loads the agent; settings: SCRY_* variables that replace the defaults below; outfile:
+    where the profile goes (default: SCRY_OUTFILE, else scry-profile.json)."""
     if os.environ.get("SCRY_PART_DIR"):
         raise RuntimeError("scry: this process runs under scry run, but its agent is not at "
                            "work here (a process scry run does not profile?)")
@@ -52,8 +54,9 @@ def load_agent():
         "SCRY_PROGRAM_PATH": program_path,
         "SCRY_MEMORY": "0",
         "SCRY_SNAPSHOT_INTERVAL": "0",
+        **(settings or {}),
     }
-    outfile = os.environ.get("SCRY_OUTFILE", "scry-profile.json")
+    outfile = outfile or os.environ.get("SCRY_OUTFILE", "scry-profile.json")
     subprocess.Popen([str(binary), "collect", "--pid", str(os.getpid()), "--part-dir", part_dir,
                       "-o", os.path.abspath(outfile), "--program", program,
                       "--program-path", program_path],

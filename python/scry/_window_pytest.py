@@ -4,7 +4,8 @@ seconds, allocated bytes, footprint, peak since a mark) at both ends, and, when 
 window's own profile (two checkpoint parts, `scry collect --part AFTER --since BEFORE`).
 
 The numbers are the agent's: nothing here measures anything itself. Shared by the pytest
-plugin; the Jupyter magics make the same calls (to be merged into one helper)."""
+plugin and the Jupyter magics (scry.magics, which also use it with the agent the package loads
+into a plain kernel)."""
 
 import json
 import os

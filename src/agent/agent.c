@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "common/outfile.h"
+#include "agent/gpu.h"
 #include "agent/memory.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -175,6 +176,7 @@ static void after_fork_child(void)
     ag_main_thread_id = (uint64_t)pthread_self();
     ag_unwind_fork_done(true, unwind_clean);
     ag_collector_reset_child();
+    ag_gpu_reset_child();
     if (!atomic_load(&ag_python_fork))
         ag_collector_resume();
 }
@@ -215,6 +217,7 @@ __attribute__((constructor)) static void ag_init(void)
         ag_mtls.guard--;
         return;
     }
+    ag_gpu_start();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
     active = true;

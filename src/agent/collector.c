@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/gpu.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
@@ -235,6 +236,20 @@ static struct {
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
 
+/* The GPU's reading (gpu.c) charged with each sample: the one published before the previous
+ * tick, so never one newer than the samples charged now (taken since that tick's drain), and a
+ * line that ends as the GPU's activity changes does not get the next line's figures. */
+static struct {
+    bool valid;
+    struct ag_gpu_reading r;
+} gpu_seen, gpu_next;
+
+static void gpu_tick(void)
+{
+    gpu_seen = gpu_next;
+    gpu_next.valid = ag_gpu_read(&gpu_next.r);
+}
+
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
@@ -254,6 +269,9 @@ static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
         stats.files[a->file].excluded_sec += sec;
     else if (ag_stats_add(&stats, a->file, a->func, a->line, cat, sec))
         stats.dropped++;
+    else if (gpu_seen.valid)
+        ag_stats_add_gpu(&stats, a->file, a->func, a->line, sec, gpu_seen.r.load,
+                         gpu_seen.r.mem_mb);
     if (a->stack) {
         struct ag_stack *st = &stats.stacks[a->stack - 1];
         st->sec[cat] += sec;
@@ -885,6 +903,7 @@ static void drain_all(bool flush)
 
 static void tick(bool flush)
 {
+    gpu_tick();
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
     if (now - last_scan_ns >= SCAN_INTERVAL_NS) {
         scan_threads(now);
@@ -940,6 +959,10 @@ static void set_profiling_locked(bool on)
         t->wall_last_cpu_ns = cpu;
         t->pending_off_ns = 0;
         wall_cache[i].valid = false;
+        /* Where the thread was before the time off is not where it is now: its CPU time from
+         * here to its next sample must not go to that line (a settle or a switch off before
+         * any new sample would charge it there). */
+        last_cpu[i].valid = false;
     }
     if (off_since_ns && now > off_since_ns)
         off_total_ns += now - off_since_ns;
@@ -1139,6 +1162,7 @@ static void finish_locked(void)
     end_carry();
     uint64_t end = ag_now_ns(CLOCK_MONOTONIC);
     charge_shutdown(end);
+    ag_gpu_stop();
     double elapsed = (double)(end - start_mono_ns) / 1e9;
     uint64_t calls = atomic_load(&ag_handler_calls), hns = atomic_load(&ag_handler_ns);
     log_info("agent: pid %d: %llu samples, %llu signals taking %.3f ms in the handler (%.1f us "

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/gpu.h"
 #include "common/outfile.h"
 #include "agent/memory.h"
 #include "agent/memstats.h"
@@ -176,6 +177,32 @@ static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
     jw_arr_end(w);
 }
 
+/* The GPU sampler's "gpu" object (gpu.c) and the lines it charged: [file, line, func, seconds,
+ * load-weighted seconds, MiB-weighted seconds, peak MiB] (docs/agent-protocol.md, "GPU"). */
+static void write_gpu(const struct ag_stats *st, struct json_writer *w)
+{
+    ag_gpu_write_part(w);
+    if (st->gpu_sec <= 0)
+        return;
+    jw_key(w, "gpu_lines");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nlines; i++) {
+        const struct ag_line *l = &st->lines[i];
+        if (l->gpu_sec <= 0)
+            continue;
+        jw_arr_begin(w);
+        jw_uint(w, l->file);
+        jw_int(w, l->line);
+        jw_uint(w, l->func);
+        jw_double(w, l->gpu_sec);
+        jw_double(w, l->gpu_load_sec);
+        jw_double(w, l->gpu_mem_mb_sec);
+        jw_double(w, l->gpu_peak_mb);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+}
+
 static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
                        double start_real_sec, double elapsed_sec, struct json_writer *w)
 {
@@ -313,6 +340,7 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
         write_native(st, w);
     if (mem)
         write_memory(mem, w);
+    write_gpu(st, w);
     jw_key(w, "excluded");
     jw_arr_begin(w);
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));

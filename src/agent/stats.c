@@ -159,8 +159,8 @@ int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int3
     }
 }
 
-int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
-                 double sec)
+/* The line (file, func, line), made (all zero) when it is new; NULL when out of memory. */
+static struct ag_line *line_at(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line)
 {
     uint64_t base = ((uint64_t)file << 40) ^ ((uint64_t)func << 20) ^ (uint32_t)line;
     for (uint64_t salt = 0;; salt++) {
@@ -169,19 +169,41 @@ int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line
             struct ag_line *l = &st->lines[v - 1];
             if (l->file != file || l->func != func || l->line != line)
                 continue;
-            l->sec[cat] += sec;
-            l->samples++;
-            return 0;
+            return l;
         }
         if (!grow((void **)&st->lines, &st->lines_cap, st->nlines + 1, sizeof(*st->lines)) ||
             hm_put(&st->line_by_key, k, st->nlines + 1))
-            return -SCRY_E_NO_MEMORY;
+            return NULL;
         st->lines[st->nlines] = (struct ag_line){.file = file, .func = func, .line = line};
-        st->lines[st->nlines].sec[cat] = sec;
-        st->lines[st->nlines].samples = 1;
-        st->nlines++;
-        return 0;
+        return &st->lines[st->nlines++];
     }
+}
+
+int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
+                 double sec)
+{
+    struct ag_line *l = line_at(st, file, func, line);
+    if (!l)
+        return -SCRY_E_NO_MEMORY;
+    l->sec[cat] += sec;
+    l->samples++;
+    return 0;
+}
+
+int ag_stats_add_gpu(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, double sec,
+                     double load, double mem_mb)
+{
+    struct ag_line *l = line_at(st, file, func, line);
+    if (!l)
+        return -SCRY_E_NO_MEMORY;
+    l->gpu_sec += sec;
+    l->gpu_load_sec += load * sec;
+    l->gpu_mem_mb_sec += mem_mb * sec;
+    if (mem_mb > l->gpu_peak_mb)
+        l->gpu_peak_mb = mem_mb;
+    st->gpu_sec += sec;
+    st->gpu_load_sec += load * sec;
+    return 0;
 }
 
 int ag_stats_stack(struct ag_stats *st, const struct ag_sframe *frames, uint32_t depth,

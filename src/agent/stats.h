@@ -49,6 +49,10 @@ struct ag_line {
     int32_t line;
     double sec[3]; /* by enum ag_cat */
     uint64_t samples;
+    /* GPU (gpu.c): the seconds its samples stood for while a GPU reading was published, and
+     * those seconds weighted by the reading's load (0..1) and memory (MiB); the largest memory
+     * reading. */
+    double gpu_sec, gpu_load_sec, gpu_mem_mb_sec, gpu_peak_mb;
 };
 
 /* One frame of a call stack: a profiled file's function and line. */
@@ -133,6 +137,7 @@ struct ag_stats {
     double total_sec[3];
     uint64_t samples, dropped, unattributed;
     double off_sec; /* seconds profiling was off (scry.stop(), --off, scry control) */
+    double gpu_sec, gpu_load_sec; /* every line's, summed */
 };
 
 void ag_stats_init(struct ag_stats *st);
@@ -145,6 +150,9 @@ int ag_stats_func(struct ag_stats *st, const char *qualname, uint32_t file, int3
 /* Adds a sample charged to a line. */
 int ag_stats_add(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, enum ag_cat cat,
                  double sec);
+/* Charges a GPU reading (load 0..1, memory MiB) for sec seconds of a sample to a line. */
+int ag_stats_add_gpu(struct ag_stats *st, uint32_t file, uint32_t func, int32_t line, double sec,
+                     double load, double mem_mb);
 const char *ag_stats_str(const struct ag_stats *st, uint32_t id);
 int ag_stats_intern(struct ag_stats *st, const char *s, uint32_t *out);
 /* Interns a call stack (frames outermost first); *out is its index + 1, or 0 when the table is

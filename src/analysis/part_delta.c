@@ -152,25 +152,54 @@ static const struct entry_rule mline_rule = {2, mline_sub, 13, mline_empty};
 static const int excl_sub[] = {2, -1};
 static const struct entry_rule excl_rule = {1, excl_sub, -1, excl_sub};
 
-/* A memory line's peak (one execution's largest net bytes) in the window: after's when it rose
- * in the window, else at most what the line allocated in it. */
-static void window_peaks(json_t *after, const json_t *before)
+/* fn(entry, before's entry of the same key or NULL) for each entry of after[key] (keyed by its
+ * first nkey items). */
+static void each_with_before(json_t *after, const json_t *before, const char *key, size_t nkey,
+                             void (*fn)(json_t *e, const json_t *old))
 {
-    json_t *idx = index_entries(json_object_get(before, "memory_lines"), 2);
+    json_t *idx = index_entries(json_object_get(before, key), nkey);
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(after, "memory_lines"), i, e) {
-        char *k = entry_key(e, 2);
+    json_array_foreach(json_object_get(after, key), i, e) {
+        char *k = entry_key(e, nkey);
         const json_t *old = k && idx ? json_object_get(idx, k) : NULL;
         free(k);
-        if (!old)
-            continue;
-        double peak = num(json_array_get(e, 7)), was = num(json_array_get(old, 7));
-        double allocated = num(json_array_get(e, 3));
-        if (peak <= was && peak > allocated)
-            json_array_set_new(e, 7, json_integer((json_int_t)llround(allocated)));
+        fn(e, old);
     }
     json_decref(idx);
+}
+
+/* A memory line's peak (one execution's largest net bytes) in the window: after's when it rose
+ * in the window, else at most what the line allocated in it. */
+static void window_peak(json_t *e, const json_t *old)
+{
+    if (!old)
+        return;
+    double peak = num(json_array_get(e, 7)), was = num(json_array_get(old, 7));
+    double allocated = num(json_array_get(e, 3));
+    if (peak <= was && peak > allocated)
+        json_array_set_new(e, 7, json_integer((json_int_t)llround(allocated)));
+}
+
+/* gpu_lines: [file, line, func, seconds, load-weighted seconds, MiB-weighted seconds, peak MiB] */
+static const int gline_sub[] = {3, 4, 5, -1};
+static const int gline_empty[] = {3, -1};
+static const struct entry_rule gline_rule = {3, gline_sub, -1, gline_empty};
+
+/* A GPU line's peak in the window (after the subtraction): after's when it rose in the window
+ * (or the line is new in it); otherwise the window's own peak is somewhere between its mean and
+ * the earlier peak, and the mean, the one figure known, is taken. */
+static void gpu_window_peak(json_t *e, const json_t *old)
+{
+    double sec = num(json_array_get(e, 3));
+    if (old && num(json_array_get(e, 6)) <= num(json_array_get(old, 6)) && sec > 0)
+        json_array_set_new(e, 6, json_real(num(json_array_get(e, 5)) / sec));
+}
+
+static void subtract_gpu(json_t *after, const json_t *before, double t0_ns)
+{
+    subtract_entries(after, before, "gpu_lines", &gline_rule, t0_ns);
+    each_with_before(after, before, "gpu_lines", 3, gpu_window_peak);
 }
 
 static void subtract_memory(json_t *after, const json_t *before, double t0_ns)
@@ -200,7 +229,7 @@ static void subtract_memory(json_t *after, const json_t *before, double t0_ns)
         json_object_set_new(m, "max_footprint_python_fraction", json_real(0));
     }
     json_object_set_new(m, "max_footprint_bytes", json_integer((json_int_t)llround(max)));
-    window_peaks(after, before);
+    each_with_before(after, before, "memory_lines", 2, window_peak);
     subtract_entries(after, before, "memory_lines", &mline_rule, t0_ns);
 }
 
@@ -239,6 +268,7 @@ int part_subtract(json_t *after, const json_t *before)
     subtract_entries(after, before, "stacks", &stack_rule, t0_ns);
     subtract_entries(after, before, "excluded", &excl_rule, t0_ns);
     subtract_memory(after, before, t0_ns);
+    subtract_gpu(after, before, t0_ns);
     static const char *const native[] = {"native_frames", "native_stacks",
                                          "native_stacks_overflow", "combined_stacks",
                                          "combined_stacks_overflow", NULL};

@@ -238,6 +238,53 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
     return 0;
 }
 
+/* `gpu` and `gpu_lines` (docs/agent-protocol.md, "GPU"): gpu_lines only with a gpu object that
+ * names its device. */
+static int check_gpu(const json_t *part, const char *what, size_t nfiles, size_t nfuncs)
+{
+    const json_t *g = json_object_get(part, "gpu");
+    const json_t *gl = json_object_get(part, "gpu_lines");
+    if (g && !json_is_object(g))
+        return bad(what, "\"gpu\" is not an object");
+    static const char *const strs[] = {"device", "utilization_source", "memory_source", "note"};
+    for (size_t i = 0; g && i < sizeof(strs) / sizeof(strs[0]); i++) {
+        const json_t *v = json_object_get(g, strs[i]);
+        if (v && !json_is_string(v))
+            return bad(what, "gpu.%s is not a string", strs[i]);
+    }
+    static const char *const secs[] = {"sampler_cpu_sec", "interval_sec", "stopped_at_sec"};
+    for (size_t i = 0; g && i < sizeof(secs) / sizeof(secs[0]); i++) {
+        const json_t *v = json_object_get(g, secs[i]);
+        if (v && !is_seconds(v))
+            return bad(what, "gpu.%s is not a number of seconds", secs[i]);
+    }
+    if (!gl)
+        return 0;
+    if (!json_is_string(json_object_get(g, "device")))
+        return bad(what, "\"gpu_lines\" without a \"gpu\" object naming its device");
+    if (!json_is_array(gl))
+        return bad(what, "\"gpu_lines\" is not an array");
+    for (size_t i = 0; i < json_array_size(gl); i++) {
+        const json_t *l = json_array_get(gl, i);
+        bool ok = json_is_array(l) && json_array_size(l) == 7 &&
+                  is_count(json_array_get(l, 0), (int64_t)nfiles - 1) &&
+                  is_count(json_array_get(l, 1), PROF_MAX_LINE) &&
+                  is_count(json_array_get(l, 2), (int64_t)nfuncs - 1);
+        for (size_t k = 3; ok && k < 7; k++)
+            ok = is_seconds(json_array_get(l, k));
+        /* The load is at most 1: its weighted seconds are at most the seconds. */
+        if (ok && json_number_value(json_array_get(l, 4)) >
+                      json_number_value(json_array_get(l, 3)) * (1 + 1e-9))
+            ok = false;
+        if (!ok)
+            return bad(what,
+                       "gpu_lines[%zu] is not [file index, line, function index, seconds, "
+                       "load-weighted seconds <= seconds, MiB-weighted seconds, peak MiB]",
+                       i);
+    }
+    return 0;
+}
+
 static int check_part(const json_t *part, const char *what)
 {
     if (!json_is_object(part))
@@ -371,7 +418,8 @@ static int check_part(const json_t *part, const char *what)
     }
 
     if ((err = check_native(part, what, nfiles, nfuncs)) ||
-        (err = check_memory(part, what, nfiles, nfuncs)))
+        (err = check_memory(part, what, nfiles, nfuncs)) ||
+        (err = check_gpu(part, what, nfiles, nfuncs)))
         return err;
 
     const json_t *excl = json_object_get(part, "excluded");
@@ -833,6 +881,15 @@ static int add_mpart(struct profile *p, const json_t *part, const json_t *m, int
     return 0;
 }
 
+/* The merged line of a part's line entry [file index, line, function index, ...]. */
+static int entry_line(struct profile *p, const json_t *e, const uint32_t *fmap,
+                      const uint32_t *umap, struct prof_line **out)
+{
+    return line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
+                   (uint32_t)json_integer_value(json_array_get(e, 1)),
+                   umap[json_integer_value(json_array_get(e, 2))], out);
+}
+
 static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_t *fmap,
                               const uint32_t *umap, int64_t start_ns)
 {
@@ -842,9 +899,7 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
         for (size_t k = 3; k < 15; k++)
             v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
         struct prof_line *l;
-        int err = line_at(p, fmap[json_integer_value(json_array_get(e, 0))],
-                          (uint32_t)json_integer_value(json_array_get(e, 1)),
-                          umap[json_integer_value(json_array_get(e, 2))], &l);
+        int err = entry_line(p, e, fmap, umap, &l);
         if (err)
             return err;
         l->malloc_bytes += v[3];
@@ -861,6 +916,55 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
         l->live_bytes += v[14];
         if ((err = add_points(&l->timeline, json_array_get(e, 13), start_ns)))
             return err;
+    }
+    return 0;
+}
+
+/* A GPU source over the parts: the same in every part, else "mixed". */
+static const char *merge_source(struct profile *p, const char *have, const char *part)
+{
+    if (!part)
+        return have;
+    if (!have)
+        return arena_strdup(&p->arena, part);
+    return strcmp(have, part) == 0 ? have : "mixed";
+}
+
+/* The part's `gpu` (device, sources, note) and `gpu_lines`, summed into the lines. */
+static int merge_gpu(struct profile *p, const json_t *part, const uint32_t *fmap,
+                     const uint32_t *umap)
+{
+    const json_t *g = json_object_get(part, "gpu");
+    if (!g)
+        return 0;
+    const char *note = json_string_value(json_object_get(g, "note"));
+    if (note && (!p->gpu_note || !strstr(p->gpu_note, note)))
+        p->gpu_note = p->gpu_note ? arena_printf(&p->arena, "%s; %s", p->gpu_note, note)
+                                  : arena_strdup(&p->arena, note);
+    const char *device = json_string_value(json_object_get(g, "device"));
+    if (!device)
+        return 0;
+    p->gpu = true;
+    if (!p->gpu_device)
+        p->gpu_device = arena_strdup(&p->arena, device);
+    p->gpu_util_source = merge_source(p, p->gpu_util_source,
+                                      json_string_value(json_object_get(g, "utilization_source")));
+    p->gpu_mem_source = merge_source(p, p->gpu_mem_source,
+                                     json_string_value(json_object_get(g, "memory_source")));
+    p->gpu_sampler_cpu_sec += num(g, "sampler_cpu_sec", 0);
+    const json_t *gl = json_object_get(part, "gpu_lines");
+    for (size_t i = 0; i < json_array_size(gl); i++) {
+        const json_t *e = json_array_get(gl, i);
+        struct prof_line *l;
+        int err = entry_line(p, e, fmap, umap, &l);
+        if (err)
+            return err;
+        l->gpu_sec += json_number_value(json_array_get(e, 3));
+        l->gpu_load_sec += json_number_value(json_array_get(e, 4));
+        l->gpu_mem_mb_sec += json_number_value(json_array_get(e, 5));
+        double peak = json_number_value(json_array_get(e, 6));
+        if (peak > l->gpu_peak_mb)
+            l->gpu_peak_mb = peak;
     }
     return 0;
 }
@@ -1046,6 +1150,8 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
         err = merge_native(p, part, fmap, umap);
     if (!err)
         err = merge_memory(p, part, fmap, umap, primary);
+    if (!err)
+        err = merge_gpu(p, part, fmap, umap);
     if (!err)
         err = merge_threads(p, part, pid);
     const json_t *excl = json_object_get(part, "excluded");

@@ -69,6 +69,10 @@ struct prof_line {
         execs, copy_bytes, leak_mallocs, leak_frees;
     /* Bytes of its malloc samples never freed, wherever the free happened. */
     uint64_t live_bytes;
+    /* GPU (parts with `gpu_lines`), summed over parts: the seconds its samples stood for while a
+     * GPU reading was there, those seconds weighted by the load (0..1) and by the memory (MiB);
+     * the largest memory reading of any part. */
+    double gpu_sec, gpu_load_sec, gpu_mem_mb_sec, gpu_peak_mb;
     struct prof_timeline timeline; /* at most PROF_MAX_POINTS after prof_finish */
 };
 
@@ -219,6 +223,12 @@ struct profile {
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;
+    /* GPU: some part sampled a device (gpu_device: the first part's); the sources ("process",
+     * "device", or "mixed" when parts differ); the parts' notes (why there is no GPU data, or
+     * why it stops early), NULL when none. */
+    bool gpu;
+    const char *gpu_device, *gpu_util_source, *gpu_mem_source, *gpu_note;
+    double gpu_sampler_cpu_sec;
     json_t *index; /* string keys -> table positions, for the merge */
 };
 

@@ -57,6 +57,7 @@ int cmd_collect(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 extern const char cmd_top_usage[];
 int cmd_record(int argc, char **argv);
+int cmd_kernel(int argc, char **argv);
 extern const char cmd_record_usage[];
 int cmd_mcp(int argc, char **argv);
 extern const char cmd_mcp_usage[];
@@ -66,7 +67,7 @@ extern const char cmd_optimize_usage[];
 extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dump_usage[],
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
     cmd_compare_usage[], cmd_flamegraph_usage[], cmd_control_usage[],
-    cmd_collect_usage[];
+    cmd_collect_usage[], cmd_kernel_usage[];
 
 /* ---- errors and help (cli_common.c) ---------------------------------------------------------- */
 

@@ -62,6 +62,11 @@ const char cmd_run_usage[] =
     "                                  samples (default 1048576)\n"
     "      --memory-leak-detector / --no-memory-leak-detector\n"
     "                                  report lines whose allocations look leaked (default on)\n"
+    "      --gpu / --no-gpu            GPU utilisation and memory per line, NVIDIA through NVML\n"
+    "                                  (default: on when a device is visible; --gpu is also a\n"
+    "                                  mode flag: --gpu without --memory is CPU and GPU only)\n"
+    "      --gpu-interval MS           milliseconds between two GPU readings (10 to 60000,\n"
+    "                                  default 50)\n"
     "      --cpu-sampling-rate S       mean seconds between samples (default 0.01)\n"
     "      --use-virtual-time          count time on the CPU only, not sleep or I/O\n"
     "      --profile-all               profile every file, the standard library included\n"
@@ -119,6 +124,8 @@ struct run_opts {
     double profile_interval; /* --profile-interval (0: none) */
     const char *heap_at_exit; /* --heap-at-exit FILE */
     bool memory, leak_detector;
+    int gpu;               /* 1: --gpu, -1: --no-gpu (or another mode flag), 0: a device visible */
+    unsigned gpu_interval; /* --gpu-interval, ms (0: the agent's default) */
     unsigned long long window; /* --allocation-sampling-window */
     const char *only, *exclude;
     const char *program_path;
@@ -197,7 +204,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
-        O_PROFILE_INTERVAL, O_HEAP_AT_EXIT,
+        O_PROFILE_INTERVAL, O_GPU, O_NO_GPU, O_GPU_INTERVAL, O_HEAP_AT_EXIT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -206,6 +213,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"memory", no_argument, NULL, O_MEMORY},
         {"config", required_argument, NULL, O_CONFIG},
         {"cpu", no_argument, NULL, O_CPU},
+        {"gpu", no_argument, NULL, O_GPU},
+        {"no-gpu", no_argument, NULL, O_NO_GPU},
+        {"gpu-interval", required_argument, NULL, O_GPU_INTERVAL},
         {"cli", no_argument, NULL, O_CLI},
         {"json", no_argument, NULL, O_JSON},
         {"html", no_argument, NULL, O_HTML},
@@ -253,7 +263,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     int cerr = expand_config(&argc, &argv, longopts, o);
     if (cerr)
         return cerr;
-    bool cpu_flag = false, memory_flag = false; /* Scalene's mode flags */
+    bool cpu_flag = false, memory_flag = false, gpu_flag = false; /* Scalene's mode flags */
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -291,7 +301,27 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_CPU_ONLY:
             o->memory = false;
+            o->gpu = -1;
             break;
+        case O_GPU:
+            o->gpu = 1;
+            gpu_flag = true;
+            break;
+        case O_NO_GPU:
+            o->gpu = -1;
+            gpu_flag = false;
+            break;
+        case O_GPU_INTERVAL: {
+            unsigned long long ms;
+            errno = 0;
+            ms = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || ms < 10 || ms > 60000)
+                return cli_usage("--gpu-interval needs a number of milliseconds from 10 to 60000 "
+                                 "(such as 50), not '%s'",
+                                 optarg);
+            o->gpu_interval = (unsigned)ms;
+            break;
+        }
         case O_MEMORY:
             o->memory = true;
             memory_flag = true;
@@ -432,8 +462,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break; /* what follows the module is its command line */
     }
     o->at = 0;
-    if (cpu_flag && !memory_flag)
-        o->memory = false; /* Scalene: --cpu without --memory is CPU only */
+    /* Scalene's mode flags: when any of --cpu, --memory, --gpu is given, those not given are off
+     * (--cpu without --memory is CPU only). */
+    if ((cpu_flag || gpu_flag) && !memory_flag)
+        o->memory = false;
+    if ((cpu_flag || memory_flag) && !gpu_flag)
+        o->gpu = -1;
     if (push_opts && !o->push.url)
         return cli_usage("--push-interval, --tag and --service-name go with --push URL");
     if (o->heap_at_exit && !o->memory)
@@ -487,6 +521,18 @@ static int set_env(const char *name, const char *value)
     return 0;
 }
 
+/* --gpu's default: on when an NVIDIA device looks visible (the driver's device nodes) or a
+ * library is named; the agent loads NVML only then, so no GPU costs nothing. */
+static const char *gpu_env(const struct run_opts *o)
+{
+    if (o->gpu != 0)
+        return o->gpu > 0 ? "1" : "0";
+    const char *lib = getenv("SCRY_NVML_LIBRARY");
+    if ((lib && *lib) || access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0)
+        return "auto";
+    return "0";
+}
+
 static int setup_env(const struct run_opts *o, const char *agent, const char *part_dir,
                      const char *program_path)
 {
@@ -497,7 +543,8 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64], window[32], snapshot[64], heap[32] = "";
+    char rate[64], window[32], snapshot[64], gpu_ms[32], heap[32] = "";
+    snprintf(gpu_ms, sizeof(gpu_ms), "%u", o->gpu_interval);
     if (o->heap_at_exit) /* the agent waits at exit for this process's snapshot */
         snprintf(heap, sizeof(heap), "%d", (int)getpid());
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
@@ -524,7 +571,9 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
         (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
         (err = set_env("SCRY_HEAP_AT_EXIT", heap)) ||
-        (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot))) {
+        (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot)) ||
+        (err = set_env("SCRY_GPU", gpu_env(o))) ||
+        (o->gpu_interval && (err = set_env("SCRY_GPU_INTERVAL_MS", gpu_ms)))) {
     }
     sb_release(&pre);
     return err;

@@ -51,6 +51,8 @@ const struct cli_command cli_commands[] = {
      cmd_control_usage, 0},
     {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
      cmd_collect_usage, 0},
+    {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
+     cmd_kernel_usage, 0},
     {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0},
     {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0},
     {"version", cmd_version, "print scry's version", version_usage, 0},

@@ -166,6 +166,24 @@ struct py_heap_layout {
     int gen_state_cleared;
     /* PyThreadState objects used as roots */
     uint64_t ts_dict, ts_async_exc, ts_context, ts_exc_info, ts_current_exception;
+    /* PyGC_Head (its size and the next link, whose low 2 bits are flags), PyVarObject.ob_size,
+       sizeof(PyObject), tp_dealloc */
+    uint64_t gc_head_size, gc_next, ob_size, object_size, tp_dealloc;
+    /* sys.getsizeof's pre-header (_PyType_PreHeaderSize): preheader_gc bytes for a GC type,
+       preheader_dict more when the type has any of preheader_flags (managed dict/weakref) */
+    uint64_t preheader_gc, preheader_flags, preheader_dict;
+    uint64_t managed_values; /* 3.11: bytes before an object where its values pointer lies; 0 */
+    /* PyMemberDef (a heap type's __slots__) and the member types that hold an object */
+    uint64_t member_size, member_name, member_type, member_offset;
+    uint64_t member_t_object, member_t_object_ex;
+    /* PyDictKeysObject's header, its two entry layouts (general: dke_, unicode: dkue_) and
+       PyDictValues (dv_capacity/embedded/valid: 3.13+, else 0) */
+    uint64_t dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_indices;
+    uint64_t dke_size, dke_key, dke_value, dkue_size, dkue_key, dkue_value;
+    uint64_t dv_values, dv_capacity, dv_embedded, dv_valid;
+    uint64_t long_tag; /* 3.12+: lv_tag; 3.11: the signed ob_size */
+    uint64_t func_code, func_closure, weakref_object, setentry_size, setentry_key;
+    uint64_t exc_item_value; /* _PyErr_StackItem.exc_value (tstate->exc_info) */
     /* fixed references per kind, in the order tp_traverse visits them */
     struct py_ref_field func[PY_MAX_REF_FIELDS], exc[8], tb[4], method[4], cfunc[4], cell[2],
         classmethod[4], property[6], weakref_cb[2], module[4], type_fields[8], frobj[4];

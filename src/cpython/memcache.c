@@ -13,6 +13,8 @@ void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes)
     mc->rd = rd;
     mc->max_bytes = max_bytes ? max_bytes : (size_t)2 << 30;
     mc->last_index = UINT64_MAX;
+    for (size_t i = 0; i < MC_FRONT; i++)
+        mc->front[i].index = UINT64_MAX;
 }
 
 #define POOL_SLOT (sizeof(struct mc_block) + MC_BLOCK_SIZE)
@@ -36,6 +38,8 @@ static void drop_all(struct memcache *mc)
     mc->bytes = 0;
     mc->last = NULL;
     mc->last_index = UINT64_MAX;
+    for (size_t i = 0; i < MC_FRONT; i++)
+        mc->front[i].index = UINT64_MAX;
 }
 
 void mc_free(struct memcache *mc)
@@ -48,8 +52,13 @@ void mc_free(struct memcache *mc)
 static struct mc_block *get_block(struct memcache *mc, uint64_t index)
 {
     uint64_t v;
-    if (hm_get(&mc->blocks, index + 1, &v))
-        return (struct mc_block *)(uintptr_t)v;
+    size_t slot = (size_t)index & (MC_FRONT - 1);
+    if (mc->front[slot].index == index)
+        return mc->front[slot].block;
+    if (hm_get(&mc->blocks, index + 1, &v)) {
+        mc->front[slot].index = index;
+        return mc->front[slot].block = (struct mc_block *)(uintptr_t)v;
+    }
     if (mc->bytes + MC_BLOCK_SIZE > mc->max_bytes && !mc->pinned)
         drop_all(mc);
     uint64_t start = index << MC_BLOCK_SHIFT, end = start + MC_BLOCK_SIZE;
@@ -92,7 +101,8 @@ static struct mc_block *get_block(struct memcache *mc, uint64_t index)
             free(b);
         return NULL;
     }
-    return b;
+    mc->front[slot].index = index;
+    return mc->front[slot].block = b;
 }
 
 int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len)

@@ -15,6 +15,7 @@
 
 #define MC_BLOCK_SHIFT 16
 #define MC_BLOCK_SIZE (1u << MC_BLOCK_SHIFT)
+#define MC_FRONT 64 /* entries of the direct-mapped front (a power of two) */
 
 struct mc_block {
     uint32_t lo, hi; /* the readable part [lo, hi) of the block; lo == hi: read directly */
@@ -35,6 +36,12 @@ struct memcache {
     struct hashmap blocks; /* block index + 1 -> struct mc_block * */
     uint64_t last_index;   /* one-entry front cache */
     struct mc_block *last;
+    /* a direct-mapped front of the hash map, by block index: a walk goes back and forth
+       between a few blocks (the heap, the type objects in the image's data) */
+    struct {
+        uint64_t index;
+        struct mc_block *block;
+    } front[MC_FRONT];
     size_t bytes, max_bytes;
     bool pinned; /* blocks are never dropped (mc_prefetch_writable made them) */
     uint64_t block_reads, direct_reads;

@@ -30,6 +30,7 @@ struct row {
     uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
         execs, copy_bytes, leak_mallocs, leak_frees;
     uint64_t kept_bytes; /* the sum of its lines' line_kept() */
+    double gpu_sec, gpu_load_sec, gpu_mem_mb_sec, gpu_peak_mb; /* peak: the largest */
     struct prof_timeline tl;
 };
 
@@ -71,6 +72,11 @@ static void row_add(struct row *r, const struct prof_line *l)
     r->leak_mallocs += l->leak_mallocs;
     r->leak_frees += l->leak_frees;
     r->kept_bytes += line_kept(l);
+    r->gpu_sec += l->gpu_sec;
+    r->gpu_load_sec += l->gpu_load_sec;
+    r->gpu_mem_mb_sec += l->gpu_mem_mb_sec;
+    if (l->gpu_peak_mb > r->gpu_peak_mb)
+        r->gpu_peak_mb = l->gpu_peak_mb;
     if (prof_timeline_append(&r->tl, l->timeline.pts, l->timeline.n) != 0)
         abort(); /* as the strbuf does: scry cannot go on without memory */
 }
@@ -99,12 +105,25 @@ void profile_json_scalene_line(struct strbuf *sb, const char *s)
     }
 }
 
+/* Scalene's GPU fields of a row: the mean load while its lines ran (time-weighted, as
+ * Scalene's gpu_samples / n_gpu_samples), the mean and the largest memory reading then (MiB);
+ * 0 where no reading was charged (docs/gpu.md). */
+static void gpu_fields(struct json_writer *w, const struct row *r)
+{
+    bool any = r->gpu_sec > 0;
+    jw_key(w, "n_gpu_percent");
+    jw_double(w, any ? 100.0 * r->gpu_load_sec / r->gpu_sec : 0);
+    jw_key(w, "n_gpu_avg_memory_mb");
+    jw_double(w, any ? r->gpu_mem_mb_sec / r->gpu_sec : 0);
+    jw_key(w, "n_gpu_peak_memory_mb");
+    jw_double(w, r->gpu_peak_mb);
+}
+
 static void zero_fields(struct json_writer *w)
 {
     static const char *const zeros[] = {
-        "n_gpu_percent",  "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb", "n_malloc_mb",
-        "n_mallocs",      "n_avg_mb",            "n_peak_mb",            "n_growth_mb",
-        "n_python_fraction", "n_usage_fraction", "n_copy_mb_s",
+        "n_malloc_mb", "n_mallocs",         "n_avg_mb",         "n_peak_mb",
+        "n_growth_mb", "n_python_fraction", "n_usage_fraction", "n_copy_mb_s",
     };
     for (size_t i = 0; i < sizeof(zeros) / sizeof(zeros[0]); i++) {
         jw_key(w, zeros[i]);
@@ -131,12 +150,6 @@ static void write_timeline(struct json_writer *w, const struct prof_timeline *tl
  * order of the placeholders, plus scry's n_free_mb. */
 static void memory_fields(struct json_writer *w, struct row *r, const struct wctx *c)
 {
-    static const char *const gpu[] = {"n_gpu_percent", "n_gpu_avg_memory_mb",
-                                      "n_gpu_peak_memory_mb"};
-    for (size_t i = 0; i < 3; i++) {
-        jw_key(w, gpu[i]);
-        jw_int(w, 0);
-    }
     double malloc_b = (double)r->malloc_bytes, peak = (double)r->peak_bytes;
     double avg = r->execs ? (double)r->hw_sum_bytes / (double)r->execs : 0;
     double elapsed = c->p->elapsed_sec;
@@ -195,6 +208,7 @@ static void write_row(struct json_writer *w, const char *text, bool scalene_esca
     jw_key(w, "cpu_samples_list");
     jw_arr_begin(w);
     jw_arr_end(w);
+    gpu_fields(w, r);
     if (c->p->mem.on)
         memory_fields(w, r, c);
     else
@@ -781,9 +795,21 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
         zero_key(&w, "native_allocations_mb");
     }
     jw_key(&w, "gpu");
-    jw_bool(&w, false);
+    jw_bool(&w, p->gpu);
     jw_key(&w, "gpu_device");
-    jw_str(&w, "");
+    jw_str(&w, p->gpu && p->gpu_device ? p->gpu_device : "");
+    if (p->gpu) {
+        jw_key(&w, "gpu_utilization_source");
+        jw_str(&w, p->gpu_util_source ? p->gpu_util_source : "device");
+        jw_key(&w, "gpu_memory_source");
+        jw_str(&w, p->gpu_mem_source ? p->gpu_mem_source : "device");
+        jw_key(&w, "gpu_sampler_cpu_sec");
+        jw_double(&w, p->gpu_sampler_cpu_sec);
+    }
+    if (p->gpu_note) {
+        jw_key(&w, "gpu_note");
+        jw_str(&w, p->gpu_note);
+    }
     jw_key(&w, "memory");
     jw_bool(&w, p->mem.on);
     jw_key(&w, "async_profile");

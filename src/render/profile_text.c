@@ -3,7 +3,8 @@
  * the threshold with `...` for the hidden stretches, a function summary, and the totals. When the
  * profile has memory ("memory": true) the memory columns of Scalene's terminal view follow the
  * CPU ones, with a footprint sparkline on top and possible leaks after each file; without it the
- * view is exactly the CPU one. Text
+ * view is exactly the CPU one. When it has GPU data ("gpu": true) a GPU % and a GPU memory column
+ * follow the time ones and the header names the device. Text
  * from the file (source, names, the note) is printed with control characters replaced, so a
  * profile cannot drive the terminal. */
 #include "render/profile_text.h"
@@ -32,6 +33,7 @@ struct trow {
     long lineno;
     const char *text;
     double py, nat, sys;
+    double gpu_pct, gpu_peak_mb; /* read only when the profile has GPU data */
     /* Memory (read only when the profile has memory): MB, fractions, MB/s. */
     double malloc_mb, pyfrac, growth_mb, peak_mb, usage, copy_mb_s;
     const json_t *samples; /* memory_samples, [[ns, MB], ...] */
@@ -55,6 +57,7 @@ struct tprof {
     struct tfile *files;
     size_t nfiles;
     bool memory;
+    bool gpu;
     double malloc_min_mb; /* profile_text_opts.malloc_threshold_mb */
     double max_footprint_mb, growth_rate, native_mb;
     const json_t *samples;
@@ -119,7 +122,7 @@ static int read_memory(const json_t *r, struct trow *row, const char *ctx)
     return get_samples(r, "memory_samples", &row->samples, ctx);
 }
 
-static int read_rows(const json_t *arr, const char *ctx, bool memory, struct trow **out,
+static int read_rows(const json_t *arr, const char *ctx, const struct tprof *tp, struct trow **out,
                      size_t *n)
 {
     *out = NULL;
@@ -156,7 +159,9 @@ static int read_rows(const json_t *arr, const char *ctx, bool memory, struct tro
         if ((err = get_num(r, "n_cpu_percent_python", &rows[i].py, sub)) ||
             (err = get_num(r, "n_cpu_percent_c", &rows[i].nat, sub)) ||
             (err = get_num(r, "n_sys_percent", &rows[i].sys, sub)) ||
-            (memory && (err = read_memory(r, &rows[i], sub))))
+            (tp->gpu && (err = get_num(r, "n_gpu_percent", &rows[i].gpu_pct, sub))) ||
+            (tp->gpu && (err = get_num(r, "n_gpu_peak_memory_mb", &rows[i].gpu_peak_mb, sub))) ||
+            (tp->memory && (err = read_memory(r, &rows[i], sub))))
             break;
     }
     if (err) {
@@ -252,6 +257,7 @@ static int load(const json_t *root, struct tprof *tp)
     if (!json_is_object(root))
         return bad("the document", "it is not a JSON object");
     tp->memory = json_is_true(json_object_get(root, "memory"));
+    tp->gpu = json_is_true(json_object_get(root, "gpu"));
     int err;
     if (tp->memory &&
         ((err = get_num(root, "max_footprint_mb", &tp->max_footprint_mb, "the document")) ||
@@ -281,11 +287,11 @@ static int load(const json_t *root, struct tprof *tp)
         char sub[700];
         snprintf(sub, sizeof(sub), "%s.lines", ctx);
         if (!err)
-            err = read_rows(json_object_get(f, "lines"), sub, tp->memory, &tf->lines,
+            err = read_rows(json_object_get(f, "lines"), sub, tp, &tf->lines,
                             &tf->nlines);
         snprintf(sub, sizeof(sub), "%s.functions", ctx);
         if (!err)
-            err = read_rows(json_object_get(f, "functions"), sub, tp->memory, &tf->funcs,
+            err = read_rows(json_object_get(f, "functions"), sub, tp, &tf->funcs,
                             &tf->nfuncs);
         if (!err && tp->memory)
             err = read_leaks(json_object_get(f, "leaks"), ctx, tf);
@@ -455,6 +461,12 @@ static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const 
     if (is_hot)
         sb_adds(sb, HOT);
     sb_addf(sb, "%6s │ %6s │ %6s │ %6s │", label, py, nat, sys);
+    if (tp->gpu) {
+        char gpu[16], gmem[16];
+        pct_cell(gpu, sizeof(gpu), r->gpu_pct);
+        size_cell(gmem, sizeof(gmem), r->gpu_peak_mb);
+        sb_addf(sb, " %6s │ %6s │", gpu, gmem);
+    }
     if (tp->memory)
         add_memory_cells(sb, tp, r);
     struct strbuf text = STRBUF_INIT;
@@ -469,26 +481,32 @@ static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const 
     sb_addch(sb, '\n');
 }
 
+/* One row of the table's frame: the CPU columns' cells, then the GPU and the memory ones when the
+ * profile has them. */
+static void frame_row(struct strbuf *sb, const struct tprof *tp, const char *cpu, const char *gpu,
+                      const char *memory)
+{
+    sb_adds(sb, cpu);
+    if (tp->gpu)
+        sb_adds(sb, gpu);
+    if (tp->memory)
+        sb_adds(sb, memory);
+}
+
 static void add_header(struct strbuf *sb, const struct profile_text_opts *o,
                        const struct tprof *tp, const char *last)
 {
     if (o->color)
         sb_adds(sb, BOLD);
-    if (tp->memory) {
-        sb_adds(sb, "       │   Time │        │        │ Memory │        │        │"
-                    "                │   Copy │\n");
-        sb_addf(sb, "  Line │ Python │ native │ system │ Python │ net MB │   peak │"
-                    " timeline/%%     │   MB/s │ %s\n",
-                last);
-    } else {
-        sb_adds(sb, "       │   Time │        │        │\n");
-        sb_addf(sb, "  Line │ Python │ native │ system │ %s\n", last);
-    }
+    frame_row(sb, tp, "       │   Time │        │        │", "    GPU │        │",
+              " Memory │        │        │                │   Copy │");
+    frame_row(sb, tp, "\n  Line │ Python │ native │ system │", "   util │ memory │",
+              " Python │ net MB │   peak │ timeline/%     │   MB/s │");
+    sb_addf(sb, " %s\n", last);
     if (o->color)
         sb_adds(sb, RESET);
-    sb_adds(sb, "───────┼────────┼────────┼────────┼");
-    if (tp->memory)
-        sb_adds(sb, "────────┼────────┼────────┼────────────────┼────────┼");
+    frame_row(sb, tp, "───────┼────────┼────────┼────────┼", "────────┼────────┼",
+              "────────┼────────┼────────┼────────────────┼────────┼");
     sb_adds(sb, "────────────────────────────────────────\n");
 }
 
@@ -496,9 +514,8 @@ static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const 
 {
     if (o->color)
         sb_adds(sb, DIM);
-    sb_adds(sb, "   ... │        │        │        │");
-    if (tp->memory)
-        sb_adds(sb, "        │        │        │                │        │");
+    frame_row(sb, tp, "   ... │        │        │        │", "        │        │",
+              "        │        │        │                │        │");
     if (o->color)
         sb_adds(sb, RESET);
     sb_addch(sb, '\n');
@@ -509,7 +526,7 @@ static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const 
  * threshold). */
 static bool shown(const struct tprof *tp, const struct trow *r, double threshold)
 {
-    return row_total(r) >= threshold ||
+    return row_total(r) >= threshold || (tp->gpu && r->gpu_pct >= threshold) ||
            (tp->memory && ((r->usage > 0 && r->usage * 100 >= threshold &&
                             r->malloc_mb >= tp->malloc_min_mb) ||
                            r->copy_mb_s >= 0.5));
@@ -672,6 +689,19 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         if (o->color)
             sb_adds(out, RESET);
     }
+    if (tp.gpu) {
+        /* The device, and where the figures come from (docs/gpu.md). */
+        const char *dev = json_string_value(json_object_get(root, "gpu_device"));
+        const char *us = json_string_value(json_object_get(root, "gpu_utilization_source"));
+        const char *ms = json_string_value(json_object_get(root, "gpu_memory_source"));
+        sb_adds(out, "GPU: ");
+        add_display(out, dev && *dev ? dev : "GPU");
+        sb_addf(out, "; utilisation %s, memory %s\n\n",
+                us && !strcmp(us, "process") ? "of this program's processes"
+                                             : "of the whole device (other programs included)",
+                ms && !strcmp(ms, "process") ? "of this program's processes"
+                                             : "the device's growth since the start");
+    }
     if (tp.memory)
         add_memory_usage(out, &tp, elapsed);
     size_t hidden = 0;
@@ -718,6 +748,12 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         sb_addch(out, '\n');
     } else if (tp.nfiles == 0) {
         sb_adds(out, "note: the profile holds no files: nothing was recorded\n");
+    }
+    const json_t *gnote = json_object_get(root, "gpu_note");
+    if (json_is_string(gnote)) {
+        sb_adds(out, "note: ");
+        add_display(out, json_string_value(gnote));
+        sb_addch(out, '\n');
     }
     free_tprof(&tp);
     return 0;

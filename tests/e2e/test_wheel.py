@@ -73,7 +73,7 @@ def wheel(tmp_path_factory):
         made.stdout[-3000:]
     names = zipfile.ZipFile(whl).namelist()
     for name in ("scry/_bin/scry", "scry/_bin/libscry-agent.so", "scry/_bin/libunwind.so.8",
-                 "scry/__main__.py"):
+                 "scry/__main__.py", "scry/magics.py", "scry/_kernel.py"):
         assert name in names, f"{name} is not in {whl.name}: {names}"
     for lib in ("libelf", "libjansson", "libcurl", "liblzma"):
         assert any(n.startswith(f"scry.libs/{lib}") for n in names), f"{lib} not bundled: {names}"
@@ -173,6 +173,17 @@ def test_python_m_scry_profiles_the_example(venv, tmp_path):
     cp = _run([venv / "bin" / "python", "-c", "import platform; print(platform.python_version())"],
               env=_env(venv, tmp_path))
     assert profile["python_version"] == cp.stdout.strip(), (profile["python_version"], cp.stdout)
+
+
+def test_kernel_install_runs_the_wheels_package(venv, tmp_path):
+    """python -m scry kernel install: the binary runs the package's scry._kernel with the venv's
+    interpreter, which (without ipykernel here) says what the kernel needs and writes nothing."""
+    cp = _run([venv / "bin" / "python", "-m", "scry", "kernel", "install", "--prefix",
+               tmp_path / "prefix"], env=_env(venv, tmp_path))
+    assert cp.returncode == 1 and "[not_found]" in cp.stderr, _describe(cp)
+    assert f"{venv}/bin/python" in cp.stderr and "pip install ipykernel" in cp.stderr, \
+        _describe(cp)
+    assert not (tmp_path / "prefix").exists()
 
 
 def test_start_in_plain_python_finds_the_wheels_agent(venv, tmp_path):

@@ -44,7 +44,9 @@ truth = {"before": before_window()}
 held = [bytes(MB) for _ in range(10)]  # @held_before
 assert lib.scry_agent_mark_peak() == 0
 start_totals = totals()
+wall_outer = time.monotonic()
 assert lib.scry_agent_checkpoint(os.path.join(out_dir, "a.json").encode()) == 0
+wall_inner = time.monotonic()
 # An existing file is never opened or replaced.
 assert lib.scry_agent_checkpoint(os.path.join(out_dir, "a.json").encode()) == -1
 window_start = time.thread_time()
@@ -54,7 +56,9 @@ transient = [bytearray(MB) for _ in range(50)]  # @window_transient
 del transient
 truth["window_thread_total"] = time.thread_time() - window_start
 end_totals = totals()
+truth["wall_inner"] = time.monotonic() - wall_inner
 assert lib.scry_agent_checkpoint(os.path.join(out_dir, "b.json").encode()) == 0
+truth["wall_outer"] = time.monotonic() - wall_outer
 truth["after"] = after_window()
 truth["start_totals"] = start_totals
 truth["end_totals"] = end_totals

@@ -82,7 +82,13 @@ HEAP_U64 = """gc_permanent gc_collecting gc_garbage tp_itemsize tp_weaklistoffse
     ba_basicsize ba_bytes_header dk_usable dk_nentries co_localsplusnames co_nlocalsplus
     co_stacksize co_extra fr_func fr_globals fr_builtins fr_locals fr_frame_obj fr_stacktop
     frobj_back frobj_frame frobj_trace frobj_data gi_name gi_qualname gi_exc_value gi_frame_state
-    gi_iframe ts_dict ts_async_exc ts_context ts_exc_info ts_current_exception""".split()
+    gi_iframe ts_dict ts_async_exc ts_context ts_exc_info ts_current_exception
+    gc_head_size gc_next ob_size object_size tp_dealloc preheader_gc preheader_flags
+    preheader_dict managed_values member_size member_name member_type member_offset
+    member_t_object member_t_object_ex dk_refcnt dk_log2_size dk_log2_index_bytes dk_kind
+    dk_indices dke_size dke_key dke_value dkue_size dkue_key dkue_value dv_values dv_capacity
+    dv_embedded dv_valid long_tag func_code func_closure weakref_object setentry_size
+    setentry_key exc_item_value""".split()
 HEAP_INT = ["frame_owned_by_frame_object", "gen_state_cleared"]
 # The labelled references, per struct py_heap_layout array, in the order tp_traverse visits them:
 # (name in the numbers, edge kind). A reference this version's headers do not have is left out.

@@ -12,7 +12,9 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal/pycore_code.h"
 #include "internal/pycore_frame.h"
@@ -29,6 +31,9 @@
 #include "internal/pycore_dict.h"
 #include "internal/pycore_function.h"
 #include "internal/pycore_object.h"
+#if PY_MINOR_VERSION == 11
+#include "structmember.h"
+#endif
 
 #define P(name, v) printf("%s %lld\n", name, (long long)(v))
 #define O(name, type, field) P(name, offsetof(type, field))
@@ -293,6 +298,84 @@ int main(void)
 #else
     Z("ba_bytes_header");
 #endif
+    /* object, GC and type headers the heap walker reads */
+    P("gc_head_size", sizeof(PyGC_Head));
+    O("gc_next", PyGC_Head, _gc_next);
+    O("ob_size", PyVarObject, ob_size);
+    P("object_size", sizeof(PyObject));
+    O("tp_dealloc", PyTypeObject, tp_dealloc);
+    {
+        /* sys.getsizeof's pre-header: the GC head, the managed dict (and weakref) words */
+        PyTypeObject t;
+        memset(&t, 0, sizeof(t));
+        t.tp_flags = Py_TPFLAGS_HAVE_GC;
+        P("preheader_gc", _PyType_PreHeaderSize(&t));
+#if PY_MINOR_VERSION == 11
+        P("preheader_flags", Py_TPFLAGS_MANAGED_DICT);
+#else
+        P("preheader_flags", Py_TPFLAGS_PREHEADER);
+#endif
+        t.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+        P("preheader_dict", _PyType_PreHeaderSize(&t));
+    }
+#if PY_MINOR_VERSION == 11 /* the values pointer: the word before the managed dict */
+    {
+        static PyTypeObject t;
+        static PyObject words[4];
+        PyObject *o = &words[2]; /* its function asserts that the type has a managed dict */
+        t.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+        o->ob_type = &t;
+        P("managed_values", (char *)o - (char *)_PyObject_ValuesPointer(o));
+    }
+#else
+    Z("managed_values");
+#endif
+    /* __slots__: a heap type's PyMemberDef array, after its metatype's basic size */
+    P("member_size", sizeof(PyMemberDef));
+    O("member_name", PyMemberDef, name);
+    O("member_type", PyMemberDef, type);
+    O("member_offset", PyMemberDef, offset);
+#if PY_MINOR_VERSION == 11
+    P("member_t_object", T_OBJECT);
+    P("member_t_object_ex", T_OBJECT_EX);
+#else
+    P("member_t_object", _Py_T_OBJECT);
+    P("member_t_object_ex", Py_T_OBJECT_EX);
+#endif
+    /* dict keys, entries and split/inline values */
+    O("dk_refcnt", PyDictKeysObject, dk_refcnt);
+    O("dk_log2_size", PyDictKeysObject, dk_log2_size);
+    O("dk_log2_index_bytes", PyDictKeysObject, dk_log2_index_bytes);
+    O("dk_kind", PyDictKeysObject, dk_kind);
+    O("dk_indices", PyDictKeysObject, dk_indices);
+    P("dke_size", sizeof(PyDictKeyEntry));
+    O("dke_key", PyDictKeyEntry, me_key);
+    O("dke_value", PyDictKeyEntry, me_value);
+    P("dkue_size", sizeof(PyDictUnicodeEntry));
+    O("dkue_key", PyDictUnicodeEntry, me_key);
+    O("dkue_value", PyDictUnicodeEntry, me_value);
+    O("dv_values", PyDictValues, values);
+#if PY_MINOR_VERSION >= 13
+    O("dv_capacity", PyDictValues, capacity);
+    O("dv_embedded", PyDictValues, embedded);
+    O("dv_valid", PyDictValues, valid);
+#else
+    Z("dv_capacity");
+    Z("dv_embedded");
+    Z("dv_valid");
+#endif
+    /* int: 3.12+ lv_tag, 3.11 the signed ob_size */
+#if PY_MINOR_VERSION >= 12
+    O("long_tag", PyLongObject, long_value.lv_tag);
+#else
+    O("long_tag", PyLongObject, ob_base.ob_size);
+#endif
+    O("func_code", PyFunctionObject, func_code);
+    O("func_closure", PyFunctionObject, func_closure);
+    O("weakref_object", PyWeakReference, wr_object);
+    P("setentry_size", sizeof(setentry));
+    O("setentry_key", setentry, key);
+    O("exc_item_value", _PyErr_StackItem, exc_value);
     /* the heap walker's labelled references (classmethod and property objects are private to
      * Objects/ and have no header: the test lists them as unchecked) */
     O("ref.func.__globals__", PyFunctionObject, func_globals);

@@ -66,6 +66,13 @@ static const struct field heap_fields[] = {
     U(gi_name), U(gi_qualname), U(gi_exc_value), U(gi_frame_state), U(gi_iframe),
     I(gen_state_cleared),
     U(ts_dict), U(ts_async_exc), U(ts_context), U(ts_exc_info), U(ts_current_exception),
+    U(gc_head_size), U(gc_next), U(ob_size), U(object_size), U(tp_dealloc), U(preheader_gc),
+    U(preheader_flags), U(preheader_dict), U(managed_values), U(member_size), U(member_name),
+    U(member_type), U(member_offset), U(member_t_object), U(member_t_object_ex), U(dk_refcnt),
+    U(dk_log2_size), U(dk_log2_index_bytes), U(dk_kind), U(dk_indices), U(dke_size), U(dke_key),
+    U(dke_value), U(dkue_size), U(dkue_key), U(dkue_value), U(dv_values), U(dv_capacity),
+    U(dv_embedded), U(dv_valid), U(long_tag), U(func_code), U(func_closure), U(weakref_object),
+    U(setentry_size), U(setentry_key), U(exc_item_value),
 };
 #undef U
 #undef I

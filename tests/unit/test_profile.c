@@ -454,10 +454,98 @@ static void test_memory_unsupported(void)
     prof_free(&p);
 }
 
+/* GPU (docs/agent-protocol.md, "GPU"): gpu_lines summed per line over parts, n_gpu_percent the
+ * load-weighted mean, memory's mean and peak; sources merged ("mixed" when parts differ), notes
+ * kept; a part with GPU lines but no device, or a load above 1, is refused. */
+#define GPU_PART(pid, gpu)                                                                        \
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":" pid ",\"ppid\":1,"                   \
+    "\"elapsed_sec\":2.0,\"sampling_rate_sec\":0.01,"                                             \
+    "\"totals\":{\"python_sec\":1.0,\"native_sec\":0.0,\"sys_sec\":1.0,\"samples\":200,"           \
+    "\"dropped\":0},\"files\":[\"/app/app.py\"],\"functions\":[[\"main\",0,10]],"                  \
+    "\"lines\":[[0,12,0,1.0,0.0,0.0,100],[0,13,0,0.0,0.0,1.0,100]]," gpu "}"
+
+static void test_gpu(void)
+{
+    const char *a = GPU_PART("100", "\"gpu\":{\"device\":\"H200\",\"devices\":1,"
+                                    "\"utilization_source\":\"process\",\"memory_source\":"
+                                    "\"process\",\"sampler_cpu_sec\":0.25},"
+                                    "\"gpu_lines\":[[0,12,0,1.0,0.9,8192.0,8192.0],"
+                                    "[0,13,0,1.0,0.0,0.0,0.0]]");
+    const char *b = GPU_PART("101", "\"gpu\":{\"device\":\"H200\",\"utilization_source\":"
+                                    "\"device\",\"memory_source\":\"process\","
+                                    "\"note\":\"GPU: device 0 lost\"},"
+                                    "\"gpu_lines\":[[0,12,0,1.0,0.5,0.0,100.0]]");
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, a, strlen(a), "a", 100), 0);
+    CHECK_EQ(prof_add_part_text(&p, b, strlen(b), "b", 100), 0);
+    prof_finish(&p);
+    CHECK(p.gpu && strcmp(p.gpu_device, "H200") == 0);
+    CHECK(strcmp(p.gpu_util_source, "mixed") == 0 && strcmp(p.gpu_mem_source, "process") == 0);
+    CHECK(p.gpu_note && strcmp(p.gpu_note, "GPU: device 0 lost") == 0);
+    const struct prof_line *l = find_line(&p, "/app/app.py", 12, "main");
+    CHECK(l && l->gpu_sec == 2.0 && fabs(l->gpu_load_sec - 1.4) < 1e-12 &&
+          l->gpu_peak_mb == 8192.0 && l->gpu_mem_mb_sec == 8192.0);
+    struct strbuf sb = STRBUF_INIT;
+    struct profile_json_opts o = {.version = "1"};
+    profile_json_write(&p, &o, &sb);
+    json_error_t jerr;
+    json_t *d = json_loads(sb_str(&sb), 0, &jerr);
+    CHECK(d && json_is_true(json_object_get(d, "gpu")));
+    CHECK(strcmp(json_string_value(json_object_get(d, "gpu_device")), "H200") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(d, "gpu_note")), "GPU: device 0 lost") == 0);
+    const json_t *f = json_object_get(json_object_get(d, "files"), "/app/app.py");
+    const json_t *lines = json_object_get(f, "lines");
+    for (size_t i = 0; i < json_array_size(lines); i++) {
+        const json_t *e = json_array_get(lines, i);
+        json_int_t no = json_integer_value(json_object_get(e, "lineno"));
+        double pct = json_number_value(json_object_get(e, "n_gpu_percent"));
+        double avg = json_number_value(json_object_get(e, "n_gpu_avg_memory_mb"));
+        double peak = json_number_value(json_object_get(e, "n_gpu_peak_memory_mb"));
+        if (no == 12)
+            CHECK(fabs(pct - 70.0) < 1e-9 && fabs(avg - 4096.0) < 1e-9 && peak == 8192.0);
+        else if (no == 13)
+            CHECK(pct == 0 && avg == 0 && peak == 0);
+    }
+    /* The function: both lines, 1.4 of 3 load-seconds. */
+    const json_t *fn = json_array_get(json_object_get(f, "functions"), 0);
+    CHECK(fabs(json_number_value(json_object_get(fn, "n_gpu_percent")) - 100 * 1.4 / 3) < 1e-9);
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+
+    const char *bad[] = {
+        GPU_PART("100", "\"gpu_lines\":[[0,12,0,1.0,0.5,0.0,0.0]]"),
+        GPU_PART("100", "\"gpu\":{\"device\":\"H200\"},\"gpu_lines\":[[0,12,0,1.0,1.5,0,0]]"),
+        GPU_PART("100", "\"gpu\":{\"device\":\"H200\"},\"gpu_lines\":[[3,12,0,1.0,0.5,0,0]]"),
+        GPU_PART("100", "\"gpu\":[]"),
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        prof_init(&p);
+        CHECK_EQ(prof_add_part_text(&p, bad[i], strlen(bad[i]), "x", 100), -SCRY_E_BAD_PROFILE);
+        CHECK(strstr(err_last_message(), "gpu") != NULL);
+        prof_free(&p);
+    }
+    /* A part with only a note: no GPU, the note kept, no GPU key in the JSON but the note. */
+    const char *noted = GPU_PART("100", "\"gpu\":{\"note\":\"GPU: nvmlInit failed\"}");
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, noted, strlen(noted), "n", 100), 0);
+    prof_finish(&p);
+    CHECK(!p.gpu && strcmp(p.gpu_note, "GPU: nvmlInit failed") == 0);
+    profile_json_write(&p, &o, &sb);
+    d = json_loads(sb_str(&sb), 0, &jerr);
+    CHECK(d && json_is_false(json_object_get(d, "gpu")) &&
+          !json_object_get(d, "gpu_utilization_source") &&
+          strcmp(json_string_value(json_object_get(d, "gpu_device")), "") == 0);
+    json_decref(d);
+    sb_release(&sb);
+    prof_free(&p);
+}
+
 static const struct tl_test tests[] = {
     TL(test_native_stacks), TL(test_run_queue), TL(test_memory_unsupported),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),
-    TL(test_threads),
+    TL(test_threads),        TL(test_gpu),
 };
 TL_MAIN(tests)

@@ -168,11 +168,44 @@ static void test_not_a_profile(void)
     sb_release(&sb);
 }
 
+/* With GPU data: the device and the sources in the header, GPU util and memory columns (a line
+ * shown for its GPU share alone), the GPU note at the end; none of it without. */
+#define GPU_DOC(flag)                                                                             \
+    "{\"program\":\"/app/g.py\",\"elapsed_time_sec\":2.0,\"sampled_time_sec\":2.0,"               \
+    "\"gpu\":" flag ",\"gpu_device\":\"NVIDIA H200\",\"gpu_utilization_source\":\"process\","   \
+    "\"gpu_memory_source\":\"device\",\"gpu_note\":\"GPU: device 0 lost\",\"files\":{"           \
+    "\"/app/g.py\":{\"percent_cpu_time\":100,\"lines\":["                                        \
+    "{\"lineno\":1,\"line\":\"mm()\\n\",\"n_cpu_percent_c\":50,\"n_gpu_percent\":91.6,"         \
+    "\"n_gpu_peak_memory_mb\":256},"                                                            \
+    "{\"lineno\":2,\"line\":\"wait()\\n\",\"n_cpu_percent_c\":0.2,\"n_gpu_percent\":40,"        \
+    "\"n_gpu_peak_memory_mb\":8448}],\"functions\":[]}}}"
+
+static void test_gpu_columns(void)
+{
+    struct strbuf sb = STRBUF_INIT;
+    CHECK_EQ(render(GPU_DOC("true"), false, 1, &sb), 0);
+    const char *t = sb_str(&sb);
+    CHECK(strstr(t, "GPU: NVIDIA H200; utilisation of this program's processes, memory the "
+                    "device's growth since the start\n") != NULL);
+    CHECK(strstr(t, "       │   Time │        │        │    GPU │        │\n"
+                    "  Line │ Python │ native │ system │   util │ memory │ source\n") != NULL);
+    CHECK(strstr(t, "     1 │        │    50% │        │    92% │   256M │ mm()\n") != NULL);
+    /* Under the time threshold, shown for its GPU share. */
+    CHECK(strstr(t, "     2 │        │    <1% │        │    40% │  8.25G │ wait()\n") != NULL);
+    CHECK(strstr(t, "note: GPU: device 0 lost\n") != NULL);
+    /* "gpu": false: no GPU header or column, the line under the threshold hidden. */
+    CHECK_EQ(render(GPU_DOC("false"), false, 1, &sb), 0);
+    t = sb_str(&sb);
+    CHECK(strstr(t, "GPU: NVIDIA") == NULL && strstr(t, "util") == NULL);
+    CHECK(strstr(t, "wait()") == NULL && strstr(t, "mm()") != NULL);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
     TL(test_small_profile_exact),  TL(test_threshold_zero_shows_all),
     TL(test_high_threshold),       TL(test_color_only_when_asked),
     TL(test_empty_notes),          TL(test_few_samples_warned),
     TL(test_control_characters_neutralised),
-    TL(test_not_a_profile),
+    TL(test_not_a_profile),        TL(test_gpu_columns),
 };
 TL_MAIN(tests)
