@@ -40,7 +40,7 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 # or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
 # marks a buffer failed instead of aborting when out of memory.
 AGENT_SRC := $(wildcard src/agent/*.c) \
-             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c sstream.c) \
              $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
              $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c linetable.c objects.c opcodes.c file_filter.c) \
              $(wildcard src/cpython/layout_3*.c) \

@@ -99,6 +99,18 @@ static void read_config(void)
     const char *hx = getenv("SCRY_HEAP_AT_EXIT");
     if (hx && *hx)
         ag_cfg.heap_at_exit_pid = atoi(hx);
+    ag_sstream_on = env_flag("SCRY_TIMELINE");
+    const char *tlmax = getenv("SCRY_TIMELINE_MAX");
+    if (tlmax && *tlmax) {
+        char *end;
+        unsigned long long m = strtoull(tlmax, &end, 10);
+        if (*end || m < SST_MIN_MAX || m > 100000000ULL)
+            log_warn("agent: ignoring SCRY_TIMELINE_MAX=%s (not a number of samples from %d "
+                     "to 100000000)",
+                     tlmax, SST_MIN_MAX);
+        else
+            ag_sstream_max = (size_t)m;
+    }
     const char *leak = getenv("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/sstream.h"
 #include "cpython/runtime.h"
 
 #define AG_EXPORT __attribute__((visibility("default")))
@@ -64,6 +65,7 @@ enum ag_sample_flags {
 
 struct ag_sample {
     uint64_t weight_ns; /* CPU (or off-CPU) time this sample stands for */
+    uint64_t time_ns;   /* CLOCK_MONOTONIC when it was taken (the timeline's time) */
     uint32_t flags;
     uint32_t depth; /* frames[0] is the innermost */
     struct ag_frame frames[AG_MAX_DEPTH];
@@ -123,6 +125,12 @@ struct ag_thread {
 } __attribute__((aligned(64)));
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
+
+/* --timeline (SCRY_TIMELINE=1): the stream of samples the collector appends to (collector.c),
+ * at most ag_sstream_max (SCRY_TIMELINE_MAX) per process; the final part has it. */
+extern bool ag_sstream_on;
+extern size_t ag_sstream_max;
+extern struct sst_stream ag_sstream;
 
 /* Global agent state (agent.c). */
 extern struct ag_config ag_cfg;
@@ -267,8 +275,10 @@ extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart 
 struct ag_stats;
 struct ag_mem_stats;
 /* mem: the memory statistics, NULL when memory profiling is off. */
+/* start_mono_ns: CLOCK_MONOTONIC at start_real_sec (the timeline's origin). Only this final
+ * part has the timeline (SCRY_TIMELINE=1); snapshots and checkpoints do not. */
 int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec);
+                       double start_real_sec, double elapsed_sec, uint64_t start_mono_ns);
 /* When a process starts profiling (and in a forked child): opens the part directory and creates
  * this process's part file, so that the part is written even if the program drops its
  * privileges later, and creates $SCRY_PART_DIR/live-<pid>, which tells the command that this

@@ -92,6 +92,9 @@ const char cmd_run_usage[] =
     "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --timeline / --no-timeline  record each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox; default\n"
+    "                                  off)\n"
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
@@ -101,13 +104,7 @@ const char cmd_run_usage[] =
     "                                  analyze --allocations (docs/allocations.md)\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
-    "      --push URL                  continuous profiling: send a pprof profile of each\n"
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
-    "                                  and one of the last interval at the end\n"
-    "      --push-interval S           seconds between pushes (default 10)\n"
-    "      --service-name NAME         the application name on the server (default: the\n"
-    "                                  program's name)\n"
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
+    PUSH_OPTIONS_HELP
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -120,7 +117,7 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off, timeline;
     double profile_interval; /* --profile-interval (0: none) */
     const char *heap_at_exit; /* --heap-at-exit FILE */
     bool memory, leak_detector;
@@ -204,7 +201,11 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PYTHON = 256, O_CPU_ONLY, O_RATE, O_VIRTUAL, O_ALL, O_ONLY, O_EXCLUDE, O_SYSLIB,
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
-        O_PROFILE_INTERVAL, O_GPU, O_NO_GPU, O_GPU_INTERVAL, O_HEAP_AT_EXIT,
+        O_PROFILE_INTERVAL, O_GPU, O_NO_GPU, O_GPU_INTERVAL,
+        O_TIMELINE,
+        O_NO_TIMELINE,
+        O_PUSH_TENANT,
+        O_HEAP_AT_EXIT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -238,6 +239,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"timeline", no_argument, NULL, O_TIMELINE},
+        {"no-timeline", no_argument, NULL, O_NO_TIMELINE},
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
@@ -246,6 +249,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
         {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_PUSH_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -267,7 +271,6 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    bool push_opts = false; /* an option that needs --push */
     *help = false;
     opterr = 0;
     optind = 1;
@@ -413,6 +416,12 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_TIMELINE:
+            o->timeline = true;
+            break;
+        case O_NO_TIMELINE:
+            o->timeline = false;
+            break;
         case O_OFF:
             o->off = true;
             break;
@@ -429,29 +438,21 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
                                  optarg);
             break;
         case O_PUSH:
-            if (push_check_url(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.url = optarg;
-            break;
         case O_PUSH_INTERVAL:
-            if (!parse_interval(optarg, &o->push.interval_sec))
-                return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
-                                 "(such as 10), not '%s'",
-                                 optarg);
-            push_opts = true;
-            break;
         case O_TAG:
-            if (push_check_tag(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.tags[o->push.ntags++] = optarg;
-            push_opts = true;
-            break;
         case O_SERVICE:
-            if (push_check_service(optarg) != 0)
+        case O_PUSH_TENANT: {
+            static const enum push_opt which[] = {PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG,
+                                                  PUSH_OPT_SERVICE, PUSH_OPT_TENANT};
+            int k = c == O_PUSH            ? 0
+                    : c == O_PUSH_INTERVAL ? 1
+                    : c == O_TAG           ? 2
+                    : c == O_SERVICE       ? 3
+                                           : 4;
+            if (push_set_option(which[k], optarg, &o->push) != 0)
                 return -SCRY_E_USAGE;
-            o->push.service = optarg;
-            push_opts = true;
             break;
+        }
         case 'h':
             *help = true;
             return 0;
@@ -468,8 +469,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         o->memory = false;
     if ((cpu_flag || memory_flag) && !gpu_flag)
         o->gpu = -1;
-    if (push_opts && !o->push.url)
-        return cli_usage("--push-interval, --tag and --service-name go with --push URL");
+    if (push_check_options(&o->push) != 0)
+        return -SCRY_E_USAGE;
     if (o->heap_at_exit && !o->memory)
         return cli_usage("--heap-at-exit records the allocation samples of memory profiling: "
                          "leave memory on (no --cpu-only)");
@@ -566,6 +567,7 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
         (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
         (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
+        (err = set_env("SCRY_TIMELINE", o->timeline ? "1" : "0")) ||
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
@@ -892,52 +894,17 @@ struct push_state {
     const char *dir;
     pid_t child;
     const struct profile_json_opts *jo;
-    struct pdoc prev; /* the whole profile at the previous push */
-    bool have_prev;
-    double prev_until;
+    struct push_delta delta;
 };
 
 static void push_window(struct push_state *st)
 {
     struct profile p;
-    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
-    struct pdoc cum, d;
-    memset(&cum, 0, sizeof(cum));
-    memset(&d, 0, sizeof(d));
     prof_init(&p);
     read_parts(&p, st->dir, st->child, true);
     prof_finish(&p);
-    if (p.nparts == 0) /* no process has profiled yet: nothing to say */
-        goto out;
-    profile_json_write(&p, st->jo, &json);
-    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
-        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
-        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
-        push_count_dropped(st->ps, err_last_message());
-        pdoc_free(&cum);
-        goto out;
-    }
-    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
-    double until = cum.start_time_absolute + cum.elapsed_sec;
-    if (until < from)
-        until = from;
-    d.start_time_absolute = from;
-    d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(st->ps, err_last_message());
-    else
-        push_submit(st->ps, &body, from, until);
-    if (st->have_prev)
-        pdoc_free(&st->prev);
-    st->prev = cum;
-    st->have_prev = true;
-    st->prev_until = until;
-out:
-    pdoc_free(&d);
+    push_profile(st->ps, &st->delta, &p, st->jo);
     prof_free(&p);
-    sb_release(&json);
-    sb_release(&body);
 }
 
 /* --profile-interval: the profile of every process so far (snapshots and parts), written over
@@ -1085,25 +1052,6 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
     return wait_child(pid);
 }
 
-/* The application name: the program's file name without .py (the module for -m), with the
- * characters a name cannot have made '_'. */
-static void default_service(const struct run_opts *o, char *out, size_t n)
-{
-    const char *name = o->module ? o->module : o->prog;
-    const char *slash = strrchr(name, '/');
-    if (slash && slash[1])
-        name = slash + 1;
-    snprintf(out, n, "%s", name);
-    size_t len = strlen(out);
-    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
-        out[len - 3] = 0;
-    for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
-            *c = '_';
-    if (!out[0])
-        snprintf(out, n, "python");
-}
-
 static int run(struct run_opts o);
 
 /* A usage error found after parsing (--program-path's directory) names its option first: when
@@ -1127,7 +1075,7 @@ static void blame_late(const struct run_opts *o)
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
-    bool help;
+    bool help = false;
     int rc;
     if (parse(argc, argv, &o, &help) != 0) {
         if (o.at > 0)
@@ -1211,7 +1159,7 @@ static int run(struct run_opts o)
     struct push_state ps = {.dir = part_dir};
     if (o.push.url) {
         char service[256];
-        default_service(&o, service, sizeof(service));
+        push_default_service(o.module ? o.module : o.prog, service, sizeof(service));
         if (push_start(&ps.ps, &o.push, o.push.service ? o.push.service : service, o.rate) != 0) {
             remove_part_dir(part_dir);
             outfile_abort(&out);
@@ -1319,8 +1267,7 @@ static int run(struct run_opts o)
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
-    if (ps.have_prev)
-        pdoc_free(&ps.prev);
+    push_delta_free(&ps.delta);
     sb_release(&json);
     prof_free(&p);
     if (WIFSIGNALED(st))
