@@ -96,6 +96,9 @@ static void read_config(void)
         else
             ag_cfg.snapshot_sec = r;
     }
+    const char *hx = getenv("SCRY_HEAP_AT_EXIT");
+    if (hx && *hx)
+        ag_cfg.heap_at_exit_pid = atoi(hx);
     ag_sstream_on = env_flag("SCRY_TIMELINE");
     const char *tlmax = getenv("SCRY_TIMELINE_MAX");
     if (tlmax && *tlmax) {

@@ -42,6 +42,7 @@ struct ag_config {
     bool memory_unsupported; /* SCRY_MEMORY=1 turned off: a free-threaded build, whose
                                 allocator the agent does not measure right yet */
     double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
+    int heap_at_exit_pid; /* SCRY_HEAP_AT_EXIT: `scry run --heap-at-exit`'s pid (0: none) */
 };
 
 /* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
@@ -236,6 +237,12 @@ size_t ag_decorated_copy(struct ag_decorated *out, size_t max);
 /* agent.c: this process is profiled (the agent started here, and not in a vfork child). */
 bool ag_agent_active(void);
 int ag_control_poll(void);
+/* `scry dump --pid` asks for the live allocation samples (docs/allocations.md): the number in
+ * $SCRY_PART_DIR/allocreq-<pid> when it differs from the last one answered, else 0. */
+uint64_t ag_alloc_request_poll(void);
+/* `scry run --heap-at-exit`: the program is over (atexit, GIL held); marks the part directory's
+ * heapexit-<pid> and waits until `scry run` has taken its heap snapshot and removed it. */
+void ag_heap_at_exit_wait(void);
 /* Threads the interpreter starts (threadhooks.c): a slot claimed by the creating thread (NULL:
  * none free, or not sampling), given back if the thread could not be created; the new thread
  * starts its own sampling before it runs anything, and ends it from its key destructor. */
@@ -287,6 +294,10 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
  * nothing that exists there is opened or replaced). Lock held. */
 int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                              double start_real_sec, double elapsed_sec, const char *path);
+/* The live malloc samples with their stacks, answering request req, as
+ * $SCRY_PART_DIR/alloc-<pid>.json (docs/allocations.md). Collector thread, lock held. */
+int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                              uint64_t req);
 
 /* Every descriptor the agent holds is above 2 and close-on-exec (common/outfile.h's
  * fd_above_stdio), so that a program started with stdin, stdout or stderr closed never finds one

@@ -189,8 +189,9 @@ static struct {
     uint32_t n;
 } pychain;
 
-/* Finds the first frame whose file is profiled (and, with stacks, all of them). */
-static struct ag_attr attribute(const struct ag_sample *s)
+/* Finds the first frame whose file is profiled (and, with stacks or chain, all of them: in
+ * pychain; interned in stats.stacks with stacks only). */
+static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
 {
     struct ag_sframe *chain = pychain.f;
     uint8_t *group = pychain.group;
@@ -209,7 +210,7 @@ static struct ag_attr attribute(const struct ag_sample *s)
         int line = frame_line(c, s->frames[i].lasti);
         if (a.kind != ATTR_LINE)
             a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
-        if (!ag_cfg.stacks)
+        if (!ag_cfg.stacks && !chain_wanted)
             break;
         group[n] = s->group[i];
         chain[n++] = (struct ag_sframe){c->file, c->func, line};
@@ -224,7 +225,7 @@ static struct ag_attr attribute(const struct ag_sample *s)
             group[i] = group[n - 1 - i];
             group[n - 1 - i] = g;
         }
-        if (ag_stats_stack(&stats, chain, n, &a.stack))
+        if (!ag_cfg.stacks || ag_stats_stack(&stats, chain, n, &a.stack))
             a.stack = 0;
     }
     return a;
@@ -333,7 +334,7 @@ static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)
     struct ag_attr a = {.kind = ATTR_NONE};
     pychain.n = 0;
     if (s->depth > 0)
-        a = attribute(s);
+        a = attribute(s, false);
     charge(&a, cat, s->weight_ns);
     return a;
 }
@@ -357,7 +358,7 @@ static bool native_where(struct ag_mwhere *w)
         native_file = f;
         native_func = fn;
     }
-    *w = (struct ag_mwhere){AG_MW_LINE, true, native_file, native_func, 0};
+    *w = (struct ag_mwhere){AG_MW_LINE, true, native_file, native_func, 0, 0};
     return true;
 }
 
@@ -382,9 +383,12 @@ static void drain_memory(bool flush)
             native_where(&w);
         } else if (!(s->mflags & AG_M_STARTUP)) {
             pychain.n = 0;
-            struct ag_attr a = attribute(&s->s);
+            struct ag_attr a = attribute(&s->s, s->kind == AG_M_MALLOC);
+            uint32_t at = 0; /* a live sample's stack, for the heap join (out of memory: none) */
+            if (a.kind == ATTR_LINE && s->kind == AG_M_MALLOC && pychain.n)
+                (void)ag_chains_hit_at(&stats.alloc_stacks, pychain.f, pychain.n, &at);
             if (a.kind == ATTR_LINE)
-                w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line};
+                w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line, at};
             if (a.kind == ATTR_LINE && a.stack && s->kind == AG_M_MALLOC)
                 stats.stacks[a.stack - 1].malloc_bytes += s->bytes; /* memory flame graph */
         }
@@ -1254,6 +1258,14 @@ static void maybe_snapshot(void)
         log_warn("agent: could not write a snapshot: %s", err_last_message());
 }
 
+/* `scry dump --pid` asked for the live allocation samples (after tick: the queue drained). */
+static void answer_alloc_request(void)
+{
+    uint64_t req = ag_alloc_request_poll();
+    if (req && ag_write_allocations_file(&stats, ag_cfg.memory ? &mstats : NULL, req) != 0)
+        log_warn("agent: could not write the allocation samples: %s", err_last_message());
+}
+
 static void *collector_main(void *arg)
 {
     (void)arg;
@@ -1283,6 +1295,7 @@ static void *collector_main(void *arg)
             set_profiling_locked(want == 1);
         tick(false);
         maybe_snapshot();
+        answer_alloc_request();
         ag_pyhooks_maybe_schedule();
         collector_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
         drop_lock();

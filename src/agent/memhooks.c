@@ -184,18 +184,20 @@ static void net_check(struct ag_mem_tls *t)
     if (t->net < w && t->net > -w)
         return;
     t->guard++;
-    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, my_tid()))
+    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, 0, my_tid()))
         t->net = 0;
     t->guard--;
 }
 
-/* Queues a malloc sample standing for weight bytes at p (Python's when python), with what earlier
+/* Queues a malloc sample standing for weight bytes at p (a block of size bytes; Python's when python), with what earlier
  * samples could not queue; if the queue is full, all of it waits for the thread's next sample. */
-static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t weight, bool python)
+static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t size, uint64_t weight,
+                        bool python)
 {
     t->guard++;
     uint64_t bytes = weight + t->pend, py = (python ? weight : 0) + t->pend_py;
-    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
+    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, size, 0,
+                     my_tid())) {
         t->net = 0;
         t->pend = t->pend_py = 0;
     } else {
@@ -206,22 +208,23 @@ static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t weight, bool pyt
 }
 
 /* An allocation of n bytes at p (its requested size for Python's objects, its usable size for
- * the C library's blocks, its length for a mapping), as the program sees it. */
-static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, bool python)
+ * the C library's blocks, its length for a mapping), as the program sees it; size: the block
+ * at p (n, or more when n is a realloc's growth). */
+static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, uint64_t size, bool python)
 {
     uint64_t weight = sampled_bytes(t, &t->alloc, n, ag_mem_window);
     if (!weight) {
         net_check(t);
         return;
     }
-    emit_malloc(t, p, weight, python);
+    emit_malloc(t, p, size, weight, python);
 }
 
 /* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
 static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
 {
     t->guard++;
-    if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, seq, my_tid()))
+    if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, 0, seq, my_tid()))
         t->net = 0;
     t->guard--;
 }
@@ -244,7 +247,7 @@ static inline void on_copy(size_t n)
     if (!weight)
         return;
     t->guard++;
-    (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, my_tid());
+    (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, 0, my_tid());
     t->guard--;
 }
 
@@ -265,7 +268,7 @@ static void on_alloc(void *p, uint64_t n)
     t->net += (int64_t)n;
     if (t->in_pymem) /* growth goes with the object's sample (a new maximum is a malloc's) */
         return;
-    attribute_alloc(t, p, n, false);
+    attribute_alloc(t, p, n, n, false);
 }
 
 static void freeing_block(void *p)
@@ -302,7 +305,7 @@ static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
     int saved = errno;
     uint64_t weight = n >= w ? n : strata_points(t, &t->alloc, w) * w;
     if (weight) {
-        emit_malloc(t, p, weight, true);
+        emit_malloc(t, p, n, weight, true);
     }
     errno = saved;
 }
@@ -385,7 +388,7 @@ void ag_mem_py_realloc_end(void *old, void *p, size_t n)
                         : p != old && t->rl_copy ? (int64_t)n - (int64_t)t->rl_copy
                                                  : 0;
         if (delta > 0)
-            attribute_alloc(t, p, (uint64_t)delta, true);
+            attribute_alloc(t, p, (uint64_t)delta, n, true);
         else
             net_check(t);
     }
@@ -485,7 +488,7 @@ AG_EXPORT void *realloc(void *old, size_t n)
         }
         t->net += delta;
         if (!pymem && delta > 0)
-            attribute_alloc(t, p, (uint64_t)delta, false);
+            attribute_alloc(t, p, (uint64_t)delta, after, false);
         else if (delta < 0)
             net_check(t);
     }
@@ -561,7 +564,7 @@ static void *mapped(void *p, size_t len, int flags)
         } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
             t->net += (int64_t)n; /* (and carry it) */
         } else {
-            attribute_alloc(t, p, n, false);
+            attribute_alloc(t, p, n, n, false);
         }
         KEEP_ERRNO_END;
     }
@@ -652,7 +655,7 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
             else if (pymem)
                 t->net += (int64_t)now;
             if (now > had && !pymem)
-                attribute_alloc(t, p, now - had, false);
+                attribute_alloc(t, p, now - had, now, false);
             else
                 net_check(t);
         }

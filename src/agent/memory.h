@@ -59,7 +59,8 @@ struct ag_mem_sample {
     uint64_t bytes, python_bytes; /* the estimate this sample stands for, Python's part */
     int64_t net;       /* the thread's allocated minus freed bytes since its previous sample */
     uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was */
-    uint64_t ptr; /* malloc samples: the allocation sampled */
+    uint64_t ptr;  /* malloc samples: the allocation sampled */
+    uint64_t size; /* malloc samples: the block's size at ptr (requested, usable or mapped) */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
     int tid;
     struct ag_sample s; /* the thread's Python stack (weight unused) */
@@ -107,7 +108,7 @@ int ag_memq_init(void);
 /* Queues a sample of the calling thread (reading its Python stack); false when it cannot be
  * queued now (queue full, no scratch buffer). */
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
-                  uint64_t ptr, uint64_t freed_seq, int tid);
+                  uint64_t ptr, uint64_t size, uint64_t freed_seq, int tid);
 extern _Atomic uint64_t ag_memq_deferred; /* emits that failed */
 /* Collector: the oldest written sample, or NULL; then pop it. */
 struct ag_mem_sample *ag_memq_peek(void);

@@ -174,7 +174,7 @@ bool ag_memq_take_tracked(uint64_t ptr, uint64_t *seq)
 }
 
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
-                  uint64_t ptr, uint64_t freed_seq, int tid)
+                  uint64_t ptr, uint64_t size, uint64_t freed_seq, int tid)
 {
     if (!slots)
         return false;
@@ -200,6 +200,7 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     m->net = net;
     m->freed_seq = freed_seq;
     m->ptr = ptr;
+    m->size = size;
     m->time_ns = ag_now_ns(CLOCK_MONOTONIC);
     m->tid = tid;
     m->s.weight_ns = 0;

@@ -512,17 +512,18 @@ static void render_part(const struct ag_stats *st, const struct ag_mem_stats *me
     sb_addch(sb, '\n');
 }
 
-int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                           double start_real_sec, double elapsed_sec)
+/* sb as the part directory's <what>-<pid>.json, written under a temporary name and renamed over
+ * the previous one. */
+static int replace_in_dir(const char *what, const struct strbuf *sb)
 {
     char tmp[64], path[64];
     int dir = part_dir();
     if (dir < 0)
         return err_fail(SCRY_E_IO, "cannot open %s: %s", ag_cfg.part_dir, strerror(errno));
-    struct strbuf sb = STRBUF_INIT;
-    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
-    snprintf(tmp, sizeof(tmp), ".snap-%d.json.tmp", ag_pid);
-    snprintf(path, sizeof(path), "snap-%d.json", ag_pid);
+    if (sb_failed(sb))
+        return err_fail(SCRY_E_NO_MEMORY, "cannot write %s-%d.json: out of memory", what, ag_pid);
+    snprintf(tmp, sizeof(tmp), ".%s-%d.json.tmp", what, ag_pid);
+    snprintf(path, sizeof(path), "%s-%d.json", what, ag_pid);
     int err = 0;
     int fd = fd_above_stdio(
         openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -530,7 +531,7 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
         err = err_fail(SCRY_E_IO, "cannot create %s/%s: %s", ag_cfg.part_dir, tmp,
                        strerror(errno));
     } else {
-        bool ok = write_all(fd, &sb) == 0;
+        bool ok = write_all(fd, sb) == 0;
         ok = close(fd) == 0 && ok;
         if (!ok || renameat(dir, tmp, dir, path) != 0) {
             err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, path,
@@ -538,6 +539,70 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
             unlinkat(dir, tmp, 0);
         }
     }
+    return err;
+}
+
+int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                           double start_real_sec, double elapsed_sec)
+{
+    struct strbuf sb = STRBUF_INIT;
+    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
+    int err = replace_in_dir("snap", &sb);
+    sb_release(&sb);
+    return err;
+}
+
+int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                              uint64_t req)
+{
+    struct strbuf sb = STRBUF_INIT;
+    struct json_writer w;
+    jw_init(&w, &sb, false);
+    jw_obj_begin(&w);
+    jw_key(&w, "version");
+    jw_int(&w, 1);
+    jw_key(&w, "pid");
+    jw_int(&w, ag_pid);
+    jw_key(&w, "request");
+    jw_uint(&w, req);
+    jw_key(&w, "window");
+    jw_uint(&w, ag_mem_window);
+    jw_key(&w, "memory");
+    jw_bool(&w, mem != NULL);
+    /* [file, function, line] of each stack's frames, outermost first. */
+    const struct ag_chains *c = &st->alloc_stacks;
+    jw_key(&w, "stacks");
+    jw_arr_begin(&w);
+    for (size_t i = 0; mem && i < c->n; i++) {
+        const struct ag_sframe *f = (const struct ag_sframe *)(const void *)c->items + c->chains[i].off;
+        jw_arr_begin(&w);
+        for (uint32_t k = 0; k < c->chains[i].depth; k++) {
+            jw_arr_begin(&w);
+            jw_str(&w, ag_stats_str(st, st->files[f[k].file].name));
+            jw_str(&w, ag_stats_str(st, st->funcs[f[k].func].name));
+            jw_int(&w, f[k].line);
+            jw_arr_end(&w);
+        }
+        jw_arr_end(&w);
+    }
+    jw_arr_end(&w);
+    /* [seq, address, block size, bytes it stands for, stack index or -1] */
+    jw_key(&w, "live");
+    jw_arr_begin(&w);
+    for (size_t i = 0; mem && i < mem->nlive; i++) {
+        const struct ag_live *l = &mem->live[i];
+        jw_arr_begin(&w);
+        jw_uint(&w, l->seq);
+        jw_uint(&w, l->ptr);
+        jw_uint(&w, l->size);
+        jw_uint(&w, l->bytes);
+        jw_int(&w, l->stack ? (int64_t)l->stack - 1 : -1);
+        jw_arr_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    sb_addch(&sb, '\n');
+    int err = replace_in_dir("alloc", &sb);
     sb_release(&sb);
     return err;
 }

@@ -255,6 +255,7 @@ static PyObject *at_exit(PyObject *self, PyObject *unused)
     (void)unused;
     atomic_store(&ag_mem_on, false);
     ag_collector_shutdown_begins();
+    ag_heap_at_exit_wait(); /* before finalization: the program's heap, as it ended */
     return none();
 }
 

@@ -98,6 +98,10 @@ const char cmd_run_usage[] =
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
+    "      --heap-at-exit FILE         as the program ends (after its own atexit handlers,\n"
+    "                                  before the interpreter finalizes) take a heap snapshot\n"
+    "                                  with its live allocation samples into FILE, for scry\n"
+    "                                  analyze --allocations (docs/allocations.md)\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
     PUSH_OPTIONS_HELP
@@ -115,6 +119,7 @@ struct run_opts {
     double rate;
     bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off, timeline;
     double profile_interval; /* --profile-interval (0: none) */
+    const char *heap_at_exit; /* --heap-at-exit FILE */
     bool memory, leak_detector;
     int gpu;               /* 1: --gpu, -1: --no-gpu (or another mode flag), 0: a device visible */
     unsigned gpu_interval; /* --gpu-interval, ms (0: the agent's default) */
@@ -200,6 +205,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_TIMELINE,
         O_NO_TIMELINE,
         O_PUSH_TENANT,
+        O_HEAP_AT_EXIT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -238,6 +244,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
+        {"heap-at-exit", required_argument, NULL, O_HEAP_AT_EXIT},
         {"push", required_argument, NULL, O_PUSH},
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
@@ -421,6 +428,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_ON:
             o->off = false;
             break;
+        case O_HEAP_AT_EXIT:
+            o->heap_at_exit = optarg;
+            break;
         case O_PROFILE_INTERVAL:
             if (!parse_interval(optarg, &o->profile_interval))
                 return cli_usage("--profile-interval needs a number of seconds from 0.1 to 86400 "
@@ -461,6 +471,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         o->gpu = -1;
     if (push_check_options(&o->push) != 0)
         return -SCRY_E_USAGE;
+    if (o->heap_at_exit && !o->memory)
+        return cli_usage("--heap-at-exit records the allocation samples of memory profiling: "
+                         "leave memory on (no --cpu-only)");
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "
@@ -531,8 +544,10 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64], window[32], snapshot[64], gpu_ms[32];
+    char rate[64], window[32], snapshot[64], gpu_ms[32], heap[32] = "";
     snprintf(gpu_ms, sizeof(gpu_ms), "%u", o->gpu_interval);
+    if (o->heap_at_exit) /* the agent waits at exit for this process's snapshot */
+        snprintf(heap, sizeof(heap), "%d", (int)getpid());
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
     /* Snapshots for --push and --profile-interval: as often as the more frequent one needs. */
     double snap = 0;
@@ -557,6 +572,7 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
         (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
+        (err = set_env("SCRY_HEAP_AT_EXIT", heap)) ||
         (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot)) ||
         (err = set_env("SCRY_GPU", gpu_env(o))) ||
         (o->gpu_interval && (err = set_env("SCRY_GPU_INTERVAL_MS", gpu_ms)))) {
@@ -933,7 +949,54 @@ struct periodic {
     double push_every, push_next;
     struct rewrite_state *rw;
     double rw_every, rw_next;
+    const char *heap_path; /* --heap-at-exit: the snapshot to take when the program ends */
+    const char *part_dir;
+    bool heap_done;
 };
+
+#define HEAP_POLL_S 0.02
+
+/* --heap-at-exit: once the program's agent marks that it has ended (heapexit-PID in the part
+ * directory, src/agent/control.c), `scry dump --pid` of it (this executable), then the mark is
+ * removed and the program goes on to finalize. The dump's report goes to stderr: the program's
+ * stdout is its own. */
+static void heap_at_exit_check(struct periodic *pe, pid_t pid)
+{
+    char mark[PATH_MAX + 64];
+    snprintf(mark, sizeof(mark), "%s/heapexit-%d", pe->part_dir, (int)pid);
+    struct stat st;
+    if (pe->heap_done || lstat(mark, &st) != 0)
+        return;
+    pe->heap_done = true;
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "%d", (int)pid);
+    /* The dump runs without the agent preloaded (this process's environment has it for the
+     * program). */
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof(*env));
+    for (size_t i = 0; env && i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)pe->heap_path, NULL};
+    fflush(NULL);
+    pid_t d = env ? fork() : -1;
+    if (d == 0) {
+        dup2(2, 1);
+        execve("/proc/self/exe", argv, env);
+        _exit(127);
+    }
+    free(env);
+    int dst = 0;
+    while (d > 0 && waitpid(d, &dst, 0) < 0 && errno == EINTR)
+        ;
+    if (d < 0 || !WIFEXITED(dst) || WEXITSTATUS(dst) != 0)
+        fprintf(stderr, "scry: warning: the heap snapshot at exit (%s) was not written\n",
+                san_str(pe->heap_path));
+    unlink(mark);
+}
 
 static double first_round(double t0, double every)
 {
@@ -962,9 +1025,13 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
             next_round(&pe->rw_next, pe->rw_every);
             continue;
         }
-        double next = pe->push ? pe->push_next : pe->rw_next;
+        if (pe->heap_path)
+            heap_at_exit_check(pe, pid);
+        double next = pe->push ? pe->push_next : pe->rw ? pe->rw_next : now + HEAP_POLL_S;
         if (pe->push && pe->rw && pe->rw_next < next)
             next = pe->rw_next;
+        if (pe->heap_path && !pe->heap_done && next > now + HEAP_POLL_S)
+            next = now + HEAP_POLL_S;
         int ms = (int)ceil((next - now) * 1000);
         if (pfd >= 0) {
             struct pollfd pl = {pfd, POLLIN, 0};
@@ -1145,7 +1212,14 @@ static int run(struct run_opts o)
         pe.rw_every = o.profile_interval;
         pe.rw_next = first_round(t0, pe.rw_every);
     }
-    int st = pe.push || pe.rw ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (o.heap_at_exit) {
+        pe.heap_path = o.heap_at_exit;
+        pe.part_dir = part_dir;
+    }
+    int st = pe.push || pe.rw || pe.heap_path ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (pe.heap_path && !pe.heap_done)
+        fprintf(stderr, "scry: warning: no heap snapshot at exit: the program ended without "
+                        "running its atexit handlers (os._exit, a signal, exec)\n");
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);
