@@ -40,7 +40,7 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 # or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
 # marks a buffer failed instead of aborting when out of memory.
 AGENT_SRC := $(wildcard src/agent/*.c) \
-             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c sstream.c) \
              $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c) \
              $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c linetable.c objects.c opcodes.c file_filter.c) \
              $(wildcard src/cpython/layout_3*.c) \
@@ -108,6 +108,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(UNIT_LIB) $(CORE_LIB)
 $(BUILD)/tests/test_memstats: $(BUILD)/obj/tests/unit/test_memstats.o $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/memstats.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+# The sizes of a free-threaded build's mimalloc blocks, read from a hand-made segment.
+$(BUILD)/tests/test_mimalloc_sizes: $(BUILD)/obj/tests/unit/test_mimalloc_sizes.o $(BUILD)/obj/src/agent/mimalloc_sizes.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/mimalloc_sizes.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # scry mcp's validator, answers and line reader: the CLI's objects, on their own.
 MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o)

@@ -72,7 +72,8 @@ if [ "$what" = test ] || [ "$what" = packages ]; then
     interpreters=()
     root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
     for exe in "$root"/versions/3.*/bin/python3; do
-      [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+/bin/python3$ ]] && interpreters+=("$exe")
+      # 3.13.Nt: the free-threaded build (scripts/install-pythons.sh), whose memory suite uses numpy
+      [[ "$exe" =~ /versions/3\.(1[1-9]|[2-9][0-9])\.[0-9]+t?/bin/python3$ ]] && interpreters+=("$exe")
     done
   fi
   # pytest and pytest-xdist (module xdist): the pytest plugin's tests run pytest sessions on

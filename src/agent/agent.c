@@ -106,6 +106,21 @@ static void read_config(void)
         else
             ag_cfg.snapshot_sec = r;
     }
+    const char *hx = setting("SCRY_HEAP_AT_EXIT");
+    if (hx && *hx)
+        ag_cfg.heap_at_exit_pid = atoi(hx);
+    ag_sstream_on = env_flag("SCRY_TIMELINE");
+    const char *tlmax = setting("SCRY_TIMELINE_MAX");
+    if (tlmax && *tlmax) {
+        char *end;
+        unsigned long long m = strtoull(tlmax, &end, 10);
+        if (*end || m < SST_MIN_MAX || m > 100000000ULL)
+            log_warn("agent: ignoring SCRY_TIMELINE_MAX=%s (not a number of samples from %d "
+                     "to 100000000)",
+                     tlmax, SST_MIN_MAX);
+        else
+            ag_sstream_max = (size_t)m;
+    }
     const char *leak = setting("SCRY_LEAK_DETECTOR");
     ag_leak_on = !leak || strcmp(leak, "0") != 0;
 }
@@ -208,7 +223,7 @@ static int start(const char *(*get)(const char *name))
         ag_mtls.guard--;
         return -1;
     }
-    if (ag_cfg.memory && ag_rt.layout.free_threaded) {
+    if (ag_cfg.memory && ag_rt.layout.free_threaded && !ag_mi_layout_known(ag_rt.minor)) {
         ag_cfg.memory = false; /* CPU only: the part says why, `scry run` warns */
         ag_cfg.memory_unsupported = true;
     }

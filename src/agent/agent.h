@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/sstream.h"
 #include "cpython/runtime.h"
 
 #define AG_EXPORT __attribute__((visibility("default")))
@@ -41,6 +42,7 @@ struct ag_config {
     bool memory_unsupported; /* SCRY_MEMORY=1 turned off: a free-threaded build, whose
                                 allocator the agent does not measure right yet */
     double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
+    int heap_at_exit_pid; /* SCRY_HEAP_AT_EXIT: `scry run --heap-at-exit`'s pid (0: none) */
 };
 
 /* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
@@ -63,6 +65,7 @@ enum ag_sample_flags {
 
 struct ag_sample {
     uint64_t weight_ns; /* CPU (or off-CPU) time this sample stands for */
+    uint64_t time_ns;   /* CLOCK_MONOTONIC when it was taken (the timeline's time) */
     uint32_t flags;
     uint32_t depth; /* frames[0] is the innermost */
     struct ag_frame frames[AG_MAX_DEPTH];
@@ -122,6 +125,12 @@ struct ag_thread {
 } __attribute__((aligned(64)));
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
+
+/* --timeline (SCRY_TIMELINE=1): the stream of samples the collector appends to (collector.c),
+ * at most ag_sstream_max (SCRY_TIMELINE_MAX) per process; the final part has it. */
+extern bool ag_sstream_on;
+extern size_t ag_sstream_max;
+extern struct sst_stream ag_sstream;
 
 /* Global agent state (agent.c). */
 extern struct ag_config ag_cfg;
@@ -228,6 +237,12 @@ size_t ag_decorated_copy(struct ag_decorated *out, size_t max);
 /* agent.c: this process is profiled (the agent started here, and not in a vfork child). */
 bool ag_agent_active(void);
 int ag_control_poll(void);
+/* `scry dump --pid` asks for the live allocation samples (docs/allocations.md): the number in
+ * $SCRY_PART_DIR/allocreq-<pid> when it differs from the last one answered, else 0. */
+uint64_t ag_alloc_request_poll(void);
+/* `scry run --heap-at-exit`: the program is over (atexit, GIL held); marks the part directory's
+ * heapexit-<pid> and waits until `scry run` has taken its heap snapshot and removed it. */
+void ag_heap_at_exit_wait(void);
 /* Threads the interpreter starts (threadhooks.c): a slot claimed by the creating thread (NULL:
  * none free, or not sampling), given back if the thread could not be created; the new thread
  * starts its own sampling before it runs anything, and ends it from its key destructor. */
@@ -263,8 +278,10 @@ extern _Atomic bool ag_python_fork; /* inside os.fork(): Python's hooks restart 
 struct ag_stats;
 struct ag_mem_stats;
 /* mem: the memory statistics, NULL when memory profiling is off. */
+/* start_mono_ns: CLOCK_MONOTONIC at start_real_sec (the timeline's origin). Only this final
+ * part has the timeline (SCRY_TIMELINE=1); snapshots and checkpoints do not. */
 int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec);
+                       double start_real_sec, double elapsed_sec, uint64_t start_mono_ns);
 /* When a process starts profiling (and in a forked child): opens the part directory and creates
  * this process's part file, so that the part is written even if the program drops its
  * privileges later, and creates $SCRY_PART_DIR/live-<pid>, which tells the command that this
@@ -282,6 +299,10 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
  * nothing that exists there is opened or replaced). Lock held. */
 int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                              double start_real_sec, double elapsed_sec, const char *path);
+/* The live malloc samples with their stacks, answering request req, as
+ * $SCRY_PART_DIR/alloc-<pid>.json (docs/allocations.md). Collector thread, lock held. */
+int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                              uint64_t req);
 
 /* Every descriptor the agent holds is above 2 and close-on-exec (common/outfile.h's
  * fd_above_stdio), so that a program started with stdin, stdout or stderr closed never finds one

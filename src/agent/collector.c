@@ -4,6 +4,7 @@
  * to the first profiled frame. At the end it writes the part file. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include "agent/stats.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/outfile.h"
 #include "common/strbuf.h"
 #include "cpython/file_filter.h"
 #include "cpython/frames.h"
@@ -187,8 +189,9 @@ static struct {
     uint32_t n;
 } pychain;
 
-/* Finds the first frame whose file is profiled (and, with stacks, all of them). */
-static struct ag_attr attribute(const struct ag_sample *s)
+/* Finds the first frame whose file is profiled (and, with stacks or chain, all of them: in
+ * pychain; interned in stats.stacks with stacks only). */
+static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
 {
     struct ag_sframe *chain = pychain.f;
     uint8_t *group = pychain.group;
@@ -207,7 +210,7 @@ static struct ag_attr attribute(const struct ag_sample *s)
         int line = frame_line(c, s->frames[i].lasti);
         if (a.kind != ATTR_LINE)
             a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
-        if (!ag_cfg.stacks)
+        if (!ag_cfg.stacks && !chain_wanted)
             break;
         group[n] = s->group[i];
         chain[n++] = (struct ag_sframe){c->file, c->func, line};
@@ -222,7 +225,7 @@ static struct ag_attr attribute(const struct ag_sample *s)
             group[i] = group[n - 1 - i];
             group[n - 1 - i] = g;
         }
-        if (ag_stats_stack(&stats, chain, n, &a.stack))
+        if (!ag_cfg.stacks || ag_stats_stack(&stats, chain, n, &a.stack))
             a.stack = 0;
     }
     return a;
@@ -232,8 +235,54 @@ static struct ag_attr attribute(const struct ag_sample *s)
 static struct {
     bool valid;
     uint64_t cpu_ns;
+    uint64_t t_ns; /* when its stack was read */
     struct ag_attr attr;
 } wall_cache[AG_MAX_THREADS];
+
+/* Where and when the samples being charged were taken (the sample stream, sstream.h). */
+static struct {
+    uint64_t t_ns;
+    int tid;
+} charged_at;
+
+static void charging_at(uint64_t t_ns, int tid)
+{
+    charged_at.t_ns = t_ns;
+    charged_at.tid = tid;
+}
+
+bool ag_sstream_on;
+size_t ag_sstream_max = SST_DEFAULT_MAX;
+struct sst_stream ag_sstream;
+
+/* The kernel's name of thread tid (its comm: 15 bytes at most), "" when it cannot be read or no
+ * file may be opened (the program started with fd 0-2 closed). */
+static void thread_comm(int tid, char *out, size_t size)
+{
+    char path[64];
+    out[0] = 0;
+    if (ag_low_fds_closed)
+        return;
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+    int fd = fd_above_stdio(open(path, O_RDONLY | O_CLOEXEC));
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, size - 1);
+    close(fd);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A charge to a line, into the sample stream (--timeline), at charged_at. */
+static void stream_note(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
+{
+    bool added;
+    size_t th = sst_thread(&ag_sstream, charged_at.tid, &added);
+    if (added)
+        thread_comm(charged_at.tid, ag_sstream.threads[th].name, 16);
+    sst_add(&ag_sstream, charged_at.t_ns, th, cat, weight_ns, a->file, a->func, a->line,
+            a->stack ? (int32_t)(a->stack - 1) : -1);
+}
 
 /* The GPU's reading (gpu.c) charged with each sample: the one published before the previous
  * tick, so never one newer than the samples charged now (taken since that tick's drain), and a
@@ -252,6 +301,8 @@ static void gpu_tick(void)
 static void charge(const struct ag_attr *a, enum ag_cat cat, uint64_t weight_ns)
 {
     double sec = (double)weight_ns / 1e9;
+    if (ag_sstream_on && a->kind == ATTR_LINE && sec > 0)
+        stream_note(a, cat, weight_ns);
     if (a->kind == ATTR_NONE || sec <= 0) {
         stats.unattributed++;
         return;
@@ -283,7 +334,7 @@ static struct ag_attr process(const struct ag_sample *s, enum ag_cat cat)
     struct ag_attr a = {.kind = ATTR_NONE};
     pychain.n = 0;
     if (s->depth > 0)
-        a = attribute(s);
+        a = attribute(s, false);
     charge(&a, cat, s->weight_ns);
     return a;
 }
@@ -307,7 +358,7 @@ static bool native_where(struct ag_mwhere *w)
         native_file = f;
         native_func = fn;
     }
-    *w = (struct ag_mwhere){AG_MW_LINE, true, native_file, native_func, 0};
+    *w = (struct ag_mwhere){AG_MW_LINE, true, native_file, native_func, 0, 0};
     return true;
 }
 
@@ -332,9 +383,12 @@ static void drain_memory(bool flush)
             native_where(&w);
         } else if (!(s->mflags & AG_M_STARTUP)) {
             pychain.n = 0;
-            struct ag_attr a = attribute(&s->s);
+            struct ag_attr a = attribute(&s->s, s->kind == AG_M_MALLOC);
+            uint32_t at = 0; /* a live sample's stack, for the heap join (out of memory: none) */
+            if (a.kind == ATTR_LINE && s->kind == AG_M_MALLOC && pychain.n)
+                (void)ag_chains_hit_at(&stats.alloc_stacks, pychain.f, pychain.n, &at);
             if (a.kind == ATTR_LINE)
-                w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line};
+                w = (struct ag_mwhere){AG_MW_LINE, false, a.file, a.func, a.line, at};
             if (a.kind == ATTR_LINE && a.stack && s->kind == AG_M_MALLOC)
                 stats.stacks[a.stack - 1].malloc_bytes += s->bytes; /* memory flame graph */
         }
@@ -514,6 +568,7 @@ static struct {
     bool valid;
     enum ag_cat cat;
     struct ag_attr attr;
+    uint64_t t_ns; /* when it was taken: the CPU time after it is charged there, at that time */
 } last_cpu[AG_MAX_THREADS];
 
 /* CPU time of threads that ended before any sample of theirs was taken (threads shorter than
@@ -523,6 +578,7 @@ static struct {
 static uint64_t carry_ns;
 static struct ag_attr last_hooked;
 static enum ag_cat last_hooked_cat;
+static int last_hooked_tid;
 
 static void drain(struct ag_thread *t)
 {
@@ -539,6 +595,7 @@ static void drain(struct ag_thread *t)
             continue;
         }
         enum ag_cat cat = (s->flags & AG_S_NATIVE) ? AG_NATIVE : AG_PYTHON;
+        charging_at(s->time_ns, t->tid);
         struct ag_attr a = process(s, cat);
         if (ag_unwind_ok)
             native_sample(s, &a);
@@ -551,9 +608,11 @@ static void drain(struct ag_thread *t)
         last_cpu[slot].valid = true;
         last_cpu[slot].cat = cat;
         last_cpu[slot].attr = a;
+        last_cpu[slot].t_ns = s->time_ns;
         if (t->hooked) {
             last_hooked = a;
             last_hooked_cat = cat;
+            last_hooked_tid = t->tid;
             if (carry_ns) {
                 charge(&a, cat, carry_ns);
                 carry_ns = 0;
@@ -751,6 +810,7 @@ static void end_exited_threads(uint64_t now)
             continue;
         }
         uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
+        charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
         else
@@ -762,6 +822,8 @@ static void end_exited_threads(uint64_t now)
             const struct ag_attr *a = wall_cache[i].valid ? &wall_cache[i].attr
                                       : last_cpu[i].valid ? &last_cpu[i].attr
                                                           : NULL;
+            /* In the stream, at the time the thread was last seen there (not at its exit). */
+            charging_at(wall_cache[i].valid ? wall_cache[i].t_ns : last_cpu[i].t_ns, t->tid);
             if (a && weight)
                 charge(a, AG_SYS, weight);
         }
@@ -772,6 +834,7 @@ static void end_exited_threads(uint64_t now)
 /* What is still carried when sampling ends goes where the last such sample went. */
 static void end_carry(void)
 {
+    charging_at(ag_now_ns(CLOCK_MONOTONIC), last_hooked_tid);
     if (carry_ns && last_hooked.kind != ATTR_NONE)
         charge(&last_hooked, last_hooked_cat, carry_ns);
     else if (carry_ns)
@@ -854,6 +917,7 @@ static void wall_samples(uint64_t now, bool flush)
             continue;
         uint64_t weight = t->pending_off_ns;
         t->pending_off_ns = 0;
+        charging_at(now, t->tid);
         /* A thread that has not run since its stack was last read is still where it was: a
          * blocked thread costs one clock read per tick, not a stack walk. */
         size_t slot = (size_t)(t - threads);
@@ -867,6 +931,7 @@ static void wall_samples(uint64_t now, bool flush)
         ag_walk_stack(t->tstate, t->tid, &wall_sample, wall_scratch);
         wall_cache[slot].attr = process(&wall_sample, AG_SYS);
         wall_cache[slot].cpu_ns = cpu;
+        wall_cache[slot].t_ns = now;
         wall_cache[slot].valid = true;
     }
 }
@@ -939,6 +1004,7 @@ static void set_profiling_locked(bool on)
                 continue;
             drain(t);
             uint64_t cpu = ag_now_ns(t->cpu_clock);
+            charging_at(last_cpu[i].t_ns, t->tid);
             if (last_cpu[i].valid && cpu > t->last_cpu_ns)
                 charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - t->last_cpu_ns);
         }
@@ -1011,6 +1077,7 @@ static void settle_locked(void)
         uint64_t cpu = ag_now_ns(t->cpu_clock), last = t->last_cpu_ns;
         if (!cpu || cpu <= last)
             continue;
+        charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - last);
         t->last_cpu_ns = cpu;
@@ -1138,6 +1205,7 @@ static void charge_shutdown(uint64_t now)
     uint64_t native = sampled ? (uint64_t)((double)cpu * (double)shutdown.sampled_ns[1] /
                                            (double)sampled)
                               : 0;
+    charging_at(now, shutdown.tid);
     charge(&a, AG_PYTHON, cpu - native);
     charge(&a, AG_NATIVE, native);
     if (!ag_cfg.virtual_time)
@@ -1168,7 +1236,8 @@ static void finish_locked(void)
              (unsigned long long)stats.dropped);
     ag_mem_finish(&mstats);
     stats.off_sec = off_seconds(end);
-    if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed) != 0)
+    if (ag_write_part_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec, elapsed,
+                           start_mono_ns) != 0)
         log_warn("agent: could not write the profile part: %s", err_last_message());
     atomic_store(&finished, true);
 }
@@ -1187,6 +1256,14 @@ static void maybe_snapshot(void)
     if (ag_write_snapshot_file(&stats, ag_cfg.memory ? &mstats : NULL, start_real_sec,
                                (double)(now - start_mono_ns) / 1e9) != 0)
         log_warn("agent: could not write a snapshot: %s", err_last_message());
+}
+
+/* `scry dump --pid` asked for the live allocation samples (after tick: the queue drained). */
+static void answer_alloc_request(void)
+{
+    uint64_t req = ag_alloc_request_poll();
+    if (req && ag_write_allocations_file(&stats, ag_cfg.memory ? &mstats : NULL, req) != 0)
+        log_warn("agent: could not write the allocation samples: %s", err_last_message());
 }
 
 static void *collector_main(void *arg)
@@ -1218,6 +1295,7 @@ static void *collector_main(void *arg)
             set_profiling_locked(want == 1);
         tick(false);
         maybe_snapshot();
+        answer_alloc_request();
         ag_pyhooks_maybe_schedule();
         collector_cpu_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
         drop_lock();
@@ -1260,6 +1338,8 @@ static void reset_state(void)
     off_total_ns = 0;
     off_since_ns = atomic_load(&ag_enabled) ? 0 : start_mono_ns;
     last_hooked.kind = ATTR_NONE;
+    last_hooked_tid = 0;
+    sst_reset(&ag_sstream, ag_sstream_max);
 }
 
 int ag_collector_start(void)

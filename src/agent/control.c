@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -60,6 +62,75 @@ int ag_control_poll(void)
 out:
     errno = saved;
     return want;
+}
+
+/* Reads a small file of the part directory into buf (NUL-terminated, first line only); false
+ * when it is not a regular file there. */
+static bool read_part_file(const char *name, char *buf, size_t size)
+{
+    char path[sizeof(ag_cfg.part_dir) + 64];
+    if (ag_low_fds_closed || !ag_cfg.part_dir[0] ||
+        (size_t)snprintf(path, sizeof(path), "%s/%s", ag_cfg.part_dir, name) >= sizeof(path))
+        return false;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, size - 1) : -1;
+    close(fd);
+    if (n < 0)
+        return false;
+    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    return true;
+}
+
+uint64_t ag_alloc_request_poll(void)
+{
+    static uint64_t answered;
+    char name[64], buf[32];
+    int saved = errno;
+    snprintf(name, sizeof(name), "allocreq-%d", ag_pid);
+    uint64_t req = 0;
+    if (read_part_file(name, buf, sizeof(buf))) {
+        char *end;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (end != buf && !*end && v != answered)
+            req = answered = v;
+    }
+    errno = saved;
+    return req;
+}
+
+#define HEAP_AT_EXIT_WAIT_MS (600 * 1000) /* a dump of a very large heap, at most */
+
+void ag_heap_at_exit_wait(void)
+{
+    if (!ag_cfg.heap_at_exit_pid || getppid() != ag_cfg.heap_at_exit_pid || ag_low_fds_closed)
+        return;
+    char path[sizeof(ag_cfg.part_dir) + 64];
+    if ((size_t)snprintf(path, sizeof(path), "%s/heapexit-%d", ag_cfg.part_dir, ag_pid) >=
+        sizeof(path))
+        return;
+    int saved = errno;
+    /* scry run's dump is its child, not this process's ancestor: Yama's ptrace_scope 1 lets it
+     * read this process only when named here. */
+    prctl(PR_SET_PTRACER, (unsigned long)ag_cfg.heap_at_exit_pid, 0, 0, 0);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        close(fd);
+        /* scry run removes the mark once the snapshot is taken; a scry run that is gone
+         * (this process's parent changed) is not waited for. */
+        struct stat st;
+        for (int ms = 0; ms < HEAP_AT_EXIT_WAIT_MS && getppid() == ag_cfg.heap_at_exit_pid &&
+                         lstat(path, &st) == 0;
+             ms += 5) {
+            struct timespec t = {0, 5000000};
+            nanosleep(&t, NULL);
+        }
+        unlink(path);
+    }
+    errno = saved;
 }
 
 void ag_control_init(void)

@@ -184,18 +184,20 @@ static void net_check(struct ag_mem_tls *t)
     if (t->net < w && t->net > -w)
         return;
     t->guard++;
-    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, my_tid()))
+    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, 0, my_tid()))
         t->net = 0;
     t->guard--;
 }
 
-/* Queues a malloc sample standing for weight bytes at p (Python's when python), with what earlier
+/* Queues a malloc sample standing for weight bytes at p (a block of size bytes; Python's when python), with what earlier
  * samples could not queue; if the queue is full, all of it waits for the thread's next sample. */
-static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t weight, bool python)
+static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t size, uint64_t weight,
+                        bool python)
 {
     t->guard++;
     uint64_t bytes = weight + t->pend, py = (python ? weight : 0) + t->pend_py;
-    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, 0, my_tid())) {
+    if (ag_memq_emit(AG_M_MALLOC, bytes, py, t->net, (uint64_t)(uintptr_t)p, size, 0,
+                     my_tid())) {
         t->net = 0;
         t->pend = t->pend_py = 0;
     } else {
@@ -206,22 +208,23 @@ static void emit_malloc(struct ag_mem_tls *t, void *p, uint64_t weight, bool pyt
 }
 
 /* An allocation of n bytes at p (its requested size for Python's objects, its usable size for
- * the C library's blocks, its length for a mapping), as the program sees it. */
-static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, bool python)
+ * the C library's blocks, its length for a mapping), as the program sees it; size: the block
+ * at p (n, or more when n is a realloc's growth). */
+static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, uint64_t size, bool python)
 {
     uint64_t weight = sampled_bytes(t, &t->alloc, n, ag_mem_window);
     if (!weight) {
         net_check(t);
         return;
     }
-    emit_malloc(t, p, weight, python);
+    emit_malloc(t, p, size, weight, python);
 }
 
 /* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
 static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
 {
     t->guard++;
-    if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, seq, my_tid()))
+    if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, 0, seq, my_tid()))
         t->net = 0;
     t->guard--;
 }
@@ -244,8 +247,15 @@ static inline void on_copy(size_t n)
     if (!weight)
         return;
     t->guard++;
-    (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, my_tid());
+    (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, 0, my_tid());
     t->guard--;
+}
+
+/* Under Python's allocator on a free-threaded build: its blocks count (ag_mem_py_net), not what
+ * it takes underneath. */
+static inline bool by_block(const struct ag_mem_tls *t)
+{
+    return t->in_pymem && ag_mi_by_block;
 }
 
 /* A C block allocated (usable size n): in the heap's net; sampled unless Python's allocator
@@ -253,15 +263,19 @@ static inline void on_copy(size_t n)
 static void on_alloc(void *p, uint64_t n)
 {
     struct ag_mem_tls *t = &ag_mtls;
+    if (by_block(t))
+        return;
     t->net += (int64_t)n;
     if (t->in_pymem) /* growth goes with the object's sample (a new maximum is a malloc's) */
         return;
-    attribute_alloc(t, p, n, false);
+    attribute_alloc(t, p, n, n, false);
 }
 
 static void freeing_block(void *p)
 {
     struct ag_mem_tls *t = &ag_mtls;
+    if (by_block(t))
+        return;
     t->net -= (int64_t)real.usable(p);
     if (!t->in_pymem)
         forget_block(t, p);
@@ -291,9 +305,22 @@ static void py_alloc_slow(struct ag_mem_tls *t, void *p, uint64_t n)
     int saved = errno;
     uint64_t weight = n >= w ? n : strata_points(t, &t->alloc, w) * w;
     if (weight) {
-        emit_malloc(t, p, weight, true);
+        emit_malloc(t, p, n, weight, true);
     }
     errno = saved;
+}
+
+void ag_mem_py_net(int64_t delta)
+{
+    if (!delta || !counting())
+        return;
+    struct ag_mem_tls *t = &ag_mtls;
+    t->net += delta;
+    if (delta < 0) {
+        int saved = errno;
+        net_check(t);
+        errno = saved;
+    }
 }
 
 void ag_mem_py_sample(void *p, size_t n)
@@ -361,7 +388,7 @@ void ag_mem_py_realloc_end(void *old, void *p, size_t n)
                         : p != old && t->rl_copy ? (int64_t)n - (int64_t)t->rl_copy
                                                  : 0;
         if (delta > 0)
-            attribute_alloc(t, p, (uint64_t)delta, true);
+            attribute_alloc(t, p, (uint64_t)delta, n, true);
         else
             net_check(t);
     }
@@ -441,6 +468,8 @@ AG_EXPORT void *realloc(void *old, size_t n)
         errno = saved;
         return real.realloc(old, 0);
     }
+    if (by_block(t))
+        return real.realloc(old, n);
     uint64_t before = old ? real.usable(old) : 0;
     bool pymem = t->in_pymem > 0;
     if (!pymem)
@@ -459,7 +488,7 @@ AG_EXPORT void *realloc(void *old, size_t n)
         }
         t->net += delta;
         if (!pymem && delta > 0)
-            attribute_alloc(t, p, (uint64_t)delta, false);
+            attribute_alloc(t, p, (uint64_t)delta, after, false);
         else if (delta < 0)
             net_check(t);
     }
@@ -519,7 +548,7 @@ static uint64_t page_round(uint64_t n)
  * that mapped it allocated. */
 static void *mapped(void *p, size_t len, int flags)
 {
-    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting()) {
+    if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting() && !by_block(&ag_mtls)) {
         KEEP_ERRNO_BEGIN;
         struct ag_mem_tls *t = &ag_mtls;
         uint64_t n = page_round(len), resident = 0;
@@ -535,7 +564,7 @@ static void *mapped(void *p, size_t len, int flags)
         } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
             t->net += (int64_t)n; /* (and carry it) */
         } else {
-            attribute_alloc(t, p, n, false);
+            attribute_alloc(t, p, n, n, false);
         }
         KEEP_ERRNO_END;
     }
@@ -626,7 +655,7 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
             else if (pymem)
                 t->net += (int64_t)now;
             if (now > had && !pymem)
-                attribute_alloc(t, p, now - had, false);
+                attribute_alloc(t, p, now - had, now, false);
             else
                 net_check(t);
         }

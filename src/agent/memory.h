@@ -59,7 +59,8 @@ struct ag_mem_sample {
     uint64_t bytes, python_bytes; /* the estimate this sample stands for, Python's part */
     int64_t net;       /* the thread's allocated minus freed bytes since its previous sample */
     uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was */
-    uint64_t ptr; /* malloc samples: the allocation sampled */
+    uint64_t ptr;  /* malloc samples: the allocation sampled */
+    uint64_t size; /* malloc samples: the block's size at ptr (requested, usable or mapped) */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
     int tid;
     struct ag_sample s; /* the thread's Python stack (weight unused) */
@@ -107,7 +108,7 @@ int ag_memq_init(void);
 /* Queues a sample of the calling thread (reading its Python stack); false when it cannot be
  * queued now (queue full, no scratch buffer). */
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
-                  uint64_t ptr, uint64_t freed_seq, int tid);
+                  uint64_t ptr, uint64_t size, uint64_t freed_seq, int tid);
 extern _Atomic uint64_t ag_memq_deferred; /* emits that failed */
 /* Collector: the oldest written sample, or NULL; then pop it. */
 struct ag_mem_sample *ag_memq_peek(void);
@@ -127,6 +128,26 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident);
 /* Collector: the pages of counted mappings that became resident since the last call, in bytes
  * (mincore; they are charged to the footprint from then on). */
 uint64_t ag_maps_scan_resident(void);
+/* The counted mapping that holds addr is counted no longer (what was charged for it stays in
+ * the footprint); false if none holds it. A scan of the table: not for a hook's path. */
+bool ag_maps_forget_holding(uint64_t addr);
+
+/* Free-threaded builds (mimalloc_sizes.c): when ag_mi_by_block, Python's allocator counts in the
+ * heap's net by the sizes of its blocks (the PyMem wrappers, ag_mem_py_net), and what the hooks
+ * see under it (mimalloc's mappings) counts in nothing. */
+extern bool ag_mi_by_block;
+bool ag_mi_layout_known(int minor);
+int ag_mi_sizes_init(void); /* its table of large blocks; -1: no memory for it */
+bool ag_mi_sizes_probe(const void *p, uint64_t n);
+/* The bytes a block of Python's allocator counts (n: requested), at its allocation and at its
+ * free (the same bytes); keep: the block is still there with the bytes it counted (a realloc
+ * that failed after its block's free_bytes). */
+uint64_t ag_mi_alloc_bytes(const void *p, uint64_t n);
+uint64_t ag_mi_free_bytes(const void *p);
+void ag_mi_keep_bytes(const void *p, uint64_t bytes);
+/* memhooks.c: the thread's net moves by delta bytes of Python's blocks (a loss may emit a net
+ * sample; a gain waits for the object's own sample). */
+void ag_mem_py_net(int64_t delta);
 
 /* The hooked functions by name, and the hooks' own addresses (memhooks.c): what got_patch.c
  * writes into the relocation entries of a process the agent was loaded into late. */

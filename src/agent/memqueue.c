@@ -180,7 +180,7 @@ bool ag_memq_take_tracked(uint64_t ptr, uint64_t *seq)
 }
 
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
-                  uint64_t ptr, uint64_t freed_seq, int tid)
+                  uint64_t ptr, uint64_t size, uint64_t freed_seq, int tid)
 {
     if (!slots)
         return false;
@@ -206,6 +206,7 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     m->net = net;
     m->freed_seq = freed_seq;
     m->ptr = ptr;
+    m->size = size;
     m->time_ns = ag_now_ns(CLOCK_MONOTONIC);
     m->tid = tid;
     m->s.weight_ns = 0;
@@ -311,6 +312,23 @@ uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident)
         return had;
     }
     return 0;
+}
+
+bool ag_maps_forget_holding(uint64_t addr)
+{
+    for (size_t i = 0; maps && i < MAP_SLOTS; i++) {
+        uint64_t at = atomic_load_explicit(&maps[i].addr, memory_order_acquire);
+        if (at == 0 || at == MAP_TOMB || addr < at)
+            continue;
+        uint64_t r = atomic_load_explicit(&maps[i].resident, memory_order_acquire);
+        if (r == MAP_GONE || addr - at >= atomic_load_explicit(&maps[i].len, memory_order_relaxed))
+            continue;
+        if (atomic_compare_exchange_strong(&maps[i].addr, &at, MAP_TOMB)) {
+            atomic_store(&maps[i].resident, MAP_GONE);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Resident pages of [addr, addr + len), by mincore in steps of vec's size; 0 if unreadable

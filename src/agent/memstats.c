@@ -117,13 +117,14 @@ static void leak_candidate(struct ag_mem_stats *m)
     m->npending = 2;
 }
 
-static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint32_t line)
+static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint32_t line,
+                          uint32_t stack)
 {
     if (grow_array(&m->live, &m->cap_live, m->nlive + 1, sizeof(*m->live)) != 0)
         return; /* its bytes stay charged to its line */
     if (hm_put(&m->live_by_seq, s->seq + 1, m->nlive + 1) != 0)
         return;
-    m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, line};
+    m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, s->size, line, stack};
 }
 
 /* Sample seq's allocation was freed at queue position freed_at: the bytes it stood for (0 if the
@@ -219,7 +220,7 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     }
     ag_timeline_add(&m->timeline, t, m->footprint);
     if (s->kind == AG_M_MALLOC && !(s->mflags & AG_M_UNTRACKED))
-        remember_live(m, s, l ? (uint32_t)(l - m->lines) : UINT32_MAX);
+        remember_live(m, s, l ? (uint32_t)(l - m->lines) : UINT32_MAX, l ? w->stack : 0);
     if (!l)
         return;
     moved_to(m, s->tid, l);

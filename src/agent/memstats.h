@@ -44,7 +44,9 @@ struct ag_mline {
 /* A malloc sample whose allocation has not been freed (as far as the collector knows). */
 struct ag_live {
     uint64_t seq, ptr, bytes;
-    uint32_t line; /* index into lines, UINT32_MAX: charged to no line */
+    uint64_t size;  /* the block at ptr (for the join with a heap snapshot: docs/allocations.md) */
+    uint32_t line;  /* index into lines, UINT32_MAX: charged to no line */
+    uint32_t stack; /* index + 1 into the collector's allocation stacks, 0: none */
 };
 
 /* Where the collector charged a sample. */
@@ -53,6 +55,7 @@ struct ag_mwhere {
     bool native; /* the line is <native> */
     uint32_t file, func;
     int32_t line;
+    uint32_t stack; /* malloc samples: their profiled frames (index + 1), 0: none */
 };
 
 struct ag_mem_stats {

@@ -177,6 +177,60 @@ static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
     jw_arr_end(w);
 }
 
+/* The timeline (final part only): each sample's stack by its position in "stacks", which
+ * leaves out stacks with neither samples nor bytes. */
+static void write_sample_stream(const struct ag_stats *st, uint64_t start_mono_ns,
+                                  struct json_writer *w)
+{
+    int64_t *pos = NULL;
+    if (ag_cfg.stacks && st->nstacks) {
+        pos = malloc(st->nstacks * sizeof(*pos));
+        if (!pos)
+            return; /* out of memory: no timeline rather than a wrong one */
+        int64_t k = 0;
+        for (size_t i = 0; i < st->nstacks; i++)
+            pos[i] = st->stacks[i].samples || st->stacks[i].malloc_bytes ? k++ : -1;
+    }
+    const struct sst_stream *tl = &ag_sstream;
+    jw_key(w, "sample_stream");
+    jw_obj_begin(w);
+    jw_key(w, "max");
+    jw_uint(w, tl->max ? tl->max : ag_sstream_max);
+    jw_key(w, "stride");
+    jw_uint(w, tl->stride ? tl->stride : 1);
+    jw_key(w, "seen");
+    jw_uint(w, tl->seen);
+    jw_key(w, "lost");
+    jw_uint(w, tl->lost);
+    jw_key(w, "threads");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < tl->nthreads; i++) {
+        jw_arr_begin(w);
+        jw_int(w, tl->threads[i].tid);
+        jw_str(w, tl->threads[i].name);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "samples");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < tl->n; i++) {
+        const struct sst_sample *s = &tl->s[i];
+        jw_arr_begin(w);
+        jw_uint(w, s->t_ns > start_mono_ns ? (s->t_ns - start_mono_ns) / 1000 : 0);
+        jw_uint(w, s->thread);
+        jw_uint(w, s->cat);
+        jw_uint(w, (s->weight_ns + 500) / 1000);
+        jw_uint(w, s->file);
+        jw_uint(w, s->func);
+        jw_int(w, s->line);
+        jw_int(w, s->stack >= 0 && pos ? pos[s->stack] : -1);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
+    free(pos);
+}
+
 /* The GPU sampler's "gpu" object (gpu.c) and the lines it charged: [file, line, func, seconds,
  * load-weighted seconds, MiB-weighted seconds, peak MiB] (docs/agent-protocol.md, "GPU"). */
 static void write_gpu(const struct ag_stats *st, struct json_writer *w)
@@ -204,7 +258,8 @@ static void write_gpu(const struct ag_stats *st, struct json_writer *w)
 }
 
 static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec, struct json_writer *w)
+                       double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
+                       struct json_writer *w)
 {
     jw_obj_begin(w);
     jw_key(w, "format");
@@ -360,6 +415,8 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     }
     free(order);
     jw_arr_end(w);
+    if (timeline_origin && ag_sstream_on)
+        write_sample_stream(st, timeline_origin, w);
     jw_obj_end(w);
 }
 
@@ -453,26 +510,29 @@ static int write_all(int fd, const struct strbuf *sb)
     return 0;
 }
 
+/* timeline_origin: 0 for snapshots and checkpoints (no timeline), else its time origin. */
 static void render_part(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                        double start_real_sec, double elapsed_sec, struct strbuf *sb)
+                        double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
+                        struct strbuf *sb)
 {
     struct json_writer w;
     jw_init(&w, sb, false);
-    write_body(st, mem, start_real_sec, elapsed_sec, &w);
+    write_body(st, mem, start_real_sec, elapsed_sec, timeline_origin, &w);
     sb_addch(sb, '\n');
 }
 
-int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                           double start_real_sec, double elapsed_sec)
+/* sb as the part directory's <what>-<pid>.json, written under a temporary name and renamed over
+ * the previous one. */
+static int replace_in_dir(const char *what, const struct strbuf *sb)
 {
     char tmp[64], path[64];
     int dir = part_dir();
     if (dir < 0)
         return err_fail(SCRY_E_IO, "cannot open %s: %s", ag_cfg.part_dir, strerror(errno));
-    struct strbuf sb = STRBUF_INIT;
-    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
-    snprintf(tmp, sizeof(tmp), ".snap-%d.json.tmp", ag_pid);
-    snprintf(path, sizeof(path), "snap-%d.json", ag_pid);
+    if (sb_failed(sb))
+        return err_fail(SCRY_E_NO_MEMORY, "cannot write %s-%d.json: out of memory", what, ag_pid);
+    snprintf(tmp, sizeof(tmp), ".%s-%d.json.tmp", what, ag_pid);
+    snprintf(path, sizeof(path), "%s-%d.json", what, ag_pid);
     int err = 0;
     int fd = fd_above_stdio(
         openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -480,7 +540,7 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
         err = err_fail(SCRY_E_IO, "cannot create %s/%s: %s", ag_cfg.part_dir, tmp,
                        strerror(errno));
     } else {
-        bool ok = write_all(fd, &sb) == 0;
+        bool ok = write_all(fd, sb) == 0;
         ok = close(fd) == 0 && ok;
         if (!ok || renameat(dir, tmp, dir, path) != 0) {
             err = err_fail(SCRY_E_IO, "cannot write %s/%s: %s", ag_cfg.part_dir, path,
@@ -488,6 +548,70 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
             unlinkat(dir, tmp, 0);
         }
     }
+    return err;
+}
+
+int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                           double start_real_sec, double elapsed_sec)
+{
+    struct strbuf sb = STRBUF_INIT;
+    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
+    int err = replace_in_dir("snap", &sb);
+    sb_release(&sb);
+    return err;
+}
+
+int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                              uint64_t req)
+{
+    struct strbuf sb = STRBUF_INIT;
+    struct json_writer w;
+    jw_init(&w, &sb, false);
+    jw_obj_begin(&w);
+    jw_key(&w, "version");
+    jw_int(&w, 1);
+    jw_key(&w, "pid");
+    jw_int(&w, ag_pid);
+    jw_key(&w, "request");
+    jw_uint(&w, req);
+    jw_key(&w, "window");
+    jw_uint(&w, ag_mem_window);
+    jw_key(&w, "memory");
+    jw_bool(&w, mem != NULL);
+    /* [file, function, line] of each stack's frames, outermost first. */
+    const struct ag_chains *c = &st->alloc_stacks;
+    jw_key(&w, "stacks");
+    jw_arr_begin(&w);
+    for (size_t i = 0; mem && i < c->n; i++) {
+        const struct ag_sframe *f = (const struct ag_sframe *)(const void *)c->items + c->chains[i].off;
+        jw_arr_begin(&w);
+        for (uint32_t k = 0; k < c->chains[i].depth; k++) {
+            jw_arr_begin(&w);
+            jw_str(&w, ag_stats_str(st, st->files[f[k].file].name));
+            jw_str(&w, ag_stats_str(st, st->funcs[f[k].func].name));
+            jw_int(&w, f[k].line);
+            jw_arr_end(&w);
+        }
+        jw_arr_end(&w);
+    }
+    jw_arr_end(&w);
+    /* [seq, address, block size, bytes it stands for, stack index or -1] */
+    jw_key(&w, "live");
+    jw_arr_begin(&w);
+    for (size_t i = 0; mem && i < mem->nlive; i++) {
+        const struct ag_live *l = &mem->live[i];
+        jw_arr_begin(&w);
+        jw_uint(&w, l->seq);
+        jw_uint(&w, l->ptr);
+        jw_uint(&w, l->size);
+        jw_uint(&w, l->bytes);
+        jw_int(&w, l->stack ? (int64_t)l->stack - 1 : -1);
+        jw_arr_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    sb_addch(&sb, '\n');
+    int err = replace_in_dir("alloc", &sb);
     sb_release(&sb);
     return err;
 }
@@ -496,7 +620,7 @@ int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stat
                              double start_real_sec, double elapsed_sec, const char *path)
 {
     struct strbuf sb = STRBUF_INIT;
-    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
+    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
     if (sb_failed(&sb)) {
         sb_release(&sb);
         errno = ENOMEM;
@@ -526,12 +650,12 @@ int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stat
  * privileges) leaves the complete part under its temporary name, which the command reads too
  * (docs/agent-protocol.md). */
 int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec)
+                       double start_real_sec, double elapsed_sec, uint64_t start_mono_ns)
 {
     struct strbuf sb = STRBUF_INIT;
     char path[64], tmp[64];
     int err = 0;
-    render_part(st, mem, start_real_sec, elapsed_sec, &sb);
+    render_part(st, mem, start_real_sec, elapsed_sec, start_mono_ns, &sb);
     snprintf(path, sizeof(path), "part-%d.json", ag_pid);
     tmp_name(tmp, sizeof(tmp), ag_pid);
     int fd = part_file(true);

@@ -10,7 +10,8 @@
  * The API is looked up with dlsym: the agent is not linked against any particular Python.
  * On a free-threaded build (3.13t) there is no GIL: "the GIL held" means an attached thread
  * state there (what PyGILState_Check reports), which is what these calls need; memory
- * profiling is off on that build (agent.c), so the allocators are not wrapped there. */
+ * profiling wraps the allocators there too, and the wrappers count mimalloc's blocks in the heap's
+ * net by their sizes (mimalloc_sizes.c). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -79,6 +80,8 @@ static void *wrap_malloc(void *ctx, size_t n)
     ag_mtls.in_pymem++;
     void *p = o->malloc(o->ctx, n);
     ag_mtls.in_pymem--;
+    if (p && ag_mi_by_block)
+        ag_mem_py_net((int64_t)ag_mi_alloc_bytes(p, n));
     if (p)
         ag_mem_py_alloc(p, n);
     return p;
@@ -90,6 +93,8 @@ static void *wrap_calloc(void *ctx, size_t n, size_t size)
     ag_mtls.in_pymem++;
     void *p = o->calloc(o->ctx, n, size);
     ag_mtls.in_pymem--;
+    if (p && ag_mi_by_block)
+        ag_mem_py_net((int64_t)ag_mi_alloc_bytes(p, n * size));
     if (p)
         ag_mem_py_alloc(p, n * size);
     return p;
@@ -99,9 +104,14 @@ static void *wrap_realloc(void *ctx, void *old, size_t n)
 {
     const struct pymem_allocator *o = ctx;
     ag_mem_py_realloc_begin(old);
+    uint64_t before = ag_mi_by_block && old ? ag_mi_free_bytes(old) : 0;
     ag_mtls.in_pymem++;
     void *p = o->realloc(o->ctx, old, n);
     ag_mtls.in_pymem--;
+    if (p && ag_mi_by_block)
+        ag_mem_py_net((int64_t)ag_mi_alloc_bytes(p, n) - (int64_t)before);
+    else if (ag_mi_by_block && old)
+        ag_mi_keep_bytes(old, before);
     ag_mem_py_realloc_end(old, p, n);
     return p;
 }
@@ -111,9 +121,35 @@ static void wrap_free(void *ctx, void *p)
     const struct pymem_allocator *o = ctx;
     if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p))
         ag_mem_py_free(p);
+    if (p && ag_mi_by_block)
+        ag_mem_py_net(-(int64_t)ag_mi_free_bytes(p));
     ag_mtls.in_pymem++;
     o->free(o->ctx, p);
     ag_mtls.in_pymem--;
+}
+
+/* A free-threaded build: the sizes of the allocator's blocks are read right (a few blocks of
+ * each domain, small to large, read as blocks of their sizes), and the mappings the
+ * interpreter's start took them from are no longer counted by their pages: their blocks are,
+ * from now on (what their pages counted so far stays: the blocks the start made, which count
+ * off as they are freed). Not counted itself. */
+static bool mimalloc_blocks_read_right(void)
+{
+    static const size_t sizes[] = {24, 3000, 200000};
+    bool ok = true;
+    ag_mtls.guard++;
+    for (int d = PYMEM_DOMAIN_MEM; d <= PYMEM_DOMAIN_OBJ; d++) {
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            void *p = original[d].malloc(original[d].ctx, sizes[i]);
+            ok = ok && ag_mi_sizes_probe(p, sizes[i]);
+            if (ok)
+                (void)ag_maps_forget_holding((uint64_t)(uintptr_t)p);
+            if (p)
+                original[d].free(original[d].ctx, p);
+        }
+    }
+    ag_mtls.guard--;
+    return ok;
 }
 
 static void wrap_allocators(void)
@@ -121,6 +157,20 @@ static void wrap_allocators(void)
     if (allocators_wrapped || !api.mem_get || !api.mem_set)
         return;
     static const int domains[] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    if (ag_rt.layout.free_threaded) {
+        for (size_t i = 0; i < 2; i++)
+            api.mem_get(domains[i], &original[domains[i]]);
+        if (ag_mi_sizes_init() != 0 || !mimalloc_blocks_read_right()) {
+            log_warn("agent: memory is not profiled in pid %d: the blocks of Python %s's "
+                     "allocator (mimalloc) do not read as scry knows them",
+                     ag_pid, ag_rt.version_str);
+            atomic_store(&ag_mem_on, false);
+            ag_cfg.memory = false; /* the part says why, `scry run` warns */
+            ag_cfg.memory_unsupported = true;
+            return;
+        }
+        ag_mi_by_block = true;
+    }
     for (size_t i = 0; i < 2; i++) {
         int d = domains[i];
         api.mem_get(d, &original[d]);
@@ -205,6 +255,7 @@ static PyObject *at_exit(PyObject *self, PyObject *unused)
     (void)unused;
     atomic_store(&ag_mem_on, false);
     ag_collector_shutdown_begins();
+    ag_heap_at_exit_wait(); /* before finalization: the program's heap, as it ended */
     return none();
 }
 

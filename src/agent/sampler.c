@@ -423,6 +423,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     }
     struct ag_sample *s = (struct ag_sample *)r->slots[head % AG_RING_SLOTS];
     s->weight_ns = weight;
+    s->time_ns = t0;
     s->flags = 0;
     int opcode = ag_walk_stack(tstate, t->tid, s, t->scratch);
     const ucontext_t *uc = uctx;

@@ -43,6 +43,7 @@ void ag_stats_init(struct ag_stats *st)
     memset(st, 0, sizeof(*st));
     st->native_stacks.item_size = sizeof(uint32_t);
     st->combined_stacks.item_size = sizeof(struct ag_citem);
+    st->alloc_stacks.item_size = sizeof(struct ag_sframe);
 }
 
 static void chains_free(struct ag_chains *c)
@@ -71,6 +72,7 @@ void ag_stats_free(struct ag_stats *st)
     free(st->nframes);
     chains_free(&st->native_stacks);
     chains_free(&st->combined_stacks);
+    chains_free(&st->alloc_stacks);
     memset(st, 0, sizeof(*st));
 }
 
@@ -258,6 +260,13 @@ int ag_stats_nframe(struct ag_stats *st, uint64_t addr, const struct ag_nframe *
 
 int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n)
 {
+    uint32_t unused;
+    return ag_chains_hit_at(c, items, n, &unused);
+}
+
+int ag_chains_hit_at(struct ag_chains *c, const void *items, uint32_t n, uint32_t *at)
+{
+    *at = 0;
     size_t bytes = (size_t)n * c->item_size;
     uint64_t base = fnv1a(items, bytes, n);
     for (uint64_t salt = 0;; salt++) {
@@ -266,6 +275,7 @@ int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n)
             struct ag_chain *x = &c->chains[v - 1];
             if (x->depth == n && memcmp(c->items + (size_t)x->off * c->item_size, items, bytes) == 0) {
                 x->hits++;
+                *at = (uint32_t)v;
                 return 0;
             }
             continue;
@@ -281,6 +291,7 @@ int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n)
         memcpy(c->items + c->nitems * c->item_size, items, bytes);
         c->chains[c->n++] = (struct ag_chain){.off = (uint32_t)c->nitems, .depth = n, .hits = 1};
         c->nitems += n;
+        *at = (uint32_t)c->n;
         return 0;
     }
 }

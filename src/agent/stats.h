@@ -132,6 +132,8 @@ struct ag_stats {
     size_t nnframes, nframes_cap;
     struct ag_chains native_stacks;   /* uint32_t native frame indexes, outermost first */
     struct ag_chains combined_stacks; /* struct ag_citem, outermost first */
+    struct ag_chains alloc_stacks; /* struct ag_sframe, outermost first: the profiled frames of
+                                      malloc samples (with memory on; the heap join's stacks) */
     double total_sec[3];
     uint64_t samples, dropped, unattributed;
     double off_sec; /* seconds profiling was off (scry.stop(), --off, scry control) */
@@ -162,5 +164,7 @@ int ag_stats_nframe(struct ag_stats *st, uint64_t addr, const struct ag_nframe *
 bool ag_stats_nframe_find(const struct ag_stats *st, uint64_t addr, uint32_t *out);
 /* Adds one hit to the chain of n items (at most AG_MAX_STACKS distinct; the rest overflow). */
 int ag_chains_hit(struct ag_chains *c, const void *items, uint32_t n);
+/* The same, with *at: the chain's index + 1 (0 when it did not fit). */
+int ag_chains_hit_at(struct ag_chains *c, const void *items, uint32_t n, uint32_t *at);
 
 #endif

@@ -44,6 +44,7 @@ void prof_free(struct profile *p)
     free(p->native_items);
     free(p->combined_stacks);
     free(p->combined_items);
+    prof_ss_free(&p->ss);
     if (p->index)
         json_decref(p->index);
     arena_free(&p->arena);
@@ -421,6 +422,9 @@ static int check_part(const json_t *part, const char *what)
         (err = check_memory(part, what, nfiles, nfuncs)) ||
         (err = check_gpu(part, what, nfiles, nfuncs)))
         return err;
+    char ssmsg[200];
+    if (prof_ss_check(part, nfiles, nfuncs, json_array_size(stacks), ssmsg, sizeof(ssmsg)))
+        return bad(what, "%s", ssmsg);
 
     const json_t *excl = json_object_get(part, "excluded");
     if (excl) {
@@ -584,7 +588,8 @@ static int add_line(struct profile *p, uint32_t file, uint32_t line, uint32_t fu
 
 /* Merges one stack (frames already in merged indexes). */
 static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t depth, double py,
-                     double nat, double sys, uint64_t samples, uint64_t malloc_bytes)
+                     double nat, double sys, uint64_t samples, uint64_t malloc_bytes,
+                     size_t *at)
 {
     struct strbuf key = STRBUF_INIT;
     sb_addch(&key, 's');
@@ -611,6 +616,7 @@ static int add_stack(struct profile *p, const struct prof_sframe *fr, uint32_t d
     sb_release(&key);
     if (err)
         return err;
+    *at = pos;
     struct prof_stack *st = &p->stacks[pos];
     st->python_sec += py;
     st->native_sec += nat;
@@ -1128,6 +1134,9 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
     const json_t *stacks = json_object_get(part, "stacks");
     if (stacks)
         p->have_stacks = true;
+    size_t *stack_pos = calloc(json_array_size(stacks) + 1, sizeof(*stack_pos));
+    if (!stack_pos)
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory merging the profile");
     p->stacks_overflow += (uint64_t)json_integer_value(json_object_get(part, "stacks_overflow"));
     for (size_t i = 0; i < json_array_size(stacks) && !err; i++) {
         const json_t *st = json_array_get(stacks, i), *fr = json_array_get(st, 0);
@@ -1144,8 +1153,12 @@ int prof_add_part(struct profile *p, const json_t *part, const char *what, int64
                         json_number_value(json_array_get(st, 3)),
                         json_number_value(json_array_get(st, 4)),
                         (uint64_t)json_integer_value(json_array_get(st, 1)),
-                        (uint64_t)json_integer_value(bytes));
+                        (uint64_t)json_integer_value(bytes), &stack_pos[i]);
     }
+    if (!err)
+        err = prof_ss_merge(p, part, pid, num(part, "start_time_absolute", 0), fmap, umap,
+                            stack_pos);
+    free(stack_pos);
     if (!err)
         err = merge_native(p, part, fmap, umap);
     if (!err)
@@ -1372,6 +1385,7 @@ void prof_finish(struct profile *p)
     if (p->nexcluded > PROF_MAX_EXCLUDED)
         p->nexcluded = PROF_MAX_EXCLUDED;
     finish_memory(p);
+    prof_ss_finish(&p->ss, unix_ns(p->start_time_absolute));
     /* Positions in the index are stale once sorted: no merge after finishing. */
     if (p->index) {
         json_decref(p->index);

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "analysis/sample_stream.h"
 #include "common/arena.h"
 
 /* Parts list at most this many excluded files each; the merge keeps as many. */
@@ -220,6 +221,7 @@ struct profile {
     struct prof_thread *threads; /* parts' "threads", in part order */
     size_t nthreads, cap_threads;
     bool have_threads;
+    struct prof_sstream ss; /* the parts' sample streams (scry run --timeline) */
     /* Why the profile is empty (nothing sampled, everything filtered out), set by prof_finish;
      * the caller may replace it. NULL when the profile has lines. */
     const char *note;

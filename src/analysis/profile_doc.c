@@ -162,6 +162,83 @@ static int read_stacks(struct pdoc *d, const json_t *stacks, const char *what)
     return 0;
 }
 
+static bool is_index(const json_t *v, size_t n)
+{
+    return json_is_integer(v) && json_integer_value(v) >= 0 && (size_t)json_integer_value(v) < n;
+}
+
+static bool is_nonneg(const json_t *v)
+{
+    return json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) < 1e18;
+}
+
+/* "sample_stream" (docs/json-schema.md), every index checked. */
+static int read_stream(struct pdoc *d, const json_t *ss, const char *what)
+{
+    const json_t *threads = json_object_get(ss, "threads"), *stacks = json_object_get(ss, "stacks");
+    const json_t *samples = json_object_get(ss, "samples");
+    if (!json_is_object(ss) || !json_is_array(threads) || !json_is_array(stacks) ||
+        !json_is_array(samples))
+        return bad(what, "sample_stream", "is not {threads, stacks, samples}");
+    size_t nt = json_array_size(threads), nst = json_array_size(stacks), nfr = 0;
+    for (size_t i = 0; i < nst; i++) {
+        const json_t *st = json_array_get(stacks, i);
+        if (!json_is_array(st) || json_array_size(st) == 0)
+            return bad(what, "sample_stream", "stack is not a non-empty array of frames");
+        nfr += json_array_size(st);
+    }
+    size_t ns = json_array_size(samples);
+    d->ss_threads = calloc(nt ? nt : 1, sizeof(*d->ss_threads));
+    d->ss_stacks = calloc(nst ? nst : 1, sizeof(*d->ss_stacks));
+    d->ss_frames = calloc(nfr ? nfr : 1, sizeof(*d->ss_frames));
+    d->ss_samples = calloc(ns ? ns : 1, sizeof(*d->ss_samples));
+    if (!d->ss_threads || !d->ss_stacks || !d->ss_frames || !d->ss_samples)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", what);
+    for (size_t i = 0; i < nt; i++) {
+        const json_t *t = json_array_get(threads, i), *name = json_object_get(t, "name");
+        if (!json_is_integer(json_object_get(t, "pid")) ||
+            !json_is_integer(json_object_get(t, "tid")) || !json_is_string(name))
+            return bad(what, "sample_stream", "thread is not {pid, tid, name}");
+        d->ss_threads[i] = (struct pdoc_sthread){json_integer_value(json_object_get(t, "pid")),
+                                                 json_integer_value(json_object_get(t, "tid")),
+                                                 json_string_value(name)};
+    }
+    d->nss_threads = nt;
+    for (size_t i = 0; i < nst; i++) {
+        const json_t *st = json_array_get(stacks, i);
+        d->ss_stacks[i] = (struct pdoc_stack){.off = (uint32_t)d->nss_frames,
+                                              .depth = (uint32_t)json_array_size(st)};
+        for (size_t j = 0; j < json_array_size(st); j++) {
+            const json_t *f = json_array_get(st, j);
+            const json_t *file = json_array_get(f, 0), *func = json_array_get(f, 1);
+            const json_t *line = json_array_get(f, 3);
+            if (!json_is_array(f) || json_array_size(f) != 4 || !json_is_string(file) ||
+                !json_is_string(func) || !is_index(line, UINT32_MAX))
+                return bad(what, "sample_stream", "frame is not [file, qualname, first line, line]");
+            d->ss_frames[d->nss_frames++] = (struct pdoc_frame){
+                json_string_value(file), json_string_length(file), json_string_value(func),
+                json_string_length(func), (uint32_t)json_integer_value(line)};
+        }
+    }
+    d->nss_stacks = nst;
+    for (size_t i = 0; i < ns; i++) {
+        const json_t *x = json_array_get(samples, i);
+        if (!json_is_array(x) || json_array_size(x) != 5 || !is_nonneg(json_array_get(x, 0)) ||
+            !is_index(json_array_get(x, 1), nt) || !is_index(json_array_get(x, 2), 3) ||
+            !is_nonneg(json_array_get(x, 3)) || !is_index(json_array_get(x, 4), nst))
+            return bad(what, "sample_stream",
+                       "sample is not [us, thread index, kind 0-2, weight us, stack index]");
+        d->ss_samples[i] = (struct pdoc_ssample){
+            json_number_value(json_array_get(x, 0)), json_number_value(json_array_get(x, 3)),
+            (uint32_t)json_integer_value(json_array_get(x, 1)),
+            (uint32_t)json_integer_value(json_array_get(x, 4)),
+            (uint32_t)json_integer_value(json_array_get(x, 2))};
+    }
+    d->nss_samples = ns;
+    d->have_stream = true;
+    return 0;
+}
+
 int pdoc_load(struct pdoc *d, json_t *root, const char *what)
 {
     memset(d, 0, sizeof(*d));
@@ -246,6 +323,10 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what)
     if ((err = read_stacks(d, stacks, what)))
         goto fail;
 
+    const json_t *stream = json_object_get(root, "sample_stream");
+    if (stream && (err = read_stream(d, stream, what)))
+        goto fail;
+
     const json_t *samples = json_object_get(root, "samples");
     size_t ns = json_array_size(samples);
     d->footprint = calloc(ns ? ns : 1, sizeof(*d->footprint));
@@ -290,8 +371,22 @@ void pdoc_free(struct pdoc *d)
     free(d->frames);
     free(d->stacks);
     free(d->footprint);
+    free(d->ss_threads);
+    free(d->ss_frames);
+    free(d->ss_stacks);
+    free(d->ss_samples);
     json_decref(d->root);
     memset(d, 0, sizeof(*d));
+}
+
+void pdoc_thread_label(const struct pdoc_sthread *t, struct strbuf *out)
+{
+    if (t->tid == t->pid)
+        sb_addf(out, "MainThread (%lld)", (long long)t->tid);
+    else if (t->name[0])
+        sb_addf(out, "%s (%lld)", t->name, (long long)t->tid);
+    else
+        sb_addf(out, "Thread %lld", (long long)t->tid);
 }
 
 uint32_t pdoc_first_line(const struct pdoc *d, const char *file, size_t file_len,

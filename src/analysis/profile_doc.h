@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "common/strbuf.h"
+
 /* A line entry or a function entry of files[file]. For a line, func/first_line name the
  * function that encloses it (pdoc_load's rule, below); for a function, line == first_line. */
 struct pdoc_entry {
@@ -40,6 +42,21 @@ struct pdoc_stack {
     double samples;
 };
 
+/* The sample stream ("sample_stream", scry run --timeline): a thread, and a sample in time
+ * order. Its stacks are pdoc_stack entries of ss_stacks (only off and depth), whose frames are
+ * in ss_frames, outermost first. */
+struct pdoc_sthread {
+    int64_t pid, tid;
+    const char *name;
+};
+
+struct pdoc_ssample {
+    double t_us;      /* since the program's start */
+    double weight_us; /* the time it stands for */
+    uint32_t thread, stack;
+    uint32_t kind; /* 0 python, 1 native, 2 system */
+};
+
 struct pdoc {
     json_t *root;
     const char *program; /* "" when absent */
@@ -53,6 +70,15 @@ struct pdoc {
     size_t nframes;
     struct pdoc_stack *stacks;
     size_t nstacks;
+    bool have_stream; /* the document has a sample_stream */
+    struct pdoc_sthread *ss_threads;
+    size_t nss_threads;
+    struct pdoc_frame *ss_frames;
+    size_t nss_frames;
+    struct pdoc_stack *ss_stacks;
+    size_t nss_stacks;
+    struct pdoc_ssample *ss_samples;
+    size_t nss_samples;
     /* The footprint timeline ("samples"): [ns since start, MB] pairs. */
     double (*footprint)[2];
     size_t nfootprint;
@@ -68,6 +94,10 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what);
 /* The same from the bytes of a file. */
 int pdoc_load_bytes(struct pdoc *d, const char *text, size_t len, const char *what);
 void pdoc_free(struct pdoc *d);
+
+/* A stream thread's label for the exports: "MainThread (TID)" for the thread whose id is its
+ * process's, else "NAME (TID)", or "Thread TID" without a name (appended to out). */
+void pdoc_thread_label(const struct pdoc_sthread *t, struct strbuf *out);
 
 /* The first line of function `func` (len bytes) in `file` (file_len bytes), 0 if the document
  * has no such function entry. */

@@ -125,8 +125,10 @@ bool cli_parse_amount(const char *s, double *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
 /* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets
- * *help). Returns 0, or -SCRY_E_USAGE (recorded with cli_usage) for the handler to return. */
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help);
+ * *help), and --allocations where allocations is not NULL. Returns 0, or -SCRY_E_USAGE
+ * (recorded with cli_usage) for the handler to return. */
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
+                             bool *allocations);
 /* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Records a
  * usage error unless exactly one was given (returns -SCRY_E_USAGE then, else 0). */
 struct rd_reader;
@@ -195,6 +197,7 @@ bool cli_is_snapshot(const char *path);
 struct cli_heap_graph {
     char **inputs;     /* one snapshot, or before and after with diff */
     bool diff, folded; /* differential; folded stacks instead of the SVG */
+    bool allocations;  /* retained bytes by allocating stack (one snapshot) */
     const char *title; /* NULL: the default */
     double min_pct;    /* < 0: the default (0.01%); 0: none */
     double min_bytes;  /* 0: none */

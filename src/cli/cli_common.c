@@ -232,15 +232,19 @@ int cli_read_file(const char *path, char **data, size_t *len)
     return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
 }
 
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help)
+int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
+                             bool *allocations)
 {
     *help = false;
     static const struct option longopts[] = {
         {"top", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        {"allocations", no_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
+    if (allocations)
+        *allocations = false;
     *json = cli_wants_json(argc, argv);
     int c;
     opterr = 0;
@@ -260,6 +264,12 @@ int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool 
         case 'h':
             *help = true;
             return 0;
+        case 'a':
+            if (allocations) {
+                *allocations = true;
+                break;
+            }
+            return cli_usage("--allocations applies to scry analyze, not here");
         default:
             return cli_option_error(c, argv);
         }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
 #include "cli/reports.h"
@@ -14,22 +15,30 @@
 #include "render/heap_report.h"
 
 const char cmd_analyze_usage[] =
-    "usage: scry analyze [--top N] [--json] app.heap\n"
+    "usage: scry analyze [--top N] [--allocations] [--json] app.heap\n"
     "\n"
     "Computes the dominator tree of a heap snapshot (scry dump) and prints the objects that\n"
     "retain the most memory, with their retained and shallow sizes, type and the path from a\n"
     "root that holds them; then sizes by type, and how much of the process's RSS at dump time\n"
     "the Python objects account for.\n"
     "\n"
-    "      --top N    how many retainers and types to list (default 20)\n"
-    "      --json     one JSON document on stdout (docs/json-schema.md)\n";
+    "      --top N         how many retainers and types to list (default 20)\n"
+    "      --allocations   under each retainer, the lines that allocated what it retains\n"
+    "                      (bytes, share, sampling error): a snapshot of a program under\n"
+    "                      scry run (docs/allocations.md)\n"
+    "      --json          one JSON document on stdout (docs/json-schema.md)\n";
 
-int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf *out)
+/* The report, with each retainer's allocating lines when allocations (docs/allocations.md). */
+static int analyze_report(const char *path, size_t limit, bool allocations, bool json,
+                          struct strbuf *out)
 {
     struct snap s;
     struct heap_analysis a;
     struct ha_type *types = NULL;
-    size_t ntypes = 0;
+    size_t ntypes = 0, ntop = 0;
+    struct aj_join join = {0};
+    struct aj_line **alines = NULL;
+    size_t *nalines = NULL;
     uint32_t *top = calloc(limit ? limit : 1, sizeof(*top));
     memset(&s, 0, sizeof(s));
     memset(&a, 0, sizeof(a));
@@ -38,15 +47,32 @@ int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf 
         err = ha_build(&s, &a);
     if (!err)
         err = ha_types(&a, &types, &ntypes);
+    if (!err)
+        ntop = ha_top_retainers(&a, limit, top);
+    if (!err && allocations) {
+        err = aj_build(&a, &join);
+        alines = calloc(ntop + 1, sizeof(*alines));
+        nalines = calloc(ntop + 1, sizeof(*nalines));
+        if (!err && (!alines || !nalines))
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        for (size_t i = 0; i < ntop && !err; i++)
+            err = aj_lines_retained_by(&join, top[i], &alines[i], &nalines[i]);
+    }
     if (!err) {
-        size_t ntop = ha_top_retainers(&a, limit, top);
         struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
-                                        .types = types, .ntypes = ntypes, .limit = limit};
+                                        .types = types, .ntypes = ntypes, .limit = limit,
+                                        .join = allocations ? &join : NULL, .alines = alines,
+                                        .nalines = nalines};
         if (json)
             heap_analyze_json(&r, out);
         else
             heap_analyze_text(&r, out);
     }
+    for (size_t i = 0; alines && i < ntop; i++)
+        free(alines[i]);
+    free(alines);
+    free(nalines);
+    aj_free(&join);
     free(types);
     free(top);
     ha_free(&a);
@@ -54,16 +80,21 @@ int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf 
     return err;
 }
 
+int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf *out)
+{
+    return analyze_report(path, limit, false, json, out);
+}
+
 int cmd_analyze(int argc, char **argv)
 {
-    bool json, help;
+    bool json, help, allocations;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 1)
         return cli_usage("give one snapshot file (scry analyze app.heap)");
     struct strbuf out = STRBUF_INIT;
-    return cli_finish_report(cli_analyze_report(argv[optind], (size_t)limit, json, &out), &out,
-                             json);
+    return cli_finish_report(analyze_report(argv[optind], (size_t)limit, allocations, json, &out),
+                             &out, json);
 }

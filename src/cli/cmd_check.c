@@ -78,6 +78,11 @@ static void render_json(const struct snap *s, const char *path, struct strbuf *o
     jw_uint(&w, s->nlocations);
     jw_key(&w, "contents");
     jw_uint(&w, s->ncontents);
+    jw_key(&w, "allocation_samples"); /* null: no ALOC chunk */
+    if (s->has_allocations)
+        jw_uint(&w, s->nalloc_samples);
+    else
+        jw_null(&w);
     jw_key(&w, "strings");
     jw_uint(&w, s->nstrings);
     jw_key(&w, "shallow_bytes");
@@ -159,6 +164,9 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
                 m->max_str);
     else
         sb_adds(out, "  contents    not captured\n");
+    if (s->has_allocations)
+        sb_addf(out, "  allocations %u live samples (window %llu bytes), %u stacks\n",
+                s->nalloc_samples, (unsigned long long)s->alloc_window, s->nalloc_stacks);
     sb_addf(out, "  pid         %u\n  python      %s\n", m->pid,
             m->python_version[0] ? san_str(m->python_version) : "(unknown)");
     if (m->rss_bytes) {

@@ -73,7 +73,7 @@ int cmd_diff(int argc, char **argv)
 {
     bool json, help;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 2)

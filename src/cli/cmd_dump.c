@@ -12,7 +12,9 @@
 
 #include "cli/cli.h"
 #include "cli/reports.h"
+#include "cli/run_link.h"
 #include "common/error.h"
+#include "common/hashmap.h"
 #include "common/log.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
@@ -51,7 +53,9 @@ const char cmd_dump_usage[] =
     "collector's lists and from the roots (sys.modules, the sys and builtins dicts, each\n"
     "thread's frame locals), with its type, size (as sys.getsizeof) and labelled references.\n"
     "A live process is stopped while its heap is read, then resumed. Read the snapshot with\n"
-    "'scry analyze', 'scry query', 'scry diff' or 'scry flamegraph'.\n"
+    "'scry analyze', 'scry query', 'scry diff' or 'scry flamegraph'. A program under\n"
+    "'scry run' (memory profiled) also gives its live allocation samples, for\n"
+    "'scry analyze --allocations' (docs/allocations.md).\n"
     "\n"
     "  -p, --pid PID           dump a live process\n"
     "  -c, --core FILE         dump from an ELF core file (gcore, kernel) instead\n"
@@ -257,6 +261,8 @@ static uint64_t live_rss(int pid)
 }
 
 struct dump_result {
+    bool allocations;             /* the snapshot holds allocation samples */
+    uint64_t alloc_kept, alloc_dropped;
     struct hw_stats hs;
     struct snap_write_stats ws;
     double pause_ms, walk_ms;
@@ -336,6 +342,75 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
     return err;
 }
 
+/* ---- allocation samples of a program under scry run (docs/allocations.md) ------------------ */
+
+#define ALLOC_ANSWER_S 10.0
+
+/* Asks the agent of a program under scry run for its live allocation samples (false: it is not
+ * one, or it does not profile memory; a warning when it should have answered and did not). */
+static bool alloc_ask(int pid, const char *dir, struct alloc_table *t)
+{
+    if (!dir[0])
+        return false;
+    if (run_link_allocations(pid, dir, ALLOC_ANSWER_S, t) != 0) {
+        log_warn("no allocation samples: %s", san_str(err_last_message()));
+        err_clear();
+        return false;
+    }
+    if (!t->memory) {
+        alloc_table_free(t);
+        return false;
+    }
+    return true;
+}
+
+/* Stores the samples of after that were in before too (at the same address): allocations live
+ * from before the walk to after it, so live while it read the heap. */
+static int alloc_store(struct snap_writer *w, const struct alloc_table *before,
+                       const struct alloc_table *after, struct dump_result *res)
+{
+    struct hashmap seen = {0};
+    int err = 0;
+    for (size_t i = 0; i < before->nlive && !err; i++)
+        if (hm_put(&seen, before->live[i].seq + 1, before->live[i].ptr) != 0)
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    size_t nst = json_array_size(after->stacks);
+    uint32_t first = 0;
+    for (size_t i = 0; i < nst && !err; i++) {
+        const json_t *s = json_array_get(after->stacks, i), *f;
+        size_t k;
+        json_array_foreach(s, k, f)
+        {
+            if (!err)
+                err = snap_add_alloc_frame(w, json_string_value(json_array_get(f, 0)),
+                                           json_string_value(json_array_get(f, 1)),
+                                           (int)json_integer_value(json_array_get(f, 2)));
+        }
+        if (!err)
+            err = snap_add_alloc_stack(w, first, (uint32_t)json_array_size(s));
+        first += (uint32_t)json_array_size(s);
+    }
+    for (size_t i = 0; i < after->nlive && !err; i++) {
+        const struct alloc_live *l = &after->live[i];
+        uint64_t ptr;
+        if (!hm_get(&seen, l->seq + 1, &ptr) || ptr != l->ptr) {
+            res->alloc_dropped++;
+            continue;
+        }
+        err = snap_add_alloc_sample(w, l->ptr, l->size, l->weight,
+                                    l->stack < 0 ? UINT32_MAX : (uint32_t)l->stack);
+        res->alloc_kept++;
+    }
+    /* Those of before that after no longer has: freed while the heap was read. */
+    res->alloc_dropped += before->nlive - (after->nlive - res->alloc_dropped);
+    hm_free(&seen);
+    if (!err) {
+        snap_set_alloc_info(w, after->window, res->alloc_dropped);
+        res->allocations = true;
+    }
+    return err;
+}
+
 static void print_text(const struct dump_opts *o, const struct py_runtime *rt, int pid,
                        const struct dump_result *r, struct strbuf *out)
 {
@@ -361,6 +436,10 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
     if (r->hs.unreadable)
         sb_addf(out, "note: %llu references could not be followed (unreadable or not objects)\n",
                 (unsigned long long)r->hs.unreadable);
+    if (r->allocations)
+        sb_addf(out, "allocation samples: %llu live through the dump (%llu left out: freed or "
+                     "made while it ran)\n",
+                (unsigned long long)r->alloc_kept, (unsigned long long)r->alloc_dropped);
 }
 
 static void print_json(const struct dump_opts *o, const struct py_runtime *rt, int pid,
@@ -415,6 +494,13 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
         jw_uint(&j, o->max_str);
     else
         jw_null(&j);
+    jw_key(&j, "allocation_samples");
+    if (r->allocations)
+        jw_uint(&j, r->alloc_kept);
+    else
+        jw_null(&j);
+    jw_key(&j, "allocation_samples_left_out");
+    jw_uint(&j, r->alloc_dropped);
     jw_obj_end(&j);
     sb_addch(out, '\n');
 }
@@ -428,6 +514,9 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     struct dump_sink ds = {.graph_out = {.fd = -1}, .line = STRBUF_INIT};
     struct dump_result res;
     int err;
+    char run_dir[4096] = "";
+    bool in_run = false;
+    struct alloc_table before = {0}, after = {0};
 
     memset(&res, 0, sizeof(res));
     err = cli_open_target(o->pid, o->core, o->exe, &rd);
@@ -447,9 +536,17 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     res.time_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
     if (o->pid)
         res.rss = live_rss(o->pid); /* before stopping it: the same number a user would see */
+    if (o->pid && run_link_dir(o->pid, run_dir, sizeof(run_dir), &in_run) != 0)
+        err_clear(); /* not readable: then not a run's program that we could ask */
+    if (!in_run)
+        run_dir[0] = 0;
+    bool alloc = alloc_ask(o->pid, run_dir, &before);
     struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
+        goto fail;
+    if (alloc && alloc_ask(o->pid, run_dir, &after) &&
+        (err = alloc_store(ds.w, &before, &after, &res)))
         goto fail;
     if (ds.graph) {
         ds.graph = false;
@@ -492,6 +589,8 @@ fail:
     if (ds.graph)
         outfile_abort(&ds.graph_out);
 out:
+    alloc_table_free(&before);
+    alloc_table_free(&after);
     sb_release(&ds.line);
     if (rd)
         rd_close(rd);

@@ -40,6 +40,8 @@ const char cmd_flamegraph_usage[] =
     "                      per parent (default 0: none); the other frames keep their widths\n"
     "      --max-depth N   fold frames deeper than N into [other] (default: no limit)\n"
     "      --min-bytes N   for heap snapshots: fold frames retaining fewer than N bytes\n"
+    "      --allocations   for a heap snapshot of a program under scry run: the retained\n"
+    "                      bytes by the Python stack that allocated them (docs/allocations.md)\n"
     "      --title TEXT    the graph's title\n"
     "      --colors MODE   kind (Python warm, native blue; the default) or hash (one colour\n"
     "                      per name)\n"
@@ -52,6 +54,7 @@ int cmd_flamegraph(int argc, char **argv)
         {"outfile", required_argument, NULL, 'o'},
         {"folded", no_argument, NULL, 'F'},
         {"memory", no_argument, NULL, 'M'},
+        {"allocations", no_argument, NULL, 'A'},
         {"diff", no_argument, NULL, 'D'},
         {"min-pct", required_argument, NULL, 'p'},
         {"min-bytes", required_argument, NULL, 'b'},
@@ -65,6 +68,7 @@ int cmd_flamegraph(int argc, char **argv)
     const char *outfile = NULL, *title = NULL;
     bool folded = false, diff = false, min_bytes_given = false, pct_given = false;
     bool memory = false; /* the memory flame graph (memory_stacks, MB allocated) */
+    bool allocations = false; /* a snapshot's retained bytes by allocating stack */
     struct stk_cut cut = {0};
     struct fg_opts fo = {.unit = "samples", .palette = FG_PALETTE_KIND};
     opterr = 0;
@@ -77,6 +81,9 @@ int cmd_flamegraph(int argc, char **argv)
             break;
         case 'F':
             folded = true;
+            break;
+        case 'A':
+            allocations = true;
             break;
         case 'M':
             memory = true;
@@ -145,10 +152,13 @@ int cmd_flamegraph(int argc, char **argv)
         if (memory)
             return cli_usage("--memory draws a profile's memory flame graph; a heap "
                              "snapshot's graph is always by retained bytes");
+        if (allocations && diff)
+            return cli_usage("--allocations draws one snapshot, not a difference");
         if (!folded && !outfile && isatty(1))
             return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
                              "folded stacks)");
         struct cli_heap_graph hg = {.inputs = argv + optind, .diff = diff, .folded = folded,
+                                    .allocations = allocations,
                                     .title = title, .min_pct = pct_given ? cut.min_pct : -1,
                                     .min_bytes = cut.min_weight, .max_depth = cut.max_depth,
                                     .width = fo.width};
@@ -159,6 +169,9 @@ int cmd_flamegraph(int argc, char **argv)
         sb_release(&hout);
         return hstatus;
     }
+    if (allocations)
+        return cli_usage("--allocations applies to heap snapshots (scry dump of a program "
+                         "under scry run, or scry run --heap-at-exit)");
     if (min_bytes_given)
         return cli_usage("--min-bytes applies to heap snapshots; a CPU profile's "
                          "weights are samples: use --min-pct");

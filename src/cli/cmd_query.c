@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/alloc_join.h"
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
@@ -20,12 +21,14 @@
 #define MAX_LISTED 20
 
 const char cmd_query_usage[] =
-    "usage: scry query app.heap --type T [--json]\n"
+    "usage: scry query app.heap --type T [--allocations] [--json]\n"
     "       scry query app.heap --retaining-path ADDR [--json]\n"
     "       scry query app.heap --locate NAME [--json]\n"
     "\n"
     "  --type T             instances of type T (its qualified name, or the part after the last\n"
     "                       dot): how many, their sizes, the largest and what holds them\n"
+    "  --allocations        with --type: the lines that allocated its instances (a snapshot\n"
+    "                       of a program under scry run: docs/allocations.md)\n"
     "  --retaining-path A   the path from a root to the object at address A (hex or decimal),\n"
     "                       root first, one labelled reference per line\n"
     "  --locate NAME        file:line of a function, class or module named NAME (dotted, as in\n"
@@ -40,8 +43,24 @@ static bool type_matches(const char *type, const char *want)
     return lt > lw && type[lt - lw - 1] == '.' && strcmp(type + lt - lw, want) == 0;
 }
 
-static int query_type(const struct heap_analysis *a, const char *want, bool json,
-                      struct strbuf *out)
+/* The allocating lines of the instances match[0 .. nmatch) (--allocations). */
+static int type_allocations(const struct heap_analysis *a, const uint32_t *match, uint32_t nmatch,
+                            struct aj_join *join, struct aj_line **lines, size_t *nlines)
+{
+    uint8_t *member = calloc((size_t)a->n + 1, 1);
+    if (!member)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < nmatch; i++)
+        member[match[i]] = 1;
+    int err = aj_build(a, join);
+    if (!err)
+        err = aj_lines_of_objects(join, member, lines, nlines);
+    free(member);
+    return err;
+}
+
+static int query_type(const struct heap_analysis *a, const char *want, bool allocations,
+                      bool json, struct strbuf *out)
 {
     const struct snap *s = a->s;
     uint32_t *match = calloc((size_t)a->n + 1, sizeof(*match));
@@ -69,12 +88,18 @@ static int query_type(const struct heap_analysis *a, const char *want, bool json
     dom_top(a->retained, match, nmatch, NULL, MAX_LISTED, top, &ntop);
     struct heap_type_report r = {.a = a, .type = want, .count = nmatch, .shallow = shallow,
                                  .retained = retained, .largest = top, .nlargest = ntop};
-    if (json)
+    struct aj_join join = {0};
+    int err = allocations ? type_allocations(a, match, nmatch, &join, &r.alines, &r.nalines) : 0;
+    if (!err && allocations)
+        r.join = &join;
+    if (!err && json)
         heap_type_json(&r, out);
-    else
+    else if (!err)
         heap_type_text(&r, out);
+    free(r.alines);
+    aj_free(&join);
     free(match);
-    return 0;
+    return err;
 }
 
 static int query_path(const struct heap_analysis *a, const char *arg, bool json,
@@ -216,8 +241,9 @@ static int query_locate(const struct heap_analysis *a, const char *want, bool js
     return err;
 }
 
-int cli_query_report(const char *path, enum cli_query q, const char *arg, bool json,
-                     struct strbuf *out)
+/* The report; --type's with its allocating lines when allocations (docs/allocations.md). */
+static int query_report(const char *path, enum cli_query q, const char *arg, bool allocations,
+                        bool json, struct strbuf *out)
 {
     struct snap s;
     struct heap_analysis a;
@@ -227,12 +253,18 @@ int cli_query_report(const char *path, enum cli_query q, const char *arg, bool j
     if (!err)
         err = ha_build(&s, &a);
     if (!err)
-        err = q == CLI_QUERY_TYPE   ? query_type(&a, arg, json, out)
+        err = q == CLI_QUERY_TYPE   ? query_type(&a, arg, allocations, json, out)
               : q == CLI_QUERY_PATH ? query_path(&a, arg, json, out)
                                     : query_locate(&a, arg, json, out);
     ha_free(&a);
     snap_close(&s);
     return err;
+}
+
+int cli_query_report(const char *path, enum cli_query q, const char *arg, bool json,
+                     struct strbuf *out)
+{
+    return query_report(path, q, arg, false, json, out);
 }
 
 int cmd_query(int argc, char **argv)
@@ -242,12 +274,14 @@ int cmd_query(int argc, char **argv)
         {"type", required_argument, NULL, Q_TYPE},
         {"retaining-path", required_argument, NULL, Q_PATH},
         {"locate", required_argument, NULL, Q_LOCATE},
+        {"allocations", no_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool json = cli_wants_json(argc, argv);
     int mode = 0;
+    bool allocations = false;
     const char *arg = NULL, *path = NULL;
     int c;
     opterr = 0;
@@ -266,6 +300,9 @@ int cmd_query(int argc, char **argv)
         case 'j':
             json = true;
             break;
+        case 'a':
+            allocations = true;
+            break;
         case 'h':
             return cli_help();
         default:
@@ -277,10 +314,12 @@ int cmd_query(int argc, char **argv)
     path = argv[optind];
     if (!mode)
         return cli_usage("give one of --type T, --retaining-path ADDR, --locate NAME");
+    if (allocations && mode != Q_TYPE)
+        return cli_usage("--allocations goes with --type T");
 
     struct strbuf out = STRBUF_INIT;
     enum cli_query q = mode == Q_TYPE ? CLI_QUERY_TYPE
                        : mode == Q_PATH ? CLI_QUERY_PATH
                                         : CLI_QUERY_LOCATE;
-    return cli_finish_report(cli_query_report(path, q, arg, json, &out), &out, json);
+    return cli_finish_report(query_report(path, q, arg, allocations, json, &out), &out, json);
 }

@@ -17,12 +17,14 @@
 #include "analysis/profile.h"
 #include "cli/cli.h"
 #include "cli/record_memory.h"
+#include "cli/push.h"
 #include "cli/record_native.h"
 #include "cli/sampling.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
+#include "common/sstream.h"
 #include "render/profile_json.h"
 
 const char cmd_record_usage[] =
@@ -54,6 +56,9 @@ const char cmd_record_usage[] =
     "      --profile-system-libraries  also profile the standard library and site-packages\n"
     "      --program-path DIR          your code: files under DIR are profiled (default: the\n"
     "                                  script's directory, else the process's working directory)\n"
+    "      --timeline                  also keep each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox)\n"
+    PUSH_OPTIONS_HELP
     ;
 
 #define NATIVE_DEPTH 64  /* native frames kept per chain, from the innermost */
@@ -64,6 +69,18 @@ struct rec_opts {
     struct smp_opts s;
     const char *outfile;
     bool memory;
+    bool timeline;        /* --timeline: the sample stream */
+    struct push_cfg push; /* push.url NULL: no --push */
+};
+
+/* The sampler's hooks' context: the options, and with --push the sender and when to push. */
+struct rec_run {
+    const struct rec_opts *o;
+    struct smp_set *set;
+    struct pusher *ps;
+    struct push_delta delta;
+    const struct profile_json_opts *jo;
+    double next_push; /* CLOCK_MONOTONIC seconds */
 };
 
 struct rec_line {
@@ -93,11 +110,14 @@ struct rec_data {
     struct rn_proc *rn;
     json_t *nframe_idx, *nframes, *native_chains, *combined_chains;
     uint64_t native_overflow, combined_overflow;
+    struct sst_stream ss; /* --timeline */
 };
 
 /* ---- options ---- */
 
-enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_MEMORY };
+/* The --push options in enum push_opt's order (c - O_PUSH is one). */
+enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT,
+       O_TIMELINE, O_MEMORY };
 
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
@@ -107,12 +127,22 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"blocking", no_argument, NULL, O_BLOCKING},
         {"native", no_argument, NULL, O_NATIVE},
         {"memory", no_argument, NULL, O_MEMORY},
+        {"push", required_argument, NULL, O_PUSH},
+        {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
+        {"tag", required_argument, NULL, O_TAG},
+        {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_TENANT},
+        {"timeline", no_argument, NULL, O_TIMELINE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
     smp_opts_init(&o->s);
     o->outfile = "scry-profile.json";
+    o->push.interval_sec = 10;
+    o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
+    if (!o->push.tags)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     *help = false;
     opterr = 0;
     optind = 1;
@@ -138,6 +168,17 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         case O_MEMORY:
             o->memory = true;
             break;
+        case O_TIMELINE:
+            o->timeline = true;
+            break;
+        case O_PUSH:
+        case O_PUSH_INTERVAL:
+        case O_TAG:
+        case O_SERVICE:
+        case O_TENANT:
+            if (push_set_option((enum push_opt)(c - O_PUSH), optarg, &o->push) != 0)
+                return -SCRY_E_USAGE;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -149,10 +190,11 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
-    if (o->memory && (o->s.native || o->s.blocking || o->s.subprocesses || o->s.idle))
+    if (o->memory && (o->s.native || o->s.blocking || o->s.subprocesses || o->s.idle ||
+                      o->timeline || o->push.url))
         return cli_usage("--memory profiles from inside the process: not with --native, "
-                         "--blocking, --subprocesses or --idle");
-    return 0;
+                         "--blocking, --subprocesses, --idle, --timeline or --push");
+    return push_check_options(&o->push);
 }
 
 /* ---- tables ---- */
@@ -181,7 +223,7 @@ static int charge_line(struct smp_proc *pr, uint32_t file, uint32_t func, int li
 
 /* The stack's profiled frames (given innermost first) as one distinct stack. */
 static int charge_stack(struct smp_proc *pr, const uint32_t (*fr)[3], size_t n, int cat,
-                        double sec)
+                        double sec, size_t *at)
 {
     struct rec_data *d = pr->user;
     struct strbuf key = STRBUF_INIT;
@@ -210,6 +252,7 @@ static int charge_stack(struct smp_proc *pr, const uint32_t (*fr)[3], size_t n, 
     }
     d->stacks[i].sec[cat] += sec;
     d->stacks[i].samples++;
+    *at = i;
 out:
     sb_release(&key);
     return err;
@@ -331,12 +374,27 @@ static int charge_native(struct smp_proc *pr, const struct py_frame *frames, siz
 
 /* ---- the sampler's hooks ---- */
 
+/* --timeline: one charge of the sample (at its line and stack) into the process's stream, at
+ * the time the thread was read. */
+static void stream_note(struct smp_proc *pr, const struct smp_sample *s, int cat, double sec,
+                        size_t stack)
+{
+    struct rec_data *d = pr->user;
+    bool added;
+    size_t th = sst_thread(&d->ss, s->thread->tid, &added);
+    /* A thread read before threading registered it has its name from a later sample. */
+    if (th != SIZE_MAX && (added || !d->ss.threads[th].name[0]))
+        snprintf(d->ss.threads[th].name, sizeof(d->ss.threads[th].name), "%s", s->thread->name);
+    sst_add(&d->ss, s->thread->wall_ns, th, cat, (uint64_t)(sec * 1e9 + 0.5), s->fr[0][0],
+            s->fr[0][1], (int32_t)s->fr[0][2], (int32_t)stack);
+}
+
 /* One thread's interval at the first profiled frame of its stack: its cpu seconds as python or
  * native, its off seconds as system; a stack with none of your code counts in the totals (off
  * the CPU only with --idle) and says which file took the time. */
 static int rec_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s)
 {
-    const struct rec_opts *o = ctx;
+    const struct rec_opts *o = ((const struct rec_run *)ctx)->o;
     struct rec_data *d = pr->user;
     const uint32_t(*fr)[3] = s->fr;
     int err;
@@ -356,10 +414,15 @@ static int rec_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s
         return err;
     if (s->off > 0 && (err = charge_line(pr, fr[0][0], fr[0][1], (int)fr[0][2], SMP_SYS, s->off)))
         return err;
-    if (s->cpu > 0 && (err = charge_stack(pr, fr, s->nprof, s->cpu_cat, s->cpu)))
+    size_t at = 0;
+    if (s->cpu > 0 && (err = charge_stack(pr, fr, s->nprof, s->cpu_cat, s->cpu, &at)))
         return err;
-    if (s->off > 0 && (err = charge_stack(pr, fr, s->nprof, SMP_SYS, s->off)))
+    if (s->cpu > 0 && o->timeline)
+        stream_note(pr, s, s->cpu_cat, s->cpu, at);
+    if (s->off > 0 && (err = charge_stack(pr, fr, s->nprof, SMP_SYS, s->off, &at)))
         return err;
+    if (s->off > 0 && o->timeline)
+        stream_note(pr, s, SMP_SYS, s->off, at);
     return 0;
 }
 
@@ -377,6 +440,7 @@ static void rec_release(void *ctx, struct smp_proc *pr)
     json_decref(d->native_chains);
     json_decref(d->combined_chains);
     rn_proc_free(d->rn);
+    sst_reset(&d->ss, 0);
     for (size_t i = 0; i < d->nstacks; i++)
         json_decref(d->stacks[i].frames);
     free(d->stacks);
@@ -387,11 +451,12 @@ static void rec_release(void *ctx, struct smp_proc *pr)
 
 static int rec_open(void *ctx, struct smp_proc *pr)
 {
-    const struct rec_opts *o = ctx;
+    const struct rec_opts *o = ((const struct rec_run *)ctx)->o;
     struct rec_data *d = calloc(1, sizeof(*d));
     if (!d)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     pr->user = d;
+    sst_reset(&d->ss, 0);
     d->line_idx = json_object();
     d->stack_idx = json_object();
     d->excl = json_object();
@@ -430,6 +495,27 @@ static int cmp_excl(const void *a, const void *b)
     double x = json_real_value(json_array_get(*(json_t *const *)a, 2));
     double y = json_real_value(json_array_get(*(json_t *const *)b, 2));
     return (x < y) - (x > y);
+}
+
+/* The part's "sample_stream" (docs/agent-protocol.md): times in µs since start_ns; a sample's
+ * stack is its index in the part's "stacks" (every stack is written). */
+static json_t *stream_json(const struct sst_stream *ss, uint64_t start_ns)
+{
+    json_t *threads = json_array(), *samples = json_array();
+    for (size_t i = 0; i < ss->nthreads; i++)
+        json_array_append_new(threads, json_pack("[Is]", (json_int_t)ss->threads[i].tid,
+                                                 ss->threads[i].name));
+    for (size_t i = 0; i < ss->n; i++) {
+        const struct sst_sample *x = &ss->s[i];
+        json_array_append_new(
+            samples, json_pack("[IiiIiiii]",
+                               (json_int_t)(x->t_ns > start_ns ? (x->t_ns - start_ns) / 1000 : 0),
+                               (int)x->thread, (int)x->cat, (json_int_t)((x->weight_ns + 500) / 1000),
+                               (int)x->file, (int)x->func, (int)x->line, (int)x->stack));
+    }
+    return json_pack("{sIsIsIsIsoso}", "max", (json_int_t)ss->max, "stride",
+                     (json_int_t)ss->stride, "seen", (json_int_t)ss->seen, "lost",
+                     (json_int_t)ss->lost, "threads", threads, "samples", samples);
 }
 
 /* The process's statistics as a part document (docs/agent-protocol.md), with the threads'
@@ -507,21 +593,70 @@ static json_t *proc_part(struct smp_proc *pr, const struct rec_opts *o)
         json_object_set_new(part, "combined_stacks_overflow",
                             json_integer((json_int_t)d->combined_overflow));
     }
+    if (part && o->timeline)
+        json_object_set_new(part, "sample_stream", stream_json(&d->ss, pr->start_ns));
     if (part && pr->have_run_queue)
         json_object_set_new(part, "run_queue", json_pack("{sfsf}", "delay_sec", pr->rq_delay_sec,
                                                          "cpu_sec", pr->rq_cpu_sec));
     return part;
 }
 
+/* Every process's statistics so far merged into p (not finished). */
+static int merge_procs(const struct smp_set *set, const struct rec_opts *o, struct profile *p)
+{
+    int err = 0;
+    for (size_t i = 0; !err && i < set->n; i++) {
+        json_t *part = proc_part(set->procs[i], o);
+        char what[64];
+        snprintf(what, sizeof(what), "process %d", set->procs[i]->pid);
+        if (!part)
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+        else
+            err = prof_add_part(p, part, what, o->pid);
+        json_decref(part);
+    }
+    return err;
+}
+
+/* --push: the interval's profile (every process so far, less what the previous push had)
+ * goes to the sender at the end of each interval; the network is the sender thread's. */
+static int rec_tick(void *ctx, const char **why)
+{
+    (void)why;
+    struct rec_run *r = ctx;
+    double now = (double)smp_mono_ns() / 1e9;
+    if (!r->ps || now < r->next_push)
+        return 0;
+    while (r->next_push <= now)
+        r->next_push += r->o->push.interval_sec;
+    struct profile p;
+    prof_init(&p);
+    int err = merge_procs(r->set, r->o, &p);
+    if (!err) {
+        prof_finish(&p);
+        push_profile(r->ps, &r->delta, &p, r->jo);
+    } else {
+        push_count_dropped(r->ps, err_last_message());
+    }
+    prof_free(&p);
+    return 0;
+}
+
+static int record(struct rec_opts *o);
+
 int cmd_record(int argc, char **argv)
 {
     struct rec_opts o;
-    bool help;
+    bool help = false;
     int parsed = parse(argc, argv, &o, &help);
-    if (parsed != 0)
-        return parsed;
-    if (help)
-        return cli_help();
+    int rc = parsed ? parsed : help ? cli_help() : record(&o);
+    free(o.push.tags);
+    return rc;
+}
+
+static int record(struct rec_opts *op)
+{
+    struct rec_opts o = *op;
     char ppath[PATH_MAX];
     int perr = smp_resolve_program_path(&o.s, ppath);
     if (perr)
@@ -535,24 +670,53 @@ int cmd_record(int argc, char **argv)
     if (o.s.native && rn_available() != 0)
         return cli_report_error(false);
     struct smp_program pg = {0};
+    struct smp_set set = {0};
+    struct rec_run run = {.o = &o, .set = &set};
     const struct smp_hooks hooks = {
-        .ctx = &o,
+        .ctx = &run,
         .open = rec_open,
         .reopen = rec_reopen,
         .release = rec_release,
         .sample = rec_sample,
+        .tick = rec_tick,
         .input_fd = -1,
     };
-    struct smp_set set = {.o = &o.s, .h = &hooks};
+    set.o = &o.s;
+    set.h = &hooks;
     if (smp_set_open(&set, o.pid, &pg) != 0)
         return cli_report_error(false);
     struct smp_proc *first = set.procs[0];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    struct profile_json_opts jo = {
+        .version = SCRY_VERSION,
+        .program = pg.program,
+        .entrypoint_dir = pg.entry_dir,
+        .filename = pg.program_path,
+        .args = pg.args,
+        .nargs = pg.nargs,
+        .start_time_perf = (double)first->start_ns / 1e9,
+        .cpu_percent_threshold = 1,
+        .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
+    };
+    run.jo = &jo;
 
     struct outfile out;
     if (outfile_open(&out, o.outfile, OUTFILE_PRIVATE) != 0) {
         smp_set_free(&set);
         free(pg.args);
         return cli_report_error(false);
+    }
+    if (o.push.url) {
+        char service[256];
+        push_default_service(pg.program[0] ? pg.program : "python", service, sizeof(service));
+        if (push_start(&run.ps, &o.push, o.push.service ? o.push.service : service,
+                       1.0 / o.s.rate) != 0) {
+            outfile_abort(&out);
+            smp_set_free(&set);
+            free(pg.args);
+            return cli_report_error(false);
+        }
+        run.next_push = (double)smp_mono_ns() / 1e9 + o.push.interval_sec;
     }
     smp_install_stop_handlers();
     fprintf(stderr, "scry: recording process %d (Python %s) at %.0f Hz%s; Ctrl-C to stop\n",
@@ -564,31 +728,13 @@ int cmd_record(int argc, char **argv)
 
     struct profile p;
     prof_init(&p);
-    for (size_t i = 0; !err && i < set.n; i++) {
-        json_t *part = proc_part(set.procs[i], &o);
-        char what[64];
-        snprintf(what, sizeof(what), "process %d", set.procs[i]->pid);
-        if (!part)
-            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
-        else
-            err = prof_add_part(&p, part, what, o.pid);
-        json_decref(part);
-    }
+    if (!err)
+        err = merge_procs(&set, &o, &p);
     int status = CLI_EXIT_OK;
     if (!err) {
         prof_finish(&p);
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        struct profile_json_opts jo = {
-            .version = SCRY_VERSION,
-            .program = pg.program,
-            .entrypoint_dir = pg.entry_dir,
-            .filename = pg.program_path,
-            .args = pg.args,
-            .nargs = pg.nargs,
-            .start_time_perf = (double)first->start_ns / 1e9,
-            .cpu_percent_threshold = 1,
-            .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
-        };
+        if (run.ps)
+            push_profile(run.ps, &run.delta, &p, &jo); /* the last interval */
         err = cli_profile_write(&p, &jo, &out);
         if (!err)
             fprintf(stderr,
@@ -601,6 +747,9 @@ int cmd_record(int argc, char **argv)
     }
     if (err)
         status = cli_report_error(false);
+    /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
+    push_end(run.ps, true);
+    push_delta_free(&run.delta);
     prof_free(&p);
     smp_set_free(&set);
     free(pg.args);

@@ -92,18 +92,19 @@ const char cmd_run_usage[] =
     "      --no-browser                write the page next to the profile; open nothing\n"
     "      --stacks / --no-stacks      record the call stacks of your code (for flame graphs;\n"
     "                                  default off)\n"
+    "      --timeline / --no-timeline  record each sample's time and thread (the per-thread\n"
+    "                                  timelines of view --format trace and firefox; default\n"
+    "                                  off)\n"
     "      --off / --on                start with profiling off (or on, the default); turn it\n"
     "                                  on and off with scry.start()/scry.stop() in the program\n"
     "                                  or scry control PID on|off from another shell\n"
+    "      --heap-at-exit FILE         as the program ends (after its own atexit handlers,\n"
+    "                                  before the interpreter finalizes) take a heap snapshot\n"
+    "                                  with its live allocation samples into FILE, for scry\n"
+    "                                  analyze --allocations (docs/allocations.md)\n"
     "      --profile-interval S        rewrite the profile every S seconds while the program\n"
     "                                  runs (each write atomic: a viewer may read it any time)\n"
-    "      --push URL                  continuous profiling: send a pprof profile of each\n"
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n"
-    "                                  and one of the last interval at the end\n"
-    "      --push-interval S           seconds between pushes (default 10)\n"
-    "      --service-name NAME         the application name on the server (default: the\n"
-    "                                  program's name)\n"
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n"
+    PUSH_OPTIONS_HELP
     "\n"
     "The view goes to standard output when it is a terminal, else to standard error; see it\n"
     "again with: scry view --cli scry-profile.json\n";
@@ -116,8 +117,9 @@ struct run_opts {
     char **args;        /* the program's arguments */
     int nargs;
     double rate;
-    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off;
+    bool virtual_time, profile_all, system_libs, reduced, no_view, stacks, off, timeline;
     double profile_interval; /* --profile-interval (0: none) */
+    const char *heap_at_exit; /* --heap-at-exit FILE */
     bool memory, leak_detector;
     int gpu;               /* 1: --gpu, -1: --no-gpu (or another mode flag), 0: a device visible */
     unsigned gpu_interval; /* --gpu-interval, ms (0: the agent's default) */
@@ -200,6 +202,10 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         O_PPATH, O_THRESHOLD, O_REDUCED, O_NO_VIEW, O_STACKS, O_NO_STACKS, O_MEMORY, O_WINDOW,
         O_LEAKS, O_NO_LEAKS, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_OFF, O_ON,
         O_PROFILE_INTERVAL, O_GPU, O_NO_GPU, O_GPU_INTERVAL,
+        O_TIMELINE,
+        O_NO_TIMELINE,
+        O_PUSH_TENANT,
+        O_HEAP_AT_EXIT,
     };
     static const struct option longopts[] = {
         {"outfile", required_argument, NULL, 'o'},
@@ -233,13 +239,17 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"no-view", no_argument, NULL, O_NO_VIEW},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
+        {"timeline", no_argument, NULL, O_TIMELINE},
+        {"no-timeline", no_argument, NULL, O_NO_TIMELINE},
         {"off", no_argument, NULL, O_OFF},
         {"on", no_argument, NULL, O_ON},
         {"profile-interval", required_argument, NULL, O_PROFILE_INTERVAL},
+        {"heap-at-exit", required_argument, NULL, O_HEAP_AT_EXIT},
         {"push", required_argument, NULL, O_PUSH},
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
         {"service-name", required_argument, NULL, O_SERVICE},
+        {"push-tenant", required_argument, NULL, O_PUSH_TENANT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -261,7 +271,6 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
     o->push.tags = calloc((size_t)argc + 1, sizeof(*o->push.tags));
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    bool push_opts = false; /* an option that needs --push */
     *help = false;
     opterr = 0;
     optind = 1;
@@ -407,11 +416,20 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         case O_NO_STACKS:
             o->stacks = false;
             break;
+        case O_TIMELINE:
+            o->timeline = true;
+            break;
+        case O_NO_TIMELINE:
+            o->timeline = false;
+            break;
         case O_OFF:
             o->off = true;
             break;
         case O_ON:
             o->off = false;
+            break;
+        case O_HEAP_AT_EXIT:
+            o->heap_at_exit = optarg;
             break;
         case O_PROFILE_INTERVAL:
             if (!parse_interval(optarg, &o->profile_interval))
@@ -420,29 +438,21 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
                                  optarg);
             break;
         case O_PUSH:
-            if (push_check_url(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.url = optarg;
-            break;
         case O_PUSH_INTERVAL:
-            if (!parse_interval(optarg, &o->push.interval_sec))
-                return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
-                                 "(such as 10), not '%s'",
-                                 optarg);
-            push_opts = true;
-            break;
         case O_TAG:
-            if (push_check_tag(optarg) != 0)
-                return -SCRY_E_USAGE;
-            o->push.tags[o->push.ntags++] = optarg;
-            push_opts = true;
-            break;
         case O_SERVICE:
-            if (push_check_service(optarg) != 0)
+        case O_PUSH_TENANT: {
+            static const enum push_opt which[] = {PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG,
+                                                  PUSH_OPT_SERVICE, PUSH_OPT_TENANT};
+            int k = c == O_PUSH            ? 0
+                    : c == O_PUSH_INTERVAL ? 1
+                    : c == O_TAG           ? 2
+                    : c == O_SERVICE       ? 3
+                                           : 4;
+            if (push_set_option(which[k], optarg, &o->push) != 0)
                 return -SCRY_E_USAGE;
-            o->push.service = optarg;
-            push_opts = true;
             break;
+        }
         case 'h':
             *help = true;
             return 0;
@@ -459,8 +469,11 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         o->memory = false;
     if ((cpu_flag || memory_flag) && !gpu_flag)
         o->gpu = -1;
-    if (push_opts && !o->push.url)
-        return cli_usage("--push-interval, --tag and --service-name go with --push URL");
+    if (push_check_options(&o->push) != 0)
+        return -SCRY_E_USAGE;
+    if (o->heap_at_exit && !o->memory)
+        return cli_usage("--heap-at-exit records the allocation samples of memory profiling: "
+                         "leave memory on (no --cpu-only)");
     if (!o->module) {
         if (optind >= argc)
             return cli_usage("give the program to profile: scry run [options] "
@@ -510,8 +523,10 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         sb_addch(&pre, ':');
         sb_adds(&pre, old);
     }
-    char rate[64], window[32], snapshot[64], gpu_ms[32];
+    char rate[64], window[32], snapshot[64], gpu_ms[32], heap[32] = "";
     snprintf(gpu_ms, sizeof(gpu_ms), "%u", o->gpu_interval);
+    if (o->heap_at_exit) /* the agent waits at exit for this process's snapshot */
+        snprintf(heap, sizeof(heap), "%d", (int)getpid());
     snprintf(rate, sizeof(rate), "%.17g", o->rate);
     /* Snapshots for --push and --profile-interval: as often as the more frequent one needs. */
     double snap = 0;
@@ -531,10 +546,12 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
         (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
         (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
+        (err = set_env("SCRY_TIMELINE", o->timeline ? "1" : "0")) ||
         (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
         (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
         (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
         (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
+        (err = set_env("SCRY_HEAP_AT_EXIT", heap)) ||
         (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot)) ||
         (err = set_env("SCRY_GPU", gpu_env(o))) ||
         (o->gpu_interval && (err = set_env("SCRY_GPU_INTERVAL_MS", gpu_ms)))) {
@@ -856,52 +873,17 @@ struct push_state {
     const char *dir;
     pid_t child;
     const struct profile_json_opts *jo;
-    struct pdoc prev; /* the whole profile at the previous push */
-    bool have_prev;
-    double prev_until;
+    struct push_delta delta;
 };
 
 static void push_window(struct push_state *st)
 {
     struct profile p;
-    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
-    struct pdoc cum, d;
-    memset(&cum, 0, sizeof(cum));
-    memset(&d, 0, sizeof(d));
     prof_init(&p);
     read_parts(&p, st->dir, st->child, true);
     prof_finish(&p);
-    if (p.nparts == 0) /* no process has profiled yet: nothing to say */
-        goto out;
-    profile_json_write(&p, st->jo, &json);
-    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
-        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
-        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
-        push_count_dropped(st->ps, err_last_message());
-        pdoc_free(&cum);
-        goto out;
-    }
-    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
-    double until = cum.start_time_absolute + cum.elapsed_sec;
-    if (until < from)
-        until = from;
-    d.start_time_absolute = from;
-    d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(st->ps, err_last_message());
-    else
-        push_submit(st->ps, &body, from, until);
-    if (st->have_prev)
-        pdoc_free(&st->prev);
-    st->prev = cum;
-    st->have_prev = true;
-    st->prev_until = until;
-out:
-    pdoc_free(&d);
+    push_profile(st->ps, &st->delta, &p, st->jo);
     prof_free(&p);
-    sb_release(&json);
-    sb_release(&body);
 }
 
 /* --profile-interval: the profile of every process so far (snapshots and parts), written over
@@ -946,7 +928,54 @@ struct periodic {
     double push_every, push_next;
     struct rewrite_state *rw;
     double rw_every, rw_next;
+    const char *heap_path; /* --heap-at-exit: the snapshot to take when the program ends */
+    const char *part_dir;
+    bool heap_done;
 };
+
+#define HEAP_POLL_S 0.02
+
+/* --heap-at-exit: once the program's agent marks that it has ended (heapexit-PID in the part
+ * directory, src/agent/control.c), `scry dump --pid` of it (this executable), then the mark is
+ * removed and the program goes on to finalize. The dump's report goes to stderr: the program's
+ * stdout is its own. */
+static void heap_at_exit_check(struct periodic *pe, pid_t pid)
+{
+    char mark[PATH_MAX + 64];
+    snprintf(mark, sizeof(mark), "%s/heapexit-%d", pe->part_dir, (int)pid);
+    struct stat st;
+    if (pe->heap_done || lstat(mark, &st) != 0)
+        return;
+    pe->heap_done = true;
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "%d", (int)pid);
+    /* The dump runs without the agent preloaded (this process's environment has it for the
+     * program). */
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof(*env));
+    for (size_t i = 0; env && i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)pe->heap_path, NULL};
+    fflush(NULL);
+    pid_t d = env ? fork() : -1;
+    if (d == 0) {
+        dup2(2, 1);
+        execve("/proc/self/exe", argv, env);
+        _exit(127);
+    }
+    free(env);
+    int dst = 0;
+    while (d > 0 && waitpid(d, &dst, 0) < 0 && errno == EINTR)
+        ;
+    if (d < 0 || !WIFEXITED(dst) || WEXITSTATUS(dst) != 0)
+        fprintf(stderr, "scry: warning: the heap snapshot at exit (%s) was not written\n",
+                san_str(pe->heap_path));
+    unlink(mark);
+}
 
 static double first_round(double t0, double every)
 {
@@ -975,9 +1004,13 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
             next_round(&pe->rw_next, pe->rw_every);
             continue;
         }
-        double next = pe->push ? pe->push_next : pe->rw_next;
+        if (pe->heap_path)
+            heap_at_exit_check(pe, pid);
+        double next = pe->push ? pe->push_next : pe->rw ? pe->rw_next : now + HEAP_POLL_S;
         if (pe->push && pe->rw && pe->rw_next < next)
             next = pe->rw_next;
+        if (pe->heap_path && !pe->heap_done && next > now + HEAP_POLL_S)
+            next = now + HEAP_POLL_S;
         int ms = (int)ceil((next - now) * 1000);
         if (pfd >= 0) {
             struct pollfd pl = {pfd, POLLIN, 0};
@@ -996,25 +1029,6 @@ static int wait_child_periodic(pid_t pid, struct periodic *pe)
     }
     close(pfd);
     return wait_child(pid);
-}
-
-/* The application name: the program's file name without .py (the module for -m), with the
- * characters a name cannot have made '_'. */
-static void default_service(const struct run_opts *o, char *out, size_t n)
-{
-    const char *name = o->module ? o->module : o->prog;
-    const char *slash = strrchr(name, '/');
-    if (slash && slash[1])
-        name = slash + 1;
-    snprintf(out, n, "%s", name);
-    size_t len = strlen(out);
-    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
-        out[len - 3] = 0;
-    for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
-            *c = '_';
-    if (!out[0])
-        snprintf(out, n, "python");
 }
 
 static int run(struct run_opts o);
@@ -1040,7 +1054,7 @@ static void blame_late(const struct run_opts *o)
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
-    bool help;
+    bool help = false;
     int rc;
     if (parse(argc, argv, &o, &help) != 0) {
         if (o.at > 0)
@@ -1124,7 +1138,7 @@ static int run(struct run_opts o)
     struct push_state ps = {.dir = part_dir};
     if (o.push.url) {
         char service[256];
-        default_service(&o, service, sizeof(service));
+        push_default_service(o.module ? o.module : o.prog, service, sizeof(service));
         if (push_start(&ps.ps, &o.push, o.push.service ? o.push.service : service, o.rate) != 0) {
             remove_part_dir(part_dir);
             outfile_abort(&out);
@@ -1177,7 +1191,14 @@ static int run(struct run_opts o)
         pe.rw_every = o.profile_interval;
         pe.rw_next = first_round(t0, pe.rw_every);
     }
-    int st = pe.push || pe.rw ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (o.heap_at_exit) {
+        pe.heap_path = o.heap_at_exit;
+        pe.part_dir = part_dir;
+    }
+    int st = pe.push || pe.rw || pe.heap_path ? wait_child_periodic(pid, &pe) : wait_child(pid);
+    if (pe.heap_path && !pe.heap_done)
+        fprintf(stderr, "scry: warning: no heap snapshot at exit: the program ended without "
+                        "running its atexit handlers (os._exit, a signal, exec)\n");
     double ran = mono_now() - t0;
 
     wait_for_lingering(part_dir);
@@ -1200,9 +1221,9 @@ static int run(struct run_opts o)
     cli_profile_read_sources(&p);
     if (p.memory_unsupported)
         fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
-                        "build, whose mimalloc heaps scry does not measure right yet (they keep "
-                        "and reuse pages of their own); this profile has CPU time only, as with "
-                        "--cpu-only\n",
+                        "build whose allocator's (mimalloc's) blocks scry does not know how to "
+                        "read (it knows 3.13's release builds); this profile has CPU time only, "
+                        "as with --cpu-only\n",
                 san_str(p.python_version ? p.python_version : "?"));
 
     profile_json_write(&p, &jo, &json);
@@ -1225,8 +1246,7 @@ static int run(struct run_opts o)
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);
-    if (ps.have_prev)
-        pdoc_free(&ps.prev);
+    push_delta_free(&ps.delta);
     sb_release(&json);
     prof_free(&p);
     if (WIFSIGNALED(st))

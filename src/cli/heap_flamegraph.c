@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
 #include "analysis/retention.h"
@@ -87,6 +88,12 @@ int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out)
             err = load_one(g->inputs[1], &after);
         if (!err)
             err = ret_add_snapshot(&t, &after.a, false, NULL);
+    } else if (g->allocations) {
+        struct aj_join join = {0};
+        err = load_one(g->inputs[0], &after);
+        if (!err && !(err = aj_build(&after.a, &join)))
+            err = aj_add_stacks(&join, &t);
+        aj_free(&join);
     } else {
         err = load_one(g->inputs[0], &after);
         if (!err)
@@ -127,9 +134,10 @@ int cli_heap_flamegraph(const struct cli_heap_graph *g, struct strbuf *out)
     if (cut.max_depth > 0)
         sb_addf(&sub, "; deeper than %u folded", cut.max_depth);
     struct fg_opts fo = {
-        .title = g->title ? g->title
-                 : g->diff ? "Differential retention flame graph"
-                           : "Retention flame graph",
+        .title = g->title          ? g->title
+                 : g->diff         ? "Differential retention flame graph"
+                 : g->allocations ? "Retained bytes by allocating stack"
+                                   : "Retention flame graph",
         .subtitle = sb_str(&sub),
         .unit = "bytes",
         .bytes = true,

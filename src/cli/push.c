@@ -17,9 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/profile.h"
+#include "analysis/profile_delta.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/sanitize.h"
+#include "render/pprof.h"
+#include "render/profile_json.h"
 
 /* Each of scry's sample types (render/pprof.c) as Pyroscope should add them up: the times are
  * sums in nanoseconds shown as CPU-like "samples", allocated bytes a sum, kept bytes what the
@@ -60,6 +64,8 @@ struct pusher {
     char *ingest;  /* the /ingest URL without its query */
     char *shown;   /* scheme://host[:port], for the report (no credentials, no path) */
     char *name;    /* service{tags}, escaped for the query */
+    struct curl_slist *headers; /* X-Scope-OrgID with --push-tenant, else NULL */
+    char *user, *password;      /* basic authentication (the environment), else NULL */
     long sample_rate;
     CURL *curl;
     pthread_t thread;
@@ -96,6 +102,20 @@ int push_check_tag(const char *tag)
             return cli_usage("--tag '%s': the value has a character a label cannot have "
                              "(letters, digits and _ . : / @ + - only)",
                              tag);
+    return 0;
+}
+
+int push_check_tenant(const char *id)
+{
+    size_t len = strlen(id);
+    bool ok = len > 0 && len <= 150 && strcmp(id, ".") != 0 && strcmp(id, "..") != 0;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+             (id[i] >= '0' && id[i] <= '9') || strchr("!-_.*'()", id[i]) != NULL;
+    if (!ok)
+        return cli_usage("--push-tenant needs a tenant id such as team-a (1 to 150 letters, "
+                         "digits and ! - _ . * ' ( )), not '%s'",
+                         id);
     return 0;
 }
 
@@ -256,6 +276,13 @@ static enum post_result post(struct pusher *ps, const struct push_item *it)
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, ps);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (ps->headers)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, ps->headers);
+    if (ps->user) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERNAME, ps->user);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, ps->password);
+    }
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -353,6 +380,27 @@ static void name_param(struct pusher *ps, const struct push_cfg *cfg, const char
     sb_release(&s);
 }
 
+/* The tenant header (--push-tenant) and basic authentication from the environment. */
+static int auth_headers(struct pusher *ps, const struct push_cfg *cfg)
+{
+    if (cfg->tenant) {
+        struct strbuf h = STRBUF_INIT;
+        sb_addf(&h, "X-Scope-OrgID: %s", cfg->tenant);
+        ps->headers = curl_slist_append(NULL, sb_str(&h));
+        sb_release(&h);
+        if (!ps->headers)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    const char *user = getenv(PUSH_AUTH_USER_ENV), *pass = getenv(PUSH_AUTH_PASSWORD_ENV);
+    if (user && *user && pass) {
+        ps->user = strdup(user);
+        ps->password = strdup(pass);
+        if (!ps->user || !ps->password)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    return 0;
+}
+
 static void pusher_free(struct pusher *ps)
 {
     for (size_t i = 0; i < ps->n; i++)
@@ -360,6 +408,9 @@ static void pusher_free(struct pusher *ps)
     if (ps->curl)
         curl_easy_cleanup(ps->curl);
     curl_free(ps->name);
+    curl_slist_free_all(ps->headers);
+    free(ps->user);
+    free(ps->password);
     free(ps->ingest);
     free(ps->shown);
     pthread_mutex_destroy(&ps->mu);
@@ -398,6 +449,8 @@ int push_start(struct pusher **out, const struct push_cfg *cfg, const char *serv
         if (!ps->name)
             err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
     }
+    if (!err)
+        err = auth_headers(ps, cfg);
     if (!err) {
         /* The sender takes no signals: the launcher's handlers forward them to the program. */
         sigset_t all, old;
@@ -444,6 +497,113 @@ void push_count_dropped(struct pusher *ps, const char *why)
     ps->dropped++;
     snprintf(ps->last_error, sizeof(ps->last_error), "%s", why ? why : "");
     pthread_mutex_unlock(&ps->mu);
+}
+
+int push_set_option(enum push_opt which, const char *arg, struct push_cfg *cfg)
+{
+    char *end;
+    double sec;
+    switch (which) {
+    case PUSH_OPT_URL:
+        if (push_check_url(arg) != 0)
+            return -SCRY_E_USAGE;
+        cfg->url = arg;
+        return 0;
+    case PUSH_OPT_INTERVAL:
+        sec = strtod(arg, &end);
+        if (end == arg || *end || !(sec >= 0.1 && sec <= 86400))
+            return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
+                             "(such as 10), not '%s'",
+                             arg);
+        cfg->interval_sec = sec;
+        break;
+    case PUSH_OPT_TAG:
+        if (push_check_tag(arg) != 0)
+            return -SCRY_E_USAGE;
+        cfg->tags[cfg->ntags++] = arg;
+        break;
+    case PUSH_OPT_SERVICE:
+        if (push_check_service(arg) != 0)
+            return -SCRY_E_USAGE;
+        cfg->service = arg;
+        break;
+    case PUSH_OPT_TENANT:
+        if (push_check_tenant(arg) != 0)
+            return -SCRY_E_USAGE;
+        cfg->tenant = arg;
+        break;
+    }
+    cfg->extras = true;
+    return 0;
+}
+
+int push_check_options(const struct push_cfg *cfg)
+{
+    if (cfg->extras && !cfg->url)
+        return cli_usage("--push-interval, --tag, --service-name and --push-tenant go with "
+                         "--push URL");
+    return 0;
+}
+
+void push_default_service(const char *name, char *out, size_t n)
+{
+    const char *slash = strrchr(name, '/');
+    if (slash && slash[1])
+        name = slash + 1;
+    snprintf(out, n, "%s", name);
+    size_t len = strlen(out);
+    if (len > 3 && strcmp(out + len - 3, ".py") == 0)
+        out[len - 3] = 0;
+    for (char *c = out; *c; c++)
+        if (!push_name_char(*c))
+            *c = '_';
+    if (!out[0])
+        snprintf(out, n, "python");
+}
+
+void push_profile(struct pusher *ps, struct push_delta *st, const struct profile *p,
+                  const struct profile_json_opts *jo)
+{
+    struct strbuf json = STRBUF_INIT, body = STRBUF_INIT;
+    struct pdoc cum, d;
+    memset(&cum, 0, sizeof(cum));
+    memset(&d, 0, sizeof(d));
+    if (p->nparts == 0) /* no process has profiled yet: nothing to say */
+        goto out;
+    profile_json_write(p, jo, &json);
+    if (pdoc_load_bytes(&cum, json.buf, json.len, "the profile so far") != 0 ||
+        pdoc_load_bytes(&d, json.buf, json.len, "the profile so far") != 0 ||
+        (st->have_prev && pdoc_subtract(&d, &st->prev) != 0)) {
+        push_count_dropped(ps, err_last_message());
+        pdoc_free(&cum);
+        goto out;
+    }
+    double from = st->have_prev ? st->prev_until : cum.start_time_absolute;
+    double until = cum.start_time_absolute + cum.elapsed_sec;
+    if (until < from)
+        until = from;
+    d.start_time_absolute = from;
+    d.elapsed_sec = until - from;
+    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
+    if (pprof_write(&d, &po, &body) != 0)
+        push_count_dropped(ps, err_last_message());
+    else
+        push_submit(ps, &body, from, until);
+    push_delta_free(st);
+    st->prev = cum;
+    st->have_prev = true;
+    st->prev_until = until;
+out:
+    pdoc_free(&d);
+    sb_release(&json);
+    sb_release(&body);
+}
+
+void push_delta_free(struct push_delta *st)
+{
+    if (st->have_prev)
+        pdoc_free(&st->prev);
+    st->have_prev = false;
 }
 
 void push_end(struct pusher *ps, bool report)

@@ -1,8 +1,10 @@
 /* Firefox Profiler export (see firefox_profile.h). Thread 0, "CPU time (all threads)": one
  * sample row per (stack, time kind) weighted by milliseconds ("tracing-ms"), whose leaf stack
  * node has the kind's category (Python, Native, System): the call stacks when the profile has
- * them, else one frame per line. Thread 1 (memory profiles), "Memory allocated": one row per
- * line that allocated, weighted by bytes. Strings are shared (shared.stringArray). */
+ * them, else one frame per line; every row at time 0. Thread 1 (memory profiles), "Memory
+ * allocated": one row per line that allocated, weighted by bytes. With a sample stream (scry run
+ * --timeline), one more thread per real thread: its samples at their times, each weighted by
+ * its milliseconds. Strings are shared (shared.stringArray). */
 #include "render/firefox_profile.h"
 
 #include <math.h>
@@ -33,7 +35,7 @@ struct ffb {
     struct tab funcs;    /* (name, file, first line) */
     struct tab frames;   /* (func, line, category) */
     struct tab stacks;   /* (prefix + 1, frame, category) */
-    struct tab samples;  /* (stack, weight bits, 0): not deduplicated */
+    struct tab samples;  /* (stack, weight bits, time bits in ms): not deduplicated */
     struct tab resources; /* (file string, 0, 0) */
     bool oom;
 };
@@ -108,11 +110,17 @@ static size_t stack_of(struct ffb *b, size_t prefix, size_t func, uint32_t line,
     return tab_add(b, &b->stacks, prefix == SIZE_MAX ? 0 : prefix + 1, frame, cat, true);
 }
 
+static void add_sample_at(struct ffb *b, size_t stack, double weight, double time_ms)
+{
+    uint64_t bits, tbits;
+    memcpy(&bits, &weight, sizeof(bits));
+    memcpy(&tbits, &time_ms, sizeof(tbits));
+    tab_add(b, &b->samples, stack, bits, tbits, false);
+}
+
 static void add_sample(struct ffb *b, size_t stack, double weight)
 {
-    uint64_t bits;
-    memcpy(&bits, &weight, sizeof(bits));
-    tab_add(b, &b->samples, stack, bits, 0, false);
+    add_sample_at(b, stack, weight, 0);
 }
 
 /* A CPU thread's rows: for each kind with time, the stack whose leaf carries the kind. */
@@ -164,11 +172,41 @@ static void build_memory(struct ffb *b, const struct pdoc *d)
     }
 }
 
+/* Thread t of the sample stream: its samples in time order, stacks from the stream's. */
+static void build_stream_thread(struct ffb *b, const struct pdoc *d, size_t t)
+{
+    static const int cats[3] = {CAT_PYTHON, CAT_NATIVE, CAT_SYSTEM};
+    for (size_t i = 0; i < d->nss_samples; i++) {
+        const struct pdoc_ssample *x = &d->ss_samples[i];
+        if (x->thread != t)
+            continue;
+        const struct pdoc_stack *s = &d->ss_stacks[x->stack];
+        size_t prefix = SIZE_MAX;
+        for (uint32_t j = 0; j < s->depth; j++) {
+            const struct pdoc_frame *f = &d->ss_frames[s->off + j];
+            uint32_t first = pdoc_first_line(d, f->file, f->file_len, f->func, f->func_len);
+            size_t fn = func_of(b, f->file, f->file_len, f->func, f->func_len, first);
+            prefix = stack_of(b, prefix, fn, f->line, j + 1 < s->depth ? CAT_PYTHON : cats[x->kind]);
+        }
+        add_sample_at(b, prefix, x->weight_us / 1e3, x->t_us / 1e3);
+    }
+}
+
 static void tab_reset(struct tab *t)
 {
     free(t->rows);
     hm_free(&t->index);
     memset(t, 0, sizeof(*t));
+}
+
+/* Empties the tables of a thread (the strings are shared). */
+static void thread_reset(struct ffb *b)
+{
+    tab_reset(&b->funcs);
+    tab_reset(&b->frames);
+    tab_reset(&b->stacks);
+    tab_reset(&b->samples);
+    tab_reset(&b->resources);
 }
 
 static void col_u(struct json_writer *w, const char *key, const struct tab *t, int c, bool plus1)
@@ -219,14 +257,22 @@ static void empty_table(struct json_writer *w, const char *name, const char *con
     jw_obj_end(w);
 }
 
+/* A thread's identity in the profiler: its name, process and thread ids, main or not. */
+struct ff_thread {
+    const char *name;
+    const char *pid;
+    int64_t tid;
+    bool main;
+};
+
 static void write_thread(struct json_writer *w, struct ffb *b, const struct pdoc *d,
-                         const char *name, int tid, const char *weight_type)
+                         const struct ff_thread *th, const char *weight_type)
 {
     jw_obj_begin(w);
     jw_key(w, "name");
-    jw_str(w, name);
+    jw_str(w, th->name);
     jw_key(w, "isMainThread");
-    jw_bool(w, tid == 0);
+    jw_bool(w, th->main);
     jw_key(w, "processStartupTime");
     jw_int(w, 0);
     jw_key(w, "processShutdownTime");
@@ -239,9 +285,9 @@ static void write_thread(struct json_writer *w, struct ffb *b, const struct pdoc
     jw_arr_begin(w);
     jw_arr_end(w);
     jw_key(w, "pid");
-    jw_str(w, "0");
+    jw_str(w, th->pid);
     jw_key(w, "tid");
-    jw_int(w, tid);
+    jw_int(w, th->tid);
     jw_key(w, "processType");
     jw_str(w, "default");
     jw_key(w, "processName");
@@ -250,7 +296,14 @@ static void write_thread(struct json_writer *w, struct ffb *b, const struct pdoc
     jw_key(w, "samples");
     jw_obj_begin(w);
     col_u(w, "stack", &b->samples, 0, false);
-    col_const(w, "time", b->samples.n, 0, false);
+    jw_key(w, "time");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < b->samples.n; i++) {
+        double v;
+        memcpy(&v, &b->samples.rows[i][2], sizeof(v));
+        jw_double(w, v);
+    }
+    jw_arr_end(w);
     jw_key(w, "weight");
     jw_arr_begin(w);
     for (size_t i = 0; i < b->samples.n; i++) {
@@ -362,8 +415,13 @@ int firefox_profile_write(const struct pdoc *d, const struct firefox_opts *o, st
     jw_key(&w, "importedFrom");
     jw_str(&w, o->exporter ? o->exporter : "scry");
     jw_key(&w, "misc");
-    jw_str(&w, "scry profiles keep no timestamp per sample: every sample is at time 0, weighted "
-               "by its milliseconds (CPU) or bytes (memory)");
+    jw_str(&w, d->have_stream
+                   ? "the first threads hold the profile's sums at time 0, weighted by their "
+                     "milliseconds (CPU) or bytes (memory); the others are the real threads' "
+                     "samples at their times (scry run --timeline), weighted by milliseconds"
+                   : "scry profiles keep no timestamp per sample unless recorded with scry run "
+                     "--timeline: every sample is at time 0, weighted by its milliseconds (CPU) "
+                     "or bytes (memory)");
     jw_key(&w, "version");
     jw_int(&w, 32);
     jw_key(&w, "preprocessedProfileVersion");
@@ -412,16 +470,30 @@ int firefox_profile_write(const struct pdoc *d, const struct firefox_opts *o, st
     jw_key(&w, "threads");
     jw_arr_begin(&w);
     build_cpu(&b, d);
-    write_thread(&w, &b, d, "CPU time (all threads)", 0, "tracing-ms");
+    write_thread(&w, &b, d, &(struct ff_thread){"CPU time (all threads)", "0", 0, true},
+                 "tracing-ms");
     if (d->memory) {
-        tab_reset(&b.funcs);
-        tab_reset(&b.frames);
-        tab_reset(&b.stacks);
-        tab_reset(&b.samples);
-        tab_reset(&b.resources);
+        thread_reset(&b);
         build_memory(&b, d);
-        write_thread(&w, &b, d, "Memory allocated (bytes)", 1, "bytes");
+        write_thread(&w, &b, d, &(struct ff_thread){"Memory allocated (bytes)", "0", 1, false},
+                     "bytes");
     }
+    struct strbuf name = STRBUF_INIT, pid = STRBUF_INIT;
+    for (size_t t = 0; t < d->nss_threads; t++) {
+        const struct pdoc_sthread *th = &d->ss_threads[t];
+        thread_reset(&b);
+        build_stream_thread(&b, d, t);
+        sb_reset(&name);
+        sb_reset(&pid);
+        pdoc_thread_label(th, &name);
+        sb_addf(&pid, "%lld", (long long)th->pid);
+        write_thread(&w, &b, d,
+                     &(struct ff_thread){sb_str(&name), sb_str(&pid), th->tid,
+                                         th->tid == th->pid},
+                     "tracing-ms");
+    }
+    sb_release(&name);
+    sb_release(&pid);
     jw_arr_end(&w);
     jw_key(&w, "shared");
     jw_obj_begin(&w);
@@ -435,11 +507,7 @@ int firefox_profile_write(const struct pdoc *d, const struct firefox_opts *o, st
     sb_addch(out, '\n');
 
     int err = b.oom ? err_fail(SCRY_E_NO_MEMORY, "out of memory writing the Firefox profile") : 0;
-    tab_reset(&b.funcs);
-    tab_reset(&b.frames);
-    tab_reset(&b.stacks);
-    tab_reset(&b.samples);
-    tab_reset(&b.resources);
+    thread_reset(&b);
     hm_free(&b.str_tab.index);
     free(b.strs);
     free(b.lens);

@@ -37,6 +37,95 @@ static void object_fields(struct json_writer *w, const struct heap_analysis *a, 
     jw_str(w, sb_str(scratch));
 }
 
+/* ---- allocating lines (--allocations, docs/allocations.md) ---------------------------------- */
+
+/* Under a retainer (or a type): each allocating line's bytes, their share of total, and the
+ * sampling error. */
+static void alloc_lines_text(const struct aj_join *j, const struct aj_line *l, size_t n,
+                             uint64_t total, size_t limit, struct strbuf *out)
+{
+    const struct snap *s = j->a->s;
+    char b1[32], b2[32];
+    for (size_t i = 0; i < n && i < limit; i++) {
+        fmt_bytes(l[i].bytes, b1, sizeof(b1));
+        fmt_bytes((uint64_t)aj_line_error(j, &l[i]), b2, sizeof(b2));
+        sb_addf(out, "%11s %5.1f%%  +-%-9s allocated at ", b1,
+                total ? 100.0 * (double)l[i].bytes / (double)total : 0.0, b2);
+        if (l[i].file == 0 && l[i].line == 0)
+            sb_adds(out, "<no profiled Python frame>\n");
+        else
+            sb_addf(out, "%s:%u (%s)\n", san_str(snap_string(s, l[i].file)), l[i].line,
+                    san_str(snap_string(s, l[i].func)));
+    }
+    if (n > limit)
+        sb_addf(out, "%11s (%zu more lines)\n", "", n - limit);
+}
+
+static void alloc_lines_json(struct json_writer *w, const struct aj_join *j,
+                             const struct aj_line *l, size_t n)
+{
+    const struct snap *s = j->a->s;
+    jw_key(w, "allocations");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < n; i++) {
+        jw_obj_begin(w);
+        jw_key(w, "file");
+        if (l[i].file == 0 && l[i].line == 0)
+            jw_null(w);
+        else
+            jw_str(w, snap_string(s, l[i].file));
+        jw_key(w, "line");
+        jw_uint(w, l[i].line);
+        jw_key(w, "function");
+        jw_str(w, snap_string(s, l[i].func));
+        jw_key(w, "bytes");
+        jw_uint(w, l[i].bytes);
+        jw_key(w, "samples");
+        jw_uint(w, l[i].samples);
+        jw_key(w, "error_bytes");
+        jw_uint(w, (uint64_t)aj_line_error(j, &l[i]));
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+}
+
+/* The join's totals: what was sampled and what could be placed. */
+static void alloc_summary_text(const struct aj_join *j, struct strbuf *out)
+{
+    const struct snap *s = j->a->s;
+    char b1[32], b2[32], b3[32];
+    fmt_bytes(s->alloc_window, b1, sizeof(b1));
+    fmt_bytes(j->matched_bytes, b2, sizeof(b2));
+    fmt_bytes(j->unmatched_bytes, b3, sizeof(b3));
+    sb_addf(out, "\nAllocation samples (window %s): %" PRIu64 " live, %" PRIu64
+                 " in objects (%s), %" PRIu64 " in no object of the snapshot (%s: buffers "
+                 "of containers, native memory, or reused addresses), %" PRIu64
+                 " left out at the dump\n",
+            b1, j->samples, j->matched, b2, j->unmatched, b3, s->alloc_dropped);
+}
+
+static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
+{
+    const struct snap *s = j->a->s;
+    jw_key(w, "allocation_samples");
+    jw_obj_begin(w);
+    jw_key(w, "window");
+    jw_uint(w, s->alloc_window);
+    jw_key(w, "samples");
+    jw_uint(w, j->samples);
+    jw_key(w, "matched");
+    jw_uint(w, j->matched);
+    jw_key(w, "matched_bytes");
+    jw_uint(w, j->matched_bytes);
+    jw_key(w, "unmatched");
+    jw_uint(w, j->unmatched);
+    jw_key(w, "unmatched_bytes");
+    jw_uint(w, j->unmatched_bytes);
+    jw_key(w, "left_out_at_dump");
+    jw_uint(w, s->alloc_dropped);
+    jw_obj_end(w);
+}
+
 /* ---- analyze ------------------------------------------------------------------------------- */
 
 void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out)
@@ -65,10 +154,14 @@ void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out)
         ha_path_inline(a, v, &path);
         san_addn(out, path.buf, path.len);
         sb_addch(out, '\n');
+        if (r->join)
+            alloc_lines_text(r->join, r->alines[i], r->nalines[i], a->retained[v], 5, out);
     }
     sb_release(&path);
     if (ntop == 0)
         sb_adds(out, "  (none)\n");
+    if (r->join)
+        alloc_summary_text(r->join, out);
     sb_adds(out, "\nTypes by retained size\n");
     sb_addf(out, "%11s %11s %11s  %s\n", "count", "shallow", "retained", "type");
     for (size_t i = 0; i < ntypes && i < limit; i++) {
@@ -112,9 +205,13 @@ void heap_analyze_json(const struct heap_analyze_report *r, struct strbuf *out)
     for (size_t i = 0; i < ntop; i++) {
         jw_obj_begin(&w);
         object_fields(&w, a, top[i], &p);
+        if (r->join)
+            alloc_lines_json(&w, r->join, r->alines[i], r->nalines[i]);
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
+    if (r->join)
+        alloc_summary_json(&w, r->join);
     jw_key(&w, "types");
     jw_arr_begin(&w);
     for (size_t i = 0; i < ntypes && i < limit; i++) {
@@ -186,6 +283,13 @@ void heap_type_text(const struct heap_type_report *r, struct strbuf *out)
                 san_str(snap_string(s, s->objects[v].type)), san_str(sb_str(&path)));
     }
     sb_release(&path);
+    if (r->join) {
+        sb_adds(out, "\nAllocated at (sampled bytes of the instances, share of their shallow size)\n");
+        alloc_lines_text(r->join, r->alines, r->nalines, r->shallow, 20, out);
+        if (r->nalines == 0)
+            sb_adds(out, "  (no allocation sample falls in these instances)\n");
+        alloc_summary_text(r->join, out);
+    }
 }
 
 void heap_type_json(const struct heap_type_report *r, struct strbuf *out)
@@ -221,6 +325,10 @@ void heap_type_json(const struct heap_type_report *r, struct strbuf *out)
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
+    if (r->join) {
+        alloc_lines_json(&w, r->join, r->alines, r->nalines);
+        alloc_summary_json(&w, r->join);
+    }
     jw_obj_end(&w);
     sb_addch(out, '\n');
     sb_release(&path);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
 #include "common/strbuf.h"
@@ -20,6 +21,10 @@ struct heap_analyze_report {
     size_t ntop;
     const struct ha_type *types; /* by retained size */
     size_t ntypes, limit;
+    /* --allocations: the join, and per top retainer its allocating lines (NULL: without). */
+    const struct aj_join *join;
+    struct aj_line *const *alines;
+    const size_t *nalines;
 };
 void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out);
 void heap_analyze_json(const struct heap_analyze_report *r, struct strbuf *out);
@@ -33,6 +38,10 @@ struct heap_type_report {
     uint64_t retained;  /* retained by the instances not dominated by another instance */
     const uint32_t *largest; /* by retained size */
     size_t nlargest;
+    /* --allocations: the allocating lines of the instances (join NULL: without). */
+    const struct aj_join *join;
+    struct aj_line *alines;
+    size_t nalines;
 };
 void heap_type_text(const struct heap_type_report *r, struct strbuf *out);
 void heap_type_json(const struct heap_type_report *r, struct strbuf *out);

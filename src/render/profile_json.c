@@ -532,6 +532,76 @@ static void write_stacks(struct json_writer *w, const struct profile *p)
     sb_release(&frame);
 }
 
+/* A row of the sample stream on one line of the pretty document (a sample per line, not a
+ * number per line: a third of the size). */
+static void row_begin(struct json_writer *w)
+{
+    jw_arr_begin(w);
+    w->pretty = false;
+}
+
+static void row_end(struct json_writer *w, bool pretty)
+{
+    jw_arr_end(w);
+    w->pretty = pretty;
+}
+
+/* "sample_stream" (scry run --timeline; docs/json-schema.md): threads, distinct stacks, and the
+ * samples in time order as [us since the start, thread, kind, weight us, stack]. */
+static void write_sample_stream(struct json_writer *w, const struct profile *p)
+{
+    const struct prof_sstream *ss = &p->ss;
+    bool pretty = w->pretty;
+    jw_key(w, "sample_stream");
+    jw_obj_begin(w);
+    jw_key(w, "threads");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < ss->nthreads; i++) {
+        const struct prof_ssthread *t = &ss->threads[i];
+        jw_obj_begin(w);
+        jw_key(w, "pid");
+        jw_int(w, t->pid);
+        jw_key(w, "tid");
+        jw_int(w, t->tid);
+        jw_key(w, "name");
+        jw_str(w, t->name);
+        jw_key(w, "stride");
+        jw_uint(w, t->stride);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < ss->nstacks; i++) {
+        row_begin(w);
+        for (uint32_t f = 0; f < ss->stacks[i].depth; f++) {
+            const struct prof_sframe *fr = &ss->frames[ss->stacks[i].off + f];
+            jw_arr_begin(w);
+            jw_str(w, p->files[fr->file].name);
+            jw_str(w, p->funcs[fr->func].qualname);
+            jw_uint(w, p->funcs[fr->func].first_line);
+            jw_uint(w, fr->line);
+            jw_arr_end(w);
+        }
+        row_end(w, pretty);
+    }
+    jw_arr_end(w);
+    jw_key(w, "samples");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < ss->nsamples; i++) {
+        const struct prof_sssample *x = &ss->samples[i];
+        row_begin(w);
+        jw_int(w, x->t / 1000);
+        jw_uint(w, x->thread);
+        jw_uint(w, x->kind);
+        jw_uint(w, x->weight_ns / 1000);
+        jw_uint(w, x->stack);
+        row_end(w, pretty);
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
+}
+
 /* The fields after "kind" of a Python frame in Scalene's CombinedStackFrame. */
 static void py_frame_fields(struct json_writer *w, const struct profile *p, uint32_t file,
                             uint32_t func, uint32_t line)
@@ -826,6 +896,8 @@ void profile_json_write(const struct profile *p, const struct profile_json_opts 
     if (p->mem.on)
         write_memory_stacks(&w, p);
     write_native_stacks(&w, p);
+    if (p->ss.on)
+        write_sample_stream(&w, p);
 
     write_files(&w, p, o);
     jw_obj_end(&w);

@@ -8,7 +8,8 @@
 
 #define SNAP_MAGIC "SCRYSNAP"
 #define SNAP_MAJOR 1
-#define SNAP_MINOR 1
+#define SNAP_MINOR 1      /* a file without allocation samples */
+#define SNAP_MINOR_ALOC 2 /* with an ALOC chunk (1.2) */
 
 #define SNAP_HEADER_SIZE 64
 #define SNAP_HEADER_CRC_OFF 60
@@ -29,6 +30,7 @@ enum snap_chunk_type {
     SNAP_CHUNK_LOCS = SNAP_FOURCC('L', 'O', 'C', 'S'),
     SNAP_CHUNK_CONT = SNAP_FOURCC('C', 'O', 'N', 'T'),
     SNAP_CHUNK_INFR = SNAP_FOURCC('I', 'N', 'F', 'R'), /* 1.1 */
+    SNAP_CHUNK_ALOC = SNAP_FOURCC('A', 'L', 'O', 'C'), /* 1.2: live allocation samples */
 };
 
 /* Edge kinds (u8 on disk). The values equal cpython/heap_walk.h's hw_edge_kind on purpose; the
@@ -66,5 +68,10 @@ enum snap_meta_flags {
 #define SNAP_ROOT_SIZE 8
 #define SNAP_LOC_SIZE 12
 #define SNAP_CONT_SIZE 8
+/* ALOC (1.2): a header, then the samples, the stacks and their frames. */
+#define SNAP_ALOC_HEADER_SIZE 32
+#define SNAP_ALOC_SAMPLE_SIZE 32
+#define SNAP_ALOC_STACK_SIZE 8
+#define SNAP_ALOC_FRAME_SIZE 12
 
 #endif

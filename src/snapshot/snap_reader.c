@@ -56,10 +56,10 @@ static uint64_t align8(uint64_t x) { return (x + (SNAP_CHUNK_ALIGN - 1)) & ~(uin
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K__COUNT };
+enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K_ALOC, K__COUNT };
 static const uint32_t known_types[K__COUNT] = {
     SNAP_CHUNK_META, SNAP_CHUNK_STRS, SNAP_CHUNK_OBJS, SNAP_CHUNK_EDGE,
-    SNAP_CHUNK_ROOT, SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR,
+    SNAP_CHUNK_ROOT, SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR, SNAP_CHUNK_ALOC,
 };
 
 struct span {
@@ -173,7 +173,7 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
         return err;
     for (int k = 0; k < K__COUNT; k++)
         if (!spans[k].present && known_types[k] != SNAP_CHUNK_CONT &&
-            known_types[k] != SNAP_CHUNK_INFR)
+            known_types[k] != SNAP_CHUNK_INFR && known_types[k] != SNAP_CHUNK_ALOC)
             return bad(v, dir_offset, "no %s chunk", chunk_name(known_types[k], nb));
     return 0;
 }
@@ -358,6 +358,57 @@ static int check_edges(struct vctx *v, const struct span *sp)
 }
 
 /* INFR (1.1): indexes of inferred edges, strictly increasing, each below nedges. */
+static int check_allocations(struct vctx *v, const struct span *sp)
+{
+    struct snap *s = v->s;
+    if (!sp->present)
+        return 0;
+    struct cursor c = cur_sub(&v->file, sp->off, sp->len);
+    uint64_t window = cur_u64(&c);
+    uint32_t ns = cur_u32(&c), nst = cur_u32(&c), nf = cur_u32(&c), zero = cur_u32(&c);
+    uint64_t dropped = cur_u64(&c);
+    if (!cur_ok(&c))
+        return bad(v, sp->off, "chunk ALOC: %llu bytes, too short for its header",
+                   (unsigned long long)sp->len);
+    uint64_t need = SNAP_ALOC_HEADER_SIZE + (uint64_t)ns * SNAP_ALOC_SAMPLE_SIZE +
+                    (uint64_t)nst * SNAP_ALOC_STACK_SIZE + (uint64_t)nf * SNAP_ALOC_FRAME_SIZE;
+    if (need != sp->len || zero != 0)
+        return bad(v, sp->off, "chunk ALOC is %llu bytes but %u samples, %u stacks and %u frames "
+                               "take %llu (or its reserved field is not 0)",
+                   (unsigned long long)sp->len, ns, nst, nf, (unsigned long long)need);
+    const uint8_t *at = s->base + sp->off + SNAP_ALOC_HEADER_SIZE;
+    s->alloc_samples = (const struct snap_alloc_sample *)at;
+    s->alloc_stacks = (const struct snap_alloc_stack *)(at + (uint64_t)ns * SNAP_ALOC_SAMPLE_SIZE);
+    s->alloc_frames = (const struct snap_alloc_frame *)((const uint8_t *)s->alloc_stacks +
+                                                        (uint64_t)nst * SNAP_ALOC_STACK_SIZE);
+    for (uint32_t i = 0; i < ns; i++) {
+        const struct snap_alloc_sample *a = &s->alloc_samples[i];
+        if ((a->stack != SNAP_NONE && a->stack >= nst) || a->zero != 0)
+            return bad(v, (uint64_t)((const uint8_t *)a - s->base),
+                       "chunk ALOC: sample %u names stack %u of %u", i, a->stack, nst);
+    }
+    for (uint32_t i = 0; i < nst; i++) {
+        const struct snap_alloc_stack *k = &s->alloc_stacks[i];
+        if ((uint64_t)k->first + k->depth > nf)
+            return bad(v, (uint64_t)((const uint8_t *)k - s->base),
+                       "chunk ALOC: stack %u runs past the %u frames", i, nf);
+    }
+    for (uint32_t i = 0; i < nf; i++) {
+        const struct snap_alloc_frame *f = &s->alloc_frames[i];
+        if (f->file >= s->nstrings || f->func >= s->nstrings)
+            return bad(v, (uint64_t)((const uint8_t *)f - s->base),
+                       "chunk ALOC: frame %u names a string beyond the %u strings", i,
+                       s->nstrings);
+    }
+    s->has_allocations = true;
+    s->alloc_window = window;
+    s->alloc_dropped = dropped;
+    s->nalloc_samples = ns;
+    s->nalloc_stacks = nst;
+    s->nalloc_frames = nf;
+    return 0;
+}
+
 static int check_inferred(struct vctx *v, const struct span *sp)
 {
     struct snap *s = v->s;
@@ -432,6 +483,7 @@ static int validate(struct vctx *v)
     if ((err = check_frame(v, spans)) || (err = check_strings(v, &spans[K_STRS])) ||
         (err = check_meta(v, &spans[K_META])) || (err = check_objects(v, &spans[K_OBJS])) ||
         (err = check_edges(v, &spans[K_EDGE])) || (err = check_inferred(v, &spans[K_INFR])) ||
+        (err = check_allocations(v, &spans[K_ALOC])) ||
         (err = check_records(v, &spans[K_ROOT], "ROOT", SNAP_ROOT_SIZE, false, &s->nroots)) ||
         (err = check_records(v, &spans[K_LOCS], "LOCS", SNAP_LOC_SIZE, true, &s->nlocations)) ||
         (err = check_records(v, &spans[K_CONT], "CONT", SNAP_CONT_SIZE, true, &s->ncontents)))

@@ -51,6 +51,25 @@ _Static_assert(sizeof(struct snap_root) == SNAP_ROOT_SIZE, "ROOT record layout")
 _Static_assert(sizeof(struct snap_location) == SNAP_LOC_SIZE, "LOCS record layout");
 _Static_assert(sizeof(struct snap_content) == SNAP_CONT_SIZE, "CONT record layout");
 
+/* ALOC (1.2): live allocation samples of a program under scry run (docs/allocations.md). */
+struct snap_alloc_sample {
+    uint64_t addr;   /* the sampled block's start */
+    uint64_t size;   /* its size in bytes */
+    uint64_t weight; /* the bytes the sample stands for */
+    uint32_t stack;  /* index into the stacks, or SNAP_NONE */
+    uint32_t zero;
+};
+struct snap_alloc_stack {
+    uint32_t first, depth; /* frames [first, first + depth), outermost first */
+};
+struct snap_alloc_frame {
+    uint32_t file, func; /* string ids */
+    uint32_t line;
+};
+_Static_assert(sizeof(struct snap_alloc_sample) == SNAP_ALOC_SAMPLE_SIZE, "ALOC sample layout");
+_Static_assert(sizeof(struct snap_alloc_stack) == SNAP_ALOC_STACK_SIZE, "ALOC stack layout");
+_Static_assert(sizeof(struct snap_alloc_frame) == SNAP_ALOC_FRAME_SIZE, "ALOC frame layout");
+
 /* META, decoded. */
 struct snap_meta_info {
     uint32_t pid;
@@ -94,6 +113,12 @@ struct snap {
 
     uint64_t shallow_total; /* sum of object sizes (saturating) */
     struct snap_meta_info meta;
+    bool has_allocations; /* an ALOC chunk */
+    uint64_t alloc_window, alloc_dropped;
+    uint32_t nalloc_samples, nalloc_stacks, nalloc_frames;
+    const struct snap_alloc_sample *alloc_samples;
+    const struct snap_alloc_stack *alloc_stacks;
+    const struct snap_alloc_frame *alloc_frames;
     uint32_t nchunks;
     struct snap_chunk_info *chunks; /* directory as read, nchunks entries (malloc'd) */
 };

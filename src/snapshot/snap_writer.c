@@ -167,6 +167,17 @@ struct raw_ref { /* a root, a location or a content */
     uint32_t index;
 };
 
+struct alloc_frame {
+    uint32_t file, func, line;
+};
+struct alloc_stack {
+    uint32_t first, depth;
+};
+struct alloc_sample {
+    uint64_t addr, size, weight;
+    uint32_t stack;
+};
+
 #define VEC(T)                                                                                     \
     struct {                                                                                       \
         T *v;                                                                                      \
@@ -186,6 +197,12 @@ struct snap_writer {
     struct snap_meta meta;
     char *python_version, *tool_version;
     bool failed;
+    /* ALOC */
+    bool alloc;
+    uint64_t alloc_window, alloc_dropped;
+    VEC(struct alloc_frame) aframes;
+    VEC(struct alloc_stack) astacks;
+    VEC(struct alloc_sample) asamples;
 };
 
 #define VEC_PUSH(w, vec, item)                                                                     \
@@ -288,6 +305,37 @@ int snap_add_location(struct snap_writer *w, uint64_t addr, const char *file, in
     return VEC_PUSH(w, w->locations, r);
 }
 
+int snap_add_alloc_frame(struct snap_writer *w, const char *file, const char *func, int line)
+{
+    struct alloc_frame f = {.line = line < 0 ? 0 : (uint32_t)line};
+    int err = intern_cstr(&w->strings, file, &f.file);
+    if (!err)
+        err = intern_cstr(&w->strings, func, &f.func);
+    return err ? writer_fail(w, err) : VEC_PUSH(w, w->aframes, f);
+}
+
+int snap_add_alloc_stack(struct snap_writer *w, uint32_t first, uint32_t depth)
+{
+    if ((uint64_t)first + depth > w->aframes.n)
+        return writer_fail(w, err_fail(SCRY_E_INTERNAL, "allocation stack past its frames"));
+    return VEC_PUSH(w, w->astacks, ((struct alloc_stack){first, depth}));
+}
+
+int snap_add_alloc_sample(struct snap_writer *w, uint64_t addr, uint64_t size, uint64_t weight,
+                          uint32_t stack)
+{
+    if (stack != UINT32_MAX && stack >= w->astacks.n)
+        return writer_fail(w, err_fail(SCRY_E_INTERNAL, "allocation sample of no stack"));
+    return VEC_PUSH(w, w->asamples, ((struct alloc_sample){addr, size, weight, stack}));
+}
+
+void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped)
+{
+    w->alloc = true;
+    w->alloc_window = window;
+    w->alloc_dropped = dropped;
+}
+
 void snap_set_meta(struct snap_writer *w, const struct snap_meta *m)
 {
     free(w->python_version);
@@ -310,6 +358,9 @@ void snap_writer_abort(struct snap_writer *w)
     free(w->roots.v);
     free(w->locations.v);
     free(w->contents.v);
+    free(w->aframes.v);
+    free(w->astacks.v);
+    free(w->asamples.v);
     free(w->python_version);
     free(w->tool_version);
     free(w->path);
@@ -604,7 +655,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     o.buf = malloc(OUT_BUF);
     if (!o.buf)
         goto fail_mem;
-    struct dir_entry dir[8];
+    struct dir_entry dir[10];
     size_t nd = 0;
     uint8_t header[SNAP_HEADER_SIZE] = {0};
     out_put(&o, header, sizeof(header)); /* written again at the end */
@@ -667,6 +718,34 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     }
     chunk_end(&o, &dir[nd++]);
 
+    if (w->alloc) {
+        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ALOC);
+        out_u64(&o, w->alloc_window);
+        out_u32(&o, (uint32_t)w->asamples.n);
+        out_u32(&o, (uint32_t)w->astacks.n);
+        out_u32(&o, (uint32_t)w->aframes.n);
+        out_u32(&o, 0);
+        out_u64(&o, w->alloc_dropped);
+        for (size_t i = 0; i < w->asamples.n; i++) {
+            const struct alloc_sample *a = &w->asamples.v[i];
+            out_u64(&o, a->addr);
+            out_u64(&o, a->size);
+            out_u64(&o, a->weight);
+            out_u32(&o, a->stack);
+            out_u32(&o, 0);
+        }
+        for (size_t i = 0; i < w->astacks.n; i++) {
+            out_u32(&o, w->astacks.v[i].first);
+            out_u32(&o, w->astacks.v[i].depth);
+        }
+        for (size_t i = 0; i < w->aframes.n; i++) {
+            out_u32(&o, w->aframes.v[i].file);
+            out_u32(&o, w->aframes.v[i].func);
+            out_u32(&o, w->aframes.v[i].line);
+        }
+        chunk_end(&o, &dir[nd++]);
+    }
+
     if (w->meta.capture_contents) {
         chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
         for (size_t i = 0; i < w->contents.n; i++) {
@@ -692,7 +771,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 
     memcpy(header, SNAP_MAGIC, 8);
     header[8] = SNAP_MAJOR;
-    header[10] = SNAP_MINOR;
+    header[10] = w->alloc ? SNAP_MINOR_ALOC : SNAP_MINOR;
     put_le64(header + 16, o.pos);
     put_le64(header + 24, dir_offset);
     put_le32(header + 32, (uint32_t)nd);

@@ -55,6 +55,17 @@ int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label);
 /* Where the object at addr comes from; a second location for the same object is dropped. A
  * negative line is stored as 0 (unknown). */
 int snap_add_location(struct snap_writer *w, uint64_t addr, const char *file, int line);
+/* Live allocation samples (the ALOC chunk, docs/allocations.md). The chunk is written, and the
+ * file's minor version is 2, once snap_set_alloc_info was called. A frame is a stack's item
+ * (outermost first); a stack is frames [first, first + depth) of those added; a sample's stack
+ * is an index of those added or SNAP_NONE. */
+int snap_add_alloc_frame(struct snap_writer *w, const char *file, const char *func, int line);
+int snap_add_alloc_stack(struct snap_writer *w, uint32_t first, uint32_t depth);
+int snap_add_alloc_sample(struct snap_writer *w, uint64_t addr, uint64_t size, uint64_t weight,
+                          uint32_t stack);
+/* window: the sampling window (bytes); dropped: samples left out because they were not live
+ * through the whole walk. */
+void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped);
 /* Copies *m (strings included); the last call wins. Never fails (strings are interned at close). */
 void snap_set_meta(struct snap_writer *w, const struct snap_meta *m);
 

@@ -30,7 +30,7 @@ TARGETS = REPO / "tests" / "targets"
 SCRY = Path(os.environ.get("SCRY", REPO / "build" / "scry"))
 SUPPORTED = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 # Free-threaded builds: python_exe gives them only to the suites that work there, which say so
-# with a module-level FREE_THREADED = True (stacks and run's CPU suites; not dump).
+# with a module-level FREE_THREADED = True (stacks and run's CPU and memory suites; not dump).
 FREE_THREADED = ["3.13t"]
 SCRY_TIMEOUT_S = 30
 READY_TIMEOUT_S = 30
@@ -116,10 +116,6 @@ def python_exe(request, pythons):
 def is_free_threaded(python):
     """Whether the interpreter is one of the free-threaded builds (FREE_THREADED)."""
     return python in find_free_threaded().values()
-
-
-NO_MEMORY_FREE_THREADED = ("scry run does not profile memory on a free-threaded build yet: it "
-                           "profiles CPU only there, with a warning (test_run_memory.py)")
 
 
 def preferred_python():

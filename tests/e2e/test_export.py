@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from conftest import load_profile, run_profiled, run_scry, preferred_python
+from conftest import (SCRY, TARGETS, check_profile, load_profile, preferred_python,
+                      program_env, run_profiled, run_scry)
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")  # names go tool pprof shows unchanged
 
@@ -230,3 +231,180 @@ def test_export_errors(scry, tmp_path):
         assert not (tmp_path / "o").exists()
     cp = run_scry(["view", "--format", "nope", "-o", tmp_path / "o", bad])
     assert cp.returncode == 2 and "pprof" in cp.stderr, cp.stderr
+
+
+# ---- the sample stream (scry run --timeline): per-thread timelines ----
+
+SLACK_S = 0.005  # clock reads: the target's time.time() against the agent's monotonic clock
+
+
+def timeline_run(python, tmp_path, env=None, busy="0.4", options=()):
+    """trace_threads.py under scry run --timeline: (profile, {name: (tid, t0, t1)}) with the
+    windows in seconds since the program's start."""
+    out = tmp_path / "timeline.json"
+    argv = [SCRY, "run", "--no-view", "--timeline", *options, "--python", python, "-o", out,
+            TARGETS / "trace_threads.py", busy]
+    cp = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=120,
+                        env={**program_env(), **(env or {})})
+    assert cp.returncode == 0, cp.stderr
+    profile = json.loads(out.read_text())
+    check_profile(profile)
+    start = profile["start_time_absolute"]
+    windows = {}
+    for line in cp.stdout.splitlines():
+        _, name, tid, t0, t1 = line.split()
+        windows[name] = (int(tid), float(t0) - start, float(t1) - start)
+    assert set(windows) == {"A", "B"}, cp.stdout
+    return out, profile, windows
+
+
+def line_samples(profile):
+    return sum(l["n_samples"] for d in profile["files"].values() for l in d["lines"])
+
+
+def test_timeline_stream_and_exports(scry, python_exe, tmp_path):
+    src, profile, windows = timeline_run(python_exe, tmp_path)
+    ss = profile["sample_stream"]
+    threads = ss["threads"]
+    assert all(t["stride"] == 1 and t["pid"] == threads[0]["pid"] for t in threads), threads
+    # Every sample charged to a line is in the stream, once (no decimation here).
+    assert len(ss["samples"]) == line_samples(profile) > 0
+    times = [s[0] for s in ss["samples"]]
+    assert times == sorted(times) and times[-1] <= profile["elapsed_time_sec"] * 1e6 + 1e4
+    tids = {t["tid"]: i for i, t in enumerate(threads)}
+    assert windows["A"][0] in tids and windows["B"][0] in tids, (threads, windows)
+
+    # Trace Event: slices of f on A's thread inside A's busy window, of g on B's inside B's.
+    out = tmp_path / "t.json"
+    assert run_scry(["view", "--format", "trace", "-o", out, src]).returncode == 0
+    doc = json.loads(out.read_text())
+    check_trace(doc)
+    ev = doc["traceEvents"]
+    pid = threads[0]["pid"]
+    names = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["pid"] == pid
+             and e["name"] == "thread_name"}
+    assert set(names) == set(tids), names
+    slices = [e for e in ev if e["ph"] == "X" and e["pid"] == pid]
+    assert sum(e["args"]["samples"] for e in slices) == len(ss["samples"])
+    for fn, mine, other in (("f", "A", "B"), ("g", "B", "A")):
+        tid, t0, t1 = windows[mine]
+        got = [e for e in slices if e["name"] == fn and e["tid"] == tid]
+        assert not [e for e in slices if e["name"] == fn and e["tid"] == windows[other][0]]
+        assert sum(e["args"]["samples"] for e in got) >= 5, (fn, got)
+        ends = [(e["ts"] + e["dur"]) / 1e6 for e in got]
+        # A sample is taken while its function runs: each slice ends inside the window, and
+        # together they span it.
+        assert all(t0 - SLACK_S <= x <= t1 + SLACK_S for x in ends), (fn, t0, t1, ends)
+        assert min(ends) <= t0 + 0.15 and max(ends) >= t1 - 0.15, (fn, t0, t1, ends)
+        assert all(e["cat"] in ("python", "native", "system") for e in got)
+
+    # Firefox: one thread per real thread, samples at increasing real times over the window.
+    out = tmp_path / "f.json"
+    assert run_scry(["view", "--format", "firefox", "-o", out, src]).returncode == 0
+    ff = json.loads(out.read_text())
+    check_firefox(ff)
+    real = {th["tid"]: th for th in ff["threads"] if th["pid"] == str(pid)}
+    assert set(real) == set(tids), list(real)
+    strings = ff["shared"]["stringArray"]
+    for fn, mine in (("f", "A"), ("g", "B")):
+        tid, t0, t1 = windows[mine]
+        th = real[tid]
+        s, st, fr, fu = th["samples"], th["stackTable"], th["frameTable"], th["funcTable"]
+        assert s["time"] == sorted(s["time"])
+        want_ms = sum(x[3] for x in ss["samples"] if x[1] == tids[tid]) / 1e3
+        assert abs(sum(s["weight"]) - want_ms) <= 1e-6 * want_ms + 1e-3
+        at = [t / 1e3 for t, stack in zip(s["time"], s["stack"])
+              if strings[fu["name"][fr["func"][st["frame"][stack]]]] == fn]
+        assert at and all(t0 - SLACK_S <= t <= t1 + SLACK_S for t in at), (fn, t0, t1, at)
+        assert min(at) <= t0 + 0.15 and max(at) >= t1 - 0.15, (fn, t0, t1, at)
+
+
+def test_timeline_with_stacks(scry, tmp_path):
+    """With --stacks every stream sample has its call stack: per stack, the stream's samples are
+    the stack's count in the profile, and f's samples on A's thread are under a()."""
+    src, profile, windows = timeline_run(preferred_python(), tmp_path, options=["--stacks"])
+    ss = profile["sample_stream"]
+    counts = {}
+    for x in ss["samples"]:
+        key = tuple(f"{f[0]} {f[1]}:{f[3]};" for f in ss["stacks"][x[4]])
+        counts[key] = counts.get(key, 0) + 1
+    want = {tuple(frames): c["count"] for frames, c in profile["stacks"] if c["count"]}
+    assert counts == want
+    tid = {t["tid"]: i for i, t in enumerate(ss["threads"])}[windows["A"][0]]
+    callers = {tuple(f[1] for f in ss["stacks"][x[4]]) for x in ss["samples"]
+               if x[1] == tid and ss["stacks"][x[4]][-1][1] == "f"}
+    assert callers and all(c[-2:] == ("a", "f") for c in callers), callers
+
+
+def test_timeline_bound(scry, tmp_path):
+    """SCRY_TIMELINE_MAX: the stream keeps every stride-th sample, stride the smallest power of
+    two that fits, and still spans the run."""
+    src, profile, windows = timeline_run(preferred_python(), tmp_path,
+                                         env={"SCRY_TIMELINE_MAX": "16"})
+    ss = profile["sample_stream"]
+    stride = ss["threads"][0]["stride"]
+    seen = line_samples(profile)
+    assert seen > 32, seen
+    assert stride & (stride - 1) == 0 and stride > 1
+    assert len(ss["samples"]) == -(-seen // stride) <= 16, (len(ss["samples"]), seen, stride)
+    assert -(-seen // (stride // 2)) > 16, "the stride doubles only when the stream is full"
+    times = [s[0] / 1e6 for s in ss["samples"]]
+    assert times[0] <= windows["A"][1] + 0.2 and times[-1] >= windows["B"][2] - 0.2, times
+
+
+def test_record_timeline(scry, python_exe, tmp_path):
+    """scry record --timeline: the same stream from outside the process, its samples at the
+    times the threads were read, on the threads' real ids with their threading names."""
+    proc = subprocess.Popen([python_exe, str(TARGETS / "trace_threads.py"), "0.4", "0.6"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        out = tmp_path / "rec.json"
+        cp = subprocess.run([str(SCRY), "record", "--pid", str(proc.pid), "--timeline", "-o",
+                             str(out)], capture_output=True, text=True, timeout=60)
+        rest = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    if cp.returncode != 0 and "permission" in cp.stderr:
+        pytest.skip("scry record cannot read the process here: " + cp.stderr.strip())
+    assert cp.returncode == 0, cp.stderr
+    profile = json.loads(out.read_text())
+    check_profile(profile)
+    start = profile["start_time_absolute"]
+    windows = {}
+    for line in rest.splitlines():
+        _, name, tid, t0, t1 = line.split()
+        windows[name] = (int(tid), float(t0) - start, float(t1) - start)
+    ss = profile["sample_stream"]
+    assert len(ss["samples"]) == line_samples(profile) > 0
+    names = {t["tid"]: t["name"] for t in ss["threads"]}
+    assert names.get(windows["A"][0]) == "worker-a" and names.get(windows["B"][0]) == "worker-b"
+    tidx = {t["tid"]: i for i, t in enumerate(ss["threads"])}
+    for fn, mine in (("f", "A"), ("g", "B")):
+        tid, t0, t1 = windows[mine]
+        at = [s[0] / 1e6 for s in ss["samples"]
+              if ss["stacks"][s[4]][-1][1] == fn and s[1] == tidx[tid]]
+        # Read while the function ran: within the window, to a sampling interval (10 ms).
+        assert len(at) >= 10 and all(t0 - 0.012 <= t <= t1 + 0.012 for t in at), (fn, t0, t1, at)
+        assert min(at) <= t0 + 0.1 and max(at) >= t1 - 0.1, (fn, t0, t1, at)
+    out_t = tmp_path / "t.json"
+    assert run_scry(["view", "--format", "trace", "-o", out_t, out]).returncode == 0
+    check_trace(json.loads(out_t.read_text()))
+
+
+def test_exports_without_stream(scry, real_profile, tmp_path):
+    """A profile without a stream (scry run without --timeline, Scalene's) exports as before:
+    no real thread ids, every Firefox sample at time 0."""
+    src, profile = real_profile["stacks"]
+    assert "sample_stream" not in profile
+    out = tmp_path / "f.json"
+    assert run_scry(["view", "--format", "firefox", "-o", out, src]).returncode == 0
+    ff = json.loads(out.read_text())
+    assert len(ff["threads"]) == (2 if profile["memory"] else 1)
+    assert all(t == 0 for th in ff["threads"] for t in th["samples"]["time"])
+    out = tmp_path / "t.json"
+    assert run_scry(["view", "--format", "trace", "-o", out, src]).returncode == 0
+    doc = json.loads(out.read_text())
+    assert {e["pid"] for e in doc["traceEvents"]} == {1}
+    assert "--timeline" in doc["otherData"]["note"]

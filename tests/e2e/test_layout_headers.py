@@ -89,3 +89,28 @@ def test_committed_file_is_generated(label, exe):
                         text=True, timeout=600)
     assert cp.returncode == 0, f"{GEN.name} --check {exe}:\n{cp.stdout}{cp.stderr}"
     assert cp.stdout.startswith("OK "), cp.stdout
+
+
+MIMALLOC_TOOL = REPO / "tests" / "tools" / "mimalloc_offsets.c"
+FREE_THREADED_BUILDS = sorted(find_free_threaded().items()) or [("3.13t", None)]
+
+
+@pytest.mark.parametrize("label,exe", FREE_THREADED_BUILDS,
+                         ids=[v for v, _ in FREE_THREADED_BUILDS])
+def test_mimalloc_layout_matches_headers(label, exe, tmp_path):
+    """What the agent reads of a free-threaded build's mimalloc to size Python's blocks
+    (src/agent/mimalloc_layout.h) is what that build's headers say (tests/tools/
+    mimalloc_offsets.c prints each number both ways and fails on any difference)."""
+    if not exe:
+        pytest.skip("Python 3.13t is not installed (scripts/install-pythons.sh builds it)")
+    inc = gen_layouts.include_dir(exe)
+    if inc is None:
+        pytest.fail(f"{exe} has no headers under its prefix", pytrace=False)
+    cc = os.environ.get("CC") or "cc"
+    out = tmp_path / "mimalloc_offsets"
+    cp = subprocess.run([cc, "-std=c11", f"-I{inc}", f"-I{inc / 'internal' / 'mimalloc'}",
+                         f"-I{REPO / 'src'}", str(MIMALLOC_TOOL), "-o", str(out)],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, f"compiling {MIMALLOC_TOOL.name} against {inc}:\n{cp.stderr}"
+    cp = subprocess.run([str(out)], capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0 and cp.stdout.count(" scry ") >= 10, cp.stdout + cp.stderr

@@ -9,6 +9,7 @@ program, change its output or its exit status. A real Pyroscope server is used w
 installed (`pyroscope` on PATH or $SCRY_PYROSCOPE); it cannot be built here (see the skip).
 """
 
+import base64
 import email.parser
 import email.policy
 import gzip
@@ -26,7 +27,7 @@ import urllib.request
 
 import pytest
 
-from conftest import load_profile, run_profiled, run_scry, preferred_python
+from conftest import SCRY, TARGETS, load_profile, run_profiled, run_scry, preferred_python
 from test_export import pprof_top
 
 REPORT = re.compile(r"^scry: push: (\d+) of (\d+) profiles sent to (\S+), (\d+) dropped")
@@ -51,6 +52,7 @@ class FakeIngest:
                     "path": url.path,
                     "query": dict(urllib.parse.parse_qsl(url.query, strict_parsing=True)),
                     "content_type": self.headers.get("Content-Type", ""),
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
                     "body": body,
                     "at": time.time(),
                 })
@@ -128,6 +130,7 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
     for i, r in enumerate(reqs):
         q = r["query"]
         assert r["path"] == "/ingest", r["path"]
+        assert "x-scope-orgid" not in r["headers"] and "authorization" not in r["headers"]
         assert q["name"] == "svc-1{env=test,zone=a.b}", q
         assert (q["format"], q["spyName"], q["sampleRate"]) == ("pprof", "scry", "100"), q
         frm, until = int(q["from"]), int(q["until"])
@@ -193,6 +196,26 @@ def test_push_retries(scry, pythons, tmp_path):
     assert srv.requests[1]["at"] - srv.requests[0]["at"] >= 0.45, "no back-off before the retry"
 
 
+def test_push_tenant_and_auth(scry, fake_ingest, tmp_path, monkeypatch):
+    """--push-tenant sends X-Scope-OrgID; basic authentication comes from the environment
+    only, and its password is never shown."""
+    monkeypatch.setenv("PYROSCOPE_BASIC_AUTH_USER", "scry-user")
+    monkeypatch.setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "s3cret-pw")
+    ran = run_profiled(preferred_python(), "push_work.py", args=["1.2", "0"],
+                       outfile=tmp_path / "p.json",
+                       options=["--push", f"http://127.0.0.1:{fake_ingest.port}",
+                                "--push-interval", "0.5", "--push-tenant", "team-a_1"])
+    assert ran.returncode == 0, ran.describe()
+    sent, made, _, dropped = push_report(ran)
+    reqs = fake_ingest.requests
+    assert sent == made == len(reqs) >= 2 and dropped == 0, ran.describe()
+    want = "Basic " + base64.b64encode(b"scry-user:s3cret-pw").decode()
+    for r in reqs:
+        assert r["headers"].get("x-scope-orgid") == "team-a_1", r["headers"]
+        assert r["headers"].get("authorization") == want, r["headers"]
+    assert b"s3cret-pw" not in ran.stderr and all("s3cret" not in l for l in ran.scry_lines)
+
+
 def closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -253,6 +276,10 @@ def test_push_server_down(scry, pythons, tmp_path, server):
     (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", "a b"], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", ".."], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", "x" * 151], "--push-tenant needs"),
+    (["--push-tenant", "t"], "go with --push"),
     (["--tag", "a=b"], "go with --push"),
     (["--push-interval", "5"], "go with --push"),
 ])
@@ -314,3 +341,87 @@ def test_push_real_pyroscope(scry, pythons, tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+# ---- scry record --pid PID --push URL: the same sender, fed by the recorder ----
+
+def record_push(spawn, tmp_path, url, options=(), duration="2.2", seconds="8"):
+    """Records a plain push_work.py with --push: (CompletedProcess, wall seconds, profile path,
+    the target's Popen)."""
+    target = spawn([preferred_python(), TARGETS / "push_work.py", seconds, "0"])
+    time.sleep(0.5)  # the interpreter is up
+    out = tmp_path / "rec.json"
+    t = time.monotonic()
+    cp = subprocess.run([str(SCRY), "record", "--pid", str(target.pid), "--duration", duration,
+                         "-o", str(out), "--push", url, *options],
+                        capture_output=True, text=True, timeout=60)
+    return cp, time.monotonic() - t, out, target
+
+
+def report_of(stderr):
+    m = [REPORT.match(line) for line in stderr.splitlines()]
+    m = [x for x in m if x]
+    assert len(m) == 1, stderr
+    sent, made, where, dropped = m[0].groups()
+    return int(sent), int(made), where, int(dropped)
+
+
+def test_record_push(scry, spawn, fake_ingest, tmp_path):
+    cp, _, out, target = record_push(
+        spawn, tmp_path, f"http://127.0.0.1:{fake_ingest.port}",
+        ["--push-interval", "0.5", "--service-name", "rec-svc", "--tag", "env=rec",
+         "--push-tenant", "team-r"])
+    assert cp.returncode == 0, cp.stderr
+    assert target.poll() is None, "recording with --push ended the target"
+    reqs = fake_ingest.requests
+    sent, made, _, dropped = report_of(cp.stderr)
+    assert (sent, made, dropped) == (len(reqs), len(reqs), 0), cp.stderr
+    assert 4 <= len(reqs) <= 6, [r["query"] for r in reqs]  # 2.2 s / 0.5 s, and the last one
+    paths = []
+    prev_until = None
+    for i, r in enumerate(reqs):
+        q = r["query"]
+        assert r["path"] == "/ingest" and q["name"] == "rec-svc{env=rec}", (r["path"], q)
+        assert r["headers"].get("x-scope-orgid") == "team-r", r["headers"]
+        assert (q["format"], q["sampleRate"]) == ("pprof", "100"), q
+        if prev_until is not None:
+            assert abs(int(q["from"]) - prev_until) <= 1, [x["query"] for x in reqs]
+        prev_until = int(q["until"])
+        fields = multipart_fields(r["content_type"], r["body"])
+        path = tmp_path / f"rec-{i}.pb.gz"
+        path.write_bytes(fields["profile"])
+        paths.append(path)
+    # The pushes are deltas of the recording: merged, they are its profile, to the sample.
+    final = tmp_path / "final.pb.gz"
+    assert run_scry(["view", "--format", "pprof", "-o", final, out]).returncode == 0
+    for index, tol in (("samples", 0), ("wall", 1e-6 * len(paths))):
+        total_p, rows_p, text_p = pprof_top(paths, index)
+        total_f, rows_f, text_f = pprof_top(final, index)
+        assert total_f > 0 and abs(total_p - total_f) <= tol, (index, text_p, text_f)
+        for name, v in rows_f.items():
+            assert abs(rows_p.get(name, 0) - v) <= tol + 1e-9, (index, name, text_p, text_f)
+    _, wall, text = pprof_top(paths, "wall")
+    assert max(wall, key=wall.get) == "push_hot_loop", text
+
+
+def test_record_push_server_down(scry, spawn, tmp_path):
+    """A server that refuses connections neither slows the recording down nor holds scry
+    past FLUSH_SEC after it; the profile is written, the drops are reported."""
+    cp, took, out, target = record_push(spawn, tmp_path, f"http://127.0.0.1:{closed_port()}",
+                                        ["--push-interval", "0.3"], duration="1.5")
+    assert cp.returncode == 0, cp.stderr
+    assert took <= 1.5 + FLUSH_SEC + 1.5, (took, cp.stderr)
+    assert json.loads(out.read_text())["n_samples"] > 50
+    sent, made, _, dropped = report_of(cp.stderr)
+    assert sent == 0 and made >= 4 and dropped == made, cp.stderr
+    assert target.poll() is None
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--push", "localhost"], "--push needs the URL of a Pyroscope server"),
+    (["--push", "http://127.0.0.1:4040", "--push-tenant", "a/b"], "--push-tenant needs"),
+    (["--tag", "a=b"], "go with --push"),
+])
+def test_record_push_usage_errors(scry, tmp_path, options, message):
+    cp = run_scry(["record", "--pid", "1", "-o", tmp_path / "r.json", *options])
+    assert cp.returncode == 2 and message in cp.stderr and "[usage]" in cp.stderr, cp.stderr

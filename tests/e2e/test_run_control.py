@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, SCRY, TARGETS, Ran, file_detail, is_free_threaded, load_profile,
-                      program_env)
+from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
 
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 
@@ -82,8 +81,6 @@ def test_region_between_start_and_stop_is_all_there_is(python_exe, tmp_path):
 
 
 def test_memory_counts_only_while_on(python_exe, tmp_path):
-    if is_free_threaded(python_exe):
-        pytest.skip("scry profiles CPU only on a free-threaded build (its mimalloc heaps)")
     ran = scry_run(python_exe, tmp_path / "p.json", "memory", options=["--off"])
     assert ran.returncode == 0, ran.describe()
     profile = load_profile(ran)

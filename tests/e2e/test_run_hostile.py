@@ -22,9 +22,8 @@ import subprocess
 
 import pytest
 
-from conftest import (NO_MEMORY_FREE_THREADED, SCRY, TARGETS, assert_same_behaviour,
-                      file_detail, is_free_threaded, line_entry, load_profile, program_env,
-                      run_plain, run_profiled)
+from conftest import (SCRY, TARGETS, assert_same_behaviour, file_detail, line_entry,
+                      load_profile, program_env, run_plain, run_profiled)
 
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 
@@ -130,8 +129,6 @@ BY_HANDLE = TARGETS / "native_by_handle.py"
 
 @pytest.fixture
 def by_handle(python_exe, tmp_path):
-    if is_free_threaded(python_exe):
-        pytest.skip(NO_MEMORY_FREE_THREADED)
     plain = run_plain(python_exe, "native_by_handle.py")
     ran = run_profiled(python_exe, "native_by_handle.py", outfile=tmp_path / "p.json")
     assert_same_behaviour(plain, ran)

@@ -3,7 +3,7 @@ foundation. tests/targets/window_work.py takes a checkpoint, allocates and keeps
 0.5 s, allocates and frees 50 MB, takes a second checkpoint, and prints its own truth (thread
 CPU time of each piece, and the agent's totals around the window). `scry collect --part B
 --since A` must give exactly the window: its lines, its seconds, its memory. On every installed
-Python 3.11+ that profiles memory."""
+Python 3.11+ that profiles memory, the free-threaded 3.13t included."""
 
 import importlib.util
 import json
@@ -11,13 +11,14 @@ import subprocess
 
 import pytest
 
-from conftest import (SCRY, TARGETS, file_detail, function_entry, is_free_threaded, line_entry, load_profile,
+from conftest import (SCRY, TARGETS, file_detail, function_entry, line_entry, load_profile,
                       run_profiled, Ran)
 
 _spec = importlib.util.spec_from_file_location("groundtruth", TARGETS / "groundtruth.py")
 groundtruth = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(groundtruth)
 
+FREE_THREADED = True  # python_exe also runs the free-threaded builds (conftest.FREE_THREADED)
 TARGET = TARGETS / "window_work.py"
 MARK = {k: v[0] for k, v in groundtruth.marker_lines(TARGET).items()}
 MB = 1 << 20
@@ -37,8 +38,6 @@ def near(got, want, rel, slack=0.0):
 
 @pytest.fixture
 def window_run(python_exe, tmp_path):
-    if is_free_threaded(python_exe):
-        pytest.skip("memory is not profiled on free-threaded builds yet")
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(mode=0o700)
     ran = run_profiled(python_exe, "window_work.py", [ckpt], outfile=tmp_path / "whole.json")

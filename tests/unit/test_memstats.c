@@ -26,7 +26,7 @@ static void record(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes
     s.ptr = 0x1000 + s.seq * 16;
     s.time_ns = 1000 + s.seq;
     s.tid = tid;
-    struct ag_mwhere w = {AG_MW_LINE, false, file, 0, line};
+    struct ag_mwhere w = {AG_MW_LINE, false, file, 0, line, 0};
     ag_mem_record(m, &s, &w, 0);
 }
 

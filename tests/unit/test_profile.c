@@ -2,6 +2,8 @@
  * function), totals, elapsed as the maximum, the program's own part chosen by pid, excluded
  * files, notes for empty profiles, and damaged parts refused whole with a clear message. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -454,6 +456,75 @@ static void test_memory_unsupported(void)
     prof_free(&p);
 }
 
+/* A part with a sample stream: `base` with "sample_stream" added before its closing brace. */
+static char *with_stream(const char *base, const char *stream)
+{
+    size_t n = strlen(base);
+    char *out = malloc(n + strlen(stream) + 32);
+    memcpy(out, base, n - 1);
+    sprintf(out + n - 1, ",\"sample_stream\":%s}", stream);
+    return out;
+}
+
+static void test_sample_stream(void)
+{
+    /* The program (start 1000.5) and its child (start 1001.0): the child's files are in
+     * another order; its samples come 0.5 s later on the program's clock. */
+    char *a = with_stream(part_a, "{\"max\":100,\"stride\":1,\"seen\":3,\"lost\":0,"
+                                  "\"threads\":[[100,\"python3\"],[105,\"worker\"]],"
+                                  "\"samples\":[[1000,0,0,10000,0,0,12,-1],"
+                                  "[600000,1,2,20000,1,1,4,-1],[2000,0,1,5000,0,0,12,-1]]}");
+    char *b = with_stream(part_b, "{\"max\":100,\"stride\":4,\"seen\":9,\"lost\":0,"
+                                  "\"threads\":[[101,\"\"]],"
+                                  "\"samples\":[[100,0,0,10000,1,0,13,-1]]}");
+    struct profile p;
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, b, strlen(b), "part-101.json", 100), 0);
+    CHECK_EQ(prof_add_part_text(&p, a, strlen(a), "part-100.json", 100), 0);
+    prof_finish(&p);
+    const struct prof_sstream *ss = &p.ss;
+    CHECK(ss->on);
+    CHECK_EQ(ss->nthreads, 3);
+    CHECK_EQ(ss->nsamples, 4);
+    CHECK_EQ(ss->threads[0].pid, 101);
+    CHECK_EQ(ss->threads[0].stride, 4);
+    CHECK_STR(ss->threads[2].name, "worker");
+    /* Sorted by time, relative to the program's start. */
+    int64_t want_t[4] = {1000000, 2000000, 500100000, 600000000};
+    uint32_t want_thread[4] = {1, 1, 0, 2};
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_EQ(ss->samples[i].t, want_t[i]);
+        CHECK_EQ(ss->samples[i].thread, want_thread[i]);
+    }
+    CHECK_EQ(ss->samples[1].kind, 1);
+    CHECK_EQ(ss->samples[1].weight_ns, 5000000);
+    /* One-frame stacks (no --stacks): the same line of both processes is one stack. */
+    CHECK_EQ(ss->samples[0].stack, ss->samples[1].stack);
+    const struct prof_ssstack *st = &ss->stacks[ss->samples[2].stack];
+    CHECK_EQ(st->depth, 1);
+    const struct prof_sframe *f = &ss->frames[st->off];
+    CHECK_STR(p.files[f->file].name, "/app/app.py");
+    CHECK_STR(p.funcs[f->func].qualname, "main");
+    CHECK_EQ(f->line, 13);
+    f = &ss->frames[ss->stacks[ss->samples[3].stack].off];
+    CHECK_STR(p.files[f->file].name, "/app/util.py");
+    CHECK_STR(p.funcs[f->func].qualname, "helper");
+    prof_free(&p);
+
+    /* A sample of a thread the part does not list: the whole part is refused. */
+    char *bad = with_stream(part_a, "{\"max\":100,\"stride\":1,\"seen\":1,\"lost\":0,"
+                                    "\"threads\":[],\"samples\":[[1,0,0,1,0,0,12,-1]]}");
+    prof_init(&p);
+    CHECK_EQ(prof_add_part_text(&p, bad, strlen(bad), "part-100.json", 100),
+             -SCRY_E_BAD_PROFILE);
+    CHECK(strstr(err_last_message(), "sample_stream.samples[0]") != NULL);
+    CHECK_EQ(p.nlines, 0);
+    prof_free(&p);
+    free(a);
+    free(b);
+    free(bad);
+}
+
 /* GPU (docs/agent-protocol.md, "GPU"): gpu_lines summed per line over parts, n_gpu_percent the
  * load-weighted mean, memory's mean and peak; sources merged ("mixed" when parts differ), notes
  * kept; a part with GPU lines but no device, or a load above 1, is refused. */
@@ -543,6 +614,7 @@ static void test_gpu(void)
 }
 
 static const struct tl_test tests[] = {
+    TL(test_sample_stream),
     TL(test_native_stacks), TL(test_run_queue), TL(test_memory_unsupported),
     TL(test_merge_two_parts), TL(test_primary_falls_back_to_first), TL(test_bad_parts_are_skipped),
     TL(test_notes),           TL(test_excluded_capped),             TL(test_set_source),

@@ -1,0 +1,56 @@
+/* Allocation samples joined to a heap snapshot's objects (docs/allocations.md): each live
+ * sample's block to the object it holds, each object to the top retainer that dominates it, and
+ * the bytes grouped by allocating line or stack. Pure: reads a snapshot (its ALOC chunk) and
+ * its analysis. */
+#ifndef SCRY_ANALYSIS_ALLOC_JOIN_H
+#define SCRY_ANALYSIS_ALLOC_JOIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/heap_analysis.h"
+#include "analysis/stacks.h"
+
+/* A sampled block holds the object at block + 0, 16 (GC header) or 32 (and the pre-header of
+ * managed dict and weak references), inside the block: no other start is a match. */
+#define AJ_MAX_HEADER 32
+/* A block more than this larger than the object found at its start held something else (its
+ * address was reused) and is not a match. */
+#define AJ_SIZE_SLACK 64
+
+/* Bytes from one allocating line (the innermost frame of the samples' stacks; file 0 and line 0:
+ * samples with no profiled Python frame). */
+struct aj_line {
+    uint32_t file, func, line; /* string ids of the snapshot, line number */
+    uint64_t bytes;            /* the sum of the samples' weights */
+    uint64_t samples;
+    uint64_t small; /* samples of blocks below the window: the only ones with sampling error */
+};
+
+struct aj_join {
+    const struct heap_analysis *a;
+    uint32_t *object; /* per sample: the object its block holds, or SNAP_NONE */
+    uint64_t samples, matched, unmatched;
+    uint64_t matched_bytes, unmatched_bytes;
+};
+
+/* Returns 0, -SCRY_E_NO_ALLOCATIONS (a snapshot without an ALOC chunk; message recorded) or
+ * -SCRY_E_NO_MEMORY. */
+int aj_build(const struct heap_analysis *a, struct aj_join *out);
+void aj_free(struct aj_join *j);
+
+/* The allocating lines of the samples whose object is dominated by (or is) holder, largest
+ * first (malloc'd, *n entries). */
+int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_line **out, size_t *n);
+/* The same for the samples whose object is marked in member (one byte per object, not 0: in;
+ * the instances of a type, say). */
+int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
+                        size_t *n);
+/* The sampling error of a line's bytes (one standard deviation): window x sqrt(small). */
+double aj_line_error(const struct aj_join *j, const struct aj_line *l);
+/* Retained bytes by allocating stack (outermost frame first, "function (file:line)"), into a
+ * flame graph's tree: every matched sample's weight. */
+int aj_add_stacks(const struct aj_join *j, struct stk_tree *t);
+
+#endif

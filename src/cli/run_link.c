@@ -1,0 +1,184 @@
+/* The part directory of a program under scry run, and its allocation samples (run_link.h). */
+#include "cli/run_link.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "common/error.h"
+#include "common/infile.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
+
+/* The part directory named in pid's environment, into dir (false: none there). Records an
+ * error for a process that cannot be read. */
+static int run_dir_of(int pid, char *dir, size_t size, bool *found)
+{
+    char path[64];
+    char *env;
+    size_t len;
+    *found = false;
+    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+    if (cli_read_file(path, &env, &len) != 0) {
+        if (access(path, F_OK) != 0 && errno == ENOENT)
+            return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+        return err_fail_hint(SCRY_E_PERMISSION_DENIED,
+                             "run scry as the user who runs the program, or as root",
+                             "cannot read the environment of pid %d: %s", pid,
+                             san_str(err_last_message()));
+    }
+    static const char key[] = "SCRY_PART_DIR=";
+    for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
+        if (strncmp(env + i, key, sizeof(key) - 1) == 0 && env[i + sizeof(key) - 1]) {
+            snprintf(dir, size, "%s", env + i + sizeof(key) - 1);
+            *found = true;
+            break;
+        }
+    }
+    free(env);
+    /* Only a run's own part directory, owned by the process's user: an environment can name
+     * any directory. */
+    struct stat st;
+    snprintf(path, sizeof(path), "/proc/%d", pid);
+    if (*found && (stat(path, &st) != 0 || !cli_is_part_dir(dir, st.st_uid)))
+        *found = false;
+    return 0;
+}
+
+/* pid is `scry run` itself: its environment is its own; the run's is its children's. */
+static int run_dir_of_children(int pid, char *dir, size_t size, bool *found)
+{
+    char path[64];
+    char *kids;
+    size_t len;
+    *found = false;
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+    if (cli_read_file(path, &kids, &len) != 0) {
+        err_clear();
+        return 0;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(kids, " \n", &save); tok && !*found;
+         tok = strtok_r(NULL, " \n", &save)) {
+        int child;
+        if (cli_parse_pid(tok, &child) && run_dir_of(child, dir, size, found) != 0)
+            err_clear();
+    }
+    free(kids);
+    return 0;
+}
+
+int run_link_dir(int pid, char *dir, size_t size, bool *found)
+{
+    int err = run_dir_of(pid, dir, size, found);
+    if (!err && !*found)
+        err = run_dir_of_children(pid, dir, size, found);
+    return err;
+}
+
+void alloc_table_free(struct alloc_table *t)
+{
+    free(t->live);
+    if (t->doc)
+        json_decref(t->doc);
+    memset(t, 0, sizeof(*t));
+}
+
+static bool as_u64(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return false;
+    *out = (uint64_t)json_integer_value(v);
+    return true;
+}
+
+/* The agent's answer (src/agent/part_writer.c, ag_write_allocations_file), checked. */
+static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
+{
+    const json_t *live = json_object_get(doc, "live");
+    const json_t *stacks = json_object_get(doc, "stacks");
+    if (!json_is_array(live) || !json_is_array(stacks) ||
+        !as_u64(json_object_get(doc, "window"), &out->window))
+        return err_fail(SCRY_E_INTERNAL, "%s: not an allocation table", san_str(path));
+    out->memory = json_is_true(json_object_get(doc, "memory"));
+    size_t n = json_array_size(live), nst = json_array_size(stacks);
+    out->live = calloc(n ? n : 1, sizeof(*out->live));
+    if (!out->live)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *r = json_array_get(live, i);
+        struct alloc_live *l = &out->live[i];
+        const json_t *st = json_array_get(r, 4);
+        if (!json_is_array(r) || json_array_size(r) != 5 || !as_u64(json_array_get(r, 0), &l->seq) ||
+            !as_u64(json_array_get(r, 1), &l->ptr) || !as_u64(json_array_get(r, 2), &l->size) ||
+            !as_u64(json_array_get(r, 3), &l->weight) || !json_is_integer(st) ||
+            json_integer_value(st) < -1 || json_integer_value(st) >= (json_int_t)nst)
+            return err_fail(SCRY_E_INTERNAL, "%s: live sample %zu is not valid", san_str(path), i);
+        l->stack = json_integer_value(st);
+    }
+    for (size_t i = 0; i < nst; i++) {
+        const json_t *s = json_array_get(stacks, i), *f;
+        size_t k;
+        if (!json_is_array(s))
+            return err_fail(SCRY_E_INTERNAL, "%s: stack %zu is not valid", san_str(path), i);
+        json_array_foreach(s, k, f)
+        {
+            if (!json_is_array(f) || json_array_size(f) != 3 ||
+                !json_is_string(json_array_get(f, 0)) || !json_is_string(json_array_get(f, 1)) ||
+                !json_is_integer(json_array_get(f, 2)))
+                return err_fail(SCRY_E_INTERNAL, "%s: stack %zu is not valid", san_str(path), i);
+        }
+    }
+    out->nlive = n;
+    out->stacks = stacks;
+    return 0;
+}
+
+int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out)
+{
+    memset(out, 0, sizeof(*out));
+    char req_path[4200], ans_path[4200], text[32];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    /* A number the agent has not answered yet. */
+    unsigned long long req = ((unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec) | 1;
+    snprintf(req_path, sizeof(req_path), "%s/allocreq-%d", dir, pid);
+    snprintf(ans_path, sizeof(ans_path), "%s/alloc-%d.json", dir, pid);
+    int len = snprintf(text, sizeof(text), "%llu\n", req);
+    int err = outfile_write_all(req_path, text, (size_t)len, OUTFILE_PRIVATE);
+    if (err)
+        return err;
+    for (double waited = 0; waited < timeout_s; waited += 0.005) {
+        char *data;
+        size_t n;
+        if (infile_read_all(ans_path, "allocation samples", 1ULL << 30, &data, &n) == 0) {
+            json_t *doc = json_loadb(data, n, 0, NULL);
+            free(data);
+            const json_t *r = json_object_get(doc, "request");
+            if (json_is_integer(r) && (unsigned long long)json_integer_value(r) == req) {
+                out->doc = doc;
+                err = parse_table(ans_path, doc, out);
+                unlink(ans_path);
+                unlink(req_path);
+                if (err)
+                    alloc_table_free(out);
+                return err;
+            }
+            if (doc)
+                json_decref(doc);
+        }
+        err_clear();
+        if (kill(pid, 0) != 0 && errno == ESRCH)
+            break;
+        struct timespec ms5 = {0, 5000000};
+        nanosleep(&ms5, NULL);
+    }
+    unlink(req_path);
+    return err_fail(SCRY_E_NOT_FOUND, "pid %d did not report its allocation samples", pid);
+}

@@ -1,0 +1,38 @@
+/* Talking to a program that `scry run` profiles, through the run's part directory (the agent's
+ * side: src/agent/control.c): which directory a process's run uses (`scry control`), and its
+ * live allocation samples (`scry dump --pid`, docs/allocations.md). */
+#ifndef SCRY_CLI_RUN_LINK_H
+#define SCRY_CLI_RUN_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* The part directory of the run pid belongs to (pid is one of its processes or scry run itself),
+ * into dir; *found false when pid is not a program under scry run. Returns 0, or an error
+ * (no_such_process, permission_denied) when pid's environment cannot be read. */
+int run_link_dir(int pid, char *dir, size_t size, bool *found);
+
+/* One live malloc sample as the agent reported it. */
+struct alloc_live {
+    uint64_t seq, ptr, size, weight;
+    int64_t stack; /* index into stacks, -1: none */
+};
+
+struct alloc_table {
+    bool memory; /* the run profiles memory (else nothing below) */
+    uint64_t window;
+    struct alloc_live *live;
+    size_t nlive;
+    json_t *doc;          /* owns stacks */
+    const json_t *stacks; /* [[[file, function, line], ...outermost first], ...] */
+};
+
+/* Asks pid's agent (its run's part directory dir) for its live allocation samples and waits up
+ * to timeout_s for the answer. Returns 0, or an error (not_found: no answer in time). */
+int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out);
+void alloc_table_free(struct alloc_table *t);
+
+#endif

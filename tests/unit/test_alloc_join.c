@@ -1,0 +1,175 @@
+/* The allocation join (analysis/alloc_join.h) on a synthetic snapshot: a block matches the
+ * object at its start (+0, +16 GC header, +32 pre-header) only; a block much larger than the
+ * object found there (its address reused by a smaller object), or one that ends before the
+ * object, is unmatched; bytes go to the holder that dominates the object, by innermost frame;
+ * the ALOC chunk is validated and the file's version is 1.2 with it, 1.1 without. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/alloc_join.h"
+#include "common/error.h"
+#include "snapshot/snap_writer.h"
+#include "testlib.h"
+
+/* sys.modules['app'] -> module M -.__dict__-> D -['CACHE']-> C (list) -[0]-> B0, -[1]-> B1
+ * (bytes 100000 each, B1 a GC-less object at its block's start); D -['other']-> O (dict 64,
+ * allocated with a 16-byte GC header before it). */
+enum { M = 1, D, C, B0, B1, O };
+static uint64_t addr(int i) { return 0x100000 + (uint64_t)i * 0x100000; }
+
+static void build(const char *path, bool alloc)
+{
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_object(w, addr(M), "builtins.module", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(D), "builtins.dict", 200, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(C), "builtins.list", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(B0), "builtins.bytes", 100000, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(B1), "builtins.bytes", 100000, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(O), "builtins.dict", 64, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, addr(M), addr(D), SNAP_EDGE_ATTR, ".__dict__"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(D), addr(C), SNAP_EDGE_DICT_VALUE, "['CACHE']"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(C), addr(B0), SNAP_EDGE_INDEX, "[0]"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(C), addr(B1), SNAP_EDGE_INDEX, "[1]"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(D), addr(O), SNAP_EDGE_DICT_VALUE, "['other']"), 0);
+    CHECK_EQ(snap_add_root(w, addr(M), "sys.modules['app']"), 0);
+    struct snap_meta meta = {.pid = 7, .python_version = "3.12.1"};
+    snap_set_meta(w, &meta);
+    if (!alloc) {
+        CHECK_EQ(snap_writer_close(w, NULL), 0);
+        return;
+    }
+    /* stack 0: <module>:5 -> fill:10; stack 1: <module>:6 -> other:20 */
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "<module>", 5), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "fill", 10), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "<module>", 6), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "other", 20), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 2), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 2, 2), 0);
+    /* 0: B0's block, exact size: matched, to fill:10. */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(B0), 100000, 100000, 0), 0);
+    /* 1: B1's address but a block of 1 MB: B1 reused a freed bigger block: unmatched. */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(B1), 1 << 20, 1 << 20, 0), 0);
+    /* 2: O's block starts 16 bytes before it (GC header): matched, to other:20 (window 64 KiB
+     * stands for the small block). */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(O) - 16, 80, 65536, 1), 0);
+    /* 3: a 16-byte block that ends before O starts 32 bytes later: unmatched. */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(O) - 32, 16, 65536, 1), 0);
+    /* 4: inside B0, not at a header offset: unmatched. */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(B0) + 48, 64, 65536, UINT32_MAX), 0);
+    /* 5: no stack, at C: matched, to no line. */
+    CHECK_EQ(snap_add_alloc_sample(w, addr(C) - 16, 88, 65536, UINT32_MAX), 0);
+    snap_set_alloc_info(w, 65536, 3);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+}
+
+/* Writes the snapshot (with or without samples), opens and analyses it. */
+static void open_built(bool alloc, struct snap *s, struct heap_analysis *a)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s.heap", tl_tmpdir(), alloc ? "a" : "b");
+    build(path, alloc);
+    CHECK_EQ(snap_open(path, s), 0);
+    CHECK_EQ(ha_build(s, a), 0);
+}
+
+static void test_join(void)
+{
+    struct snap s;
+    struct heap_analysis a;
+    struct aj_join j;
+    open_built(true, &s, &a);
+    CHECK_EQ(s.minor, 2);
+    CHECK(s.has_allocations);
+    CHECK_EQ(s.alloc_window, 65536);
+    CHECK_EQ(s.alloc_dropped, 3);
+    CHECK_EQ(aj_build(&a, &j), 0);
+    CHECK_EQ(j.samples, 6);
+    CHECK_EQ(j.matched, 3);
+    CHECK_EQ(j.unmatched, 3);
+    CHECK_EQ(j.object[0], snap_find(&s, addr(B0)));
+    CHECK_EQ(j.object[1], SNAP_NONE);
+    CHECK_EQ(j.object[2], snap_find(&s, addr(O)));
+    CHECK_EQ(j.object[3], SNAP_NONE);
+    CHECK_EQ(j.object[4], SNAP_NONE);
+    CHECK_EQ(j.object[5], snap_find(&s, addr(C)));
+    CHECK_EQ(j.unmatched_bytes, (1 << 20) + 2 * 65536);
+
+    struct aj_line *l;
+    size_t n;
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, addr(C)), &l, &n), 0);
+    CHECK_EQ(n, 2); /* fill:10 (B0), and the list's own block with no stack */
+    CHECK_EQ(l[0].bytes, 100000);
+    CHECK_EQ(l[0].line, 10);
+    CHECK_STR(snap_string(&s, l[0].func), "fill");
+    CHECK_EQ(l[0].small, 0);
+    CHECK_EQ((long long)aj_line_error(&j, &l[0]), 0); /* a block of the window or more: exact */
+    CHECK_EQ(l[1].file, 0);
+    CHECK_EQ(l[1].bytes, 65536);
+    CHECK_EQ((long long)aj_line_error(&j, &l[1]), 65536);
+    free(l);
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, addr(O)), &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].line, 20);
+    free(l);
+    uint8_t *member = calloc(s.nobjects, 1);
+    member[snap_find(&s, addr(B0))] = member[snap_find(&s, addr(B1))] = 1;
+    CHECK_EQ(aj_lines_of_objects(&j, member, &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].bytes, 100000);
+    free(l);
+    free(member);
+
+    struct stk_tree t;
+    stk_init(&t, false);
+    CHECK_EQ(aj_add_stacks(&j, &t), 0);
+    CHECK_EQ(stk_finish(&t), 0);
+    struct strbuf sb = STRBUF_INIT;
+    CHECK_EQ(stk_write_folded(&t, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "<module> (app.py:5);fill (app.py:10) 100000\n") != NULL);
+    CHECK(strstr(sb_str(&sb), "<module> (app.py:6);other (app.py:20) 65536\n") != NULL);
+    CHECK(strstr(sb_str(&sb), "<no Python frame> 65536\n") != NULL);
+    sb_release(&sb);
+    stk_free(&t);
+    aj_free(&j);
+    ha_free(&a);
+    snap_close(&s);
+}
+
+static void test_writer_checks(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/c.heap", tl_tmpdir());
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "f", 1), 0);
+    CHECK(snap_add_alloc_stack(w, 0, 2) != 0); /* past the frames */
+    snap_writer_abort(w);
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK(snap_add_alloc_sample(w, 0x1000, 16, 16, 0) != 0); /* no stack 0 */
+    snap_writer_abort(w);
+    err_clear();
+}
+
+static void test_without_allocations(void)
+{
+    struct snap s;
+    struct heap_analysis a;
+    struct aj_join j;
+    open_built(false, &s, &a);
+    CHECK_EQ(s.minor, 1);
+    CHECK(!s.has_allocations);
+    CHECK_EQ(aj_build(&a, &j), -SCRY_E_NO_ALLOCATIONS);
+    err_clear();
+    aj_free(&j);
+    ha_free(&a);
+    snap_close(&s);
+}
+
+static const struct tl_test tests[] = {
+    TL(test_join),
+    TL(test_writer_checks),
+    TL(test_without_allocations),
+};
+TL_MAIN(tests)
