@@ -26,7 +26,7 @@ ifneq ($(SANITIZE),)
   LDSAN := -fsanitize=$(SANITIZE)
 endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
-LDLIBS  := -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
+LDLIBS  := -lbpf -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 
 CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
@@ -95,6 +95,20 @@ $(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed-web.sh
 $(WEB_OBJ): $(BUILD)/gen/web_assets.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# scry record --allocations: the BPF program (src/bpf/), compiled for the BPF target against the
+# UAPI headers only (uprobes need no kernel type, so no vmlinux.h and no BTF at build time), and
+# embedded in the binary through the skeleton bpftool generates from it (never committed).
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BPF_INC  := /usr/include/$(shell $(CC) -print-multiarch 2>/dev/null)
+$(BUILD)/gen/alloc_record.bpf.o: src/bpf/alloc_record.bpf.c src/bpf/alloc_record.h | deps
+	@mkdir -p $(dir $@)
+	clang -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BPF_INC) -Isrc/bpf \
+	    -c $< -o $@
+$(BUILD)/gen/alloc_record.skel.h: $(BUILD)/gen/alloc_record.bpf.o
+	bpftool gen skeleton $< name alloc_record_bpf > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/src/cli/record_alloc.o: $(BUILD)/gen/alloc_record.skel.h
+$(BUILD)/obj/src/cli/record_alloc.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/scry: $(CLI_OBJ) $(CORE_LIB) $(WEB_OBJ)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(WEB_OBJ) $(CORE_LIB) $(LDLIBS)

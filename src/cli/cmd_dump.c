@@ -73,6 +73,9 @@ struct dump_opts {
     const char *core, *exe, *output, *graph;
     bool json, capture;
     size_t max_str;
+    /* the live allocation samples from elsewhere than a run's agent (record --allocations) */
+    int (*ask)(void *ctx, struct alloc_table *t);
+    void *ask_ctx;
 };
 
 static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
@@ -348,8 +351,11 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
 
 /* Asks the agent of a program under scry run for its live allocation samples (false: it is not
  * one, or it does not profile memory; a warning when it should have answered and did not). */
-static bool alloc_ask(int pid, const char *dir, struct alloc_table *t)
+static bool alloc_ask(const struct dump_opts *o, const char *dir, struct alloc_table *t)
 {
+    int pid = o->pid;
+    if (o->ask)
+        return o->ask(o->ask_ctx, t) == 0;
     if (!dir[0])
         return false;
     if (run_link_allocations(pid, dir, ALLOC_ANSWER_S, t) != 0) {
@@ -540,12 +546,12 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
         err_clear(); /* not readable: then not a run's program that we could ask */
     if (!in_run)
         run_dir[0] = 0;
-    bool alloc = alloc_ask(o->pid, run_dir, &before);
+    bool alloc = alloc_ask(o, run_dir, &before);
     struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;
-    if (alloc && alloc_ask(o->pid, run_dir, &after) &&
+    if (alloc && alloc_ask(o, run_dir, &after) &&
         (err = alloc_store(ds.w, &before, &after, &res)))
         goto fail;
     if (ds.graph) {
@@ -601,6 +607,15 @@ int cli_dump_report(int pid, const char *output, bool json, struct strbuf *out)
 {
     struct dump_opts o = {.pid = pid, .output = output, .json = json,
                           .max_str = DEFAULT_MAX_STR};
+    return dump_report(&o, out);
+}
+
+int cli_dump_report_samples(int pid, const char *output, bool json,
+                            int (*ask)(void *ctx, struct alloc_table *t), void *ctx,
+                            struct strbuf *out)
+{
+    struct dump_opts o = {.pid = pid, .output = output, .json = json,
+                          .max_str = DEFAULT_MAX_STR, .ask = ask, .ask_ctx = ctx};
     return dump_report(&o, out);
 }
 

@@ -16,6 +16,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "cli/record_alloc.h"
 #include "cli/record_memory.h"
 #include "cli/push.h"
 #include "cli/record_native.h"
@@ -50,6 +51,13 @@ const char cmd_record_usage[] =
     "      --memory                    also its memory, as scry run --memory: loads scry's agent\n"
     "                                  into the process (ptrace), which samples it from inside\n"
     "                                  and goes idle at the end (docs/record-memory.md)\n"
+    "      --allocations               instead: its allocations, with eBPF uprobes on malloc,\n"
+    "                                  calloc, realloc and free (nothing loaded into it; root or\n"
+    "                                  CAP_BPF+CAP_PERFMON); needs --dump FILE: the heap snapshot\n"
+    "                                  taken at the end, with the live samples for analyze,\n"
+    "                                  query and flamegraph --allocations (docs/allocations.md);\n"
+    "                                  takes --duration, --json and\n"
+    "                                  --allocation-sampling-window B (default 1048576)\n"
     "      --profile-all               profile every file, the standard library included\n"
     "      --profile-only A,B          only files whose path contains one of these\n"
     "      --profile-exclude A,B       never files whose path contains one of these\n"
@@ -646,6 +654,8 @@ static int record(struct rec_opts *o);
 
 int cmd_record(int argc, char **argv)
 {
+    if (record_alloc_wanted(argc, argv))
+        return record_alloc_main(argc, argv);
     struct rec_opts o;
     bool help = false;
     int parsed = parse(argc, argv, &o, &help);

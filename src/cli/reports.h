@@ -14,6 +14,12 @@
 int cli_stacks_report(int pid, bool json, struct strbuf *out);
 /* `scry dump --pid PID -o OUTPUT [--json]`: writes the snapshot, reports what was written. */
 int cli_dump_report(int pid, const char *output, bool json, struct strbuf *out);
+/* The same with the live allocation samples from ask (asked before and after the walk, as of an
+ * agent: `scry record --allocations --dump`), which fills t (struct alloc_table, run_link.h). */
+struct alloc_table;
+int cli_dump_report_samples(int pid, const char *output, bool json,
+                            int (*ask)(void *ctx, struct alloc_table *t), void *ctx,
+                            struct strbuf *out);
 /* `scry analyze --top LIMIT PATH [--json]`. */
 int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf *out);
 /* `scry query PATH --type ARG | --retaining-path ARG | --locate ARG [--json]`. */

@@ -51,7 +51,10 @@
       "--heap-at-exit")                                                                            \
     X(INJECT_REFUSED, "inject_refused",                                                            \
       "scry did not load its agent into the process (docs/record-memory.md says when it "        \
-      "refuses); try again, or start the program with 'scry run --memory'")
+      "refuses); try again, or start the program with 'scry run --memory'")                    \
+    X(BPF_UNAVAILABLE, "bpf_unavailable",                                                          \
+      "run scry as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE) on Linux 5.8 or later; " \
+      "or start the program with 'scry run' and use 'scry dump --pid' (docs/allocations.md)")
 
 enum scry_err {
 #define SCRY_ERR_ENUM(name, code, hint) SCRY_E_##name,

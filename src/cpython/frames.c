@@ -52,7 +52,7 @@ static bool reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return err == 0;
 }
 
-static int runtime_fw(struct py_runtime *rt, struct py_fw *fw)
+int py_runtime_fw(const struct py_runtime *rt, struct py_fw *fw)
 {
     if (py_fw_init(fw, &rt->layout, py_heap_layout_table(rt->minor, rt->layout.free_threaded),
                    rt->types.code) != 0)
@@ -72,7 +72,7 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
     uint8_t hdr[256];
     struct py_fw fw;
     struct py_fw_code facts;
-    int err = runtime_fw(rt, &fw);
+    int err = py_runtime_fw(rt, &fw);
     if (err)
         return err;
     if (L->co_size > sizeof(hdr))
@@ -125,27 +125,28 @@ void py_code_forget(struct py_code_cache *cc, uint64_t code)
     hm_del(&cc->by_addr, code);
 }
 
-int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
-                    struct py_frame *frames, size_t max, size_t *count, bool *truncated)
+/* The walk over mem; *rerr (NULL: none) holds the reader's own error for a failed read. */
+static int stack_walk(struct py_runtime *rt, struct py_code_cache *cc, const struct py_mem *mem,
+                      const int *rerr, uint64_t tstate, struct py_frame *frames, size_t max,
+                      size_t *count, bool *truncated)
 {
     struct py_fw fw;
-    struct reader_mem rm = {rt->rd, 0};
-    struct py_mem mem = {.read = reader_read, .ctx = &rm};
     struct py_fw_thread th;
     *count = 0;
     *truncated = false;
-    int err = runtime_fw(rt, &fw);
+    int err = py_runtime_fw(rt, &fw);
     if (err)
         return err;
-    if (!py_fw_thread(&fw, &mem, tstate, &th))
-        return rm.err ? rm.err : err_fail(SCRY_E_READ_FAILED, "cannot read a thread state");
+    if (!py_fw_thread(&fw, mem, tstate, &th))
+        return rerr && *rerr ? *rerr
+                             : err_fail(SCRY_E_READ_FAILED, "cannot read a thread state");
     if (max > PY_MAX_STACK_DEPTH)
         max = PY_MAX_STACK_DEPTH;
     struct py_fw_frame *raw = malloc((max ? max : 1) * sizeof(*raw));
     if (!raw)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory walking frames");
     unsigned flags;
-    size_t nraw = py_fw_walk(&fw, &mem, th.frame, raw, max, PY_MAX_STACK_DEPTH, &flags);
+    size_t nraw = py_fw_walk(&fw, mem, th.frame, raw, max, PY_MAX_STACK_DEPTH, &flags);
     *truncated = (flags & (PY_FW_LIMIT | PY_FW_CYCLE)) != 0;
 
     size_t n = 0;
@@ -172,6 +173,21 @@ int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t ts
     free(raw);
     *count = n;
     if (flags & PY_FW_FAULT)
-        return rm.err ? rm.err : err_fail(SCRY_E_READ_FAILED, "cannot read a frame");
+        return rerr && *rerr ? *rerr : err_fail(SCRY_E_READ_FAILED, "cannot read a frame");
     return 0;
+}
+
+int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
+                    struct py_frame *frames, size_t max, size_t *count, bool *truncated)
+{
+    struct reader_mem rm = {rt->rd, 0};
+    struct py_mem mem = {.read = reader_read, .ctx = &rm};
+    return stack_walk(rt, cc, &mem, &rm.err, tstate, frames, max, count, truncated);
+}
+
+int py_thread_stack_mem(struct py_runtime *rt, struct py_code_cache *cc, const struct py_mem *mem,
+                        uint64_t tstate, struct py_frame *frames, size_t max, size_t *count,
+                        bool *truncated)
+{
+    return stack_walk(rt, cc, mem, NULL, tstate, frames, max, count, truncated);
 }

@@ -9,6 +9,7 @@
 
 #include "common/arena.h"
 #include "common/hashmap.h"
+#include "cpython/frame_walk.h"
 #include "cpython/runtime.h"
 
 #define PY_MAX_STACK_DEPTH 4096
@@ -41,6 +42,10 @@ int py_code_resolve(struct py_runtime *rt, struct py_code_cache *cc, uint64_t co
  * afresh. */
 void py_code_forget(struct py_code_cache *cc, uint64_t code);
 
+/* The frame walker's facts (frame_walk.h) for the runtime's version; internal_error when its
+ * layout does not fit the walker's bounds. */
+int py_runtime_fw(const struct py_runtime *rt, struct py_fw *fw);
+
 struct py_frame {
     uint64_t addr; /* the _PyInterpreterFrame */
     const struct py_code_info *code;
@@ -55,5 +60,11 @@ struct py_frame {
  * with the reader's error, *count holding the frames before it. */
 int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
                     struct py_frame *frames, size_t max, size_t *count, bool *truncated);
+/* The same over memory read through mem (the thread state and frames; a copy taken earlier, as
+ * the allocation recorder's BPF program takes one): code objects are still resolved through the
+ * runtime's reader. A fault ends the walk with read_failed, *count holding the frames before. */
+int py_thread_stack_mem(struct py_runtime *rt, struct py_code_cache *cc, const struct py_mem *mem,
+                        uint64_t tstate, struct py_frame *frames, size_t max, size_t *count,
+                        bool *truncated);
 
 #endif
