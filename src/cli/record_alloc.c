@@ -583,7 +583,8 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    double t0 = mono_s(), threads_at = 0, cache_at = t0;
+    refresh_threads(&s); /* before saying it records: the first samples get their stacks */
+    double t0 = mono_s(), threads_at = t0 + THREADS_EVERY_S, cache_at = t0;
     log_info("recording the allocations of pid %d%s", o->pid,
                  o->duration ? "" : " until Ctrl-C");
     while (!stop_signal && !s.err) {

@@ -1,0 +1,192 @@
+"""End-to-end tests of `scry record --pid PID --allocations --dump FILE` (docs/allocations.md,
+"From outside: eBPF"): the allocations of a plain Python process, started without scry, recorded
+with eBPF uprobes on its C library's allocator, then joined to the heap snapshot taken at the end.
+
+The target is tests/targets/alloc_caches.py (the same as test_alloc_join.py's, with the same
+checks): two caches filled by two lines with bytes objects of 1-200 KB (blocks the C library's
+malloc serves), and a churn of 200 MB on a third line. Each cache's retained bytes must go to its
+own line within 10%, and nothing retained to the churn line. The target's output and exit status
+must be those of a run without scry. Skipped, saying why, only where BPF cannot be loaded here.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SCRY, TARGETS, Target, preferred_python, run_scry
+from test_alloc_join import WINDOW, check_analyze
+
+SCRIPT = TARGETS / "alloc_caches.py"
+STATIC_311 = Path("/usr/bin/python3.11")
+WAITER = "import sys; print('ready', flush=True); sys.stdin.readline()"
+
+
+def start_recorder(pid, heap, tmp_path):
+    """The recorder, once its probes are attached (it says so on stderr)."""
+    err = open(tmp_path / "record.stderr", "w+")
+    rec = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--allocations", "--dump",
+                            str(heap), "--allocation-sampling-window", str(WINDOW), "--json"],
+                           stdout=subprocess.PIPE, stderr=err, text=True,
+                           env=dict(os.environ, SCRY_LOG="info"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        err.seek(0)
+        text = err.read()
+        if "recording the allocations" in text:
+            return rec, err
+        if rec.poll() is not None:
+            out = rec.stdout.read()
+            if "bpf_unavailable" in out:
+                pytest.skip("BPF cannot be loaded here: " + json.loads(out)["error"]["message"])
+            pytest.fail(f"the recorder ended (rc {rec.returncode}): {out}\n{text}")
+        time.sleep(0.05)
+    rec.kill()
+    pytest.fail("the recorder did not attach within 30 s")
+
+
+def record_caches(python, tmp_path):
+    """Records the target while it fills its caches, then dumps; returns (heap, truth, record
+    document, the target's output lines)."""
+    heap = tmp_path / "rec.heap"
+    target = Target([str(python), str(SCRIPT), "gate", "wait"], tmp_path / "target.stderr")
+    rec = err = None
+    try:
+        pid = target.next_json()["pid"]
+        rec, err = start_recorder(pid, heap, tmp_path)
+        target.command("")  # fill the caches, churn, print the truth
+        truth = target.next_json(timeout=120)
+        rec.send_signal(signal.SIGINT)
+        out, _ = rec.communicate(timeout=120)
+        err.seek(0)
+        assert rec.returncode == 0, (out, err.read())
+        doc = json.loads(out)
+        target.command("")
+        assert target.proc.wait(timeout=60) == 0, target.stderr_text()
+        assert target.stderr_text() == ""
+    finally:
+        if rec and rec.poll() is None:
+            rec.kill()
+        if err:
+            err.close()
+        target.kill()
+    return heap, truth, doc
+
+
+def check_recorded(heap, truth, doc):
+    r = doc["recording"]
+    assert r["pid"] == truth["pid"] and r["window"] == WINDOW and r["lost"] == 0, r
+    # the churn's 200 1-MiB blocks are each a sample, freed; the caches' 90 MiB in elements of
+    # at most 200 KB are at least 471 blocks, most of them above the window (each a sample)
+    assert r["samples"] >= 600 and r["frees"] >= 200, r
+    # one thread, always in Python code while recorded: every sample has its stack
+    assert r["without_stack"] == 0 and r["truncated_stacks"] == 0, r
+    d = doc["dump"]
+    assert d["pid"] == truth["pid"] and d["allocation_samples"] > 0, d
+    check_analyze(heap, truth)
+    cp = run_scry(["flamegraph", "--allocations", "--folded", heap])
+    assert cp.returncode == 0, cp.stderr
+    tail = f"({truth['file']}:{truth['line_c']})"
+    churn = sum(int(l.rsplit(" ", 1)[1]) for l in cp.stdout.splitlines()
+                if l.rsplit(" ", 1)[0].endswith(tail))
+    assert churn <= WINDOW, churn
+    leaf_a = f"fill_a ({truth['file']}:{truth['line_a']})"
+    assert any(l.rsplit(" ", 1)[0].split(";")[-1] == leaf_a for l in cp.stdout.splitlines()), \
+        cp.stdout[:2000]
+
+
+def check_same_output(python, truth):
+    """The target prints what it prints without scry (its sizes are seeded: the same numbers),
+    and exits 0: checked in record_caches."""
+    plain = subprocess.run([str(python), str(SCRIPT), "gate", "wait"], input="\n\n",
+                           capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr
+    first, second = (json.loads(l) for l in plain.stdout.splitlines())
+    assert set(first) == {"pid"}
+    assert {**second, "pid": truth["pid"]} == truth, (second, truth)
+
+
+def test_each_cache_goes_to_its_line(python_exe, tmp_path):
+    heap, truth, doc = record_caches(python_exe, tmp_path)
+    check_recorded(heap, truth, doc)
+    check_same_output(python_exe, truth)
+
+
+def test_static_debian_311(tmp_path):
+    """Debian's /usr/bin/python3.11 has no libpython: its C library is probed all the same."""
+    if not STATIC_311.exists():
+        pytest.skip(f"{STATIC_311} is not installed")
+    heap, truth, doc = record_caches(STATIC_311, tmp_path)
+    check_recorded(heap, truth, doc)
+
+
+def check_error(args, code, status=1):
+    cp = run_scry(args + ["--json"])
+    assert cp.returncode == status, (cp.stdout, cp.stderr)
+    err = json.loads(cp.stdout)["error"]
+    assert err["code"] == code, err
+    return err
+
+
+def test_errors(spawn, tmp_path):
+    heap = tmp_path / "x.heap"
+    cp = run_scry(["record", "--pid", "1", "--allocations"])
+    assert cp.returncode == 2 and "--dump" in cp.stderr, cp.stderr
+    cp = run_scry(["record", "--pid", "1", "--allocations", "--dump", heap, "--rate", "10"])
+    assert cp.returncode == 2 and "--rate" in cp.stderr, cp.stderr
+    sleeper = spawn(["sleep", "60"])
+    check_error(["record", "--pid", sleeper.pid, "--allocations", "--dump", heap], "not_python")
+    assert not heap.exists()
+
+
+def test_process_ends_while_recording(tmp_path):
+    python = preferred_python()
+    proc = subprocess.Popen([python, "-c", WAITER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    heap = tmp_path / "gone.heap"
+    try:
+        proc.stdout.readline()
+        rec, err = start_recorder(proc.pid, heap, tmp_path)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=30)
+        out, _ = rec.communicate(timeout=30)
+        err.close()
+        assert rec.returncode == 1, out
+        e = json.loads(out)["error"]
+        assert e["code"] == "no_such_process" and "ended while" in e["message"], e
+        assert not heap.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_without_privileges(tmp_path):
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root and setpriv to run scry and a target as an unprivileged user")
+    drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    python = shutil.which("python3")
+    if subprocess.run(drop + ["test", "-x", str(SCRY)]).returncode != 0:
+        pytest.skip(f"{SCRY} is not executable by uid 65534")
+    proc = subprocess.Popen(drop + [python, "-c", WAITER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        cp = subprocess.run(drop + [str(SCRY), "record", "--pid", str(proc.pid),
+                                    "--allocations", "--dump", "/tmp/scry-nobody.heap",
+                                    "--json"],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 1, (cp.stdout, cp.stderr)
+        err = json.loads(cp.stdout)["error"]
+        assert err["code"] == "bpf_unavailable", err
+        assert "CAP_BPF" in err["message"] and "root" in err["hint"], err
+        assert not Path("/tmp/scry-nobody.heap").exists()
+    finally:
+        proc.kill()
+        proc.wait()
