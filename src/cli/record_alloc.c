@@ -37,6 +37,7 @@
 #include "cpython/frames.h"
 #include "cpython/runtime.h"
 #include "cpython/threads.h"
+#include "reader/elf_image.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 
@@ -200,6 +201,40 @@ static int find_libc(struct rd_reader *rd, int pid, char *path, size_t size)
                     pid);
 }
 
+/* Where in free to put its probe. A uprobe on an instruction the kernel cannot emulate is
+ * single-stepped out of line, and a single step (a debug trap) costs tens of microseconds on some
+ * virtual machines: glibc's free starts with `test %rdi,%rdi; je` (not emulated), malloc, calloc
+ * and realloc with pushes (emulated since Linux 6.x). When free starts with exactly that test and
+ * jump followed by a push, its probe goes on the push: the pointer is still in %rdi there, and
+ * free(NULL), which jumps away, has nothing to report. Any other start: the function's entry. */
+static uint64_t free_probe_offset(const char *libc)
+{
+    struct elf_image *img;
+    uint64_t at, size, off = 0;
+    uint8_t b[16];
+    if (elf_open(libc, &img) != 0) {
+        err_clear();
+        return 0;
+    }
+    if (elf_symbol(img, "free", &at, &size) && size >= sizeof(b) &&
+        elf_read_vaddr(img, at, b, sizeof(b)) == 0) {
+        size_t k = 0;
+        if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) /* endbr64 */
+            k = 4;
+        if (b[k] == 0x48 && b[k + 1] == 0x85 && b[k + 2] == 0xff) { /* test %rdi,%rdi */
+            k += 3;
+            size_t j = b[k] == 0x74 ? k + 2 : b[k] == 0x0f && b[k + 1] == 0x84 ? k + 6 : 0;
+            bool push = j && ((b[j] >= 0x50 && b[j] <= 0x57) ||
+                              (b[j] == 0x41 && b[j + 1] >= 0x50 && b[j + 1] <= 0x57));
+            if (push)
+                off = j;
+        }
+    }
+    err_clear();
+    elf_close(img);
+    return off;
+}
+
 static int attach(struct ra_state *s, const char *libc)
 {
     /* returns first: an entry whose return is not yet probed would leave a stale call */
@@ -214,8 +249,9 @@ static int attach(struct ra_state *s, const char *libc)
                                    s->skel->progs.free_enter};
     for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
         LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = points[i].func, .retprobe = points[i].ret);
+        uint64_t off = !strcmp(points[i].func, "free") ? free_probe_offset(libc) : 0;
         struct bpf_link *l =
-            bpf_program__attach_uprobe_opts(progs[i], s->o->pid, libc, 0, &uo);
+            bpf_program__attach_uprobe_opts(progs[i], s->o->pid, libc, (size_t)off, &uo);
         if (!l) {
             int e = errno;
             char what[128];
