@@ -134,6 +134,11 @@ $(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UN
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# record --allocations' probe point past a NULL test (src/cli/uprobe_point.c).
+$(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(BUILD)/obj/src/cli/uprobe_point.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/uprobe_point.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
 # objects they use; the test defines the command table cli_common.c refers to.
 OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)

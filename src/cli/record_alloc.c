@@ -27,6 +27,7 @@
 #include "cli/record_alloc.h"
 #include "cli/reports.h"
 #include "cli/run_link.h"
+#include "cli/uprobe_point.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -201,35 +202,20 @@ static int find_libc(struct rd_reader *rd, int pid, char *path, size_t size)
                     pid);
 }
 
-/* Where in free to put its probe. A uprobe on an instruction the kernel cannot emulate is
- * single-stepped out of line, and a single step (a debug trap) costs tens of microseconds on some
- * virtual machines: glibc's free starts with `test %rdi,%rdi; je` (not emulated), malloc, calloc
- * and realloc with pushes (emulated since Linux 6.x). When free starts with exactly that test and
- * jump followed by a push, its probe goes on the push: the pointer is still in %rdi there, and
- * free(NULL), which jumps away, has nothing to report. Any other start: the function's entry. */
+/* Where in free to put its probe: past glibc's NULL test when its code starts with one
+ * (uprobe_point.h), else its entry. */
 static uint64_t free_probe_offset(const char *libc)
 {
     struct elf_image *img;
     uint64_t at, size, off = 0;
-    uint8_t b[16];
+    uint8_t code[16];
     if (elf_open(libc, &img) != 0) {
         err_clear();
         return 0;
     }
-    if (elf_symbol(img, "free", &at, &size) && size >= sizeof(b) &&
-        elf_read_vaddr(img, at, b, sizeof(b)) == 0) {
-        size_t k = 0;
-        if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa) /* endbr64 */
-            k = 4;
-        if (b[k] == 0x48 && b[k + 1] == 0x85 && b[k + 2] == 0xff) { /* test %rdi,%rdi */
-            k += 3;
-            size_t j = b[k] == 0x74 ? k + 2 : b[k] == 0x0f && b[k + 1] == 0x84 ? k + 6 : 0;
-            bool push = j && ((b[j] >= 0x50 && b[j] <= 0x57) ||
-                              (b[j] == 0x41 && b[j + 1] >= 0x50 && b[j + 1] <= 0x57));
-            if (push)
-                off = j;
-        }
-    }
+    if (elf_symbol(img, "free", &at, &size) && size >= sizeof(code) &&
+        elf_read_vaddr(img, at, code, sizeof(code)) == 0)
+        off = up_after_null_test(code, sizeof(code));
     err_clear();
     elf_close(img);
     return off;
