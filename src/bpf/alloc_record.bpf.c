@@ -249,7 +249,19 @@ static __always_inline void leave(__u64 ret)
     e->size = p.size;
     e->weight = p.weight;
     copy_stack(e, tid);
-    if (bpf_ringbuf_output(&rb, e, sizeof(*e), 0) != 0) {
+    /* a record is mostly its frames: send 8, 16, 32 or all 48 slots (sizes the verifier sees
+     * as constants), the copied ones first */
+    __u32 n = e->nframes;
+    long out;
+    if (n <= 8)
+        out = bpf_ringbuf_output(&rb, e, AR_RECORD_BYTES(8), 0);
+    else if (n <= 16)
+        out = bpf_ringbuf_output(&rb, e, AR_RECORD_BYTES(16), 0);
+    else if (n <= 32)
+        out = bpf_ringbuf_output(&rb, e, AR_RECORD_BYTES(32), 0);
+    else
+        out = bpf_ringbuf_output(&rb, e, sizeof(*e), 0);
+    if (out != 0) {
         count(AR_ST_RING_FULL);
         bpf_map_delete_elem(&live, &ret); /* never reported: its free must not be either */
         return;

@@ -52,8 +52,12 @@ struct ar_alloc {
     __u32 nframes;
     __u32 flags; /* enum ar_flags */
     __u8 tstate_bytes[AR_TSTATE_BYTES]; /* [tstate + ts_lo, tstate + ts_hi) */
-    struct ar_frame_copy frames[AR_MAX_FRAMES];
+    struct ar_frame_copy frames[AR_MAX_FRAMES]; /* the record may end after nframes of them */
 };
+
+/* The bytes of a record with room for n frames. */
+#define AR_RECORD_BYTES(n) (__builtin_offsetof(struct ar_alloc, frames) + \
+                            (n) * sizeof(struct ar_frame_copy))
 
 /* The program's read-only configuration, set by user space before loading. */
 struct ar_config {

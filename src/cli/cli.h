@@ -122,6 +122,9 @@ bool cli_is_part_dir(const char *dir, uid_t uid);
 bool cli_parse_percent(const char *s, double *out);
 /* Parses a finite number >= 0; false if s is not one. */
 bool cli_parse_amount(const char *s, double *out);
+/* Parses --allocation-sampling-window's value (run, record --allocations): a whole number of
+ * bytes above 0; a usage error recorded otherwise. */
+int cli_parse_window(const char *s, unsigned long long *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
 /* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets

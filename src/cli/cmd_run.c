@@ -358,12 +358,8 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
                                  optarg);
             break;
         case O_WINDOW:
-            errno = 0;
-            o->window = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || o->window == 0)
-                return cli_usage("--allocation-sampling-window needs a number of bytes above 0 "
-                                 "(such as 1048576), not '%s'",
-                                 optarg);
+            if (cli_parse_window(optarg, &o->window) != 0)
+                return -SCRY_E_USAGE;
             break;
         case O_LEAKS:
             o->leak_detector = true;

@@ -51,7 +51,7 @@ struct ra_opts {
     int pid;
     double duration; /* 0: until Ctrl-C, SIGTERM or the process's end */
     const char *dump;
-    uint64_t window;
+    unsigned long long window;
     bool json;
 };
 
@@ -125,12 +125,8 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
             o->dump = optarg;
             break;
         case O_WINDOW:
-            errno = 0;
-            o->window = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || o->window == 0)
-                return cli_usage("--allocation-sampling-window needs a number of bytes above 0, "
-                                 "not '%s'",
-                                 optarg);
+            if (cli_parse_window(optarg, &o->window) != 0)
+                return -SCRY_E_USAGE;
             break;
         case 'j':
             o->json = true;
@@ -158,21 +154,45 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 {
     if (!log_enabled(LOG_DEBUG))
         return 0;
-    char buf[1024];
+    char buf[8192];
     vsnprintf(buf, sizeof(buf), fmt, ap);
-    buf[strcspn(buf, "\n")] = 0;
-    log_debug("%s", san_str(buf));
+    for (char *line = buf, *next; *line; line = next) { /* the verifier's log: many lines */
+        next = line + strcspn(line, "\n");
+        if (*next)
+            *next++ = 0;
+        log_debug("%s", san_str(line));
+    }
     return 0;
+}
+
+/* Whether this process may load tracing BPF programs: CAP_BPF (39) and CAP_PERFMON (38), or
+ * CAP_SYS_ADMIN (21), in its effective set. */
+static bool bpf_capable(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    unsigned long long eff = 0;
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = sscanf(line, "CapEff: %llx", &eff) == 1;
+    if (f)
+        fclose(f);
+    const unsigned long long bpf = 1ull << 39, perfmon = 1ull << 38, admin = 1ull << 21;
+    return (eff & admin) || ((eff & bpf) && (eff & perfmon));
 }
 
 static int bpf_refused(int e, const char *what)
 {
-    if (e == EPERM || e == EACCES)
+    if ((e == EPERM || e == EACCES) && !bpf_capable())
         return err_fail(SCRY_E_BPF_UNAVAILABLE,
                         "%s: %s: loading BPF programs and uprobes needs root, or CAP_BPF and "
-                        "CAP_PERFMON (and kernel.unprivileged_bpf_disabled does not allow it "
-                        "otherwise)",
+                        "CAP_PERFMON",
                         what, strerror(e));
+    if (e == EACCES) /* privileged: the verifier refused the program */
+        return err_fail(SCRY_E_BPF_UNAVAILABLE,
+                        "%s: the kernel's verifier refused scry's BPF program (SCRY_LOG=debug "
+                        "prints its log): an older kernel than scry supports, or a bug in scry",
+                        what);
     return err_fail(SCRY_E_BPF_UNAVAILABLE,
                     "%s: %s: the kernel must be Linux 5.8 or later with BPF, uprobes and the BPF "
                     "ring buffer enabled",
@@ -448,7 +468,9 @@ static int on_event(void *ctx, void *data, size_t size)
         s->nfree++;
         forget(s, h->addr);
         compact(s);
-    } else if (h->kind == AR_ALLOC && size >= sizeof(struct ar_alloc)) {
+    } else if (h->kind == AR_ALLOC && size >= AR_RECORD_BYTES(0) &&
+               ((const struct ar_alloc *)data)->nframes <= AR_MAX_FRAMES &&
+               size >= AR_RECORD_BYTES(((const struct ar_alloc *)data)->nframes)) {
         s->err = on_alloc(s, data);
     }
     return 0;
