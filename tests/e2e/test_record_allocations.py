@@ -120,6 +120,59 @@ def test_static_debian_311(tmp_path):
     check_recorded(heap, truth, doc)
 
 
+THREADED = """
+import json, os, sys, threading
+CACHE = []
+go = threading.Event()
+def worker():
+    go.wait()
+    for i in range(400):
+        CACHE.append(os.urandom(50_000 + i))  # LINE_T
+t = threading.Thread(target=worker)
+t.start()
+print(json.dumps({"pid": os.getpid()}), flush=True)
+sys.stdin.readline()
+go.set()
+t.join()
+print(json.dumps({"bytes": sum(sys.getsizeof(b) for b in CACHE)}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_thread_stacks(tmp_path):
+    """Samples of a thread other than the main one get that thread's stack (its thread state is
+    a heap block, found through the interpreter's thread list)."""
+    script = tmp_path / "threaded.py"
+    script.write_text(THREADED)
+    line = next(n for n, t in enumerate(THREADED.splitlines(), 1) if t.endswith("# LINE_T"))
+    heap = tmp_path / "t.heap"
+    target = Target([preferred_python(), str(script)], tmp_path / "target.stderr")
+    rec = err = None
+    try:
+        pid = target.next_json()["pid"]
+        rec, err = start_recorder(pid, heap, tmp_path)
+        target.command("")
+        want = target.next_json(timeout=60)["bytes"]
+        rec.send_signal(signal.SIGINT)
+        out, _ = rec.communicate(timeout=120)
+        assert rec.returncode == 0, out
+        assert json.loads(out)["recording"]["without_stack"] == 0, out
+        target.command("")
+        assert target.proc.wait(timeout=30) == 0
+    finally:
+        if rec and rec.poll() is None:
+            rec.kill()
+        if err:
+            err.close()
+        target.kill()
+    doc = json.loads(run_scry(["analyze", "--allocations", "--json", heap]).stdout)
+    holder = [r for r in doc["top_retainers"] if r["path"].endswith("['CACHE']")]
+    assert len(holder) == 1, [r["path"] for r in doc["top_retainers"]]
+    got = sum(a["bytes"] for a in holder[0]["allocations"]
+              if a["file"] == str(script) and a["line"] == line and a["function"] == "worker")
+    assert abs(got - want) <= 0.10 * want, (got, want, holder[0]["allocations"])
+
+
 def check_error(args, code, status=1):
     cp = run_scry(args + ["--json"])
     assert cp.returncode == status, (cp.stdout, cp.stderr)
