@@ -50,22 +50,22 @@ def start_recorder(pid, heap, tmp_path):
     pytest.fail("the recorder did not attach within 30 s")
 
 
-def record_caches(python, tmp_path):
-    """Records the target while it fills its caches, then dumps; returns (heap, truth, record
-    document, the target's output lines)."""
-    heap = tmp_path / "rec.heap"
-    target = Target([str(python), str(SCRIPT), "gate", "wait"], tmp_path / "target.stderr")
+def record_gated(argv, heap, tmp_path):
+    """Runs a gated target (it prints {"pid"}, waits for a line, works, prints a JSON line, waits
+    for a line, ends) under the recorder, from the gate to the end of its work; returns (the
+    target's JSON line, the recorder's document). The target must end with 0 and print nothing
+    on stderr."""
+    target = Target([str(a) for a in argv], tmp_path / "target.stderr")
     rec = err = None
     try:
         pid = target.next_json()["pid"]
         rec, err = start_recorder(pid, heap, tmp_path)
-        target.command("")  # fill the caches, churn, print the truth
-        truth = target.next_json(timeout=120)
+        target.command("")
+        result = target.next_json(timeout=120)
         rec.send_signal(signal.SIGINT)
         out, _ = rec.communicate(timeout=120)
         err.seek(0)
         assert rec.returncode == 0, (out, err.read())
-        doc = json.loads(out)
         target.command("")
         assert target.proc.wait(timeout=60) == 0, target.stderr_text()
         assert target.stderr_text() == ""
@@ -75,6 +75,14 @@ def record_caches(python, tmp_path):
         if err:
             err.close()
         target.kill()
+    return result, json.loads(out)
+
+
+def record_caches(python, tmp_path):
+    """Records the target while it fills its caches, then dumps; returns (heap, truth, the
+    recorder's document)."""
+    heap = tmp_path / "rec.heap"
+    truth, doc = record_gated([python, SCRIPT, "gate", "wait"], heap, tmp_path)
     return heap, truth, doc
 
 
@@ -146,25 +154,9 @@ def test_thread_stacks(tmp_path):
     script.write_text(THREADED)
     line = next(n for n, t in enumerate(THREADED.splitlines(), 1) if t.endswith("# LINE_T"))
     heap = tmp_path / "t.heap"
-    target = Target([preferred_python(), str(script)], tmp_path / "target.stderr")
-    rec = err = None
-    try:
-        pid = target.next_json()["pid"]
-        rec, err = start_recorder(pid, heap, tmp_path)
-        target.command("")
-        want = target.next_json(timeout=60)["bytes"]
-        rec.send_signal(signal.SIGINT)
-        out, _ = rec.communicate(timeout=120)
-        assert rec.returncode == 0, out
-        assert json.loads(out)["recording"]["without_stack"] == 0, out
-        target.command("")
-        assert target.proc.wait(timeout=30) == 0
-    finally:
-        if rec and rec.poll() is None:
-            rec.kill()
-        if err:
-            err.close()
-        target.kill()
+    result, rec = record_gated([preferred_python(), script], heap, tmp_path)
+    want = result["bytes"]
+    assert rec["recording"]["without_stack"] == 0, rec
     doc = json.loads(run_scry(["analyze", "--allocations", "--json", heap]).stdout)
     holder = [r for r in doc["top_retainers"] if r["path"].endswith("['CACHE']")]
     assert len(holder) == 1, [r["path"] for r in doc["top_retainers"]]
