@@ -37,7 +37,8 @@ int aj_build(const struct heap_analysis *a, struct aj_join *out)
     if (!s->has_allocations)
         return err_fail(SCRY_E_NO_ALLOCATIONS,
                         "this snapshot has no allocation samples: take it of a program under "
-                        "scry run, or with scry run --heap-at-exit");
+                        "scry run, with scry run --heap-at-exit, or with scry record "
+                        "--allocations --dump");
     out->object = malloc(((size_t)s->nalloc_samples + 1) * sizeof(*out->object));
     if (!out->object)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");

@@ -47,8 +47,8 @@
     X(BAD_ANSWER, "bad_answer",                                                                    \
       "the model's answer held no code to propose; try again or try another model")                \
     X(NO_ALLOCATIONS, "no_allocations",                                                            \
-      "take the snapshot of a program under scry run (scry dump --pid), or with scry run "        \
-      "--heap-at-exit")                                                                            \
+      "take the snapshot of a program under scry run (scry dump --pid), with scry run "           \
+      "--heap-at-exit, or of any process with scry record --allocations --dump")                 \
     X(INJECT_REFUSED, "inject_refused",                                                            \
       "scry did not load its agent into the process (docs/record-memory.md says when it "        \
       "refuses); try again, or start the program with 'scry run --memory'")                    \
