@@ -30,6 +30,7 @@
 
 const char cmd_record_usage[] =
     "usage: scry record --pid PID [options]\n"
+    "       scry record --pid PID --allocations --dump FILE [--duration S] [--json]\n"
     "\n"
     "Samples a running Python process from outside (it needs no restart and loads nothing) and\n"
     "writes the profile `scry run` writes: python, native and system time per line and function,\n"
