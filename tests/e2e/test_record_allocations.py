@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SCRY, TARGETS, Target, preferred_python, run_scry
+from pythons import find_free_threaded
 from test_alloc_join import WINDOW, check_analyze, check_churn_by_stack
 
 SCRIPT = TARGETS / "alloc_caches.py"
@@ -181,6 +182,19 @@ def test_errors(spawn, tmp_path):
     assert cp.returncode == 2 and "--rate" in cp.stderr, cp.stderr
     sleeper = spawn(["sleep", "60"])
     check_error(["record", "--pid", sleeper.pid, "--allocations", "--dump", heap], "not_python")
+    assert not heap.exists()
+
+
+def test_free_threaded_refused(spawn, tmp_path):
+    ft = next(iter(find_free_threaded().values()), None)
+    if not ft:
+        pytest.skip("no free-threaded build installed (scripts/install-pythons.sh builds 3.13t)")
+    proc = spawn([ft, "-c", WAITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    heap = tmp_path / "ft.heap"
+    err = check_error(["record", "--pid", proc.pid, "--allocations", "--dump", heap],
+                      "unsupported_python")
+    assert "free-threaded" in err["message"], err
     assert not heap.exists()
 
 
