@@ -45,7 +45,8 @@ _Static_assert((int)HW_OBJ_TYPE == (int)SNAP_OBJ_TYPE, "HW_OBJ_TYPE differs from
 #define GC_RETRIES 50
 
 const char cmd_dump_usage[] =
-    "usage: scry dump --pid PID -o FILE [--capture-contents [--max-str N]] [--json]\n"
+    "usage: scry dump --pid PID -o FILE [--capture-contents [--max-str N]] [--allocations F]\n"
+    "                 [--json]\n"
     "       scry dump --core FILE [--exe PYTHON] -o FILE [--capture-contents [--max-str N]]\n"
     "                 [--json]\n"
     "\n"
@@ -55,7 +56,7 @@ const char cmd_dump_usage[] =
     "A live process is stopped while its heap is read, then resumed. Read the snapshot with\n"
     "'scry analyze', 'scry query', 'scry diff' or 'scry flamegraph'. A program under\n"
     "'scry run' (memory profiled) also gives its live allocation samples, for\n"
-    "'scry analyze --allocations' (docs/allocations.md).\n"
+    "'scry analyze --allocations' (docs/allocations.md), and so does --allocations F.\n"
     "\n"
     "  -p, --pid PID           dump a live process\n"
     "  -c, --core FILE         dump from an ELF core file (gcore, kernel) instead\n"
@@ -65,12 +66,14 @@ const char cmd_dump_usage[] =
     "                          it no string or bytes content is stored at all (keys and\n"
     "                          names that look secret are redacted either way)\n"
     "      --max-str N         bytes of contents kept per object (default 128)\n"
+    "      --allocations F     store the live allocation samples of F, written by 'scry record\n"
+    "                          --pid PID --allocations -o F' from the same process\n"
     "  -j, --json              print what was written as a JSON document (docs/json-schema.md)\n"
     "      --graph FILE        also write the graph as JSON lines (for tests and debugging)\n";
 
 struct dump_opts {
     int pid;
-    const char *core, *exe, *output, *graph;
+    const char *core, *exe, *output, *graph, *alloc_file;
     bool json, capture;
     size_t max_str;
     /* the live allocation samples from elsewhere than a run's agent (record --allocations) */
@@ -80,7 +83,7 @@ struct dump_opts {
 
 static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
 {
-    enum { OPT_CAPTURE = 256, OPT_MAX_STR, OPT_GRAPH };
+    enum { OPT_CAPTURE = 256, OPT_MAX_STR, OPT_GRAPH, OPT_ALLOC };
     static const struct option longopts[] = {
         {"pid", required_argument, NULL, 'p'},
         {"core", required_argument, NULL, 'c'},
@@ -90,6 +93,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         {"capture-contents", no_argument, NULL, OPT_CAPTURE},
         {"max-str", required_argument, NULL, OPT_MAX_STR},
         {"graph", required_argument, NULL, OPT_GRAPH},
+        {"allocations", required_argument, NULL, OPT_ALLOC},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -136,6 +140,9 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         case OPT_GRAPH:
             o->graph = optarg;
             break;
+        case OPT_ALLOC:
+            o->alloc_file = optarg;
+            break;
         case 'h':
             *help = true;
             return 0;
@@ -152,6 +159,9 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         return cli_usage("give the snapshot to write with -o FILE (e.g. -o app.heap)");
     if (max_str_given && !o->capture)
         return cli_usage("--max-str only applies with --capture-contents");
+    if (o->alloc_file && !o->pid)
+        return cli_usage("--allocations F applies to a live process (--pid): the one F was "
+                         "recorded from");
     return 0;
 }
 
@@ -546,12 +556,17 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
         err_clear(); /* not readable: then not a run's program that we could ask */
     if (!in_run)
         run_dir[0] = 0;
-    bool alloc = alloc_ask(o, run_dir, &before);
+    /* an allocations file: its samples, checked to be of this process; all of them kept */
+    if (o->alloc_file && (err = alloc_table_load(o->alloc_file, o->pid, &before)) != 0)
+        goto fail;
+    bool alloc = o->alloc_file || alloc_ask(o, run_dir, &before);
     struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;
-    if (alloc && alloc_ask(o, run_dir, &after) &&
+    if (o->alloc_file && (err = alloc_store(ds.w, &before, &before, &res)))
+        goto fail;
+    if (!o->alloc_file && alloc && alloc_ask(o, run_dir, &after) &&
         (err = alloc_store(ds.w, &before, &after, &res)))
         goto fail;
     if (ds.graph) {

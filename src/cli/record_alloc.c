@@ -33,6 +33,7 @@
 #include "common/grow.h"
 #include "common/hashmap.h"
 #include "common/log.h"
+#include "common/outfile.h"
 #include "common/sanitize.h"
 #include "common/strbuf.h"
 #include "cpython/frames.h"
@@ -50,7 +51,7 @@
 struct ra_opts {
     int pid;
     double duration; /* 0: until Ctrl-C, SIGTERM or the process's end */
-    const char *dump;
+    const char *dump, *outfile; /* one of them */
     unsigned long long window;
     bool json;
 };
@@ -91,6 +92,7 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
         {"duration", required_argument, NULL, 'd'},
         {"allocations", no_argument, NULL, O_ALLOC},
         {"dump", required_argument, NULL, O_DUMP},
+        {"outfile", required_argument, NULL, 'o'},
         {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -103,7 +105,7 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:jh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:d:o:jh", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'p':
@@ -124,6 +126,11 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
                 return cli_usage("--dump needs a file name");
             o->dump = optarg;
             break;
+        case 'o':
+            if (!*optarg)
+                return cli_usage("--outfile needs a file name");
+            o->outfile = optarg;
+            break;
         case O_WINDOW:
             if (cli_parse_window(optarg, &o->window) != 0)
                 return -SCRY_E_USAGE;
@@ -142,9 +149,10 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
-    if (!o->dump)
-        return cli_usage("--allocations needs --dump FILE: the heap snapshot taken at the end, "
-                         "with the probes still attached, that the samples are joined to");
+    if (!o->dump == !o->outfile)
+        return cli_usage("--allocations needs either --dump FILE (the heap snapshot taken at the "
+                         "end, with the probes still attached) or -o FILE (the samples, for a "
+                         "later scry dump --pid PID --allocations FILE)");
     return 0;
 }
 
@@ -532,28 +540,11 @@ static uint64_t stat_sum(struct ra_state *s, enum ar_stat which)
     return sum;
 }
 
-static void report(struct ra_state *s, double seconds, const struct strbuf *dump,
-                   struct strbuf *out)
+/* The recording's numbers as a JSON object (docs/json-schema.md, "recording"). */
+static void recording_json(struct ra_state *s, double seconds, struct strbuf *out)
 {
-    uint64_t lost = stat_sum(s, AR_ST_RING_FULL), full = stat_sum(s, AR_ST_LIVE_FULL);
-    if (!s->o->json) {
-        sb_addf(out,
-                "recorded the allocations of pid %d for %.1f s (eBPF): %llu samples, %llu frees "
-                "of sampled blocks, %llu live at the end (window %llu bytes)\n",
-                s->o->pid, seconds, (unsigned long long)s->nalloc, (unsigned long long)s->nfree,
-                (unsigned long long)(s->nsamples - s->ndead), (unsigned long long)s->o->window);
-        if (lost || full || s->nostack)
-            sb_addf(out,
-                    "note: %llu records lost (ring buffer full), %llu samples not taken (too "
-                    "many live), %llu samples without a Python stack\n",
-                    (unsigned long long)lost, (unsigned long long)full,
-                    (unsigned long long)s->nostack);
-        sb_add(out, dump->buf, dump->len);
-        return;
-    }
-    struct strbuf rec = STRBUF_INIT;
     struct json_writer j;
-    jw_init(&j, &rec, true);
+    jw_init(&j, out, true);
     jw_obj_begin(&j);
     jw_key(&j, "pid");
     jw_int(&j, s->o->pid);
@@ -572,20 +563,83 @@ static void report(struct ra_state *s, double seconds, const struct strbuf *dump
     jw_key(&j, "truncated_stacks");
     jw_uint(&j, s->truncated);
     jw_key(&j, "lost");
-    jw_uint(&j, lost);
+    jw_uint(&j, stat_sum(s, AR_ST_RING_FULL));
     jw_key(&j, "not_taken");
-    jw_uint(&j, full);
+    jw_uint(&j, stat_sum(s, AR_ST_LIVE_FULL));
     jw_obj_end(&j);
-    /* the dump's own document, as scry dump --json prints it */
-    size_t dlen = dump->len;
-    while (dlen && dump->buf[dlen - 1] == '\n')
-        dlen--;
-    sb_adds(out, "{\n\"recording\": ");
-    sb_add(out, rec.buf, rec.len);
-    sb_adds(out, ",\n\"dump\": ");
-    sb_add(out, dump->buf, dlen);
-    sb_adds(out, "\n}\n");
+}
+
+/* -o FILE: the live samples, their stacks and the recording, for a later
+ * `scry dump --pid PID --allocations FILE` (run_link.c, alloc_table_load). */
+static int write_file(struct ra_state *s, double seconds)
+{
+    struct alloc_table t;
+    int err = ask_live(s, &t);
+    if (err)
+        return err;
+    struct strbuf rec = STRBUF_INIT;
+    recording_json(s, seconds, &rec);
+    json_t *live = json_array(), *doc = NULL;
+    for (size_t i = 0; live && i < t.nlive; i++) {
+        const struct alloc_live *l = &t.live[i];
+        json_array_append_new(live, json_pack("[IIIII]", (json_int_t)l->seq, (json_int_t)l->ptr,
+                                              (json_int_t)l->size, (json_int_t)l->weight,
+                                              (json_int_t)l->stack));
+    }
+    if (live)
+        doc = json_pack("{s:s,s:i,s:i,s:I,s:b,s:I,s:o,s:O,s:o}", "format", "scry-allocations",
+                        "version", 1, "pid", s->o->pid, "start_time",
+                        (json_int_t)run_link_start_time(s->o->pid), "memory", 1, "window",
+                        (json_int_t)s->o->window, "live", live, "stacks", s->stacks,
+                        "recording", json_loadb(rec.buf, rec.len, 0, NULL));
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    err = text ? outfile_write_all(s->o->outfile, text, strlen(text), OUTFILE_PRIVATE)
+               : err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    free(text);
+    json_decref(doc);
     sb_release(&rec);
+    alloc_table_free(&t);
+    return err;
+}
+
+static void report(struct ra_state *s, double seconds, const struct strbuf *dump,
+                   struct strbuf *out)
+{
+    uint64_t lost = stat_sum(s, AR_ST_RING_FULL), full = stat_sum(s, AR_ST_LIVE_FULL);
+    if (!s->o->json) {
+        sb_addf(out,
+                "recorded the allocations of pid %d for %.1f s (eBPF): %llu samples, %llu frees "
+                "of sampled blocks, %llu live at the end (window %llu bytes)\n",
+                s->o->pid, seconds, (unsigned long long)s->nalloc, (unsigned long long)s->nfree,
+                (unsigned long long)(s->nsamples - s->ndead), (unsigned long long)s->o->window);
+        if (lost || full || s->nostack)
+            sb_addf(out,
+                    "note: %llu records lost (ring buffer full), %llu samples not taken (too "
+                    "many live), %llu samples without a Python stack\n",
+                    (unsigned long long)lost, (unsigned long long)full,
+                    (unsigned long long)s->nostack);
+        if (dump)
+            sb_add(out, dump->buf, dump->len);
+        else
+            sb_addf(out,
+                    "wrote %s; take the snapshot with: scry dump --pid %d --allocations %s "
+                    "-o app.heap\n",
+                    san_str(s->o->outfile), s->o->pid, san_str(s->o->outfile));
+        return;
+    }
+    sb_adds(out, "{\n\"recording\": ");
+    recording_json(s, seconds, out);
+    if (dump) { /* the dump's own document, as scry dump --json prints it */
+        size_t dlen = dump->len;
+        while (dlen && dump->buf[dlen - 1] == '\n')
+            dlen--;
+        sb_adds(out, ",\n\"dump\": ");
+        sb_add(out, dump->buf, dlen);
+    } else {
+        sb_adds(out, ",\n\"output\": ");
+        sb_add_json_str(out, s->o->outfile, strlen(s->o->outfile));
+    }
+    sb_adds(out, "\n}\n");
 }
 
 static int record_run(const struct ra_opts *o, struct strbuf *out)
@@ -662,10 +716,12 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
                        "process %d ended while its allocations were recorded: there is no heap "
                        "left to dump",
                        o->pid);
-    if (!err)
+    if (!err && o->dump)
         err = cli_dump_report_samples(o->pid, o->dump, o->json, ask_live, &s, &dump);
+    else if (!err)
+        err = write_file(&s, seconds);
     if (!err)
-        report(&s, seconds, &dump, out);
+        report(&s, seconds, o->dump ? &dump : NULL, out);
 out:
     for (size_t i = 0; i < s.nlinks; i++)
         bpf_link__destroy(s.links[i]);

@@ -105,7 +105,7 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
     const json_t *stacks = json_object_get(doc, "stacks");
     if (!json_is_array(live) || !json_is_array(stacks) ||
         !as_u64(json_object_get(doc, "window"), &out->window))
-        return err_fail(SCRY_E_INTERNAL, "%s: not an allocation table", san_str(path));
+        return err_fail(SCRY_E_BAD_PROFILE, "%s: not an allocation table", san_str(path));
     out->memory = json_is_true(json_object_get(doc, "memory"));
     size_t n = json_array_size(live), nst = json_array_size(stacks);
     out->live = calloc(n ? n : 1, sizeof(*out->live));
@@ -119,20 +119,21 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
             !as_u64(json_array_get(r, 1), &l->ptr) || !as_u64(json_array_get(r, 2), &l->size) ||
             !as_u64(json_array_get(r, 3), &l->weight) || !json_is_integer(st) ||
             json_integer_value(st) < -1 || json_integer_value(st) >= (json_int_t)nst)
-            return err_fail(SCRY_E_INTERNAL, "%s: live sample %zu is not valid", san_str(path), i);
+            return err_fail(SCRY_E_BAD_PROFILE, "%s: live sample %zu is not valid", san_str(path),
+                            i);
         l->stack = json_integer_value(st);
     }
     for (size_t i = 0; i < nst; i++) {
         const json_t *s = json_array_get(stacks, i), *f;
         size_t k;
         if (!json_is_array(s))
-            return err_fail(SCRY_E_INTERNAL, "%s: stack %zu is not valid", san_str(path), i);
+            return err_fail(SCRY_E_BAD_PROFILE, "%s: stack %zu is not valid", san_str(path), i);
         json_array_foreach(s, k, f)
         {
             if (!json_is_array(f) || json_array_size(f) != 3 ||
                 !json_is_string(json_array_get(f, 0)) || !json_is_string(json_array_get(f, 1)) ||
                 !json_is_integer(json_array_get(f, 2)))
-                return err_fail(SCRY_E_INTERNAL, "%s: stack %zu is not valid", san_str(path), i);
+                return err_fail(SCRY_E_BAD_PROFILE, "%s: stack %zu is not valid", san_str(path), i);
         }
     }
     out->nlive = n;
@@ -181,4 +182,60 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
     }
     unlink(req_path);
     return err_fail(SCRY_E_NOT_FOUND, "pid %d did not report its allocation samples", pid);
+}
+
+uint64_t run_link_start_time(int pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long start = 0;
+    /* fields 3..22 after the name: state, then 18 numbers, then starttime */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                            "%*d %*d %*d %llu",
+                     &start) != 1)
+        return 0;
+    return start;
+}
+
+int alloc_table_load(const char *path, int pid, struct alloc_table *out)
+{
+    memset(out, 0, sizeof(*out));
+    char *data;
+    size_t n;
+    int err = infile_read_all(path, "allocations file", 1ULL << 30, &data, &n);
+    if (err)
+        return err;
+    json_t *doc = json_loadb(data, n, 0, NULL);
+    free(data);
+    const char *format = json_string_value(json_object_get(doc, "format"));
+    if (!doc || !format || strcmp(format, "scry-allocations") != 0) {
+        if (doc)
+            json_decref(doc);
+        return err_fail(SCRY_E_BAD_PROFILE,
+                        "%s is not an allocations file of scry record --allocations",
+                        san_str(path));
+    }
+    out->doc = doc;
+    uint64_t fpid = 0, fstart = 0;
+    err = parse_table(path, doc, out);
+    if (!err && (!as_u64(json_object_get(doc, "pid"), &fpid) ||
+                 !as_u64(json_object_get(doc, "start_time"), &fstart)))
+        err = err_fail(SCRY_E_BAD_PROFILE, "%s: no pid or start time", san_str(path));
+    if (!err && (fpid != (uint64_t)pid || fstart != run_link_start_time(pid)))
+        err = err_fail_hint(SCRY_E_USAGE,
+                            "record the allocations of the process you dump, and dump it before "
+                            "it ends",
+                            "%s was recorded from process %llu, not from process %d as it runs "
+                            "now",
+                            san_str(path), (unsigned long long)fpid, pid);
+    if (err)
+        alloc_table_free(out);
+    return err;
 }

@@ -35,4 +35,13 @@ struct alloc_table {
 int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out);
 void alloc_table_free(struct alloc_table *t);
 
+/* The boot-relative start time of process pid (/proc/PID/stat field 22, clock ticks), 0 when
+ * unknown: with the pid, which process an allocations file was recorded from. */
+uint64_t run_link_start_time(int pid);
+
+/* An allocations file of `scry record --allocations -o FILE` (docs/allocations.md): its table,
+ * checked to be of process pid as it runs now (the same start time). Returns 0, or io_error,
+ * too_large, bad_profile (not such a file), usage (recorded from another process). */
+int alloc_table_load(const char *path, int pid, struct alloc_table *out);
+
 #endif
