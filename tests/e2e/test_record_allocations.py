@@ -28,10 +28,10 @@ STATIC_311 = Path("/usr/bin/python3.11")
 WAITER = "import sys; print('ready', flush=True); sys.stdin.readline()"
 
 
-def start_recorder(pid, heap, tmp_path):
+def start_recorder(pid, heap, tmp_path, output="--dump"):
     """The recorder, once its probes are attached (it says so on stderr)."""
     err = open(tmp_path / "record.stderr", "w+")
-    rec = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--allocations", "--dump",
+    rec = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--allocations", output,
                             str(heap), "--allocation-sampling-window", str(WINDOW), "--json"],
                            stdout=subprocess.PIPE, stderr=err, text=True,
                            env=dict(os.environ, SCRY_LOG="info"))
@@ -51,22 +51,25 @@ def start_recorder(pid, heap, tmp_path):
     pytest.fail("the recorder did not attach within 30 s")
 
 
-def record_gated(argv, heap, tmp_path):
+def record_gated(argv, heap, tmp_path, between=None):
     """Runs a gated target (it prints {"pid"}, waits for a line, works, prints a JSON line, waits
     for a line, ends) under the recorder, from the gate to the end of its work; returns (the
-    target's JSON line, the recorder's document). The target must end with 0 and print nothing
-    on stderr."""
+    target's JSON line, the recorder's document). heap: the --dump FILE, or with between (called
+    with the pid once the recorder ended, before the target does) the -o FILE. The target must
+    end with 0 and print nothing on stderr."""
     target = Target([str(a) for a in argv], tmp_path / "target.stderr")
     rec = err = None
     try:
         pid = target.next_json()["pid"]
-        rec, err = start_recorder(pid, heap, tmp_path)
+        rec, err = start_recorder(pid, heap, tmp_path, "-o" if between else "--dump")
         target.command("")
         result = target.next_json(timeout=120)
         rec.send_signal(signal.SIGINT)
         out, _ = rec.communicate(timeout=120)
         err.seek(0)
         assert rec.returncode == 0, (out, err.read())
+        if between:
+            between(pid)
         target.command("")
         assert target.proc.wait(timeout=60) == 0, target.stderr_text()
         assert target.stderr_text() == ""
@@ -129,6 +132,38 @@ def test_static_debian_311(tmp_path):
     check_recorded(heap, truth, doc)
 
 
+def test_allocations_file_then_dump(tmp_path, spawn):
+    """record -o FILE, then scry dump --pid PID --allocations FILE: the same join; the file is
+    the program's data (0600) and belongs to that process only."""
+    samples, heap = tmp_path / "app.alloc", tmp_path / "later.heap"
+    dumped = {}
+
+    def dump(pid):
+        dumped["doc"] = json.loads(run_scry(["dump", "--pid", pid, "--allocations", samples,
+                                             "-o", heap, "--json"]).stdout)
+
+    truth, doc = record_gated([preferred_python(), SCRIPT, "gate", "wait", 20, 10, 50], samples,
+                              tmp_path, between=dump)
+    assert doc["output"] == str(samples) and "dump" not in doc, doc
+    assert samples.stat().st_mode & 0o777 == 0o600
+    d = dumped["doc"]
+    assert d["allocation_samples"] == doc["recording"]["live"] > 0, (d, doc)
+    check_analyze(heap, truth)
+    check_churn_by_stack(heap, truth)
+    # another process (the same file), a core, a file that is not one
+    other = spawn([preferred_python(), "-c", WAITER], stdin=subprocess.PIPE,
+                  stdout=subprocess.PIPE, text=True)
+    other.stdout.readline()
+    err = check_error(["dump", "--pid", other.pid, "--allocations", samples, "-o",
+                       tmp_path / "o.heap"], "usage", status=2)
+    assert f"process {truth['pid']}" in err["message"], err
+    cp = run_scry(["dump", "--core", samples, "--allocations", samples, "-o", tmp_path / "c.heap"])
+    assert cp.returncode == 2 and "--allocations" in cp.stderr, cp.stderr
+    check_error(["dump", "--pid", other.pid, "--allocations", SCRIPT, "-o", tmp_path / "x.heap"],
+                "bad_profile")
+    assert not any((tmp_path / n).exists() for n in ("o.heap", "c.heap", "x.heap"))
+
+
 THREADED = """
 import json, os, sys, threading
 CACHE = []
@@ -178,6 +213,8 @@ def test_errors(spawn, tmp_path):
     heap = tmp_path / "x.heap"
     cp = run_scry(["record", "--pid", "1", "--allocations"])
     assert cp.returncode == 2 and "--dump" in cp.stderr, cp.stderr
+    cp = run_scry(["record", "--pid", "1", "--allocations", "--dump", heap, "-o", heap])
+    assert cp.returncode == 2 and "either" in cp.stderr, cp.stderr
     cp = run_scry(["record", "--pid", "1", "--allocations", "--dump", heap, "--rate", "10"])
     assert cp.returncode == 2 and "--rate" in cp.stderr, cp.stderr
     sleeper = spawn(["sleep", "60"])
