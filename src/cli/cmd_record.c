@@ -30,7 +30,7 @@
 
 const char cmd_record_usage[] =
     "usage: scry record --pid PID [options]\n"
-    "       scry record --pid PID --allocations --dump FILE [--duration S] [--json]\n"
+    "       scry record --pid PID --allocations (--dump FILE | -o FILE) [--duration S] [--json]\n"
     "\n"
     "Samples a running Python process from outside (it needs no restart and loads nothing) and\n"
     "writes the profile `scry run` writes: python, native and system time per line and function,\n"
@@ -56,7 +56,8 @@ const char cmd_record_usage[] =
     "                                  calloc, realloc and free (nothing loaded into it; root or\n"
     "                                  CAP_BPF+CAP_PERFMON); needs --dump FILE: the heap snapshot\n"
     "                                  taken at the end, with the live samples for analyze,\n"
-    "                                  query and flamegraph --allocations (docs/allocations.md);\n"
+    "                                  query and flamegraph --allocations (docs/allocations.md),\n"
+    "                                  or -o FILE: the samples, for scry dump --allocations FILE;\n"
     "                                  takes --duration, --json and\n"
     "                                  --allocation-sampling-window B (default 1048576)\n"
     "      --profile-all               profile every file, the standard library included\n"
