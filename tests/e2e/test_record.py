@@ -1,7 +1,7 @@
 """`scry record --pid`: sampling a Python process that was started without scry, from outside.
 
-The target (tests/targets/record_split.py) spends about 60% of its time on a pure-Python line,
-30% on a native line (zlib.compress) and 10% asleep, and measures that itself (time.thread_time
+The target (tests/targets/record_split.py) spends about 55% of its time on a pure-Python line,
+27% on a native line (zlib.compress) and 18% asleep, and measures that itself (time.thread_time
 around each part). A 3 s recording must give each line its own kind (python, native, system) for
 at least 85% of the line's time, and the python : native ratio within 5 points of the target's
 own clocks."""
@@ -104,9 +104,9 @@ def test_split_matches_the_targets_own_clocks(python_exe, split_target, tmp_path
     # sample weighs the wall time since the thread's previous one, so the shares hold).
     assert 150 <= profile["n_samples"] <= 310, profile["n_samples"]
     # The run-queue counters of the sampled intervals: the thread ran or waited to run for
-    # about the 90% of the time it was not asleep.
+    # about the 82% of the time it was not asleep (2.46 s of the 3).
     busy = profile["run_queue_cpu_sec"] + profile["run_queue_delay_sec"]
-    assert 0.75 * 3 <= busy <= 3.2, (profile["run_queue_cpu_sec"], profile["run_queue_delay_sec"])
+    assert 0.68 * 3 <= busy <= 3.2, (profile["run_queue_cpu_sec"], profile["run_queue_delay_sec"])
     entries = check_split(profile, target.ready, truth)
     # The GIL: held on the Python line, released by zlib.compress (large input) and time.sleep.
     main = [t for t in profile["threads"] if t["native_id"] == target.pid]

@@ -1,7 +1,7 @@
 """`scry top --pid`: the live view of a process started without scry.
 
-The split target (tests/targets/record_split.py, test_record.py's) spends about 60% of its time
-in python_part (pure Python), 30% in native_part (zlib.compress) and 10% in sleep_part (asleep),
+The split target (tests/targets/record_split.py, test_record.py's) spends about 55% of its time
+in python_part (pure Python), 27% in native_part (zlib.compress) and 18% in sleep_part (asleep),
 and measures that itself. `top --once` must name python_part first, give each function its own
 kind (Py%, Nat%, Sys%) for at least 85% of its own time, put the python : native ratio within 5
 points of the target's own clocks, and main/<module> at about 100% total. The live mode runs in a
