@@ -157,18 +157,16 @@ def test_native_frames_are_stitched(python_exe, split_target, tmp_path):
     assert hits["native"][0] >= 30 and hits["native"][1] >= 0.8 * hits["native"][0], hits
     assert hits["python"][0] >= 60 and hits["python"][1] == 0, hits
     # Stitched: each eval-loop call stands for its Python frames, and the start-up frames under
-    # the outermost one are left out. That needs the eval loop's frames to be named: the pyenv
-    # builds (3.11-3.13, Debian's static 3.11) have _PyEval_EvalFrameDefault in the chain;
-    # Debian sid's 3.14/3.15 run the eval loop in a local clone their symbol tables lack, and
-    # there the Python frames come first, then the whole native chain (docs/json-schema.md).
+    # the outermost one are left out. That needs the eval loop's frames to be recognised: by
+    # their symbol (_PyEval_EvalFrameDefault) in the pyenv builds and Debian's static 3.11; in
+    # Debian sid's 3.14/3.15, which run the loop in a local clone no symbol names, by the
+    # clone's range in the unwind tables (named _PyEval_EvalFrameDefault too).
     eval_named = any(f[1] == "_PyEval_EvalFrameDefault" for st, _ in profile["native_stacks"]
                      for f in st)
-    minor = int(profile["python_version"].split(".")[1])
-    assert eval_named or minor >= 14, "no eval-loop frame named in the native chains"
-    if eval_named:
-        for frames, _ in profile["combined_stacks"]:
-            names = [f["display_name"] for f in frames]
-            assert "_start" not in names and "Py_RunMain" not in names, names
+    assert eval_named, "no eval-loop frame named in the native chains"
+    for frames, _ in profile["combined_stacks"]:
+        names = [f["display_name"] for f in frames]
+        assert "_start" not in names and "Py_RunMain" not in names, names
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
