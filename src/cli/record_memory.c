@@ -25,51 +25,24 @@
 #include <unistd.h>
 
 #include "analysis/profile.h"
+#include "cli/agent_link.h"
 #include "cli/cli.h"
 #include "cli/record_memory.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
-#include "reader/elf_image.h"
 #include "render/profile_json.h"
 
 #define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
 #define PART_WAIT_MS 15000  /* for the agent's part after detach */
 #define GONE_WAIT_MS 2000   /* for the part of a process that has ended */
+#define DEFAULT_WINDOW 1048576ULL /* the allocation sampling window, as scry run's */
 #define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
 
 #if defined(__x86_64__)
 
 /* ---- the target's mappings ---- */
-
-/* The load address and file of the first mapping whose file's name starts with prefix
- * (e.g. "libc.so"); false if there is none. */
-static bool find_object(int pid, const char *prefix, uint64_t *base, char *path, size_t size)
-{
-    char mp[64], line[PATH_MAX + 256];
-    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
-    FILE *f = fopen(mp, "re");
-    if (!f)
-        return false;
-    bool found = false;
-    while (!found && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi, off;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) < 3 || !at)
-            continue;
-        char *file = line + at;
-        file[strcspn(file, "\n")] = 0;
-        const char *slash = strrchr(file, '/');
-        if (file[0] != '/' || strncmp(slash + 1, prefix, strlen(prefix)) != 0 || off != 0)
-            continue;
-        *base = lo;
-        snprintf(path, size, "%s", file);
-        found = true;
-    }
-    fclose(f);
-    return found;
-}
 
 /* Whether pc lies in an executable mapping of one of the objects where a stopped thread may
  * hold a lock that dlopen or the agent's start takes. */
@@ -96,24 +69,6 @@ static bool pc_unsafe(int pid, uint64_t pc)
     }
     fclose(f);
     return unsafe || !seen;
-}
-
-/* The run-time address of sym in the target's object named prefix*; 0 if not there. */
-static uint64_t target_symbol(int pid, const char *prefix, const char *sym)
-{
-    uint64_t base, value, size;
-    char path[PATH_MAX], rooted[PATH_MAX + 64];
-    if (!find_object(pid, prefix, &base, path, sizeof(path)))
-        return 0;
-    snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", pid, path);
-    struct elf_image *img;
-    if (elf_open(rooted, &img) != 0 && elf_open(path, &img) != 0)
-        return 0;
-    uint64_t addr = 0;
-    if (elf_symbol(img, sym, &value, &size) && value)
-        addr = base + value - elf_first_load_vaddr(img);
-    elf_close(img);
-    return addr;
 }
 
 /* ---- stopping the main thread at a safe point ---- */
@@ -294,11 +249,11 @@ static int remote_call(struct inj *in, uint64_t fn, const char *text, uint64_t a
 static int agent_call(struct inj *in, const char *agent, const char *fn, const char *text,
                       int64_t *ret)
 {
-    uint64_t addr = target_symbol(in->pid, "libscry-agent.so", fn), r = 0;
+    uint64_t addr = agent_link_symbol(in->pid, "libscry-agent.so", fn), r = 0;
     if (!addr) {
-        uint64_t dlopen_at = target_symbol(in->pid, "libc.so", "dlopen");
+        uint64_t dlopen_at = agent_link_symbol(in->pid, "libc.so", "dlopen");
         if (!dlopen_at)
-            dlopen_at = target_symbol(in->pid, "libdl.so", "dlopen");
+            dlopen_at = agent_link_symbol(in->pid, "libdl.so", "dlopen");
         if (!dlopen_at)
             return err_fail(SCRY_E_INJECT_REFUSED,
                                  "process %d has no dlopen (a static executable?): scry cannot "
@@ -307,7 +262,7 @@ static int agent_call(struct inj *in, const char *agent, const char *fn, const c
         int err = remote_call(in, dlopen_at, agent, 2 /* RTLD_NOW */, &r);
         if (err)
             return err;
-        addr = r ? target_symbol(in->pid, "libscry-agent.so", fn) : 0;
+        addr = r ? agent_link_symbol(in->pid, "libscry-agent.so", fn) : 0;
         if (!addr)
             return err_fail(SCRY_E_INJECT_REFUSED, "process %d could not load %s", in->pid,
                             san_str(agent));
@@ -345,16 +300,21 @@ static int inject(int pid, const char *agent, const char *fn, const char *text, 
 
 /* ---- settings, part, profile ---- */
 
-static int write_settings(const char *dir, const struct smp_opts *o, const char *program_path,
+static int write_settings(const char *dir, const struct smp_opts *o,
+                          const struct record_memory_opts *m, const char *program_path,
                           char *path, size_t size)
 {
     char text[4 * PATH_MAX + 512];
-    snprintf(text, sizeof(text),
+    int at = snprintf(text, sizeof(text),
              "SCRY_PART_DIR=%s\nSCRY_MEMORY=1\nSCRY_CPU_SAMPLING_RATE=%.9g\n"
              "SCRY_PROGRAM_PATH=%s\nSCRY_PROFILE_ALL=%d\nSCRY_PROFILE_SYSTEM_LIBRARIES=%d\n"
              "SCRY_PROFILE_ONLY=%s\nSCRY_PROFILE_EXCLUDE=%s\n",
              dir, 1.0 / o->rate, program_path, o->profile_all, o->system_libraries,
              o->profile_only ? o->profile_only : "", o->profile_exclude ? o->profile_exclude : "");
+    /* Always given: an agent attached before keeps the window it was last given. */
+    if (at > 0 && (size_t)at < sizeof(text))
+        snprintf(text + at, sizeof(text) - (size_t)at, "SCRY_ALLOCATION_WINDOW=%llu\n",
+                 m->window ? m->window : DEFAULT_WINDOW);
     if (strchr(program_path, '\n') || (o->profile_only && strchr(o->profile_only, '\n')) ||
         (o->profile_exclude && strchr(o->profile_exclude, '\n')))
         return err_fail(SCRY_E_USAGE, "a path or filter with a newline cannot be passed on");
@@ -427,6 +387,35 @@ static int write_profile(const char *text, size_t len, int pid, const struct smp
     return err;
 }
 
+/* --heap-at-end: `scry dump --pid` of the process (this executable) while the agent is still
+ * attached, so that it gets the agent's live allocation samples; its report goes to stderr. */
+static int heap_at_end(int pid, const char *path)
+{
+    if (!smp_alive(pid))
+        return err_fail(SCRY_E_NO_SUCH_PROCESS,
+                        "process %d ended before the recording did: no heap snapshot (%s) was "
+                        "taken",
+                        pid, san_str(path));
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "%d", pid);
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)path, NULL};
+    fflush(NULL);
+    pid_t d = fork();
+    if (d == 0) {
+        dup2(2, 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (d > 0 && waitpid(d, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (d < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return err_fail(SCRY_E_IO, "the heap snapshot at the end (%s) was not written (scry "
+                                   "dump's message above)",
+                        san_str(path));
+    return 0;
+}
+
 /* Sleeps until the duration ends, Ctrl-C/SIGTERM, or the process ends; says which. */
 static const char *wait_recording(int pid, double duration)
 {
@@ -458,7 +447,8 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
-int record_memory(int pid, const struct smp_opts *o, const char *outfile, const char *agent)
+int record_memory(int pid, const struct smp_opts *o, const struct record_memory_opts *m,
+                  const char *outfile, const char *agent)
 {
     struct smp_hooks hooks = {.input_fd = -1};
     struct smp_set set = {.o = o, .h = &hooks};
@@ -492,7 +482,7 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
                        strerror(errno));
     bool made = !err;
     if (!err)
-        err = write_settings(dir, o, pg.program_path, settings, sizeof(settings));
+        err = write_settings(dir, o, m, pg.program_path, settings, sizeof(settings));
     int64_t rc = 0;
     smp_install_stop_handlers(); /* Ctrl-C ends the recording, never an injected call */
     /* -4: the agent is still detaching from a recording that just ended. */
@@ -508,8 +498,15 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
     char *text = NULL;
     size_t len = 0;
     const char *why = NULL;
+    enum scry_err heap_code = SCRY_E_OK; /* --heap-at-end failed: reported after the profile is written */
+    char heap_msg[PATH_MAX + 256] = "";
     if (!err) {
         why = wait_recording(pid, o->duration);
+        if (m->heap_at_end && heap_at_end(pid, m->heap_at_end) != 0) {
+            heap_code = err_last_code();
+            snprintf(heap_msg, sizeof(heap_msg), "%s", err_last_message());
+            err_clear();
+        }
         int64_t drc = 0;
         /* A process that ended wrote its part as it exited. */
         if (smp_alive(pid) && inject(pid, agent, "scry_agent_detach", NULL, &drc) != 0)
@@ -524,5 +521,7 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
     free(pg.args);
     if (made)
         remove_dir(dir);
+    if (!err && heap_code)
+        err = err_fail(heap_code, "%s", heap_msg);
     return err ? cli_report_error(false) : CLI_EXIT_OK;
 }
