@@ -28,6 +28,7 @@
 #include "cli/agent_link.h"
 #include "cli/cli.h"
 #include "cli/record_memory.h"
+#include "cli/record_remote.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
@@ -38,6 +39,7 @@
 #define PART_WAIT_MS 15000  /* for the agent's part after detach */
 #define GONE_WAIT_MS 2000   /* for the part of a process that has ended */
 #define DEFAULT_WINDOW 1048576ULL /* the allocation sampling window, as scry run's */
+#define REMOTE_WAIT_S 2.0 /* for the interpreter to run the attach script (3.14+) */
 #define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
 
 #if defined(__x86_64__)
@@ -447,6 +449,39 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
+/* One attach: through CPython's remote debugging where the target takes it (3.14+), else with
+ * ptrace; *how says which (static text). */
+static int attach_once(struct py_runtime *rt, int pid, const char *dir, const char *agent,
+                       const char *settings, int64_t *rc, const char **how)
+{
+    static char said[512];
+    char answer[PATH_MAX + 64];
+    snprintf(answer, sizeof(answer), "%s/attached-%d", dir, pid);
+    unlink(answer);
+    enum remote_outcome ro;
+    const char *why = NULL;
+    int err = remote_attach(rt, pid, dir, agent, settings, REMOTE_WAIT_S, &ro, rc, &why);
+    if (err || ro == REMOTE_ATTACHED) {
+        *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
+        return err;
+    }
+    err = inject(pid, agent, "scry_agent_attach", settings, rc);
+    /* The withdrawn script may have run after all, just as the ptrace call was made. */
+    if (!err && *rc == -3 && ro == REMOTE_PENDING && remote_result(dir, pid, 2.0, rc) &&
+        *rc == 0) {
+        *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
+        return 0;
+    }
+    if (rt->minor >= 14)
+        snprintf(said, sizeof(said), "the agent was loaded with ptrace (not through CPython's "
+                                     "remote debugging: %s)",
+                 why);
+    else
+        snprintf(said, sizeof(said), "the agent was loaded with ptrace");
+    *how = said;
+    return err;
+}
+
 int record_memory(int pid, const struct smp_opts *o, const struct record_memory_opts *m,
                   const char *outfile, const char *agent)
 {
@@ -455,7 +490,7 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
     struct smp_program pg = {0};
     if (smp_set_open(&set, pid, &pg) != 0)
         return cli_report_error(false);
-    const struct py_runtime *rt = &set.procs[0]->rt;
+    struct py_runtime *rt = &set.procs[0]->rt;
     if (rt->layout.free_threaded) {
         smp_set_free(&set);
         free(pg.args);
@@ -466,10 +501,10 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
     fprintf(stderr, "scry: loading scry's agent into process %d (Python %s) for its memory; "
                     "Ctrl-C to stop\n",
             pid, san_str(rt->version_str));
-    smp_set_free(&set);
 
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0) {
+        smp_set_free(&set);
         free(pg.args);
         return cli_report_error(false);
     }
@@ -485,14 +520,18 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         err = write_settings(dir, o, m, pg.program_path, settings, sizeof(settings));
     int64_t rc = 0;
     smp_install_stop_handlers(); /* Ctrl-C ends the recording, never an injected call */
+    const char *how = NULL;
     /* -4: the agent is still detaching from a recording that just ended. */
     for (int tries = 0; !err && (tries == 0 || (rc == -4 && tries < 50)); tries++) {
         if (tries) {
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        err = inject(pid, agent, "scry_agent_attach", settings, &rc);
+        err = attach_once(rt, pid, dir, agent, settings, &rc, &how);
     }
+    smp_set_free(&set);
+    if (!err && how)
+        fprintf(stderr, "scry: %s\n", how);
     if (!err && rc != 0)
         err = attach_refused(pid, rc);
     char *text = NULL;
