@@ -18,8 +18,11 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import SANITIZER_MARKS, SCRY, TARGETS, Target, run_scry
 from test_alloc_join import WINDOW, check_analyze
+from test_record_memory import check_line, expected_output, record_round, target  # noqa: F401
 
 SCRIPT = TARGETS / "alloc_caches.py"
 
@@ -30,8 +33,18 @@ def dump_json(pid, heap):
     return json.loads(cp.stdout), cp.stderr
 
 
-def test_caches_through_record_memory(python_exe, tmp_path):
-    target = Target([str(python_exe), str(SCRIPT), "gate", "wait"], tmp_path / "target.stderr")
+def minor_of(python):
+    cp = subprocess.run([str(python), "-c", "import sys; print(sys.version_info[1])"],
+                        capture_output=True, text=True, check=True)
+    return int(cp.stdout)
+
+
+@pytest.mark.parametrize("gate", ["gate", "busygate"])
+def test_caches_through_record_memory(python_exe, tmp_path, gate):
+    """gate: the main thread blocks in a read while the agent is loaded (ptrace's safe point);
+    busygate: it runs Python (on 3.14+ the agent comes in through CPython's remote debugging)."""
+    remote = gate == "busygate" and minor_of(python_exe) >= 14
+    target = Target([str(python_exe), str(SCRIPT), gate, "wait"], tmp_path / "target.stderr")
     scry = None
     try:
         pid = target.next_json(timeout=60)["pid"]
@@ -60,6 +73,9 @@ def test_caches_through_record_memory(python_exe, tmp_path):
             assert mark not in err, err
         assert scry.returncode == 0, err
         assert "interrupted (SIGINT)" in err and "allocation samples:" in err, err
+        how = ("the agent was loaded through CPython's remote debugging (PEP 768)" if remote
+               else "the agent was loaded with ptrace")
+        assert how in err, err
         assert not os.listdir(parts), "the part directory was not removed"
         for heap in (pid_heap, end_heap):
             check_analyze(heap, truth)
@@ -77,4 +93,67 @@ def test_caches_through_record_memory(python_exe, tmp_path):
         if scry is not None and scry.poll() is None:
             scry.kill()
             scry.communicate()
+        target.kill()
+
+
+REMOTE = "the agent was loaded through CPython's remote debugging (PEP 768)"
+
+
+@pytest.fixture(params=["3.14", "3.15"])
+def python_314(request, pythons):
+    exe = pythons.get(request.param)
+    if not exe:
+        pytest.skip(f"Python {request.param} is not installed")
+    return exe
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_remote_debugging_or_refused(python_314, target, tmp_path, monkeypatch, refuse):
+    """3.14+: a busy main thread (and two more spinning) takes the agent through CPython's
+    remote debugging; a process started with PYTHON_DISABLE_REMOTE_DEBUG refuses it, and the
+    agent comes in with ptrace. Either way the line's 200 MiB are measured and the program's
+    output is its own."""
+    if refuse:
+        monkeypatch.setenv("PYTHON_DISABLE_REMOTE_DEBUG", "1")
+    t = target(python_314, "busy", "2")
+    messages = []
+    check_line(record_round(t, tmp_path, 1, messages), tmp_path)
+    if refuse:
+        assert "loaded with ptrace (not through CPython's remote debugging: the process " \
+               "disables remote debugging" in messages[0], messages[0]
+    else:
+        assert REMOTE in messages[0], messages[0]
+    rc, out, err = t.finish()
+    assert rc == 0 and err == "", err
+    assert out.splitlines()[-1] + "\n" == expected_output(1), out
+
+
+WAITER = """
+import json, os, sys, threading, time
+print(json.dumps({"pid": os.getpid()}), flush=True)
+threading.Lock().acquire()  # taken
+lock = threading.Lock(); lock.acquire()
+lock.acquire(timeout=float(sys.argv[1]))  # a futex wait: the request is not taken meanwhile
+sys.stdin.readline()
+print("done", flush=True)
+"""
+
+
+def test_remote_request_withdrawn(python_314, tmp_path):
+    """The main thread waits on a lock (a futex, GIL released) for 3.5 s: the request is not
+    taken within its 2 s, is withdrawn, and the agent comes in with ptrace once the thread
+    blocks in a read. The withdrawn script never runs: nothing on the program's stderr."""
+    target = Target([str(python_314), "-c", WAITER, "3.5"], tmp_path / "t.stderr")
+    try:
+        pid = target.next_json(timeout=30)["pid"]
+        cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "0.5", "-o",
+                       tmp_path / "m.json"], timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        assert "loaded with ptrace (not through CPython's remote debugging: the interpreter " \
+               "did not run the script in time)" in cp.stderr, cp.stderr
+        target.command("")
+        assert target._lines.get(timeout=30) == "done\n"
+        assert target.proc.wait(timeout=30) == 0
+        assert target.stderr_text() == ""
+    finally:
         target.kill()
