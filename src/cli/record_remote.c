@@ -155,11 +155,11 @@ static int write_script(const char *dir, int pid, const char *agent, const char 
                  "        pass\n"
                  "\n"
                  "_scry_attach(");
-    bytes_literal(&sb, agent);
-    sb_adds(&sb, ", ");
-    bytes_literal(&sb, settings);
-    sb_adds(&sb, ", ");
-    bytes_literal(&sb, answer);
+    const char *const args[] = {agent, settings, answer};
+    for (size_t i = 0; i < sizeof(args) / sizeof(*args); i++) {
+        sb_adds(&sb, i ? ", " : "");
+        bytes_literal(&sb, args[i]);
+    }
     sb_adds(&sb, ")\n");
     if (sb_failed(&sb)) {
         sb_release(&sb);

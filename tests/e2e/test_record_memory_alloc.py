@@ -20,9 +20,10 @@ import time
 
 import pytest
 
-from conftest import SANITIZER_MARKS, SCRY, TARGETS, Target, run_scry
+from conftest import SANITIZER_MARKS, SCRY, TARGETS, Target, preferred_python, run_scry
 from test_alloc_join import WINDOW, check_analyze
-from test_record_memory import check_line, expected_output, record_round, target  # noqa: F401
+from test_record_memory import (check_error, check_line, expected_output, record_round,  # noqa: F401
+                                target)
 
 SCRIPT = TARGETS / "alloc_caches.py"
 
@@ -157,3 +158,25 @@ def test_remote_request_withdrawn(python_314, tmp_path):
         assert target.stderr_text() == ""
     finally:
         target.kill()
+
+
+def test_heap_at_end_errors(target, tmp_path):
+    check_error(["record", "--pid", "1", "--heap-at-end", tmp_path / "x.heap"], "usage", status=2)
+    check_error(["record", "--pid", "1", "--memory", "--allocation-sampling-window", "0"],
+                "usage", status=2)
+    # The process ends before the recording does: the profile is written, the snapshot cannot
+    # be taken (no_such_process, exit 1).
+    t = target(preferred_python())
+    out, heap = tmp_path / "m.json", tmp_path / "end.heap"
+    scry = subprocess.Popen([str(SCRY), "record", "--pid", str(t.pid), "--memory",
+                             "--heap-at-end", str(heap), "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    rc, _, _ = t.finish()
+    assert rc == 0
+    _, err = scry.communicate(timeout=60)
+    assert scry.returncode == 1, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("scry: error: ")]
+    assert len(errors) == 1 and "[no_such_process]" in errors[0], err
+    assert "the process exited: wrote" in err and json.loads(out.read_text())["files"] is not None
+    assert not heap.exists()
