@@ -8,7 +8,9 @@
  * relocation entries and profiles as under `scry run --memory`. At the end the main thread is
  * made to call scry_agent_detach, which starts a thread of the agent's that writes the part,
  * puts every relocation entry back and leaves the agent loaded and idle; the part is merged into
- * the profile as `scry run` merges its parts. x86-64 Linux only. */
+ * the profile as `scry run` merges its parts. x86-64 Linux only. On Python 3.14+ both calls are
+ * made through CPython's remote debugging instead (record_remote.c) where the process allows it
+ * and its main thread runs Python. */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -449,25 +451,25 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
+#define ATTACH "scry_agent_attach"
+#define DETACH "scry_agent_detach"
+
 /* One attach: through CPython's remote debugging where the target takes it (3.14+), else with
  * ptrace; *how says which (static text). */
 static int attach_once(struct py_runtime *rt, int pid, const char *dir, const char *agent,
                        const char *settings, int64_t *rc, const char **how)
 {
     static char said[512];
-    char answer[PATH_MAX + 64];
-    snprintf(answer, sizeof(answer), "%s/attached-%d", dir, pid);
-    unlink(answer);
     enum remote_outcome ro;
     const char *why = NULL;
-    int err = remote_attach(rt, pid, dir, agent, settings, REMOTE_WAIT_S, &ro, rc, &why);
-    if (err || ro == REMOTE_ATTACHED) {
+    int err = pep768_call(rt, pid, dir, agent, ATTACH, settings, REMOTE_WAIT_S, &ro, rc, &why);
+    if (err || ro == REMOTE_DONE) {
         *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
         return err;
     }
-    err = inject(pid, agent, "scry_agent_attach", settings, rc);
+    err = inject(pid, agent, ATTACH, settings, rc);
     /* The withdrawn script may have run after all, just as the ptrace call was made. */
-    if (!err && *rc == -3 && ro == REMOTE_PENDING && remote_result(dir, pid, 2.0, rc) &&
+    if (!err && *rc == -3 && ro == REMOTE_PENDING && pep768_result(dir, pid, ATTACH, 2.0, rc) &&
         *rc == 0) {
         *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
         return 0;
@@ -479,6 +481,20 @@ static int attach_once(struct py_runtime *rt, int pid, const char *dir, const ch
     else
         snprintf(said, sizeof(said), "the agent was loaded with ptrace");
     *how = said;
+    return err;
+}
+
+/* The detach, the same way (its end is the part's appearance). */
+static int detach(struct py_runtime *rt, int pid, const char *dir, const char *agent)
+{
+    enum remote_outcome ro;
+    const char *why = NULL;
+    int64_t rc = 0;
+    int err = pep768_call(rt, pid, dir, agent, DETACH, NULL, REMOTE_WAIT_S, &ro, &rc, &why);
+    /* A withdrawn request that ran after all: the ptrace call then finds the detach under way
+     * (-1), which is harmless. */
+    if (!err && ro != REMOTE_DONE)
+        err = inject(pid, agent, DETACH, NULL, &rc);
     return err;
 }
 
@@ -529,7 +545,6 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         }
         err = attach_once(rt, pid, dir, agent, settings, &rc, &how);
     }
-    smp_set_free(&set);
     if (!err && how)
         fprintf(stderr, "scry: %s\n", how);
     if (!err && rc != 0)
@@ -546,9 +561,8 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
             snprintf(heap_msg, sizeof(heap_msg), "%s", err_last_message());
             err_clear();
         }
-        int64_t drc = 0;
         /* A process that ended wrote its part as it exited. */
-        if (smp_alive(pid) && inject(pid, agent, "scry_agent_detach", NULL, &drc) != 0)
+        if (smp_alive(pid) && detach(rt, pid, dir, agent) != 0)
             fprintf(stderr, "scry: warning: %s\n", err_last_message());
         err = wait_part(dir, pid, &text, &len);
     }
@@ -558,6 +572,7 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         outfile_abort(&out);
     free(text);
     free(pg.args);
+    smp_set_free(&set);
     if (made)
         remove_dir(dir);
     if (!err && heap_code)

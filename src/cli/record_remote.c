@@ -5,8 +5,8 @@
  * next eval-breaker check in that thread (between bytecodes, holding the GIL, inside no lock of
  * the C library), clears the flag and runs the file. The offsets of these fields are in the
  * debugger_support section that ends the target's _Py_DebugOffsets block (the start of
- * _PyRuntime). The file scry writes loads the agent with ctypes, calls scry_agent_attach and
- * writes its value into the part directory. */
+ * _PyRuntime). The file scry writes loads the agent with ctypes, calls scry_agent_attach (or
+ * scry_agent_detach) and writes its value into the part directory. */
 #include "cli/record_remote.h"
 
 #include <errno.h>
@@ -126,24 +126,30 @@ static void bytes_literal(struct strbuf *sb, const char *s)
     sb_addch(sb, '\'');
 }
 
+/* dir/FN-PID: where the script writes fn's value. */
+static void answer_path(const char *dir, int pid, const char *fn, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s-%d", dir, fn, pid);
+}
+
 /* The script: never raises from the program's point of view (an error is the value -1), writes
- * the value into dir/attached-PID. It runs in a namespace of its own; `import ctypes` is the
- * one trace it leaves (the module in sys.modules). */
-static int write_script(const char *dir, int pid, const char *agent, const char *settings,
-                        char *path, size_t size)
+ * the value of fn(arg) (fn() when arg is NULL) into answer_path. It runs in a namespace of its
+ * own; `import ctypes` is the one trace it leaves (the module in sys.modules). */
+static int write_script(const char *dir, int pid, const char *agent, const char *fn,
+                        const char *arg, char *path, size_t size)
 {
     char answer[PATH_MAX + 64];
-    snprintf(answer, sizeof(answer), "%s/attached-%d", dir, pid);
+    answer_path(dir, pid, fn, answer, sizeof(answer));
     struct strbuf sb = STRBUF_INIT;
-    sb_adds(&sb, "def _scry_attach(agent, settings, answer):\n"
+    sb_adds(&sb, "def _scry_call(agent, fn, arg, answer):\n"
                  "    import os\n"
                  "    rc = -1\n"
                  "    try:\n"
                  "        import ctypes\n"
-                 "        attach = ctypes.CDLL(os.fsdecode(agent)).scry_agent_attach\n"
-                 "        attach.argtypes = (ctypes.c_char_p,)\n"
-                 "        attach.restype = ctypes.c_int\n"
-                 "        rc = attach(settings)\n"
+                 "        call = getattr(ctypes.CDLL(os.fsdecode(agent)), os.fsdecode(fn))\n"
+                 "        call.argtypes = (ctypes.c_char_p,) if arg is not None else ()\n"
+                 "        call.restype = ctypes.c_int\n"
+                 "        rc = call(arg) if arg is not None else call()\n"
                  "    except Exception:\n"
                  "        pass\n"
                  "    try:\n"
@@ -154,34 +160,37 @@ static int write_script(const char *dir, int pid, const char *agent, const char 
                  "    except OSError:\n"
                  "        pass\n"
                  "\n"
-                 "_scry_attach(");
-    const char *const args[] = {agent, settings, answer};
+                 "_scry_call(");
+    const char *const args[] = {agent, fn, arg, answer};
     for (size_t i = 0; i < sizeof(args) / sizeof(*args); i++) {
         sb_adds(&sb, i ? ", " : "");
-        bytes_literal(&sb, args[i]);
+        if (args[i])
+            bytes_literal(&sb, args[i]);
+        else
+            sb_adds(&sb, "None");
     }
     sb_adds(&sb, ")\n");
     if (sb_failed(&sb)) {
         sb_release(&sb);
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     }
-    snprintf(path, size, "%s/attach.py", dir);
+    snprintf(path, size, "%s/%s.py", dir, fn);
     int err = outfile_write_all(path, sb_str(&sb), sb.len, OUTFILE_PRIVATE);
     sb_release(&sb);
     return err;
 }
 
-bool remote_result(const char *dir, int pid, double wait_s, int64_t *ret)
+bool pep768_result(const char *dir, int pid, const char *fn, double wait_s, int64_t *ret)
 {
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/attached-%d", dir, pid);
+    answer_path(dir, pid, fn, path, sizeof(path));
     for (double waited = 0;; waited += 0.005) {
         char *text;
         size_t len;
         struct stat st;
         /* Complete once it ends with its newline. */
         if (lstat(path, &st) == 0 &&
-            infile_read_all(path, "the attach's answer", 64, &text, &len) == 0) {
+            infile_read_all(path, "the agent's answer", 64, &text, &len) == 0) {
             bool done = len > 1 && text[len - 1] == '\n';
             if (done) {
                 text[len - 1] = 0;
@@ -201,9 +210,9 @@ bool remote_result(const char *dir, int pid, double wait_s, int64_t *ret)
     }
 }
 
-int remote_attach(struct py_runtime *rt, int pid, const char *dir, const char *agent,
-                  const char *settings, double wait_s, enum remote_outcome *out, int64_t *ret,
-                  const char **why)
+int pep768_call(struct py_runtime *rt, int pid, const char *dir, const char *agent,
+                const char *fn, const char *arg, double wait_s, enum remote_outcome *out,
+                int64_t *ret, const char **why)
 {
     *out = REMOTE_DECLINED;
     if (rt->minor < 14 || rt->layout.free_threaded) {
@@ -231,7 +240,10 @@ int remote_attach(struct py_runtime *rt, int pid, const char *dir, const char *a
         return 0;
     }
     char script[PATH_MAX + 64];
-    int err = write_script(dir, pid, agent, settings, script, sizeof(script));
+    char answer[PATH_MAX + 64];
+    answer_path(dir, pid, fn, answer, sizeof(answer));
+    unlink(answer);
+    int err = write_script(dir, pid, agent, fn, arg, script, sizeof(script));
     if (err)
         return err;
     if (strlen(script) >= s.script_path_size) {
@@ -255,8 +267,8 @@ int remote_attach(struct py_runtime *rt, int pid, const char *dir, const char *a
         write_at(pid, rds + s.pending_call, &zero, sizeof(zero));
         return err;
     }
-    if (remote_result(dir, pid, wait_s, ret)) {
-        *out = REMOTE_ATTACHED;
+    if (pep768_result(dir, pid, fn, wait_s, ret)) {
+        *out = REMOTE_DONE;
         return 0;
     }
     /* Not taken in time (a long call into C holding the GIL, an audit hook refusing it):

@@ -9,27 +9,27 @@
 
 #include "cpython/runtime.h"
 
-/* What remote_attach did. */
+/* What pep768_call did. */
 enum remote_outcome {
-    REMOTE_ATTACHED,  /* the script ran: *ret is scry_agent_attach's value */
+    REMOTE_DONE,      /* the script ran: *ret is the function's value */
     REMOTE_DECLINED,  /* not used (why says why): load the agent with ptrace instead */
-    REMOTE_PENDING,   /* withdrawn unanswered; the target may still run it (remote_result) */
+    REMOTE_PENDING,   /* withdrawn unanswered; the target may still run it (pep768_result) */
 };
 
 /* Asks the interpreter of rt (process pid, a 3.14+ non-free-threaded CPython) to run a script,
- * written into the part directory dir, that loads agent and calls
- * scry_agent_attach(settings) in the main thread at its next eval-breaker check, and waits up
- * to wait_s for its answer. Only when the target allows remote debugging and its main thread
+ * written into the part directory dir, that loads agent and calls its function fn(arg) (fn()
+ * when arg is NULL: scry_agent_attach(settings), scry_agent_detach()) in the main thread at its
+ * next eval-breaker check, and waits up to wait_s for its value. Only when the target allows remote debugging and its main thread
  * may run Python soon (it holds the GIL, runs, or waits on a futex: not blocked in
  * another system call, where the ptrace path is the safe one); otherwise declined,
  * with why (static text) saying why. Returns 0 with *out, or an error (io_error: the script
  * could not be written). */
-int remote_attach(struct py_runtime *rt, int pid, const char *dir, const char *agent,
-                  const char *settings, double wait_s, enum remote_outcome *out, int64_t *ret,
-                  const char **why);
+int pep768_call(struct py_runtime *rt, int pid, const char *dir, const char *agent,
+                const char *fn, const char *arg, double wait_s, enum remote_outcome *out,
+                int64_t *ret, const char **why);
 
-/* After REMOTE_PENDING: whether the script's answer came after all (within wait_s), *ret its
- * value. */
-bool remote_result(const char *dir, int pid, double wait_s, int64_t *ret);
+/* After REMOTE_PENDING: whether the script's value of fn came after all (within wait_s), *ret
+ * that value. */
+bool pep768_result(const char *dir, int pid, const char *fn, double wait_s, int64_t *ret);
 
 #endif
