@@ -180,3 +180,66 @@ def test_heap_at_end_errors(target, tmp_path):
     assert len(errors) == 1 and "[no_such_process]" in errors[0], err
     assert "the process exited: wrote" in err and json.loads(out.read_text())["files"] is not None
     assert not heap.exists()
+
+
+FORGER = """
+import ctypes, json, os, sys
+lib = ctypes.CDLL(sys.argv[1])  # inert: no SCRY_PART_DIR, never attached
+
+
+class Link(ctypes.Structure):  # src/common/agent_link.h
+    _fields_ = [("magic", ctypes.c_char * 8), ("version", ctypes.c_uint32),
+                ("attached", ctypes.c_uint32), ("seq", ctypes.c_uint64),
+                ("pid", ctypes.c_int32), ("reserved", ctypes.c_uint32),
+                ("part_dir", ctypes.c_char * 4096)]
+
+
+link = Link.in_dll(lib, "scry_agent_link")
+assert link.magic == b"SCRYLNK" and link.version == 1 and not link.attached
+print(json.dumps({"pid": os.getpid()}), flush=True)
+for line in sys.stdin:
+    link.part_dir = line.strip().encode()
+    link.pid = os.getpid()
+    link.attached = 1
+    print(json.dumps({"set": line.strip()}), flush=True)
+"""
+
+
+def test_forged_link_not_followed(tmp_path):
+    """The link record is the target's memory: `scry dump --pid` takes only a private part
+    directory of the target's own user from it. A record naming a directory open to others, a
+    link to a private one, or (as root) another user's private directory is not used: nothing
+    is written there and the snapshot has no samples."""
+    agent = SCRY.parent / "libscry-agent.so"
+    python = preferred_python()
+    t = Target([str(python), "-c", FORGER, str(agent)], tmp_path / "f.stderr")
+    try:
+        pid = t.next_json(timeout=30)["pid"]
+        private = tmp_path / "scry-parts-private"
+        private.mkdir(mode=0o700)
+        forged = {"open": tmp_path / "scry-parts-open", "link": tmp_path / "scry-parts-link",
+                  "other-user": tmp_path / "scry-parts-other"}
+        forged["open"].mkdir(mode=0o755)
+        forged["link"].symlink_to(private)
+        forged["other-user"].mkdir(mode=0o700)
+        if os.geteuid() == 0:
+            os.chown(forged["other-user"], 65534, 65534)
+        else:
+            del forged["other-user"]
+        for name, d in forged.items():
+            t.command(str(d))
+            assert t.next_json(timeout=10) == {"set": str(d)}
+            started = time.monotonic()
+            doc, err = dump_json(pid, tmp_path / f"{name}.heap")
+            assert doc["allocation_samples"] is None, (name, doc, err)
+            assert time.monotonic() - started < 8, name  # no request waited for
+            assert not list(tmp_path.glob("scry-parts-*/alloc*")), name
+        # The same record naming a private directory of the user is followed: the request is
+        # written there (no collector answers it in this process: a warning, no samples).
+        t.command(str(private))
+        assert t.next_json(timeout=10) == {"set": str(private)}
+        cp = run_scry(["dump", "--pid", pid, "-o", tmp_path / "p.heap"], timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        assert "did not report its allocation samples" in cp.stderr, cp.stderr
+    finally:
+        t.kill()
