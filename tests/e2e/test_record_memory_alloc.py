@@ -243,3 +243,35 @@ def test_forged_link_not_followed(tmp_path):
         assert "did not report its allocation samples" in cp.stderr, cp.stderr
     finally:
         t.kill()
+
+
+def test_control_attached(target, tmp_path):
+    """`scry control PID off` finds the attached agent the same way: 1 s after the attach, the
+    rest of the recording is off."""
+    t = target(preferred_python(), "busy")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    out = tmp_path / "m.json"
+    scry = subprocess.Popen([str(SCRY), "record", "--pid", str(t.pid), "--memory", "--duration",
+                             "2.5", "-o", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(parts)})
+    try:
+        deadline = time.monotonic() + 20
+        while not list(parts.glob(f"scry-parts-*/live-{t.pid}")):
+            assert scry.poll() is None and time.monotonic() < deadline, scry.communicate()[1]
+            time.sleep(0.01)
+        time.sleep(1)
+        cp = run_scry(["control", t.pid, "off"])
+        assert cp.returncode == 0, cp.stderr
+        _, err = scry.communicate(timeout=60)
+    finally:
+        if scry.poll() is None:
+            scry.kill()
+            scry.communicate()
+    assert scry.returncode == 0, err
+    doc = json.loads(out.read_text())
+    off, elapsed = doc["profiling_off_sec"], doc["elapsed_time_sec"]
+    assert elapsed - 1.6 <= off <= elapsed - 0.9, (off, elapsed)
+    rc, _, _ = t.finish()
+    assert rc == 0
