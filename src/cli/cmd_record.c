@@ -6,9 +6,9 @@
  * from outside there is no program counter), else python. Each process's statistics become a
  * part document (docs/agent-protocol.md, "Part file") merged by analysis/profile.c, so every
  * view and export works on the result unchanged (docs/json-schema.md, "A recorded profile"). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

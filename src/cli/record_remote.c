@@ -133,7 +133,8 @@ static void answer_path(const char *dir, int pid, const char *fn, char *path, si
 }
 
 /* The script: never raises from the program's point of view (an error is the value -1), writes
- * the value of fn(arg) (fn() when arg is NULL) into answer_path. It runs in a namespace of its
+ * the value of fn(arg) (fn() when arg is NULL) into answer_path. It does nothing once this
+ * process is gone (a request left pending by a scry killed with SIGKILL). It runs in a namespace of its
  * own; `import ctypes` is the one trace it leaves (the module in sys.modules). */
 static int write_script(const char *dir, int pid, const char *agent, const char *fn,
                         const char *arg, char *path, size_t size)
@@ -141,9 +142,15 @@ static int write_script(const char *dir, int pid, const char *agent, const char 
     char answer[PATH_MAX + 64];
     answer_path(dir, pid, fn, answer, sizeof(answer));
     struct strbuf sb = STRBUF_INIT;
-    sb_adds(&sb, "def _scry_call(agent, fn, arg, answer):\n"
+    sb_adds(&sb, "def _scry_call(owner, agent, fn, arg, answer):\n"
                  "    import os\n"
                  "    rc = -1\n"
+                 "    try:\n"
+                 "        os.kill(owner, 0)\n"
+                 "    except ProcessLookupError:\n"
+                 "        return\n"
+                 "    except OSError:\n"
+                 "        pass\n"
                  "    try:\n"
                  "        import ctypes\n"
                  "        call = getattr(ctypes.CDLL(os.fsdecode(agent)), os.fsdecode(fn))\n"
@@ -161,6 +168,7 @@ static int write_script(const char *dir, int pid, const char *agent, const char 
                  "        pass\n"
                  "\n"
                  "_scry_call(");
+    sb_addf(&sb, "%d, ", (int)getpid());
     const char *const args[] = {agent, fn, arg, answer};
     for (size_t i = 0; i < sizeof(args) / sizeof(*args); i++) {
         sb_adds(&sb, i ? ", " : "");

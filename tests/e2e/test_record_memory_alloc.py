@@ -130,13 +130,19 @@ def test_remote_debugging_or_refused(python_314, target, tmp_path, monkeypatch, 
 
 
 WAITER = """
-import json, os, sys, threading, time
+import json, os, sys, threading
+audited = []
+sys.addaudithook(lambda event, args: event == "cpython.remote_debugger_script"
+                 and audited.append(args))
 print(json.dumps({"pid": os.getpid()}), flush=True)
-threading.Lock().acquire()  # taken
 lock = threading.Lock(); lock.acquire()
 lock.acquire(timeout=float(sys.argv[1]))  # a futex wait: the request is not taken meanwhile
+sum(range(1000))
 sys.stdin.readline()
-print("done", flush=True)
+with open("/proc/self/maps") as f:
+    agent = "libscry-agent.so" in f.read()
+print(json.dumps({"scripts_run": len(audited), "ctypes": "ctypes" in sys.modules,
+                  "agent": agent}), flush=True)
 """
 
 
@@ -153,7 +159,37 @@ def test_remote_request_withdrawn(python_314, tmp_path):
         assert "loaded with ptrace (not through CPython's remote debugging: the interpreter " \
                "did not run the script in time)" in cp.stderr, cp.stderr
         target.command("")
-        assert target._lines.get(timeout=30) == "done\n"
+        assert target.next_json(timeout=30) == {"scripts_run": 0, "ctypes": False,
+                                                "agent": True}
+        assert target.proc.wait(timeout=30) == 0
+        assert target.stderr_text() == ""
+    finally:
+        target.kill()
+
+
+def test_remote_request_of_a_killed_scry(python_314, tmp_path):
+    """scry killed with SIGKILL while its request is pending: the interpreter runs the script
+    when the main thread next runs Python, and the script does nothing (its scry is gone): no
+    agent loaded, not even ctypes imported, nothing on the program's stderr."""
+    target = Target([str(python_314), "-c", WAITER, "2"], tmp_path / "t.stderr")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    try:
+        pid = target.next_json(timeout=30)["pid"]
+        scry = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--memory", "-o",
+                                 str(tmp_path / "m.json")], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(parts)})
+        deadline = time.monotonic() + 10
+        while not list(parts.glob("scry-parts-*/scry_agent_attach.py")):
+            assert scry.poll() is None and time.monotonic() < deadline, scry.communicate()
+            time.sleep(0.005)
+        time.sleep(0.1)  # the request written after the script
+        scry.kill()
+        scry.communicate()
+        time.sleep(2.5)  # the lock wait ends: the main thread runs Python again
+        target.command("")
+        assert target.next_json(timeout=30) == {"scripts_run": 1, "ctypes": False,
+                                                "agent": False}
         assert target.proc.wait(timeout=30) == 0
         assert target.stderr_text() == ""
     finally:
