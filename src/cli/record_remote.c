@@ -280,7 +280,7 @@ int pep768_call(struct py_runtime *rt, int pid, const char *dir, const char *age
         return 0;
     }
     /* Not taken in time (a long call into C holding the GIL, an audit hook refusing it):
-     * withdrawn; the interpreter may have taken it just now (remote_result then says so). */
+     * withdrawn; the interpreter may have taken it just now (pep768_result then says so). */
     write_at(pid, rds + s.pending_call, &zero, sizeof(zero));
     err_clear();
     *out = REMOTE_PENDING;
