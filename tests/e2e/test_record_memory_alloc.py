@@ -146,6 +146,14 @@ print(json.dumps({"scripts_run": len(audited), "ctypes": "ctypes" in sys.modules
 """
 
 
+def finish_waiter(target, expected):
+    """Lets WAITER end: what it saw of scry's scripts, then exit 0 with nothing on stderr."""
+    target.command("")
+    assert target.next_json(timeout=30) == expected
+    assert target.proc.wait(timeout=30) == 0
+    assert target.stderr_text() == ""
+
+
 def test_remote_request_withdrawn(python_314, tmp_path):
     """The main thread waits on a lock (a futex, GIL released) for 3.5 s: the request is not
     taken within its 2 s, is withdrawn, and the agent comes in with ptrace once the thread
@@ -158,11 +166,7 @@ def test_remote_request_withdrawn(python_314, tmp_path):
         assert cp.returncode == 0, cp.stderr
         assert "loaded with ptrace (not through CPython's remote debugging: the interpreter " \
                "did not run the script in time)" in cp.stderr, cp.stderr
-        target.command("")
-        assert target.next_json(timeout=30) == {"scripts_run": 0, "ctypes": False,
-                                                "agent": True}
-        assert target.proc.wait(timeout=30) == 0
-        assert target.stderr_text() == ""
+        finish_waiter(target, {"scripts_run": 0, "ctypes": False, "agent": True})
     finally:
         target.kill()
 
@@ -187,11 +191,7 @@ def test_remote_request_of_a_killed_scry(python_314, tmp_path):
         scry.kill()
         scry.communicate()
         time.sleep(2.5)  # the lock wait ends: the main thread runs Python again
-        target.command("")
-        assert target.next_json(timeout=30) == {"scripts_run": 1, "ctypes": False,
-                                                "agent": False}
-        assert target.proc.wait(timeout=30) == 0
-        assert target.stderr_text() == ""
+        finish_waiter(target, {"scripts_run": 1, "ctypes": False, "agent": False})
     finally:
         target.kill()
 
