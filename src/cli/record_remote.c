@@ -239,7 +239,7 @@ int pep768_call(struct py_runtime *rt, int pid, const char *dir, const char *age
     }
     if (!enabled) {
         *why = "the process disables remote debugging (PYTHON_DISABLE_REMOTE_DEBUG, "
-               "-X disable_remote_debug, or a build without it)";
+               "-X disable-remote-debug, or a build without it)";
         return 0;
     }
     if (!main_may_run(pid, holds_gil)) {

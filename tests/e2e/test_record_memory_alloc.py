@@ -311,3 +311,24 @@ def test_control_attached(target, tmp_path):
     assert elapsed - 1.6 <= off <= elapsed - 0.9, (off, elapsed)
     rc, _, _ = t.finish()
     assert rc == 0
+
+
+def test_x_disable_remote_debug_respected(python_314, tmp_path):
+    """-X disable-remote-debug (with hyphens: CPython ignores `-X disable_remote_debug`): the
+    busy main thread would take the request, but the process refuses remote debugging; the
+    agent comes in with ptrace."""
+    target = Target([str(python_314), "-X", "disable-remote-debug", str(SCRIPT), "busygate",
+                     "1", "1", "1"], tmp_path / "t.stderr")
+    try:
+        pid = target.next_json(timeout=30)["pid"]
+        cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "0.5", "-o",
+                       tmp_path / "m.json"], timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        assert "loaded with ptrace (not through CPython's remote debugging: the process " \
+               "disables remote debugging" in cp.stderr, cp.stderr
+        target.command("")
+        assert target.next_json(timeout=60)["pid"] == pid
+        assert target.proc.wait(timeout=30) == 0
+        assert target.stderr_text() == ""
+    finally:
+        target.kill()
