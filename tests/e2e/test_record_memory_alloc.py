@@ -154,6 +154,16 @@ def finish_waiter(target, expected):
     assert target.stderr_text() == ""
 
 
+def short_recording(pid, tmp_path, why):
+    """A 0.5 s `record --memory` whose agent came in with ptrace, remote debugging declined
+    for the reason why."""
+    cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "0.5", "-o",
+                   tmp_path / "m.json"], timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    said = "the agent was loaded with ptrace (not through CPython's remote debugging: " + why
+    assert said in cp.stderr, cp.stderr
+
+
 def test_remote_request_withdrawn(python_314, tmp_path):
     """The main thread waits on a lock (a futex, GIL released) for 3.5 s: the request is not
     taken within its 2 s, is withdrawn, and the agent comes in with ptrace once the thread
@@ -161,11 +171,7 @@ def test_remote_request_withdrawn(python_314, tmp_path):
     target = Target([str(python_314), "-c", WAITER, "3.5"], tmp_path / "t.stderr")
     try:
         pid = target.next_json(timeout=30)["pid"]
-        cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "0.5", "-o",
-                       tmp_path / "m.json"], timeout=60)
-        assert cp.returncode == 0, cp.stderr
-        assert "loaded with ptrace (not through CPython's remote debugging: the interpreter " \
-               "did not run the script in time)" in cp.stderr, cp.stderr
+        short_recording(pid, tmp_path, "the interpreter did not run the script in time")
         finish_waiter(target, {"scripts_run": 0, "ctypes": False, "agent": True})
     finally:
         target.kill()
@@ -321,11 +327,7 @@ def test_x_disable_remote_debug_respected(python_314, tmp_path):
                      "1", "1", "1"], tmp_path / "t.stderr")
     try:
         pid = target.next_json(timeout=30)["pid"]
-        cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "0.5", "-o",
-                       tmp_path / "m.json"], timeout=60)
-        assert cp.returncode == 0, cp.stderr
-        assert "loaded with ptrace (not through CPython's remote debugging: the process " \
-               "disables remote debugging" in cp.stderr, cp.stderr
+        short_recording(pid, tmp_path, "the process disables remote debugging")
         target.command("")
         assert target.next_json(timeout=60)["pid"] == pid
         assert target.proc.wait(timeout=30) == 0
