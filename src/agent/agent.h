@@ -163,6 +163,10 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
 int ag_timer_create(struct ag_thread *t, uint64_t first_ns);
 /* True when pc lies in the interpreter's own code (libpython, the executable, ld.so). */
 bool ag_pc_in_interpreter(uint64_t pc);
+/* Whether pc is in the eval loop's own code (its symbol's range, or its unnamed clone's). */
+bool ag_pc_in_eval_loop(uint64_t pc);
+/* The same, with the start of the loop's code when it is. */
+bool ag_eval_loop_start(uint64_t pc, uint64_t *start);
 void ag_timer_delete(struct ag_thread *t);
 uint64_t ag_exp_interval_ns(uint64_t *rng);
 uint64_t ag_now_ns(clockid_t clock);

@@ -19,6 +19,7 @@
 
 #include "agent/agent.h"
 #include "agent/memory.h"
+#include "common/agent_link.h"
 #include "common/log.h"
 
 #define SETTINGS_MAX 65536
@@ -29,6 +30,24 @@ static const char *keys[SETTINGS_KEYS], *values[SETTINGS_KEYS];
 static size_t nkeys;
 static _Atomic bool attached_now; /* from attach until the detach thread is done */
 static _Atomic bool detaching;
+
+/* Where `scry dump --pid` finds this agent's part directory (common/agent_link.h). */
+AG_EXPORT struct agent_link scry_agent_link = {.magic = AGENT_LINK_MAGIC,
+                                               .version = AGENT_LINK_VERSION};
+
+/* Fills (dir) or empties (NULL) the link record, seq odd meanwhile. */
+static void link_set(const char *dir)
+{
+    volatile struct agent_link *l = &scry_agent_link;
+    __atomic_store_n(&l->seq, l->seq + 1, __ATOMIC_SEQ_CST);
+    l->attached = 0;
+    l->pid = ag_pid;
+    size_t n = dir ? strnlen(dir, sizeof(l->part_dir) - 1) : 0;
+    for (size_t i = 0; i < sizeof(l->part_dir); i++)
+        l->part_dir[i] = i < n ? dir[i] : 0;
+    l->attached = dir ? 1 : 0;
+    __atomic_store_n(&l->seq, l->seq + 1, __ATOMIC_SEQ_CST);
+}
 
 /* SCRY_* settings, one NAME=VALUE a line (the names and meanings of docs/agent-protocol.md). */
 static const char *from_file(const char *name)
@@ -91,6 +110,8 @@ AG_EXPORT int scry_agent_attach(const char *settings_path)
         log_debug("agent: attached to pid %d, memory %s (guard %d)", ag_pid,
                   atomic_load(&ag_mem_on) ? "on" : "off", ag_mtls.guard);
     }
+    if (rc == 0)
+        link_set(ag_cfg.part_dir);
     errno = saved;
     return rc;
 }
@@ -102,6 +123,7 @@ static void *detach_main(void *arg)
 {
     (void)arg;
     ag_mtls.guard = 1;
+    link_set(NULL); /* no more answers from here on */
     ag_got_restore();
     ag_collector_finish(); /* counting stops, the part is written, timers deleted */
     ag_pyhooks_detach();

@@ -454,6 +454,12 @@ static uint32_t native_frame(uint64_t ip, bool leaf)
         if (cxa_demangle && (demangled = cxa_demangle(sym, NULL, NULL, &status)) && status == 0)
             sym = demangled;
     }
+    uint64_t eval_start;
+    if (ag_eval_loop_start(addr, &eval_start)) {
+        /* the eval loop, maybe a clone no symbol names: named as such (sampler.c) */
+        sym = "_PyEval_EvalFrameDefault";
+        f.offset = ip - eval_start;
+    }
     if (f.kind == AG_N_OTHER)
         f.kind = kind_of(sym);
     int err = ag_stats_intern(&stats, module, &f.module);

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "cpython/frame_walk.h"
 #include "cpython/opcodes.h"
+#include "reader/eh_frame.h"
 
 #if defined(__has_include)
 #if __has_include(<libunwind.h>)
@@ -96,14 +97,76 @@ static int add_range(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-/* The eval loop's own code (_PyEval_EvalFrameDefault, from its dynamic symbol): on a call
- * instruction, a PC there is the interpreter dispatching the call or setting up a Python
- * callee's frame, not the callee's C code (which runs in functions of its own). */
+/* The eval loop's own code (_PyEval_EvalFrameDefault, from its dynamic symbol; where the loop
+ * is a local clone that symbol only jumps into, as in Debian sid's 3.14 and 3.15, the clone's
+ * range from the unwind tables): on a call instruction, a PC there is the interpreter
+ * dispatching the call or setting up a Python callee's frame, not the callee's C code (which
+ * runs in functions of its own). */
 static uint64_t eval_start, eval_end;
 
-static bool pc_in_eval_loop(uint64_t pc)
+bool ag_pc_in_eval_loop(uint64_t pc)
 {
     return pc >= eval_start && pc < eval_end;
+}
+
+bool ag_eval_loop_start(uint64_t pc, uint64_t *start)
+{
+    *start = eval_start;
+    return ag_pc_in_eval_loop(pc);
+}
+
+/* The loaded object holding want's address, and where its PT_LOAD segments and unwind tables
+ * lie in memory. */
+struct eval_object {
+    uintptr_t want;
+    uintptr_t hdr;                  /* its .eh_frame_hdr (PT_GNU_EH_FRAME), 0 when none */
+    uintptr_t seg_start[8], seg_end[8];
+    int nseg;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct eval_object *o = data;
+    bool holds = false;
+    struct eval_object found = {.want = o->want};
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_GNU_EH_FRAME)
+            found.hdr = at;
+        if (ph->p_type != PT_LOAD || found.nseg == 8)
+            continue;
+        found.seg_start[found.nseg] = at;
+        found.seg_end[found.nseg++] = at + ph->p_memsz;
+        holds |= o->want >= at && o->want < at + ph->p_memsz;
+    }
+    if (!holds)
+        return 0;
+    *o = found;
+    return 1;
+}
+
+/* Reads of the object's own loaded segments, nothing outside them. */
+static int object_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    const struct eval_object *o = ctx;
+    for (int i = 0; i < o->nseg; i++)
+        if (addr >= o->seg_start[i] && addr <= o->seg_end[i] && len <= o->seg_end[i] - addr) {
+            memcpy(buf, (const void *)(uintptr_t)addr, len);
+            return 0;
+        }
+    return -1;
+}
+
+static const char *object_name_at(void *ctx, uint64_t addr)
+{
+    (void)ctx;
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)addr, &info) && info.dli_sname &&
+        (uintptr_t)info.dli_saddr == addr)
+        return info.dli_sname;
+    return NULL;
 }
 
 static void find_eval_loop(void)
@@ -111,11 +174,22 @@ static void find_eval_loop(void)
     void *sym = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info info;
     const ElfW(Sym) *entry = NULL;
-    if (!sym || !dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) || !entry ||
-        entry->st_size == 0)
+    if (sym && dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) && entry &&
+        entry->st_size >= (16u << 10)) {
+        eval_start = (uint64_t)(uintptr_t)sym;
+        eval_end = eval_start + entry->st_size;
         return;
-    eval_start = (uint64_t)(uintptr_t)sym;
-    eval_end = eval_start + entry->st_size;
+    }
+    struct eval_object o = {.want = (uintptr_t)dlsym(RTLD_DEFAULT, "PyEval_EvalCode")};
+    uint64_t start, end;
+    if (o.want && dl_iterate_phdr(find_object, &o) && o.hdr &&
+        ehf_eval_loop(object_read, &o, o.hdr, object_name_at, &start, &end) == 0) {
+        eval_start = start;
+        eval_end = end;
+    } else if (sym && entry && entry->st_size) {
+        eval_start = (uint64_t)(uintptr_t)sym; /* a small loop of a build unlike any measured */
+        eval_end = eval_start + entry->st_size;
+    }
 }
 
 bool ag_pc_in_interpreter(uint64_t pc)
@@ -433,7 +507,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
      * while a Python frame is being set up or cleared above the innermost one (the memcpy or
      * free of that is the call's own work). */
     bool c_call = opcode >= 0 && py_opcode_is_call(ag_rt.minor, (uint8_t)opcode) &&
-                  !pc_in_eval_loop(pc);
+                  !ag_pc_in_eval_loop(pc);
     if ((c_call || !ag_pc_in_interpreter(pc)) && !(s->flags & AG_S_FRAME_ABOVE))
         s->flags |= AG_S_NATIVE;
     s->native_depth = 0;

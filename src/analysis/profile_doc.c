@@ -53,6 +53,9 @@ static int read_entry(const json_t *e, const char *file, double total, struct pd
             return bad(what, kind, "entry's memory_samples point is not [ns, MB]");
     }
     out->memory_samples = json_array_size(ms) ? ms : NULL;
+    const json_t *fl = json_object_get(e, "start_function_line");
+    if (json_is_integer(fl) && json_integer_value(fl) > 0 && json_integer_value(fl) <= UINT32_MAX)
+        out->func_line = (uint32_t)json_integer_value(fl);
     out->python_sec = py / 100.0 * total;
     out->native_sec = nat / 100.0 * total;
     out->sys_sec = sys / 100.0 * total;
@@ -70,11 +73,22 @@ static int cmp_func_pos(const void *a, const void *b)
     return (x->first_line > y->first_line) - (x->first_line < y->first_line);
 }
 
-/* The function enclosing `line` in `file` among funcs sorted by (file, first line). */
+/* The function of `line` in `file` among funcs sorted by (file, first line): the one starting
+ * at the line's start_function_line (scry's profiles: the function that ran the line longest),
+ * else, without it (Scalene's profiles, older scry ones), the last one starting at or above the
+ * line (a lambda or nested def above the line then takes it: no end lines to tell). */
 static void enclosing(const struct pdoc *d, struct pdoc_entry *l)
 {
     l->func = "<module>";
     l->first_line = 1;
+    for (size_t i = 0; i < d->nfuncs; i++) {
+        const struct pdoc_entry *f = &d->funcs[i];
+        if (l->func_line && strcmp(f->file, l->file) == 0 && f->first_line == l->func_line) {
+            l->func = f->func;
+            l->first_line = f->first_line;
+            return;
+        }
+    }
     for (size_t i = 0; i < d->nfuncs; i++) {
         const struct pdoc_entry *f = &d->funcs[i];
         if (strcmp(f->file, l->file) == 0 && f->first_line <= l->line) {

@@ -20,6 +20,7 @@ struct pdoc_entry {
     const char *file;
     const char *func;
     uint32_t line, first_line;
+    uint32_t func_line; /* a line's start_function_line (0: not given) */
     double python_sec, native_sec, sys_sec;
     double samples;
     double malloc_bytes; /* n_malloc_mb in bytes */

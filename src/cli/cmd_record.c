@@ -6,6 +6,7 @@
  * from outside there is no program counter), else python. Each process's statistics become a
  * part document (docs/agent-protocol.md, "Part file") merged by analysis/profile.c, so every
  * view and export works on the result unchanged (docs/json-schema.md, "A recorded profile"). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,16 @@ const char cmd_record_usage[] =
     "      --native                    also the native call chain of each running thread\n"
     "                                  (libunwind-ptrace; stops the process for each sample)\n"
     "      --memory                    also its memory, as scry run --memory: loads scry's agent\n"
-    "                                  into the process (ptrace), which samples it from inside\n"
-    "                                  and goes idle at the end (docs/record-memory.md)\n"
+    "                                  into the process (Python 3.14+: through CPython's remote\n"
+    "                                  debugging where allowed; else ptrace), which samples it\n"
+    "                                  from inside and goes idle at the end\n"
+    "                                  (docs/record-memory.md)\n"
+    "      --heap-at-end FILE          with --memory: a heap snapshot with the allocation samples\n"
+    "                                  as the recording ends, before the agent detaches (scry\n"
+    "                                  analyze --allocations FILE; docs/allocations.md)\n"
+    "      --allocation-sampling-window B\n"
+    "                                  with --memory: one allocation sample per B allocated\n"
+    "                                  bytes on average (default 1048576, as scry run's)\n"
     "      --allocations               instead: its allocations, with eBPF uprobes on malloc,\n"
     "                                  calloc, realloc and free (nothing loaded into it; root or\n"
     "                                  CAP_BPF+CAP_PERFMON); needs --dump FILE: the heap snapshot\n"
@@ -79,6 +88,7 @@ struct rec_opts {
     struct smp_opts s;
     const char *outfile;
     bool memory;
+    struct record_memory_opts mem; /* --heap-at-end, --allocation-sampling-window */
     bool timeline;        /* --timeline: the sample stream */
     struct push_cfg push; /* push.url NULL: no --push */
 };
@@ -127,7 +137,7 @@ struct rec_data {
 
 /* The --push options in enum push_opt's order (c - O_PUSH is one). */
 enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT,
-       O_TIMELINE, O_MEMORY };
+       O_TIMELINE, O_MEMORY, O_HEAP_AT_END, O_WINDOW };
 
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
@@ -137,6 +147,8 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"blocking", no_argument, NULL, O_BLOCKING},
         {"native", no_argument, NULL, O_NATIVE},
         {"memory", no_argument, NULL, O_MEMORY},
+        {"heap-at-end", required_argument, NULL, O_HEAP_AT_END},
+        {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"push", required_argument, NULL, O_PUSH},
         {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
         {"tag", required_argument, NULL, O_TAG},
@@ -178,6 +190,15 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         case O_MEMORY:
             o->memory = true;
             break;
+        case O_HEAP_AT_END:
+            if (!*optarg)
+                return cli_usage("--heap-at-end needs a file name");
+            o->mem.heap_at_end = optarg;
+            break;
+        case O_WINDOW:
+            if (cli_parse_window(optarg, &o->mem.window) != 0)
+                return -SCRY_E_USAGE;
+            break;
         case O_TIMELINE:
             o->timeline = true;
             break;
@@ -200,6 +221,9 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
+    if (!o->memory && (o->mem.heap_at_end || o->mem.window))
+        return cli_usage("--heap-at-end and --allocation-sampling-window need --memory (the "
+                         "allocation samples are the agent's)");
     if (o->memory && (o->s.native || o->s.blocking || o->s.subprocesses || o->s.idle ||
                       o->timeline || o->push.url))
         return cli_usage("--memory profiles from inside the process: not with --native, "
@@ -677,7 +701,7 @@ static int record(struct rec_opts *op)
         char agent[PATH_MAX];
         if (cli_find_agent(agent, sizeof(agent)) != 0)
             return cli_report_error(false);
-        return record_memory(o.pid, &o.s, o.outfile, agent);
+        return record_memory(o.pid, &o.s, &o.mem, o.outfile, agent);
     }
     if (o.s.native && rn_available() != 0)
         return cli_report_error(false);

@@ -207,8 +207,9 @@ static int add_group(struct py_runtime *rt, struct arena *a, const struct py_fra
 /* --native: the thread's native chain with each call of the eval loop replaced by the Python
  * frames it runs, innermost first (record --native's rule, docs/agent-protocol.md: the k-th
  * eval-loop frame from the leaf runs group k; groups the chain has no eval-loop frame for go
- * last, outermost; a build whose eval loop is not recognised (Debian sid's 3.14/3.15) shows the
- * whole native chain, then the Python frames). Sets *nout; *out lives in the arena. */
+ * last, outermost; a build whose eval loop is not recognised, by symbol or unwind tables
+ * (record_native.c), shows the whole native chain, then the Python frames). Sets *nout; *out
+ * lives in the arena. */
 static int stitch_native(struct py_runtime *rt, struct arena *a, struct rn_proc *rn, int tid,
                          const struct py_frame *frames, size_t n, bool with_locals,
                          struct stacks_frame **out, size_t *nout)

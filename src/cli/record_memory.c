@@ -8,7 +8,9 @@
  * relocation entries and profiles as under `scry run --memory`. At the end the main thread is
  * made to call scry_agent_detach, which starts a thread of the agent's that writes the part,
  * puts every relocation entry back and leaves the agent loaded and idle; the part is merged into
- * the profile as `scry run` merges its parts. x86-64 Linux only. */
+ * the profile as `scry run` merges its parts. x86-64 Linux only. On Python 3.14+ both calls are
+ * made through CPython's remote debugging instead (record_remote.c) where the process allows it
+ * and its main thread runs Python. */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -25,51 +27,26 @@
 #include <unistd.h>
 
 #include "analysis/profile.h"
+#include "cli/agent_link.h"
 #include "cli/cli.h"
 #include "cli/record_memory.h"
+#include "cli/record_remote.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
-#include "reader/elf_image.h"
 #include "render/profile_json.h"
 
 #define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
 #define PART_WAIT_MS 15000  /* for the agent's part after detach */
 #define GONE_WAIT_MS 2000   /* for the part of a process that has ended */
+#define DEFAULT_WINDOW 1048576ULL /* the allocation sampling window, as scry run's */
+#define REMOTE_WAIT_S 2.0 /* for the interpreter to run the attach script (3.14+) */
 #define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
 
 #if defined(__x86_64__)
 
 /* ---- the target's mappings ---- */
-
-/* The load address and file of the first mapping whose file's name starts with prefix
- * (e.g. "libc.so"); false if there is none. */
-static bool find_object(int pid, const char *prefix, uint64_t *base, char *path, size_t size)
-{
-    char mp[64], line[PATH_MAX + 256];
-    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
-    FILE *f = fopen(mp, "re");
-    if (!f)
-        return false;
-    bool found = false;
-    while (!found && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi, off;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) < 3 || !at)
-            continue;
-        char *file = line + at;
-        file[strcspn(file, "\n")] = 0;
-        const char *slash = strrchr(file, '/');
-        if (file[0] != '/' || strncmp(slash + 1, prefix, strlen(prefix)) != 0 || off != 0)
-            continue;
-        *base = lo;
-        snprintf(path, size, "%s", file);
-        found = true;
-    }
-    fclose(f);
-    return found;
-}
 
 /* Whether pc lies in an executable mapping of one of the objects where a stopped thread may
  * hold a lock that dlopen or the agent's start takes. */
@@ -96,24 +73,6 @@ static bool pc_unsafe(int pid, uint64_t pc)
     }
     fclose(f);
     return unsafe || !seen;
-}
-
-/* The run-time address of sym in the target's object named prefix*; 0 if not there. */
-static uint64_t target_symbol(int pid, const char *prefix, const char *sym)
-{
-    uint64_t base, value, size;
-    char path[PATH_MAX], rooted[PATH_MAX + 64];
-    if (!find_object(pid, prefix, &base, path, sizeof(path)))
-        return 0;
-    snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", pid, path);
-    struct elf_image *img;
-    if (elf_open(rooted, &img) != 0 && elf_open(path, &img) != 0)
-        return 0;
-    uint64_t addr = 0;
-    if (elf_symbol(img, sym, &value, &size) && value)
-        addr = base + value - elf_first_load_vaddr(img);
-    elf_close(img);
-    return addr;
 }
 
 /* ---- stopping the main thread at a safe point ---- */
@@ -294,11 +253,11 @@ static int remote_call(struct inj *in, uint64_t fn, const char *text, uint64_t a
 static int agent_call(struct inj *in, const char *agent, const char *fn, const char *text,
                       int64_t *ret)
 {
-    uint64_t addr = target_symbol(in->pid, "libscry-agent.so", fn), r = 0;
+    uint64_t addr = agent_link_symbol(in->pid, "libscry-agent.so", fn), r = 0;
     if (!addr) {
-        uint64_t dlopen_at = target_symbol(in->pid, "libc.so", "dlopen");
+        uint64_t dlopen_at = agent_link_symbol(in->pid, "libc.so", "dlopen");
         if (!dlopen_at)
-            dlopen_at = target_symbol(in->pid, "libdl.so", "dlopen");
+            dlopen_at = agent_link_symbol(in->pid, "libdl.so", "dlopen");
         if (!dlopen_at)
             return err_fail(SCRY_E_INJECT_REFUSED,
                                  "process %d has no dlopen (a static executable?): scry cannot "
@@ -307,7 +266,7 @@ static int agent_call(struct inj *in, const char *agent, const char *fn, const c
         int err = remote_call(in, dlopen_at, agent, 2 /* RTLD_NOW */, &r);
         if (err)
             return err;
-        addr = r ? target_symbol(in->pid, "libscry-agent.so", fn) : 0;
+        addr = r ? agent_link_symbol(in->pid, "libscry-agent.so", fn) : 0;
         if (!addr)
             return err_fail(SCRY_E_INJECT_REFUSED, "process %d could not load %s", in->pid,
                             san_str(agent));
@@ -345,16 +304,21 @@ static int inject(int pid, const char *agent, const char *fn, const char *text, 
 
 /* ---- settings, part, profile ---- */
 
-static int write_settings(const char *dir, const struct smp_opts *o, const char *program_path,
+static int write_settings(const char *dir, const struct smp_opts *o,
+                          const struct record_memory_opts *m, const char *program_path,
                           char *path, size_t size)
 {
     char text[4 * PATH_MAX + 512];
-    snprintf(text, sizeof(text),
+    int at = snprintf(text, sizeof(text),
              "SCRY_PART_DIR=%s\nSCRY_MEMORY=1\nSCRY_CPU_SAMPLING_RATE=%.9g\n"
              "SCRY_PROGRAM_PATH=%s\nSCRY_PROFILE_ALL=%d\nSCRY_PROFILE_SYSTEM_LIBRARIES=%d\n"
              "SCRY_PROFILE_ONLY=%s\nSCRY_PROFILE_EXCLUDE=%s\n",
              dir, 1.0 / o->rate, program_path, o->profile_all, o->system_libraries,
              o->profile_only ? o->profile_only : "", o->profile_exclude ? o->profile_exclude : "");
+    /* Always given: an agent attached before keeps the window it was last given. */
+    if (at > 0 && (size_t)at < sizeof(text))
+        snprintf(text + at, sizeof(text) - (size_t)at, "SCRY_ALLOCATION_WINDOW=%llu\n",
+                 m->window ? m->window : DEFAULT_WINDOW);
     if (strchr(program_path, '\n') || (o->profile_only && strchr(o->profile_only, '\n')) ||
         (o->profile_exclude && strchr(o->profile_exclude, '\n')))
         return err_fail(SCRY_E_USAGE, "a path or filter with a newline cannot be passed on");
@@ -427,6 +391,35 @@ static int write_profile(const char *text, size_t len, int pid, const struct smp
     return err;
 }
 
+/* --heap-at-end: `scry dump --pid` of the process (this executable) while the agent is still
+ * attached, so that it gets the agent's live allocation samples; its report goes to stderr. */
+static int heap_at_end(int pid, const char *path)
+{
+    if (!smp_alive(pid))
+        return err_fail(SCRY_E_NO_SUCH_PROCESS,
+                        "process %d ended before the recording did: no heap snapshot (%s) was "
+                        "taken",
+                        pid, san_str(path));
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "%d", pid);
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)path, NULL};
+    fflush(NULL);
+    pid_t d = fork();
+    if (d == 0) {
+        dup2(2, 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (d > 0 && waitpid(d, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (d < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return err_fail(SCRY_E_IO, "the heap snapshot at the end (%s) was not written (scry "
+                                   "dump's message above)",
+                        san_str(path));
+    return 0;
+}
+
 /* Sleeps until the duration ends, Ctrl-C/SIGTERM, or the process ends; says which. */
 static const char *wait_recording(int pid, double duration)
 {
@@ -458,14 +451,62 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
-int record_memory(int pid, const struct smp_opts *o, const char *outfile, const char *agent)
+#define ATTACH "scry_agent_attach"
+#define DETACH "scry_agent_detach"
+
+/* One attach: through CPython's remote debugging where the target takes it (3.14+), else with
+ * ptrace; *how says which (static text). */
+static int attach_once(struct py_runtime *rt, int pid, const char *dir, const char *agent,
+                       const char *settings, int64_t *rc, const char **how)
+{
+    static char said[512];
+    enum remote_outcome ro;
+    const char *why = NULL;
+    int err = pep768_call(rt, pid, dir, agent, ATTACH, settings, REMOTE_WAIT_S, &ro, rc, &why);
+    if (err || ro == REMOTE_DONE) {
+        *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
+        return err;
+    }
+    err = inject(pid, agent, ATTACH, settings, rc);
+    /* The withdrawn script may have run after all, just as the ptrace call was made. */
+    if (!err && *rc == -3 && ro == REMOTE_PENDING && pep768_result(dir, pid, ATTACH, 2.0, rc) &&
+        *rc == 0) {
+        *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
+        return 0;
+    }
+    if (rt->minor >= 14)
+        snprintf(said, sizeof(said), "the agent was loaded with ptrace (not through CPython's "
+                                     "remote debugging: %s)",
+                 why);
+    else
+        snprintf(said, sizeof(said), "the agent was loaded with ptrace");
+    *how = said;
+    return err;
+}
+
+/* The detach, the same way (its end is the part's appearance). */
+static int detach(struct py_runtime *rt, int pid, const char *dir, const char *agent)
+{
+    enum remote_outcome ro;
+    const char *why = NULL;
+    int64_t rc = 0;
+    int err = pep768_call(rt, pid, dir, agent, DETACH, NULL, REMOTE_WAIT_S, &ro, &rc, &why);
+    /* A withdrawn request that ran after all: the ptrace call then finds the detach under way
+     * (-1), which is harmless. */
+    if (!err && ro != REMOTE_DONE)
+        err = inject(pid, agent, DETACH, NULL, &rc);
+    return err;
+}
+
+int record_memory(int pid, const struct smp_opts *o, const struct record_memory_opts *m,
+                  const char *outfile, const char *agent)
 {
     struct smp_hooks hooks = {.input_fd = -1};
     struct smp_set set = {.o = o, .h = &hooks};
     struct smp_program pg = {0};
     if (smp_set_open(&set, pid, &pg) != 0)
         return cli_report_error(false);
-    const struct py_runtime *rt = &set.procs[0]->rt;
+    struct py_runtime *rt = &set.procs[0]->rt;
     if (rt->layout.free_threaded) {
         smp_set_free(&set);
         free(pg.args);
@@ -476,10 +517,10 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
     fprintf(stderr, "scry: loading scry's agent into process %d (Python %s) for its memory; "
                     "Ctrl-C to stop\n",
             pid, san_str(rt->version_str));
-    smp_set_free(&set);
 
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0) {
+        smp_set_free(&set);
         free(pg.args);
         return cli_report_error(false);
     }
@@ -492,27 +533,36 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
                        strerror(errno));
     bool made = !err;
     if (!err)
-        err = write_settings(dir, o, pg.program_path, settings, sizeof(settings));
+        err = write_settings(dir, o, m, pg.program_path, settings, sizeof(settings));
     int64_t rc = 0;
     smp_install_stop_handlers(); /* Ctrl-C ends the recording, never an injected call */
+    const char *how = NULL;
     /* -4: the agent is still detaching from a recording that just ended. */
     for (int tries = 0; !err && (tries == 0 || (rc == -4 && tries < 50)); tries++) {
         if (tries) {
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        err = inject(pid, agent, "scry_agent_attach", settings, &rc);
+        err = attach_once(rt, pid, dir, agent, settings, &rc, &how);
     }
+    if (!err && how)
+        fprintf(stderr, "scry: %s\n", how);
     if (!err && rc != 0)
         err = attach_refused(pid, rc);
     char *text = NULL;
     size_t len = 0;
     const char *why = NULL;
+    enum scry_err heap_code = SCRY_E_OK; /* --heap-at-end failed: reported after the profile is written */
+    char heap_msg[PATH_MAX + 256] = "";
     if (!err) {
         why = wait_recording(pid, o->duration);
-        int64_t drc = 0;
+        if (m->heap_at_end && heap_at_end(pid, m->heap_at_end) != 0) {
+            heap_code = err_last_code();
+            snprintf(heap_msg, sizeof(heap_msg), "%s", err_last_message());
+            err_clear();
+        }
         /* A process that ended wrote its part as it exited. */
-        if (smp_alive(pid) && inject(pid, agent, "scry_agent_detach", NULL, &drc) != 0)
+        if (smp_alive(pid) && detach(rt, pid, dir, agent) != 0)
             fprintf(stderr, "scry: warning: %s\n", err_last_message());
         err = wait_part(dir, pid, &text, &len);
     }
@@ -522,7 +572,10 @@ int record_memory(int pid, const struct smp_opts *o, const char *outfile, const 
         outfile_abort(&out);
     free(text);
     free(pg.args);
+    smp_set_free(&set);
     if (made)
         remove_dir(dir);
+    if (!err && heap_code)
+        err = err_fail(heap_code, "%s", heap_msg);
     return err ? cli_report_error(false) : CLI_EXIT_OK;
 }

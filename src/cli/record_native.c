@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/hashmap.h"
+#include "reader/eh_frame.h"
 #include "reader/elf_image.h"
 
 #define RN_STR2(x) #x
@@ -37,6 +38,9 @@ struct rn_module {
     char *path; /* as the target sees it */
     struct elf_image *elf; /* NULL when it could not be opened: frames get no symbol */
     uint64_t load_base, first_vaddr;
+    /* The interpreter's eval loop where no symbol names it (a local clone): link-time range
+     * from the unwind tables, empty elsewhere */
+    uint64_t eval_start, eval_end;
 };
 
 struct rn_name {
@@ -147,6 +151,31 @@ out:
     return err;
 }
 
+static int elf_reader(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    return elf_read_vaddr(ctx, addr, buf, len);
+}
+
+static const char *elf_name_at(void *ctx, uint64_t addr)
+{
+    const char *name;
+    uint64_t start;
+    return elf_symbol_at(ctx, addr, &name, &start) && start == addr ? name : NULL;
+}
+
+/* An interpreter module (it defines PyEval_EvalCode) whose eval loop is a function no symbol
+ * names: the loop's range from the unwind tables (reader/eh_frame.h). */
+static void find_unnamed_eval_loop(struct rn_module *mod)
+{
+    uint64_t v, size, hdr, hdr_size;
+    if (!elf_symbol(mod->elf, "PyEval_EvalCode", &v, &size) ||
+        !elf_section(mod->elf, ".eh_frame_hdr", &hdr, &hdr_size))
+        return;
+    if (elf_symbol(mod->elf, "_PyEval_EvalFrameDefault", &v, &size) && size >= (16u << 10))
+        return; /* the symbol is the loop itself */
+    ehf_eval_loop(elf_reader, mod->elf, hdr, elf_name_at, &mod->eval_start, &mod->eval_end);
+}
+
 /* The module mapped at addr, opened on first use. */
 static struct rn_module *module_at(struct rn_proc *p, uint64_t addr)
 {
@@ -175,9 +204,10 @@ static struct rn_module *module_at(struct rn_proc *p, uint64_t addr)
         }
     char host[4096];
     if (mod->load_base && elf_open(rd_host_path(p->rd, m->path, host, sizeof(host)),
-                                   &mod->elf) == 0)
+                                   &mod->elf) == 0) {
         mod->first_vaddr = elf_first_load_vaddr(mod->elf);
-    else
+        find_unnamed_eval_loop(mod);
+    } else
         mod->elf = NULL;
     return mod;
 }
@@ -207,6 +237,15 @@ int rn_name(struct rn_proc *p, uint64_t ip, bool leaf, const char **module, cons
             nm->symbol = sym;
             nm->offset = ip - (start - mod->first_vaddr + mod->load_base);
             nm->eval = !strcmp(sym, "_PyEval_EvalFrameDefault");
+        }
+        if (mod && mod->elf) {
+            /* The clone is the eval loop: named as such, its offset from the clone's start */
+            uint64_t link = addr - mod->load_base + mod->first_vaddr;
+            if (link >= mod->eval_start && link < mod->eval_end) {
+                nm->eval = true;
+                nm->symbol = "_PyEval_EvalFrameDefault";
+                nm->offset = ip - (mod->eval_start - mod->first_vaddr + mod->load_base);
+            }
         }
         if (hm_put(&p->names, addr, (uint64_t)(uintptr_t)nm) < 0) {
             free(nm);

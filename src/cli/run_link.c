@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/agent_link.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/infile.h"
@@ -79,6 +80,8 @@ int run_link_dir(int pid, char *dir, size_t size, bool *found)
     int err = run_dir_of(pid, dir, size, found);
     if (!err && !*found)
         err = run_dir_of_children(pid, dir, size, found);
+    if (!err && !*found) /* an agent attached by scry record --pid --memory */
+        err = agent_link_dir(pid, dir, size, found);
     return err;
 }
 

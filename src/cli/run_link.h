@@ -11,7 +11,8 @@
 #include <jansson.h>
 
 /* The part directory of the run pid belongs to (pid is one of its processes or scry run itself),
- * into dir; *found false when pid is not a program under scry run. Returns 0, or an error
+ * or of the agent that `scry record --pid --memory` attached in pid (cli/agent_link.h), into
+ * dir; *found false when pid is neither. Returns 0, or an error
  * (no_such_process, permission_denied) when pid's environment cannot be read. */
 int run_link_dir(int pid, char *dir, size_t size, bool *found);
 

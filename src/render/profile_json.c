@@ -24,6 +24,9 @@
 /* One reported row: a source line (summed over the functions charged on it) or a function. */
 struct row {
     uint32_t lineno;
+    /* lines: the first line of the function that ran it longest (the first seen on a tie) */
+    uint32_t func_line;
+    double func_sec;
     double py, nat, sys; /* seconds */
     uint64_t samples;
     /* Memory summed over the lines it covers (peak: the largest); tl owned by the row. */
@@ -214,17 +217,22 @@ static void write_row(struct json_writer *w, const char *text, bool scalene_esca
     else
         zero_fields(w);
     if (is_line) {
-        /* Not computed yet (Scalene derives them from the AST): the line itself, 0 for none. */
+        /* Not computed yet (Scalene derives them from the AST): the line itself, 0 for none.
+         * The function's first line is known from the samples (its code object's); its last
+         * line is not. */
         jw_key(w, "start_region_line");
         jw_uint(w, r->lineno);
         jw_key(w, "end_region_line");
         jw_uint(w, r->lineno);
-        static const char *const none[] = {"start_outermost_loop", "end_outermost_loop",
-                                           "start_function_line", "end_function_line"};
-        for (size_t i = 0; i < 4; i++) {
+        static const char *const none[] = {"start_outermost_loop", "end_outermost_loop"};
+        for (size_t i = 0; i < 2; i++) {
             jw_key(w, none[i]);
             jw_int(w, 0);
         }
+        jw_key(w, "start_function_line");
+        jw_uint(w, r->func_line);
+        jw_key(w, "end_function_line");
+        jw_int(w, 0);
     }
     jw_obj_end(w);
     sb_release(&sb);
@@ -374,8 +382,16 @@ static void write_file(struct json_writer *w, struct wctx *c, const struct file_
     for (size_t i = fv->first; i < fv->end; i++) {
         const struct prof_line *l = &p->lines[i];
         if (nrows == 0 || rows[nrows - 1].lineno != l->line)
-            rows[nrows++] = (struct row){.lineno = l->line};
-        row_add(&rows[nrows - 1], l);
+            rows[nrows++] = (struct row){.lineno = l->line,
+                                         .func_line = p->funcs[l->func].first_line,
+                                         .func_sec = -1};
+        struct row *r = &rows[nrows - 1];
+        double sec = l->python_sec + l->native_sec + l->sys_sec;
+        if (sec > r->func_sec) {
+            r->func_line = p->funcs[l->func].first_line;
+            r->func_sec = sec;
+        }
+        row_add(r, l);
         pct_sum += l->python_sec + l->native_sec + l->sys_sec;
         size_t k = 0;
         while (k < nfrows && frows[k].func != l->func)

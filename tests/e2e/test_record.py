@@ -1,7 +1,7 @@
 """`scry record --pid`: sampling a Python process that was started without scry, from outside.
 
-The target (tests/targets/record_split.py) spends about 60% of its time on a pure-Python line,
-30% on a native line (zlib.compress) and 10% asleep, and measures that itself (time.thread_time
+The target (tests/targets/record_split.py) spends about 55% of its time on a pure-Python line,
+27% on a native line (zlib.compress) and 18% asleep, and measures that itself (time.thread_time
 around each part). A 3 s recording must give each line its own kind (python, native, system) for
 at least 85% of the line's time, and the python : native ratio within 5 points of the target's
 own clocks."""
@@ -104,9 +104,9 @@ def test_split_matches_the_targets_own_clocks(python_exe, split_target, tmp_path
     # sample weighs the wall time since the thread's previous one, so the shares hold).
     assert 150 <= profile["n_samples"] <= 310, profile["n_samples"]
     # The run-queue counters of the sampled intervals: the thread ran or waited to run for
-    # about the 90% of the time it was not asleep.
+    # about the 82% of the time it was not asleep (2.46 s of the 3).
     busy = profile["run_queue_cpu_sec"] + profile["run_queue_delay_sec"]
-    assert 0.75 * 3 <= busy <= 3.2, (profile["run_queue_cpu_sec"], profile["run_queue_delay_sec"])
+    assert 0.68 * 3 <= busy <= 3.2, (profile["run_queue_cpu_sec"], profile["run_queue_delay_sec"])
     entries = check_split(profile, target.ready, truth)
     # The GIL: held on the Python line, released by zlib.compress (large input) and time.sleep.
     main = [t for t in profile["threads"] if t["native_id"] == target.pid]
@@ -157,18 +157,16 @@ def test_native_frames_are_stitched(python_exe, split_target, tmp_path):
     assert hits["native"][0] >= 30 and hits["native"][1] >= 0.8 * hits["native"][0], hits
     assert hits["python"][0] >= 60 and hits["python"][1] == 0, hits
     # Stitched: each eval-loop call stands for its Python frames, and the start-up frames under
-    # the outermost one are left out. That needs the eval loop's frames to be named: the pyenv
-    # builds (3.11-3.13, Debian's static 3.11) have _PyEval_EvalFrameDefault in the chain;
-    # Debian sid's 3.14/3.15 run the eval loop in a local clone their symbol tables lack, and
-    # there the Python frames come first, then the whole native chain (docs/json-schema.md).
+    # the outermost one are left out. That needs the eval loop's frames to be recognised: by
+    # their symbol (_PyEval_EvalFrameDefault) in the pyenv builds and Debian's static 3.11; in
+    # Debian sid's 3.14/3.15, which run the loop in a local clone no symbol names, by the
+    # clone's range in the unwind tables (named _PyEval_EvalFrameDefault too).
     eval_named = any(f[1] == "_PyEval_EvalFrameDefault" for st, _ in profile["native_stacks"]
                      for f in st)
-    minor = int(profile["python_version"].split(".")[1])
-    assert eval_named or minor >= 14, "no eval-loop frame named in the native chains"
-    if eval_named:
-        for frames, _ in profile["combined_stacks"]:
-            names = [f["display_name"] for f in frames]
-            assert "_start" not in names and "Py_RunMain" not in names, names
+    assert eval_named, "no eval-loop frame named in the native chains"
+    for frames, _ in profile["combined_stacks"]:
+        names = [f["display_name"] for f in frames]
+        assert "_start" not in names and "Py_RunMain" not in names, names
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -78,9 +78,9 @@ def expected_output(rounds):
     return f"checksum {h.hexdigest()} {rounds}\n"
 
 
-def record_round(t, tmp_path, n):
+def record_round(t, tmp_path, n, messages=None):
     """One `record --memory --duration 3` with one 200 MiB line run while it is attached;
-    returns the profile."""
+    returns the profile (and appends record's stderr to messages)."""
     out = tmp_path / f"mem-{n}.json"
     parts = tmp_path / f"tmp-{n}"
     parts.mkdir()
@@ -107,6 +107,8 @@ def record_round(t, tmp_path, n):
     assert scry.returncode == 0, err
     assert "the duration ended" in err, err
     assert not os.listdir(parts), "the part directory was not removed"
+    if messages is not None:
+        messages.append(err)
     return json.loads(out.read_text())
 
 

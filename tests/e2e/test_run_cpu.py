@@ -363,8 +363,8 @@ def test_everything_filtered_gets_a_note(cached_run, python_exe):
 # ---- the terminal view -------------------------------------------------------------------------
 
 
-VIEW_LINES = {"sorted": ("sorted(data)", "n_cpu_percent_c"),
-              "zlib": ("zlib.compress(buf, 6)", "n_cpu_percent_c"),
+VIEW_LINES = {"sorted": ("sorted(data)  # @sorted", "n_cpu_percent_c"),
+              "zlib": ("zlib.compress(buf, 6)  # @zlib", "n_cpu_percent_c"),
               "sleep": ("time.sleep(SLEEP_S)", "n_sys_percent"),
               "pipe": ("os.read(fd, 1)", "n_sys_percent")}
 

@@ -6,17 +6,19 @@ objects of varied sizes whose contents are random (nothing folded into a constan
 LINE_C allocates and frees CHURN_MB in a loop. The target prints one JSON line: the line numbers
 and the truth, the sum of sys.getsizeof of each cache's elements. With "wait" it then waits for a
 line on stdin before it ends (for `scry dump --pid`); without it, it ends at once (for
-`scry run --heap-at-exit`). With "gate" it first prints {"pid": PID} and waits for a line on stdin
-before it fills anything (for `scry record --allocations`, attached by then).
+`scry run --heap-at-exit`). With "gate" it first prints {"pid": PID} and waits for a line on
+stdin before it fills anything (for `scry record --pid --memory` or `--allocations` attached
+beforehand); with "busygate" the same, its main thread running Python meanwhile (polling stdin)
+instead of blocking in a read.
 
-    python alloc_caches.py [gate] [wait] [A_MB B_MB CHURN_MB]
+    python alloc_caches.py [gate|busygate] [wait] [A_MB B_MB CHURN_MB]
 """
 import json
 import os
 import random
 import sys
 
-args = [a for a in sys.argv[1:] if a not in ("wait", "gate")]
+args = [a for a in sys.argv[1:] if a not in ("wait", "gate", "busygate")]
 A_MB, B_MB, CHURN_MB = (int(x) for x in args) if args else (60, 30, 200)
 rng = random.Random(15)
 CACHE_A = {}
@@ -58,8 +60,12 @@ def line_of(mark):
     raise SystemExit(f"no line marked {mark}")
 
 
-if "gate" in sys.argv[1:]:
+if {"gate", "busygate"} & set(sys.argv[1:]):
     print(json.dumps({"pid": os.getpid()}), flush=True)
+    if "busygate" in sys.argv[1:]:
+        import select
+        while not select.select([sys.stdin], [], [], 0)[0]:
+            sum(range(2000))
     sys.stdin.readline()
 fill_a()
 churn()

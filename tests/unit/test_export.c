@@ -115,6 +115,7 @@ static const char doc_text[] =
     "\"memory_samples\":[[500000,2.0],[900000,3.0]]},"
     "{\"lineno\":6,\"n_cpu_percent_python\":25,\"n_cpu_percent_c\":0,\"n_sys_percent\":0,"
     "\"n_samples\":50,\"n_malloc_mb\":0,\"n_growth_mb\":0},"
+    "{\"lineno\":8,\"n_cpu_percent_python\":0,\"n_samples\":0,\"start_function_line\":2},"
     "{\"lineno\":9,\"n_cpu_percent_python\":0,\"n_samples\":0}],"
     "\"functions\":[{\"line\":\"work\",\"lineno\":2,\"n_cpu_percent_python\":50,"
     "\"n_cpu_percent_c\":25,\"n_samples\":150,\"n_malloc_mb\":2,\"n_growth_mb\":1},"
@@ -124,16 +125,20 @@ static void test_doc_model(void)
 {
     struct pdoc d;
     CHECK_EQ(pdoc_load_bytes(&d, doc_text, strlen(doc_text), "t.json"), 0);
-    CHECK_EQ(d.nlines, 3);
+    CHECK_EQ(d.nlines, 4);
     CHECK_EQ(d.nfuncs, 2);
     CHECK_EQ(d.nstacks, 2);
-    /* Lines take the function that starts last at or before them; line 9 none: <module>. */
+    /* Lines take the function their start_function_line names (line 8: work, below the def
+     * of Cls.run that a nested class or def would put there), else the one that starts last at
+     * or before them. */
     for (size_t i = 0; i < d.nlines; i++) {
         const struct pdoc_entry *l = &d.lines[i];
         if (l->line == 3)
             CHECK_STR(l->func, "work");
         if (l->line == 6)
             CHECK_STR(l->func, "Cls.run");
+        if (l->line == 8)
+            CHECK_STR(l->func, "work");
         if (l->line == 9)
             CHECK_STR(l->func, "Cls.run");
         if (l->line == 3) {

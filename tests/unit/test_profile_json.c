@@ -124,7 +124,12 @@ static void test_lines_and_functions(void)
     CHECK(strstr(sb_str(&sb), "\"    if a \\\\u003c b \\\\u0026 c \\\\u003e d:\\n\"") != NULL);
     CHECK(tl_json_num(l3, "n_sys_percent") == 12.5);
     CHECK(tl_json_num(l3, "start_region_line") == 3 && tl_json_num(l3, "end_region_line") == 3);
-    CHECK(tl_json_num(l3, "start_function_line") == 0);
+    /* The first line of the function that ran the line longest: f (line 1) on line 2, where
+     * its lambda also ran, for less; none for a line no sample saw. */
+    CHECK(tl_json_num(l3, "start_function_line") == 1);
+    CHECK(tl_json_num(l2, "start_function_line") == 1);
+    CHECK(tl_json_num(l1, "start_function_line") == 0);
+    CHECK(tl_json_num(l3, "end_function_line") == 0);
     static const char *const zero[] = {"n_gpu_percent", "n_malloc_mb", "n_mallocs", "n_peak_mb",
                                        "n_python_fraction", "n_usage_fraction", "n_copy_mb_s"};
     for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
