@@ -26,7 +26,7 @@
 set -euo pipefail
 what=${1:-build}
 
-debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev bpftool) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push; yaml: run --config; clang, libbpf, bpftool: record --allocations (eBPF)
+debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev libcurl4-openssl-dev libyaml-dev clang libbpf-dev bpftool) # libunwind: --stacks (dlopen); zlib: pprof export; curl: run --push; yaml: run --config; clang, libbpf, bpftool: record --allocations (eBPF)
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
