@@ -58,10 +58,12 @@ struct {
     __type(value, struct pending);
 } pendings SEC(".maps");
 
-/* the addresses of the sampled blocks still allocated */
+/* the addresses of the sampled blocks still allocated; allocated as they come (preallocated,
+ * 2^20 entries would hold some 64 MiB of kernel memory for nothing) */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 1 << 20);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
     __type(key, __u64);
     __type(value, __u8);
 } live SEC(".maps");
