@@ -345,9 +345,11 @@ int hw_scan_body(struct hw *w, const struct holder *h, uint64_t addr, struct tin
         if (state == SEEN_NOT_OBJECT)
             continue;
         if (state == SEEN_NEW) {
+            uint8_t hdr[32];
             uint64_t refcnt, type;
             const struct tinfo *pt = NULL;
-            if (mc_read_u64(&w->mc, p, &refcnt) == 0 && refcnt && refcnt < (1ULL << 48) &&
+            if (H->object_size <= sizeof(hdr) && mc_read(&w->mc, p, hdr, H->object_size) == 0 &&
+                (refcnt = hw_refcnt(w->L, hdr)) != 0 && refcnt < (1ULL << 48) &&
                 mc_read_u64(&w->mc, p + w->L->ob_type, &type) == 0)
                 pt = hw_type(w, type);
             if (!pt || !pt->valid || pt->gc)

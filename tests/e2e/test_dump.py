@@ -17,6 +17,7 @@ import pytest
 
 from conftest import run_scry
 
+FREE_THREADED = True  # 3.13t: objects found in its mimalloc heaps (heap_mimalloc.c)
 FIXTURE = "heap_fixtures.py"
 WEAK = 7
 
