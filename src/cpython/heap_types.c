@@ -211,7 +211,7 @@ struct tinfo *hw_type(struct hw *w, uint64_t t)
     uint64_t tp_name, base = rd64(b + w->H->tp_base);
     if ((tp_name = rd64(b + w->L->tp_name)) != 0)
         ti->cname = hw_cstr(w, tp_name, MAX_NAME);
-    ti->ct = hc_lookup(w->L->minor, ti->cname, ti->basicsize);
+    ti->ct = hc_lookup(w->L->minor, ti->cname, ti->basicsize - (int64_t)w->hc.head_delta);
     if (!ti->ct && base && base != t) {
         const struct tinfo *bt = hw_type(w, base);
         if (bt && bt->valid)
@@ -254,7 +254,8 @@ static const char *hc_type_name(void *ctx, uint64_t type)
 void hw_hc_env_init(struct hw *w)
 {
     w->hc = (struct hc_env){w,      hc_read,          hc_ref,        hc_covered,
-                            hc_type_name, w->L->tp_basicsize, w->H->tp_base, 0};
+                            hc_type_name, w->L->tp_basicsize, w->H->tp_base, 0,
+                            w->H->object_size - 16};
 }
 
 /* The references and owned native bytes of an object whose type has a known C layout. */
