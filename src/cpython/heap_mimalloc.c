@@ -31,7 +31,7 @@ struct ft_walk {
     struct hw *w;
     uint64_t *free_map; /* MAX_CAPACITY bits: the blocks of the page being read that are free */
     struct hashmap delayed; /* the heap's thread_delayed_free blocks */
-    uint64_t pages, blocks; /* read so far: pages, live blocks (log only) */
+    uint64_t pages, blocks, segments; /* read: pages, live blocks, abandoned segments (log) */
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -188,6 +188,7 @@ static int visit_segment(struct ft_walk *f, uint64_t segment)
     struct hw *w = f->w;
     uint64_t entries;
     uint32_t first;
+    f->segments++;
     if (mc_read_u64(&w->mc, segment + PY_MI_SEG_SLICE_ENTRIES, &entries) ||
         mc_read(&w->mc, segment + PY_MI_SEG_SLICES + PY_MI_PAGE_SLICE_COUNT, &first, 4)) {
         w->st->unreadable++;
@@ -251,9 +252,10 @@ int hw_ft_seeds(struct hw *w, uint64_t interp)
                 break;
         }
     }
-    log_debug("heap walk: %llu mimalloc pages, %llu blocks in use, %llu tracked objects",
-              (unsigned long long)f.pages, (unsigned long long)f.blocks,
-              (unsigned long long)w->st->gc_tracked);
+    log_debug("heap walk: %llu mimalloc pages (%llu abandoned segments), %llu blocks in use, "
+              "%llu tracked objects",
+              (unsigned long long)f.pages, (unsigned long long)f.segments,
+              (unsigned long long)f.blocks, (unsigned long long)w->st->gc_tracked);
     hm_free(&f.delayed);
     free(f.free_map);
     return err;

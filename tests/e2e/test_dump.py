@@ -10,6 +10,7 @@ snapshot), and the snapshot itself is validated with `scry check`.
 
 import json
 import os
+import re
 import subprocess
 from collections import defaultdict, deque
 
@@ -225,3 +226,36 @@ def test_dump_errors(start_target, spawn, tmp_path, scry, pythons):
         error(["--pid", target.pid, "-o", tmp_path / "no" / "such" / "dir.heap"], "io_error")
         rc, _ = target.stop()
         assert rc == 0
+
+
+@pytest.mark.parametrize("source", ["pid", "core"])
+def test_free_threaded_heaps(pythons, start_target, make_core, tmp_path, source):
+    """3.13t, whose objects are found in its threads' mimalloc heaps (no GC lists): those built by
+    threads still alive and by threads that exited (the last one's segment left in the
+    interpreter's abandoned pool, which the walk reads: the debug log counts it), instances
+    with a pre-header (managed dict) and without (__slots__), and gc.freeze()'s objects. The
+    counts are the interpreter's own, exactly; each thread's list retains what it built."""
+    exe = pythons.get("3.13t")
+    if not exe:
+        pytest.skip("Python 3.13t is not installed (scripts/install-pythons.sh builds it)")
+    target = start_target(exe, "ft_threads.py")
+    ready = target.ready
+    out, graph = tmp_path / "ft.heap", tmp_path / "graph.jsonl"
+    args = ["dump", "-o", out, "--graph", graph, "--json"]
+    args += ["--core", make_core(target.pid)] if source == "core" else ["--pid", target.pid]
+    cp = run_scry(args, timeout=120, env={**os.environ, "SCRY_LOG": "debug"})
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    doc, g = json.loads(cp.stdout), Graph(graph)
+    assert doc["gc_tracked"] == ready["gc_count"], (doc["gc_tracked"], ready["gc_count"])
+    assert doc["permanent"] == ready["frozen"] > 1000, (doc["permanent"], ready["frozen"])
+    assert sum(1 for o in g.objects.values() if o["f"] & 1) == ready["gc_count"]
+    types = defaultdict(int)
+    for o in g.objects.values():
+        types[o["t"]] += 1
+    assert (types["__main__.Item"], types["__main__.Slot"]) == (ready["items"], ready["slots"])
+    abandoned = [int(n) for n in re.findall(r"\((\d+) abandoned segments\)", cp.stderr)]
+    assert abandoned and abandoned[0] >= 1, cp.stderr
+    for name, (addr, n, retained) in ready["kept"].items():
+        assert len([e for e in g.out[addr] if e[1] == 3]) == n, name
+        got, _ = g.retained(addr)
+        assert got == retained, (name, got, retained)
