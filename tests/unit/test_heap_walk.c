@@ -362,6 +362,29 @@ static void put_function_set_weakref(struct world *w)
     put64(w->set + H->set_smalltable + 6 * H->setentry_size + H->setentry_key, w->weakref);
 }
 
+/* A runtime over the image, reading through the fake reader, its type objects at type_at(). */
+static struct py_runtime *new_runtime(const struct py_layout *L)
+{
+    struct py_runtime *rt = calloc(1, sizeof(*rt));
+    rt->rd = rd_alloc(RD_CORE, &fake_ops);
+    rt->layout = *L;
+    rt->major = 3;
+    rt->minor = L->minor;
+    rt->runtime_addr = RUNTIME;
+    rt->types.type = type_at(T_TYPE);
+    rt->types.str = type_at(T_STR);
+    rt->types.dict = type_at(T_DICT);
+    rt->types.list = type_at(T_LIST);
+    rt->types.tuple = type_at(T_TUPLE);
+    rt->types.long_ = type_at(T_INT);
+    rt->types.code = type_at(T_CODE);
+    rt->types.function = type_at(T_FUNCTION);
+    rt->types.cell = type_at(T_CELL);
+    rt->types.set = type_at(T_SET);
+    rt->types.weakref = type_at(T_WEAKREF);
+    return rt;
+}
+
 /* Builds the image for one version. */
 static struct py_runtime *build(const struct py_layout *L, struct world *w)
 {
@@ -482,25 +505,7 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     put64(INTERP + L->is_modules, w->mods);
     w->local = put_str("a local", false);
     put_thread(w->local);
-
-    struct py_runtime *rt = calloc(1, sizeof(*rt));
-    rt->rd = rd_alloc(RD_CORE, &fake_ops);
-    rt->layout = *L;
-    rt->major = 3;
-    rt->minor = L->minor;
-    rt->runtime_addr = RUNTIME;
-    rt->types.type = type_at(T_TYPE);
-    rt->types.str = type_at(T_STR);
-    rt->types.dict = type_at(T_DICT);
-    rt->types.list = type_at(T_LIST);
-    rt->types.tuple = type_at(T_TUPLE);
-    rt->types.long_ = type_at(T_INT);
-    rt->types.code = type_at(T_CODE);
-    rt->types.function = type_at(T_FUNCTION);
-    rt->types.cell = type_at(T_CELL);
-    rt->types.set = type_at(T_SET);
-    rt->types.weakref = type_at(T_WEAKREF);
-    return rt;
+    return new_runtime(L);
 }
 
 static void test_walk_every_layout(void)
@@ -721,18 +726,7 @@ static void test_walk_free_threaded(void)
     uint64_t plain = ft_page(42, 64, 1, 1, 1);
     ft_object(plain, T_TUPLE, PY_FT_GC_TRACKED, 1);
 
-    struct py_runtime *rt = calloc(1, sizeof(*rt));
-    rt->rd = rd_alloc(RD_CORE, &fake_ops);
-    rt->layout = L;
-    rt->major = 3;
-    rt->minor = 13;
-    rt->runtime_addr = RUNTIME;
-    rt->types.type = type_at(T_TYPE);
-    rt->types.str = type_at(T_STR);
-    rt->types.dict = type_at(T_DICT);
-    rt->types.list = type_at(T_LIST);
-    rt->types.tuple = type_at(T_TUPLE);
-    rt->types.code = type_at(T_CODE);
+    struct py_runtime *rt = new_runtime(&L);
 
     struct rec *r = calloc(1, sizeof(*r));
     struct hw_options opt = {.capture_contents = false, .max_str = 64};
