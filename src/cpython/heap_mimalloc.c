@@ -103,8 +103,8 @@ static int visit_page(struct ft_walk *f, uint64_t page, uint64_t obj_offset, uin
     if (!used || !capacity)
         return 0;
     uint64_t idx = (page - slices) / PY_MI_SLICE_SIZE;
-    if (page < slices || (page - slices) % PY_MI_SLICE_SIZE || idx + nslices > SLICES_PER_SEGMENT ||
-        !nslices || xbsize < 8) {
+    if (page < slices || (page - slices) % PY_MI_SLICE_SIZE ||
+        idx + nslices > SLICES_PER_SEGMENT || !nslices || xbsize < 8) {
         log_debug("heap walk: 0x%llx is no mimalloc page", (unsigned long long)page);
         w->st->unreadable++;
         *next = 0;
@@ -204,7 +204,8 @@ static int visit_segment(struct ft_walk *f, uint64_t segment)
             break;
         uint32_t count = rd32(pg + PY_MI_PAGE_SLICE_COUNT);
         unsigned tag = (pg[PY_MI_PAGE_TAG_BYTE] >> PY_MI_PAGE_TAG_SHIFT) & 15u;
-        if (rd32(pg + PY_MI_PAGE_XBLOCK_SIZE) && (tag == PY_MI_HEAP_GC || tag == PY_MI_HEAP_GC_PRE)) {
+        bool used = rd32(pg + PY_MI_PAGE_XBLOCK_SIZE) != 0; /* mi_slice_is_used */
+        if (used && (tag == PY_MI_HEAP_GC || tag == PY_MI_HEAP_GC_PRE)) {
             int err = visit_page(f, page, tag == PY_MI_HEAP_GC_PRE ? 2 * PTR : 0, &next);
             if (err)
                 return err;

@@ -50,7 +50,7 @@
 #define PY_MI_HEAP_SIZE 3064            /* sizeof(mi_heap_t) */
 #define PY_MI_HEAP_PAGES 1040           /* offsetof(mi_heap_t, pages): MI_BIN_FULL + 1 queues */
 #define PY_MI_HEAP_DELAYED_FREE 2840    /* offsetof(mi_heap_t, thread_delayed_free) */
-#define PY_MI_HEAP_THREAD_ID 2848       /* offsetof(mi_heap_t, thread_id): its thread's pthread_self() */
+#define PY_MI_HEAP_THREAD_ID 2848       /* offsetof(mi_heap_t, thread_id): pthread_self() */
 #define PY_MI_QUEUE_SIZE 24             /* sizeof(mi_page_queue_t); `first` is at 0 */
 #define PY_MI_BIN_FULL 74               /* MI_BIN_FULL */
 #define PY_MI_POOL_ABANDONED 64         /* offsetof(mi_abandoned_pool_t, abandoned) */

@@ -138,8 +138,8 @@ static int unsupported_version(struct rd_reader *rd, int major, int minor, const
                     what);
 }
 
-/* Free-threaded builds: scry reads 3.13t's thread states, frames and heap (stacks, run, dump); other
- * free-threaded versions are refused, naming what scry does not read there. */
+/* Free-threaded builds: scry reads 3.13t's thread states, frames and heap (stacks, run, dump);
+ * other free-threaded versions are refused, naming what scry does not read there. */
 static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
 {
     char who[512];

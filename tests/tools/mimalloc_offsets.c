@@ -1,6 +1,7 @@
 /* Checks src/cpython/mimalloc_layout.h (what the agent and the heap walker read of the mimalloc
  * a free-threaded CPython vendors, where that CPython keeps its heaps, and its object header)
- * against that CPython's own headers: prints each number both ways and exits 1 if any differs. tests/e2e/test_layout_headers.py compiles it per free-threaded build:
+ * against that CPython's own headers: prints each number both ways and exits 1 if any differs.
+ * tests/e2e/test_layout_headers.py compiles it per free-threaded build:
  *
  *   cc -std=c11 -I$INC -I$INC/internal/mimalloc -Isrc tests/tools/mimalloc_offsets.c
  *
