@@ -187,14 +187,18 @@ static inline unsigned hw_seen_get(const struct seen_page *p, uint64_t addr)
 
 /* The reference count of the object whose header is at hdr, as far as the walker uses it (zero
  * or not, immortal when negative as an int32_t): ob_refcnt, or on a free-threaded build
- * ob_ref_local (UINT32_MAX when immortal) plus ob_ref_shared's count. */
+ * ob_ref_local (UINT32_MAX when immortal) plus ob_ref_shared's count (signed: other threads'
+ * decrements may outnumber their increments until the counts are merged), capped below 2^31. */
 static inline uint64_t hw_refcnt(const struct py_layout *L, const uint8_t *hdr)
 {
     if (!L->free_threaded)
         return rd64(hdr);
     uint32_t local;
     memcpy(&local, hdr + PY_FT_OB_REF_LOCAL, sizeof(local));
-    return local == UINT32_MAX ? UINT32_MAX : local + (rd64(hdr + PY_FT_OB_REF_SHARED) >> 2);
+    if (local == UINT32_MAX)
+        return UINT32_MAX;
+    int64_t total = (int64_t)local + (int64_t)(rd64(hdr + PY_FT_OB_REF_SHARED) & ~3ULL) / 4;
+    return total <= 0 ? 0 : total > INT32_MAX ? INT32_MAX : (uint64_t)total;
 }
 
 /* A reference from `from` (an object), or a root when from is 0 (label is then prefix + label). */
