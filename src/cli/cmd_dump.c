@@ -539,8 +539,6 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     err = cli_open_target(o->pid, o->core, o->exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
-    if (!err && rt.layout.free_threaded)
-        err = py_runtime_refuse_free_threaded(&rt, HW_FREE_THREADED_MISSING);
     if (!err)
         err = snap_writer_open(o->output, &ds.w);
     if (!err && o->graph && (err = outfile_open(&ds.graph_out, o->graph, OUTFILE_PRIVATE)) == 0)

@@ -194,13 +194,14 @@ static int numpy_descr_kind(struct hc_env *env, uint64_t descr)
     if (env->numpy_descr)
         return env->numpy_descr;
     uint64_t t;
-    if (env->read(env->ctx, descr + 8, &t, 8))
+    if (env->read(env->ctx, descr + 8 + env->head_delta, &t, 8)) /* ob_type */
         return 0;
     for (int depth = 0; t && depth < 8; depth++) {
         const char *name = env->type_name(env->ctx, t);
         int64_t bs;
         if (name && strcmp(name, "numpy.dtype") == 0 &&
             env->read(env->ctx, t + env->tp_basicsize, &bs, 8) == 0) {
+            bs -= (int64_t)env->head_delta;
             env->numpy_descr = bs == 96 ? 1 : bs == 88 ? 2 : 0;
             return env->numpy_descr;
         }
@@ -237,7 +238,7 @@ static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
     }
     uint8_t d[48];
     int kind = numpy_descr_kind(env, descr);
-    if (!kind || env->read(env->ctx, descr, d, sizeof(d)))
+    if (!kind || env->read(env->ctx, descr + env->head_delta, d, sizeof(d)))
         return 0;
     int64_t elsize;
     if (kind == 1) {
@@ -272,9 +273,11 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
 {
     *extra = 0;
     int err = 0;
+    const uint64_t delta = env->head_delta;
+    obj += delta; /* from here on, offsets are the default build's */
     for (size_t i = 0; i < sizeof(t->fields) / sizeof(t->fields[0]) && t->fields[i].label; i++) {
         uint64_t p;
-        if (!env->covered(env->ctx, t->fields[i].off) &&
+        if (!env->covered(env->ctx, t->fields[i].off + delta) &&
             env->read(env->ctx, obj + t->fields[i].off, &p, 8) == 0 && p &&
             (err = env->ref(env->ctx, p, t->fields[i].kind, t->fields[i].label)) != 0)
             return err;
@@ -286,7 +289,7 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
                 more = task_more[k].fields;
         for (int i = 0; more && i < 3 && more[i].label; i++) {
             uint64_t p;
-            if (!env->covered(env->ctx, more[i].off) &&
+            if (!env->covered(env->ctx, more[i].off + delta) &&
                 env->read(env->ctx, obj + more[i].off, &p, 8) == 0 && p &&
                 (err = env->ref(env->ctx, p, more[i].kind, more[i].label)) != 0)
                 return err;

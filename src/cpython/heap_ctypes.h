@@ -29,10 +29,18 @@ struct hc_env {
     const char *(*type_name)(void *ctx, uint64_t type);
     uint64_t tp_basicsize, tp_base; /* offsets in PyTypeObject */
     int numpy_descr;                /* 0 unknown; 1 numpy 1.x; 2 numpy 2.x (learnt once) */
+    /* Bytes the object header has beyond the default build's 16 (16 in a free-threaded build:
+     * its 32-byte header; 0 otherwise). Every table offset is the default build's: each field
+     * lies that much further into the object, and the caller looks a type up by its
+     * tp_basicsize less this. */
+    uint64_t head_delta;
 };
 
 /* The table entry for a type with that tp_name and tp_basicsize under Python 3.<minor>, or NULL.
- * Layouts that changed between versions are only matched on the versions they were checked on. */
+ * Layouts that changed between versions are only matched on the versions they were checked on.
+ * A free-threaded build's types are looked up by their tp_basicsize less env.head_delta: their
+ * structs are the default build's behind a longer header (checked on 3.13.15t by
+ * tests/e2e/test_dump_ctypes.py). */
 const struct hc_type *hc_lookup(int minor, const char *tp_name, int64_t basicsize);
 
 /* The entry's tp_name, for messages. */

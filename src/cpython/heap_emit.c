@@ -286,7 +286,7 @@ int hw_emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
         need = (H->ba_alloc > H->ba_start ? H->ba_alloc : H->ba_start) + PTR;
     if (need > sizeof(hdr) || mc_read(&w->mc, addr, hdr, need))
         return 0;
-    uint64_t refcnt = rd64(hdr), size = 0;
+    uint64_t refcnt = hw_refcnt(w->L, hdr), size = 0;
     bool capture = w->opt->capture_contents;
     struct strbuf *c = &w->content;
     sb_reset(c);

@@ -211,7 +211,7 @@ struct tinfo *hw_type(struct hw *w, uint64_t t)
     uint64_t tp_name, base = rd64(b + w->H->tp_base);
     if ((tp_name = rd64(b + w->L->tp_name)) != 0)
         ti->cname = hw_cstr(w, tp_name, MAX_NAME);
-    ti->ct = hc_lookup(w->L->minor, ti->cname, ti->basicsize);
+    ti->ct = hc_lookup(w->L->minor, ti->cname, ti->basicsize - (int64_t)w->hc.head_delta);
     if (!ti->ct && base && base != t) {
         const struct tinfo *bt = hw_type(w, base);
         if (bt && bt->valid)
@@ -254,7 +254,8 @@ static const char *hc_type_name(void *ctx, uint64_t type)
 void hw_hc_env_init(struct hw *w)
 {
     w->hc = (struct hc_env){w,      hc_read,          hc_ref,        hc_covered,
-                            hc_type_name, w->L->tp_basicsize, w->H->tp_base, 0};
+                            hc_type_name, w->L->tp_basicsize, w->H->tp_base, 0,
+                            w->H->object_size - 16};
 }
 
 /* The references and owned native bytes of an object whose type has a known C layout. */
@@ -345,9 +346,11 @@ int hw_scan_body(struct hw *w, const struct holder *h, uint64_t addr, struct tin
         if (state == SEEN_NOT_OBJECT)
             continue;
         if (state == SEEN_NEW) {
+            uint8_t hdr[32];
             uint64_t refcnt, type;
             const struct tinfo *pt = NULL;
-            if (mc_read_u64(&w->mc, p, &refcnt) == 0 && refcnt && refcnt < (1ULL << 48) &&
+            if (H->object_size <= sizeof(hdr) && mc_read(&w->mc, p, hdr, H->object_size) == 0 &&
+                (refcnt = hw_refcnt(w->L, hdr)) != 0 && refcnt < (1ULL << 48) &&
                 mc_read_u64(&w->mc, p + w->L->ob_type, &type) == 0)
                 pt = hw_type(w, type);
             if (!pt || !pt->valid || pt->gc)

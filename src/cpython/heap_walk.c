@@ -210,7 +210,7 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
     if (H->ob_size + PTR > sizeof(hdr) || (mc_read(&w->mc, addr, hdr, H->ob_size + PTR) &&
                                          mc_read(&w->mc, addr, hdr, H->object_size)))
         return 0;
-    uint64_t refcnt = rd64(hdr); /* ob_refcnt: the first word of every object */
+    uint64_t refcnt = hw_refcnt(w->L, hdr);
     int64_t ob_size = (int64_t)rd64(hdr + H->ob_size);
 
     if (ti->kind == K_STR || ti->kind == K_BYTES || ti->kind == K_BYTEARRAY) {
@@ -591,8 +591,6 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     w.st = stats;
     w.resume = resume;
     w.resume_ctx = resume_ctx;
-    if (rt->layout.free_threaded)
-        return py_runtime_refuse_free_threaded(rt, HW_FREE_THREADED_MISSING);
     if (!w.H)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON, "no heap layout for Python 3.%d", rt->minor);
     if (py_fw_init(&w.fw, w.L, w.H, rt->types.code) != 0)
@@ -651,8 +649,14 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         goto out;
     if (copied)
         let_go(&w);
-    /* GC lists first, so that every tracked object is flagged before any is reported. */
+    /* GC lists (a free-threaded build's heaps) first, so that every tracked object is flagged
+       before any is reported. */
     for (size_t i = 0; i < ninterps; i++) {
+        if (w.L->free_threaded) {
+            if ((err = hw_ft_seeds(&w, interps[i])) != 0)
+                goto out;
+            continue;
+        }
         uint64_t gc = interps[i] + w.L->is_gc;
         for (int g = 0; g < 3 && !err; g++)
             err = walk_gc_list(&w, gc + w.H->gc_generations[g], false);

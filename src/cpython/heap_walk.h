@@ -34,14 +34,8 @@ enum hw_edge_kind {
  * object). It retains like any other reference; views mark it. */
 #define HW_EDGE_INFERRED 0x80
 
-/* What the walker lacks for a free-threaded build, which it refuses (unsupported_python): there
- * are no GC lists there, objects are found by walking the build's mimalloc heaps. */
-#define HW_FREE_THREADED_MISSING                                                                   \
-    "walk its heap (scry dump: there are no GC lists; objects must be found by walking the "      \
-    "build's mimalloc heaps, with its 32-byte object header)"
-
 enum hw_object_flags {
-    HW_OBJ_GC_TRACKED = 1, /* found on a GC list */
+    HW_OBJ_GC_TRACKED = 1, /* found on a GC list (tracked in a free-threaded build's heaps) */
     HW_OBJ_IMMORTAL = 2,   /* 3.12+ immortal refcount */
     HW_OBJ_TYPE = 4,       /* a type object */
 };

@@ -6,6 +6,7 @@
  *                     split and inline values), C layouts and the conservative scan
  *   heap_frames.c     code objects, frames and generators (through frame_walk.c), thread roots
  *   heap_emit.c       texts (redacted), labels and the sink's object reports
+ *   heap_mimalloc.c   a free-threaded build's seeds: the objects of its mimalloc heaps
  * Every offset comes from the layout tables (struct py_layout, struct py_heap_layout). */
 #ifndef SCRY_CPYTHON_HEAP_WALK_INT_H
 #define SCRY_CPYTHON_HEAP_WALK_INT_H
@@ -23,6 +24,7 @@
 #include "cpython/heap_walk.h"
 #include "cpython/layout.h"
 #include "cpython/memcache.h"
+#include "cpython/mimalloc_layout.h"
 #include "cpython/objects.h"
 
 #define MAX_NAME 256          /* bytes of a name or key shown in a label */
@@ -183,6 +185,22 @@ static inline unsigned hw_seen_get(const struct seen_page *p, uint64_t addr)
     return (unsigned)(p->bits[slot >> 5] >> ((slot & 31) * 2)) & 3u;
 }
 
+/* The reference count of the object whose header is at hdr, as far as the walker uses it (zero
+ * or not, immortal when negative as an int32_t): ob_refcnt, or on a free-threaded build
+ * ob_ref_local (UINT32_MAX when immortal) plus ob_ref_shared's count (signed: other threads'
+ * decrements may outnumber their increments until the counts are merged), capped below 2^31. */
+static inline uint64_t hw_refcnt(const struct py_layout *L, const uint8_t *hdr)
+{
+    if (!L->free_threaded)
+        return rd64(hdr);
+    uint32_t local;
+    memcpy(&local, hdr + PY_FT_OB_REF_LOCAL, sizeof(local));
+    if (local == UINT32_MAX)
+        return UINT32_MAX;
+    int64_t total = (int64_t)local + (int64_t)(rd64(hdr + PY_FT_OB_REF_SHARED) & ~3ULL) / 4;
+    return total <= 0 ? 0 : total > INT32_MAX ? INT32_MAX : (uint64_t)total;
+}
+
 /* A reference from `from` (an object), or a root when from is 0 (label is then prefix + label). */
 struct holder {
     uint64_t from;
@@ -309,5 +327,11 @@ int hw_walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, bool su
                    uint64_t *code_out);
 int hw_collect_threads(struct hw *w);
 int hw_thread_roots(struct hw *w);
+
+/* ---- heap_mimalloc.c: a free-threaded build's seeds (it has no GC lists) ---- */
+
+/* Every object of interp's mimalloc heaps that its collector would visit (tracked GC objects),
+ * pushed as hw_add pushes a GC list's objects. */
+int hw_ft_seeds(struct hw *w, uint64_t interp);
 
 #endif

@@ -30,7 +30,7 @@ static void drop_all(struct memcache *mc)
 {
     uint64_t k, v;
     for (size_t i = 0; hm_next(&mc->blocks, &i, &k, &v);)
-        if (!in_pool(mc, (void *)(uintptr_t)v))
+        if (!in_pool(mc, (void *)(uintptr_t)v) && v != (uint64_t)(uintptr_t)mc->zero)
             free((void *)(uintptr_t)v);
     if (mc->pool)
         mc->pool->used = 0;
@@ -46,6 +46,8 @@ void mc_free(struct memcache *mc)
 {
     drop_all(mc);
     hm_free(&mc->blocks);
+    free(mc->zero);
+    mc->zero = NULL;
 }
 
 /* The block with this index, read now if needed; NULL when out of memory. */
@@ -142,40 +144,94 @@ int mc_read_slow(struct memcache *mc, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
+/* Anonymous memory: a page the target never touched there reads as zeros. */
+static bool anonymous(const struct rd_mapping *m)
+{
+    return !m->path[0] || strcmp(m->path, "[heap]") == 0 || strcmp(m->path, "[stack]") == 0 ||
+           strncmp(m->path, "[anon:", 6) == 0;
+}
+
+/* Every 64 KiB block of the target's readable and writable mappings, once per mapping, to
+ * visit; zero: the block lies inside one anonymous mapping none of whose pages in it was ever
+ * touched. */
+static int writable_blocks(struct rd_reader *rd, int (*visit)(void *ctx, uint64_t index, bool zero),
+                           void *ctx)
+{
+    size_t n, cap = 0;
+    const struct rd_mapping *maps = rd_mappings(rd, &n);
+    uint64_t *touched = NULL;
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct rd_mapping *m = &maps[i];
+        if (!(m->prot & RD_PROT_R) || !(m->prot & RD_PROT_W) || m->end <= m->start)
+            continue;
+        bool known = false;
+        if (anonymous(m)) {
+            size_t words = (size_t)(((m->end - m->start) >> 12) / 64 + 1);
+            if (words > cap) {
+                uint64_t *t = realloc(touched, words * sizeof(*t));
+                if (t) {
+                    touched = t;
+                    cap = words;
+                }
+            }
+            known = words <= cap && rd_pages_touched(rd, m->start, m->end, touched) == 0;
+        }
+        for (uint64_t b = m->start >> MC_BLOCK_SHIFT; b <= (m->end - 1) >> MC_BLOCK_SHIFT && !err;
+             b++) {
+            uint64_t start = b << MC_BLOCK_SHIFT, end = start + MC_BLOCK_SIZE;
+            bool zero = known && start >= m->start && end <= m->end;
+            for (uint64_t p = (start - m->start) >> 12; zero && p < (end - m->start) >> 12; p++)
+                zero = !(touched[p >> 6] & (1ULL << (p & 63)));
+            err = visit(ctx, b, zero);
+        }
+    }
+    free(touched);
+    return err;
+}
+
+static int count_copied(void *ctx, uint64_t index, bool zero)
+{
+    (void)index;
+    if (!zero)
+        *(uint64_t *)ctx += 1;
+    return 0;
+}
+
+static int copy_block(void *ctx, uint64_t index, bool zero)
+{
+    struct memcache *mc = ctx;
+    uint64_t v;
+    if (!zero)
+        return get_block(mc, index) ? 0 : -SCRY_E_NO_MEMORY;
+    if (hm_get(&mc->blocks, index + 1, &v))
+        return 0;
+    if (!mc->zero && (mc->zero = calloc(1, sizeof(*mc->zero) + MC_BLOCK_SIZE)) != NULL)
+        mc->zero->hi = MC_BLOCK_SIZE;
+    if (!mc->zero || hm_put(&mc->blocks, index + 1, (uint64_t)(uintptr_t)mc->zero))
+        return -SCRY_E_NO_MEMORY;
+    return 0;
+}
+
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
 {
-    size_t n;
-    const struct rd_mapping *maps = rd_mappings(mc->rd, &n);
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((maps[i].prot & RD_PROT_R) && (maps[i].prot & RD_PROT_W))
-            total += maps[i].end - maps[i].start;
+    uint64_t blocks = 0;
+    writable_blocks(mc->rd, count_copied, &blocks);
+    uint64_t total = blocks * MC_BLOCK_SIZE;
     if (total > max_bytes || total + mc->bytes > mc->max_bytes)
         return 1;
-    for (size_t i = 0; i < n; i++) {
-        if (!(maps[i].prot & RD_PROT_R) || !(maps[i].prot & RD_PROT_W))
-            continue;
-        for (uint64_t b = maps[i].start >> MC_BLOCK_SHIFT; b <= (maps[i].end - 1) >> MC_BLOCK_SHIFT;
-             b++)
-            if (!get_block(mc, b))
-                return err_fail(SCRY_E_NO_MEMORY, "out of memory copying the target's memory");
-    }
     mc->pinned = true; /* the copy is the only consistent view left once the target runs */
+    if (writable_blocks(mc->rd, copy_block, mc) != 0)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory copying the target's memory");
     return 0;
 }
 
 int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes)
 {
     memset(pool, 0, sizeof(*pool));
-    size_t n;
-    const struct rd_mapping *maps = rd_mappings(rd, &n);
-    uint64_t total = 0, blocks = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((maps[i].prot & RD_PROT_R) && (maps[i].prot & RD_PROT_W)) {
-            total += maps[i].end - maps[i].start;
-            blocks += ((maps[i].end - 1) >> MC_BLOCK_SHIFT) - (maps[i].start >> MC_BLOCK_SHIFT) + 1;
-        }
-    if (!blocks || total > max_bytes || blocks > SIZE_MAX / POOL_SLOT)
+    uint64_t blocks = 0;
+    writable_blocks(rd, count_copied, &blocks);
+    if (!blocks || blocks * MC_BLOCK_SIZE > max_bytes || blocks > SIZE_MAX / POOL_SLOT)
         return 0;
     /* A few blocks more: the heap may grow a little before the stop. */
     blocks += blocks / 16 + 4;

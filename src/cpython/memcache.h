@@ -44,6 +44,7 @@ struct memcache {
     } front[MC_FRONT];
     size_t bytes, max_bytes;
     bool pinned; /* blocks are never dropped (mc_prefetch_writable made them) */
+    struct mc_block *zero; /* all zeros: every untouched block of anonymous memory in the copy */
     uint64_t block_reads, direct_reads;
 };
 
@@ -52,12 +53,16 @@ void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes);
 void mc_free(struct memcache *mc);
 /* Copies every readable and writable mapping now (the memory that can change once the target
  * runs again), so that later reads see this moment even after the target is resumed. Read-only
- * mappings are still read on demand: they do not change. Returns 0, 1 when the writable
- * memory is larger than max_bytes (nothing is copied then), or a negative error. */
+ * mappings are still read on demand: they do not change. A block of anonymous memory whose
+ * pages the target never touched (rd_pages_touched) is not copied but read as the zeros it
+ * holds: allocators reserve large writable areas (a free-threaded build's mimalloc arenas) and
+ * fill them as they go. Returns 0, 1 when the memory to copy is larger than max_bytes
+ * (nothing is copied then), or a negative error. */
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes);
 /* Maps and touches room for a copy of the target's readable and writable mappings (as listed
- * now), when they take at most max_bytes. Returns 0 (pool->base NULL when nothing was
- * prepared: too large, or no memory; the copy then allocates as it goes). */
+ * now, less their untouched anonymous blocks), when they take at most max_bytes. Returns 0
+ * (pool->base NULL when nothing was prepared: too large, or no memory; the copy then allocates
+ * as it goes). */
 int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes);
 void mc_pool_free(struct mc_pool *pool);
 /* Copies go to pool's memory (mc_prefetch_writable) until it is used up. */

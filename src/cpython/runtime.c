@@ -138,8 +138,8 @@ static int unsupported_version(struct rd_reader *rd, int major, int minor, const
                     what);
 }
 
-/* Free-threaded builds: scry reads 3.13t's thread states and frames (stacks, run); other
- * free-threaded versions are refused, naming what scry does not read there. */
+/* Free-threaded builds: scry reads 3.13t's thread states, frames and heap (stacks, run, dump);
+ * other free-threaded versions are refused, naming what scry does not read there. */
 static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
 {
     char who[512];
@@ -149,15 +149,6 @@ static int unsupported_free_threaded(struct rd_reader *rd, int major, int minor)
                     "yet: it reads the free-threaded build of 3.13 only (its layout tables are "
                     "made from 3.13t's headers)",
                     who, major, minor);
-}
-
-int py_runtime_refuse_free_threaded(const struct py_runtime *rt, const char *missing)
-{
-    char who[512];
-    py_target_name(rt->rd, who, sizeof(who));
-    return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
-                    "%s runs Python %s in a free-threaded build, where scry does not yet %s",
-                    who, rt->version_str, missing);
 }
 
 int py_runtime_locate(struct rd_reader *rd, struct py_runtime *rt)

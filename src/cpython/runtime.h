@@ -63,9 +63,6 @@ int py_runtime_locate(struct rd_reader *rd, struct py_runtime *out);
 /* Second step, with the image's symbols: _PyRuntime, the version, the refusals, the layout and
  * the builtin types. */
 int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *syms);
-/* unsupported_python for a command or part that does not work on a free-threaded build yet:
- * "<target> runs Python 3.13.15 in a free-threaded build, where scry does not yet <missing>". */
-int py_runtime_refuse_free_threaded(const struct py_runtime *rt, const char *missing);
 
 /* "process PID (EXE)" or "the core of EXE", for messages; returns buf. */
 const char *py_target_name(struct rd_reader *rd, char *buf, size_t size);

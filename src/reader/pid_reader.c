@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/infile.h"
 #include "common/log.h"
 
 #define MAX_SEIZED 16384
@@ -344,6 +345,40 @@ out:
 }
 
 static void pid_close(struct rd_reader *rd) { pid_resume(rd); }
+
+#define PAGEMAP_PRESENT (1ULL << 63)
+#define PAGEMAP_SWAPPED (1ULL << 62)
+
+int rd_pages_touched(struct rd_reader *rd, uint64_t start, uint64_t end, uint64_t *touched)
+{
+    uint64_t npages = (end - start) >> 12;
+    memset(touched, 0, (size_t)((npages + 63) / 64) * sizeof(uint64_t));
+    if (rd->kind != RD_PID || (start & 4095) || (end & 4095) || end < start)
+        return 1;
+    char path[64];
+    int fd;
+    uint64_t size;
+    snprintf(path, sizeof(path), "/proc/%d/pagemap", rd->pid);
+    if (infile_open(path, "page map", 0, &fd, &size) != 0) {
+        err_clear();
+        return 1;
+    }
+    uint64_t entries[512];
+    int ret = 0;
+    for (uint64_t done = 0; done < npages && !ret;) {
+        size_t n = npages - done < 512 ? (size_t)(npages - done) : 512;
+        off_t at = (off_t)(((start >> 12) + done) * sizeof(uint64_t));
+        if (pread(fd, entries, n * sizeof(uint64_t), at) != (ssize_t)(n * sizeof(uint64_t))) {
+            ret = 1;
+            break;
+        }
+        for (size_t i = 0; i < n; i++, done++)
+            if (entries[i] & (PAGEMAP_PRESENT | PAGEMAP_SWAPPED))
+                touched[done >> 6] |= 1ULL << (done & 63);
+    }
+    close(fd);
+    return ret;
+}
 
 static const struct rd_ops pid_ops = {
     .read = pid_read,

@@ -59,6 +59,11 @@ int rd_pid(const struct rd_reader *rd);
 /* Reads exactly len bytes at addr; returns 0 or -SCRY_E_READ_FAILED (message names the address)
  * or -SCRY_E_NO_SUCH_PROCESS when a live target has gone. */
 int rd_read(struct rd_reader *rd, uint64_t addr, void *buf, size_t len);
+/* For a live target (RD_PID): which 4 KiB pages of [start, end) (page aligned) were ever touched,
+ * resident or swapped out (/proc/PID/pagemap), one bit per page in touched (zeroed first).
+ * Returns 0, or 1 when that cannot be known (another kind of reader, pagemap unreadable): an
+ * untouched page of an anonymous mapping reads as zeros. */
+int rd_pages_touched(struct rd_reader *rd, uint64_t start, uint64_t end, uint64_t *touched);
 int rd_read_u64(struct rd_reader *rd, uint64_t addr, uint64_t *out);
 int rd_read_u32(struct rd_reader *rd, uint64_t addr, uint32_t *out);
 

@@ -30,7 +30,7 @@ TARGETS = REPO / "tests" / "targets"
 SCRY = Path(os.environ.get("SCRY", REPO / "build" / "scry"))
 SUPPORTED = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 # Free-threaded builds: python_exe gives them only to the suites that work there, which say so
-# with a module-level FREE_THREADED = True (stacks and run's CPU and memory suites; not dump).
+# with a module-level FREE_THREADED = True (stacks, run's CPU and memory suites, dump's).
 FREE_THREADED = ["3.13t"]
 SCRY_TIMEOUT_S = 30
 READY_TIMEOUT_S = 30

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import run_scry
 
+FREE_THREADED = True  # 3.13t: objects found in its mimalloc heaps (heap_mimalloc.c)
 FIXTURE = "heap_fixtures.py"
 LEAKS = Path(__file__).resolve().parent.parent / "targets" / "heap_leaks.py"
 MODULE = "sys.modules['heap_leaks'].__dict__"

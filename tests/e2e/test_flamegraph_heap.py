@@ -14,6 +14,8 @@ import pytest
 
 from conftest import run_scry
 
+FREE_THREADED = True  # 3.13t: objects found in its mimalloc heaps (heap_mimalloc.c)
+
 SVG_NS = "{http://www.w3.org/2000/svg}"
 HOLDERS = ("CACHE", "LISTENERS", "REPORT", "POINTS", "GEN", "CYCLE")
 NOTE = "matched approximately"
@@ -100,7 +102,9 @@ def test_folded_widths_are_retained_sizes(fixture_heap):
             floats = [k for k in totals if k.startswith(report + ";")
                       and k.endswith("[<index>] float")]
             assert len(floats) == 1, floats
-            assert totals[floats[0]] == ready["truths"]["REPORT"]["rows"] * 24
+            truth = ready["truths"]["REPORT"]
+            assert truth["row_size"] in (24, 40)  # a double behind a 16- or 32-byte header
+            assert totals[floats[0]] == truth["rows"] * truth["row_size"]
         else:
             assert any("[other]" in l for l in lines), cut
         if cut == ["--max-depth", "3"]:

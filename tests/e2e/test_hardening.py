@@ -34,6 +34,8 @@ import pytest
 from conftest import (SANITIZER_MARKS, SCRY, SCRY_TIMEOUT_S, TARGETS, Target,
                       preferred_python)
 
+FREE_THREADED = True  # 3.13t: its stacks and heap (the tests taking python_exe)
+
 HOSTILE = TARGETS / "hostile_names.py"
 # What must never reach a terminal: C0 controls (newline aside), DEL, C1, the bidirectional
 # controls, the line/paragraph separators and the noncharacters U+FFFE/U+FFFF.

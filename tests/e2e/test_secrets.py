@@ -16,6 +16,8 @@ import pytest
 
 from conftest import SUPPORTED, run_scry
 
+FREE_THREADED = True  # 3.13t: objects found in its mimalloc heaps (heap_mimalloc.c)
+
 SCRIPT = "secrets_target.py"
 RUN = 8  # the longest run of a secret allowed anywhere
 

@@ -70,7 +70,7 @@ static void put32(struct fake *f, uint64_t addr, uint32_t v) { memcpy(f->mem + (
 
 static struct hc_env env_of(struct fake *f)
 {
-    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0};
+    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0, 0};
 }
 
 static struct fake *fake_new(void)
@@ -98,38 +98,42 @@ static void test_lookup(void)
     CHECK(hc_lookup(11, "_io.StringIO", 168) == NULL);
 }
 
-/* A deque of 100 items starting at leftindex 60: blocks 60..63, 0..63, 0..31. */
+/* A deque of 100 items starting at leftindex 60: blocks 60..63, 0..63, 0..31; behind the
+ * default build's 16-byte header, then a free-threaded build's 32-byte one (head_delta 16). */
 static void test_deque(void)
 {
-    struct fake *f = fake_new();
-    struct hc_env env = env_of(f);
-    uint64_t obj = BASE, b[3] = {BASE + 0x1000, BASE + 0x2000, BASE + 0x3000};
-    put64(f, obj + 16, 100);
-    put64(f, obj + 24, b[0]);
-    put64(f, obj + 32, b[2]);
-    put64(f, obj + 40, 60);
-    put64(f, obj + 48, 31);
-    put64(f, b[0] + 520, b[1]);
-    put64(f, b[1] + 520, b[2]);
-    for (int i = 0; i < 100; i++) {
-        int pos = 60 + i, blk = pos / 64, slot = pos % 64;
-        put64(f, b[blk] + 8 + 8 * (uint64_t)slot, 0x700000 + 16 * (uint64_t)i);
+    for (uint64_t delta = 0; delta <= 16; delta += 16) {
+        struct fake *f = fake_new();
+        struct hc_env env = env_of(f);
+        env.head_delta = delta;
+        uint64_t obj = BASE, d = obj + delta, b[3] = {BASE + 0x1000, BASE + 0x2000, BASE + 0x3000};
+        put64(f, d + 16, 100);
+        put64(f, d + 24, b[0]);
+        put64(f, d + 32, b[2]);
+        put64(f, d + 40, 60);
+        put64(f, d + 48, 31);
+        put64(f, b[0] + 520, b[1]);
+        put64(f, b[1] + 520, b[2]);
+        for (int i = 0; i < 100; i++) {
+            int pos = 60 + i, blk = pos / 64, slot = pos % 64;
+            put64(f, b[blk] + 8 + 8 * (uint64_t)slot, 0x700000 + 16 * (uint64_t)i);
+        }
+        uint64_t extra;
+        CHECK_EQ(hc_walk(hc_lookup(12, "collections.deque", 216), &env, obj, &extra), 0);
+        CHECK_EQ(extra, 3 * 528); /* (60 + 100 + 63) / 64 blocks */
+        CHECK_EQ(f->n, 100);
+        CHECK_EQ_U64(f->to[0], 0x700000);
+        CHECK_EQ_U64(f->to[99], 0x700000 + 16 * 99);
+        CHECK_STR(f->labels[99], "[99]");
+        CHECK_EQ(f->kinds[4], HW_EDGE_INDEX);
+        /* A damaged length reports nothing. */
+        f->n = 0;
+        put64(f, d + 16, (uint64_t)-5);
+        CHECK_EQ(hc_walk(hc_lookup(12, "collections.deque", 216), &env, obj, &extra), 0);
+        CHECK_EQ(f->n, 0);
+        CHECK_EQ(extra, 0);
+        free(f);
     }
-    uint64_t extra;
-    CHECK_EQ(hc_walk(hc_lookup(12, "collections.deque", 216), &env, obj, &extra), 0);
-    CHECK_EQ(extra, 3 * 528); /* (60 + 100 + 63) / 64 blocks */
-    CHECK_EQ(f->n, 100);
-    CHECK_EQ_U64(f->to[0], 0x700000);
-    CHECK_EQ_U64(f->to[99], 0x700000 + 16 * 99);
-    CHECK_STR(f->labels[99], "[99]");
-    CHECK_EQ(f->kinds[4], HW_EDGE_INDEX);
-    /* A damaged length reports nothing. */
-    f->n = 0;
-    put64(f, obj + 16, (uint64_t)-5);
-    CHECK_EQ(hc_walk(hc_lookup(12, "collections.deque", 216), &env, obj, &extra), 0);
-    CHECK_EQ(f->n, 0);
-    CHECK_EQ(extra, 0);
-    free(f);
 }
 
 static void test_array_and_partial(void)

@@ -9,7 +9,10 @@
  * closure cell, a set, a weak reference, and a thread whose frame holds a local (found by the
  * frame walker). The test checks the objects the walk reports (type names, sizes as
  * sys.getsizeof gives them, GC flags), their labelled edges and the roots, that every object is
- * reported once, and captured contents (cut, and redacted under a secret-sounding name). */
+ * reported once, and captured contents (cut, and redacted under a secret-sounding name).
+ * A 3.13t image (the real _Py_DebugOffsets of 3.13.15t) has no GC lists: its objects lie in
+ * mimalloc pages of a thread's heaps and of the interpreter's abandoned pool, among free blocks
+ * that still look like objects (test_walk_free_threaded). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "common/error.h"
 #include "cpython/heap_walk.h"
 #include "cpython/layout.h"
+#include "cpython/mimalloc_layout.h"
 #include "cpython/redact.h"
 #include "cpython/runtime.h"
 #include "reader/reader_impl.h"
@@ -358,6 +362,29 @@ static void put_function_set_weakref(struct world *w)
     put64(w->set + H->set_smalltable + 6 * H->setentry_size + H->setentry_key, w->weakref);
 }
 
+/* A runtime over the image, reading through the fake reader, its type objects at type_at(). */
+static struct py_runtime *new_runtime(const struct py_layout *L)
+{
+    struct py_runtime *rt = calloc(1, sizeof(*rt));
+    rt->rd = rd_alloc(RD_CORE, &fake_ops);
+    rt->layout = *L;
+    rt->major = 3;
+    rt->minor = L->minor;
+    rt->runtime_addr = RUNTIME;
+    rt->types.type = type_at(T_TYPE);
+    rt->types.str = type_at(T_STR);
+    rt->types.dict = type_at(T_DICT);
+    rt->types.list = type_at(T_LIST);
+    rt->types.tuple = type_at(T_TUPLE);
+    rt->types.long_ = type_at(T_INT);
+    rt->types.code = type_at(T_CODE);
+    rt->types.function = type_at(T_FUNCTION);
+    rt->types.cell = type_at(T_CELL);
+    rt->types.set = type_at(T_SET);
+    rt->types.weakref = type_at(T_WEAKREF);
+    return rt;
+}
+
 /* Builds the image for one version. */
 static struct py_runtime *build(const struct py_layout *L, struct world *w)
 {
@@ -478,25 +505,7 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     put64(INTERP + L->is_modules, w->mods);
     w->local = put_str("a local", false);
     put_thread(w->local);
-
-    struct py_runtime *rt = calloc(1, sizeof(*rt));
-    rt->rd = rd_alloc(RD_CORE, &fake_ops);
-    rt->layout = *L;
-    rt->major = 3;
-    rt->minor = L->minor;
-    rt->runtime_addr = RUNTIME;
-    rt->types.type = type_at(T_TYPE);
-    rt->types.str = type_at(T_STR);
-    rt->types.dict = type_at(T_DICT);
-    rt->types.list = type_at(T_LIST);
-    rt->types.tuple = type_at(T_TUPLE);
-    rt->types.long_ = type_at(T_INT);
-    rt->types.code = type_at(T_CODE);
-    rt->types.function = type_at(T_FUNCTION);
-    rt->types.cell = type_at(T_CELL);
-    rt->types.set = type_at(T_SET);
-    rt->types.weakref = type_at(T_WEAKREF);
-    return rt;
+    return new_runtime(L);
 }
 
 static void test_walk_every_layout(void)
@@ -602,9 +611,157 @@ static void test_capture_contents(void)
     free(g_img.mem);
 }
 
+
+/* ---- 3.13t: objects in mimalloc pages -------------------------------------------------------- */
+
+/* 3.13.15t's _Py_DebugOffsets (ctypes.string_at(_PyRuntime) in the live interpreter). */
+static const uint64_t dbg_313t[73] = {
+    0x7970677562656478, 51187696, 1, 328384, 608, 632, 215616, 7272, 7264, 7344, 7400, 7664,
+    7648, 7656, 16, 7760, 0, 7784, 7776, 312, 0, 8, 16, 72, 152, 160, 232, 32, 80, 8, 0, 56,
+    72, 70, 224, 128, 136, 144, 152, 84, 68, 112, 120, 216, 32, 24, 432, 40, 104, 184, 48, 40,
+    32, 56, 40, 32, 64, 48, 56, 40, 32, 48, 32, 40, 56, 32, 48, 80, 48, 32, 56, 248, 200};
+
+#define SEGMENT BASE /* 32 MiB aligned: the image's first 4 MiB are its first slices */
+#define SLICE(i) (SEGMENT + PY_MI_SEG_SLICES + (uint64_t)(i) * PY_MI_SLICE_SIZE)
+#define HEAP_OF(ts, id) ((ts) + PY_MI_TSTATE + PY_MI_TS_HEAPS + (uint64_t)(id) * PY_MI_HEAP_SIZE)
+
+/* A page at slice idx (one slice) of blocks of bsize bytes, capacity of them, tag its heap; the
+ * address of its first block. */
+static uint64_t ft_page(unsigned idx, uint32_t bsize, uint16_t capacity, uint32_t used,
+                        unsigned tag)
+{
+    uint64_t page = SLICE(idx);
+    put32(page + PY_MI_PAGE_SLICE_COUNT, 1);
+    put8(page + PY_MI_PAGE_TAG_BYTE, (uint8_t)(tag << PY_MI_PAGE_TAG_SHIFT));
+    memcpy(g_img.mem + (page + PY_MI_PAGE_CAPACITY - BASE), &capacity, 2);
+    put32(page + PY_MI_PAGE_USED, used);
+    put32(page + PY_MI_PAGE_XBLOCK_SIZE, bsize);
+    uint64_t skip = bsize <= 64 ? 3 * bsize : bsize <= 512 ? bsize : 0;
+    return SEGMENT + (uint64_t)idx * (1u << PY_MI_SLICE_SHIFT) + skip;
+}
+
+/* A free-threaded object header: tracked/frozen bits, local refcount, type; ob_tid and the
+ * shared count set as a live object has them. */
+static void ft_object(uint64_t obj, int t, uint8_t gc_bits, uint32_t ref_local)
+{
+    put64(obj, 0x7f00aa); /* ob_tid: the owning thread */
+    put8(obj + PY_FT_OB_GC_BITS, gc_bits);
+    put32(obj + PY_FT_OB_REF_LOCAL, ref_local);
+    put64(obj + PY_FT_OB_REF_SHARED, 4); /* one shared reference */
+    put64(obj + g_img.L->ob_type, type_at(t));
+}
+
+static void ft_list(uint64_t obj, uint8_t gc_bits, uint64_t n, uint64_t items)
+{
+    ft_object(obj, T_LIST, gc_bits, 1);
+    put64(obj + g_img.H->ob_size, n);
+    put64(obj + g_img.H->list_items, items);
+    put64(obj + g_img.H->list_allocated, n);
+}
+
+static void test_walk_free_threaded(void)
+{
+    struct py_layout L;
+    CHECK_EQ(py_layout_from_debug_offsets(13, true, (const uint8_t *)dbg_313t, sizeof(dbg_313t),
+                                          &L),
+             0);
+    const struct py_heap_layout *H = py_heap_layout_table(13, true);
+    CHECK(H != NULL && H->object_size == 32 && L.ob_type == 24);
+    g_img.mem = calloc(1, IMG_SIZE);
+    g_img.next = OBJS;
+    g_img.L = &L;
+    g_img.H = H;
+    put64(RUNTIME + L.rt_interpreters_head, INTERP);
+    put_type(T_TYPE, "type", TPF_HAVE_GC, H->sizeof_heaptype, 40);
+    put_type(T_STR, "str", 0, L.str_ascii_size + 1, 1);
+    put_type(T_DICT, "dict", TPF_HAVE_GC, 64, 0);
+    put_type(T_LIST, "list", TPF_HAVE_GC, 56, 0);
+    put_type(T_TUPLE, "tuple", TPF_HAVE_GC, 40, 8);
+    put_type(T_CODE, "code", 0, L.co_size, 2);
+
+    /* One thread, its mimalloc state bound, with one page in its GC heap's queue 5. */
+    put64(INTERP + L.is_threads_head, TSTATE);
+    put64(TSTATE + L.ts_interp, INTERP);
+    put64(TSTATE + L.ts_thread_id, 0x7f00aa);
+    put64(TSTATE + L.ts_native_thread_id, 4242);
+    put32(TSTATE + PY_MI_TSTATE + PY_MI_TS_INITIALIZED, 1);
+    for (int id = 0; id < 4; id++)
+        put64(HEAP_OF(TSTATE, id) + PY_MI_HEAP_THREAD_ID, 0x7f00aa);
+    put64(HEAP_OF(TSTATE, PY_MI_HEAP_GC) + PY_MI_HEAP_PAGES + 5 * PY_MI_QUEUE_SIZE, SLICE(40));
+
+    /* Its page: 8 blocks of 64 bytes. 0: a list holding block 6; 2: an empty tuple, frozen;
+     * 6: a tuple that is not tracked (immortal); 7: an empty list. Blocks 1, 3, 4 and 5 are free
+     * (on free, local_free, xthread_free (tagged) and the heap's thread_delayed_free lists) and
+     * still hold what looks like a tracked tuple: stale objects the walk must not report. */
+    uint64_t b = ft_page(40, 64, 8, 6, PY_MI_HEAP_GC);
+    uint64_t items = alloc(0, 8), l1 = b, t2 = b + 2 * 64, t6 = b + 6 * 64, l7 = b + 7 * 64;
+    ft_list(l1, PY_FT_GC_TRACKED, 1, items);
+    put64(items, t6);
+    ft_object(t2, T_TUPLE, PY_FT_GC_TRACKED | PY_FT_GC_FROZEN, 1);
+    ft_object(t6, T_TUPLE, 0, UINT32_MAX);
+    ft_list(l7, PY_FT_GC_TRACKED, 0, 0);
+    for (int i = 1; i <= 5; i += (i == 1 ? 2 : 1)) {
+        ft_object(b + (uint64_t)i * 64, T_TUPLE, PY_FT_GC_TRACKED, 0);
+        put64(b + (uint64_t)i * 64, 0); /* the next free block: none */
+    }
+    put64(SLICE(40) + PY_MI_PAGE_FREE, b + 64);
+    put64(SLICE(40) + PY_MI_PAGE_LOCAL_FREE, b + 3 * 64);
+    put64(SLICE(40) + PY_MI_PAGE_XTHREAD_FREE, (b + 4 * 64) | 1);
+    put64(HEAP_OF(TSTATE, PY_MI_HEAP_GC) + PY_MI_HEAP_DELAYED_FREE, b + 5 * 64);
+
+    /* The abandoned pool (its head tagged in the low bits): this segment, whose slices are its
+     * header (0), a free span (1-40: the live thread's page above lies in it here), a page of
+     * the pre-header heap (41: one list 16 bytes into its first block, a stale one in the
+     * second, free) and a page of non-GC objects (42: not the collector's, whatever its bits
+     * say). */
+    put64(INTERP + PY_MI_INTERP_POOL + PY_MI_POOL_ABANDONED, SEGMENT | 3);
+    put64(SEGMENT + PY_MI_SEG_SLICE_ENTRIES, 43);
+    put32(SLICE(0) + PY_MI_PAGE_SLICE_COUNT, 1);
+    put32(SLICE(1) + PY_MI_PAGE_SLICE_COUNT, 40);
+    uint64_t pre = ft_page(41, 80, 2, 1, PY_MI_HEAP_GC_PRE), lpre = pre + 16;
+    ft_list(lpre, PY_FT_GC_TRACKED, 0, 0);
+    ft_object(pre + 80 + 16, T_TUPLE, PY_FT_GC_TRACKED, 1);
+    put64(pre + 80, 0);
+    put64(SLICE(41) + PY_MI_PAGE_FREE, pre + 80);
+    uint64_t plain = ft_page(42, 64, 1, 1, 1);
+    ft_object(plain, T_TUPLE, PY_FT_GC_TRACKED, 1);
+
+    struct py_runtime *rt = new_runtime(&L);
+
+    struct rec *r = calloc(1, sizeof(*r));
+    struct hw_options opt = {.capture_contents = false, .max_str = 64};
+    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL};
+    struct hw_stats st;
+    CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
+    CHECK_EQ(st.gc_tracked, 4); /* l1, t2, l7 and lpre */
+    CHECK_EQ(st.permanent, 1);  /* t2 */
+    CHECK_EQ(st.objects, 5);    /* and t6, through l1 */
+    CHECK_EQ(r->nobjects, 5);
+    CHECK_OBJECT(r, l1, "builtins.list", 64); /* sys.getsizeof([x]) on 3.13t */
+    CHECK_OBJECT(r, t2, "builtins.tuple", 40);
+    CHECK_OBJECT(r, t6, "builtins.tuple", 40);
+    CHECK_OBJECT(r, l7, "builtins.list", 56);
+    CHECK_OBJECT(r, lpre, "builtins.list", 56);
+    CHECK(has_edge(r, l1, t6, "[0]"));
+    const struct rec_object *o = object_at(r, t6);
+    CHECK(o && !(o->flags & HW_OBJ_GC_TRACKED) && (o->flags & HW_OBJ_IMMORTAL));
+    o = object_at(r, l1);
+    CHECK(o && (o->flags & HW_OBJ_GC_TRACKED) && !(o->flags & HW_OBJ_IMMORTAL));
+
+    /* A heap that is not its thread's: another build's layout, refused. */
+    put64(HEAP_OF(TSTATE, PY_MI_HEAP_GC) + PY_MI_HEAP_THREAD_ID, 0x1234);
+    memset(r, 0, sizeof(*r));
+    CHECK_EQ(hw_walk(rt, &opt, &sink, &st), -SCRY_E_UNSUPPORTED_PYTHON);
+    free(r);
+    rd_close(rt->rd);
+    free(rt);
+    free(g_img.mem);
+}
+
 static const struct tl_test tests[] = {
     TL(test_walk_every_layout),
     TL(test_capture_contents),
+    TL(test_walk_free_threaded),
 };
 
 TL_MAIN(tests)
