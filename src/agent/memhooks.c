@@ -545,7 +545,7 @@ static uint64_t page_round(uint64_t n)
 
 /* An anonymous mapping costs the program its pages as they become resident: the collector
  * charges those to the footprint (ag_maps_scan_resident); the mapping's length is what the line
- * that mapped it allocated. */
+ * that mapped it allocated, and its resident pages what that line holds. */
 static void *mapped(void *p, size_t len, int flags)
 {
     if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting() && !by_block(&ag_mtls)) {
@@ -564,7 +564,9 @@ static void *mapped(void *p, size_t len, int flags)
         } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
             t->net += (int64_t)n; /* (and carry it) */
         } else {
+            t->mapping = true; /* its line holds its resident pages (memqueue.c) */
             attribute_alloc(t, p, n, n, false);
+            t->mapping = false;
         }
         KEEP_ERRNO_END;
     }
