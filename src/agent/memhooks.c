@@ -371,6 +371,15 @@ void ag_mem_py_realloc_begin(void *old)
     realloc_begin(t, old);
 }
 
+void ag_mem_py_realloc_grew(int64_t delta)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (!t->rl_active)
+        return;
+    t->rl_seen = true;
+    t->rl_delta = delta;
+}
+
 void ag_mem_py_realloc_end(void *old, void *p, size_t n)
 {
     struct ag_mem_tls *t = &ag_mtls;

@@ -84,6 +84,10 @@ void ag_mem_py_sample(void *p, size_t n);
 void ag_mem_py_free(void *p);
 void ag_mem_py_realloc_begin(void *old);
 void ag_mem_py_realloc_end(void *old, void *p, size_t n);
+/* Between the two, on a free-threaded build: the change of the block's counted bytes (its size
+ * class, or the pages its request spans: ag_mi_alloc_bytes), which the hooks under the wrapper
+ * do not see; the realloc's growth. */
+void ag_mem_py_realloc_grew(int64_t delta);
 
 /* One subtraction and a compare: an object of the window or more takes the distance below 0
  * too, and the slow path (which also checks that memory is being counted) sorts it out. The

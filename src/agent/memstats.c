@@ -183,8 +183,17 @@ void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes)
         return; /* gone already */
     struct ag_live *r = &m->live[idx - 1];
     r->held += bytes;
-    if (r->line != UINT32_MAX)
-        m->lines[r->line].live_bytes += bytes;
+    if (r->line == UINT32_MAX)
+        return;
+    struct ag_mline *l = &m->lines[r->line];
+    l->live_bytes += bytes;
+    if (!l->open) /* found after the execution that touched them: in no execution's peak */
+        return;
+    l->cur += bytes;
+    if (l->cur > l->cur_hw)
+        l->cur_hw = l->cur;
+    if (l->cur > l->peak)
+        l->peak = l->cur;
 }
 
 /* The footprint moved (by a sample's net, or by resident pages). */
