@@ -220,12 +220,17 @@ static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, uint64_t 
     emit_malloc(t, p, size, weight, python);
 }
 
-/* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
-static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
+/* The allocation of malloc sample seq, at address at (0: none), is gone (freed, or a realloc
+ * that could not keep it). If the free sample cannot be queued, the sample stays at that address:
+ * the next free there, or the next block sampled there (which carries it), frees it later, rather
+ * than its line holding it for ever. */
+static void attribute_free(struct ag_mem_tls *t, uint64_t seq, void *at)
 {
     t->guard++;
     if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, 0, seq, my_tid()))
         t->net = 0;
+    else if (at)
+        (void)ag_memq_retrack((uint64_t)(uintptr_t)at, seq);
     t->guard--;
 }
 
@@ -235,7 +240,7 @@ static void forget_block(struct ag_mem_tls *t, void *p)
     uint64_t seq;
     if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p) &&
         ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
-        attribute_free(t, seq);
+        attribute_free(t, seq, p);
 }
 
 static inline void on_copy(size_t n)
@@ -336,7 +341,7 @@ void ag_mem_py_free(void *p)
     if (!ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
         return;
     int saved = errno;
-    attribute_free(&ag_mtls, seq);
+    attribute_free(&ag_mtls, seq, p);
     errno = saved;
 }
 
@@ -355,7 +360,7 @@ static void realloc_keep(struct ag_mem_tls *t, void *old, void *p)
     t->rl_tracked = false;
     uint64_t at = (uint64_t)(uintptr_t)(p ? p : old);
     if (!ag_memq_retrack(at, t->rl_seq))
-        attribute_free(t, t->rl_seq); /* no room where it went: counted as gone */
+        attribute_free(t, t->rl_seq, NULL); /* no room where it went: counted as gone */
 }
 
 void ag_mem_py_realloc_begin(void *old)
@@ -623,9 +628,9 @@ AG_EXPORT int munmap(void *addr, size_t len)
                              : 0;
         t->net -= (int64_t)resident;
         if (tracked && n)
-            attribute_free(t, seq);
+            attribute_free(t, seq, addr);
         else if (tracked && !ag_memq_retrack((uint64_t)(uintptr_t)addr, seq))
-            attribute_free(t, seq);
+            attribute_free(t, seq, NULL);
         net_check(t);
         KEEP_ERRNO_END;
     }
