@@ -735,6 +735,17 @@ void *ag_real_mmap(size_t len)
     return (unsigned long)p > -4096UL ? NULL : p;
 }
 
+void ag_mem_thread_end(void)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (!t->net || !atomic_load_explicit(&ag_mem_on, memory_order_relaxed))
+        return;
+    int saved = errno;
+    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, 0, my_tid()))
+        t->net = 0;
+    errno = saved;
+}
+
 void ag_mem_fork_child(void)
 {
     ag_mtls.tid = 0; /* the child's thread has another id */

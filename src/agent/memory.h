@@ -76,6 +76,9 @@ struct ag_mem_sample {
 /* memhooks.c */
 void ag_mem_hooks_init(void);
 void ag_mem_fork_child(void);
+/* A thread the interpreter started is ending: the heap's net it has not sampled yet (less than
+ * a window) goes to the footprint now, not with the thread (a pool's workers, short threads). */
+void ag_mem_thread_end(void);
 void *ag_real_mmap(size_t len); /* anonymous memory for the agent, never counted */
 /* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled by
  * their requested size, and what it does underneath counts only in the heap's net. The fast
