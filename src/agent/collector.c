@@ -364,16 +364,13 @@ static bool native_where(struct ag_mwhere *w)
 
 #define RESIDENT_SCAN_NS 50000000ULL /* how often mappings are checked for resident pages */
 
+static void mapping_held(void *ctx, uint64_t seq, uint64_t bytes)
+{
+    ag_mem_held(ctx, seq, bytes);
+}
+
 static void drain_memory(bool flush)
 {
-    static uint64_t last_resident_scan;
-    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
-    if (!last_resident_scan) /* not in the first ticks, which install the Python hooks */
-        last_resident_scan = now;
-    if (flush || now - last_resident_scan >= RESIDENT_SCAN_NS) {
-        ag_mem_resident(&mstats, ag_maps_scan_resident(), now - start_mono_ns);
-        last_resident_scan = now;
-    }
     struct ag_mem_sample *s;
     while ((s = ag_memq_peek())) {
         struct ag_mwhere w = {.kind = AG_MW_FOOTPRINT_ONLY};
@@ -396,6 +393,15 @@ static void drain_memory(bool flush)
         ag_memq_pop();
     }
     ag_mem_end_batch(&mstats);
+    /* After the samples: the pages of a mapping go to the line of its sample, taken by now. */
+    static uint64_t last_resident_scan;
+    uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
+    if (!last_resident_scan) /* not in the first ticks, which install the Python hooks */
+        last_resident_scan = now;
+    if (flush || now - last_resident_scan >= RESIDENT_SCAN_NS) {
+        ag_mem_resident(&mstats, ag_maps_scan_resident(mapping_held, &mstats), now - start_mono_ns);
+        last_resident_scan = now;
+    }
 }
 
 /* ---- native stacks (with --stacks) ---- */

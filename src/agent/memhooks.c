@@ -220,12 +220,17 @@ static void attribute_alloc(struct ag_mem_tls *t, void *p, uint64_t n, uint64_t 
     emit_malloc(t, p, size, weight, python);
 }
 
-/* The allocation of malloc sample seq is gone (freed, or a realloc that could not keep it). */
-static void attribute_free(struct ag_mem_tls *t, uint64_t seq)
+/* The allocation of malloc sample seq, at address at (0: none), is gone (freed, or a realloc
+ * that could not keep it). If the free sample cannot be queued, the sample stays at that address:
+ * the next free there, or the next block sampled there (which carries it), frees it later, rather
+ * than its line holding it for ever. */
+static void attribute_free(struct ag_mem_tls *t, uint64_t seq, void *at)
 {
     t->guard++;
     if (ag_memq_emit(AG_M_FREE, 0, 0, t->net, 0, 0, seq, my_tid()))
         t->net = 0;
+    else if (at)
+        (void)ag_memq_retrack((uint64_t)(uintptr_t)at, seq);
     t->guard--;
 }
 
@@ -235,7 +240,7 @@ static void forget_block(struct ag_mem_tls *t, void *p)
     uint64_t seq;
     if (ag_memq_maybe_tracked((uint64_t)(uintptr_t)p) &&
         ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
-        attribute_free(t, seq);
+        attribute_free(t, seq, p);
 }
 
 static inline void on_copy(size_t n)
@@ -336,7 +341,7 @@ void ag_mem_py_free(void *p)
     if (!ag_memq_take_tracked((uint64_t)(uintptr_t)p, &seq))
         return;
     int saved = errno;
-    attribute_free(&ag_mtls, seq);
+    attribute_free(&ag_mtls, seq, p);
     errno = saved;
 }
 
@@ -355,7 +360,7 @@ static void realloc_keep(struct ag_mem_tls *t, void *old, void *p)
     t->rl_tracked = false;
     uint64_t at = (uint64_t)(uintptr_t)(p ? p : old);
     if (!ag_memq_retrack(at, t->rl_seq))
-        attribute_free(t, t->rl_seq); /* no room where it went: counted as gone */
+        attribute_free(t, t->rl_seq, NULL); /* no room where it went: counted as gone */
 }
 
 void ag_mem_py_realloc_begin(void *old)
@@ -369,6 +374,15 @@ void ag_mem_py_realloc_begin(void *old)
     t->rl_delta = 0;
     t->rl_copy = 0;
     realloc_begin(t, old);
+}
+
+void ag_mem_py_realloc_grew(int64_t delta)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (!t->rl_active)
+        return;
+    t->rl_seen = true;
+    t->rl_delta = delta;
 }
 
 void ag_mem_py_realloc_end(void *old, void *p, size_t n)
@@ -545,7 +559,7 @@ static uint64_t page_round(uint64_t n)
 
 /* An anonymous mapping costs the program its pages as they become resident: the collector
  * charges those to the footprint (ag_maps_scan_resident); the mapping's length is what the line
- * that mapped it allocated. */
+ * that mapped it allocated, and its resident pages what that line holds. */
 static void *mapped(void *p, size_t len, int flags)
 {
     if (p != MAP_FAILED && (flags & MAP_ANONYMOUS) && len && counting() && !by_block(&ag_mtls)) {
@@ -564,7 +578,9 @@ static void *mapped(void *p, size_t len, int flags)
         } else if (t->in_pymem) { /* an arena of Python's allocator: its objects are sampled */
             t->net += (int64_t)n; /* (and carry it) */
         } else {
+            t->mapping = true; /* its line holds its resident pages (memqueue.c) */
             attribute_alloc(t, p, n, n, false);
+            t->mapping = false;
         }
         KEEP_ERRNO_END;
     }
@@ -612,9 +628,9 @@ AG_EXPORT int munmap(void *addr, size_t len)
                              : 0;
         t->net -= (int64_t)resident;
         if (tracked && n)
-            attribute_free(t, seq);
+            attribute_free(t, seq, addr);
         else if (tracked && !ag_memq_retrack((uint64_t)(uintptr_t)addr, seq))
-            attribute_free(t, seq);
+            attribute_free(t, seq, NULL);
         net_check(t);
         KEEP_ERRNO_END;
     }
@@ -717,6 +733,17 @@ void *ag_real_mmap(size_t len)
 {
     void *p = raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return (unsigned long)p > -4096UL ? NULL : p;
+}
+
+void ag_mem_thread_end(void)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (!t->net || !atomic_load_explicit(&ag_mem_on, memory_order_relaxed))
+        return;
+    int saved = errno;
+    if (ag_memq_emit(AG_M_NET, 0, 0, t->net, 0, 0, 0, my_tid()))
+        t->net = 0;
+    errno = saved;
 }
 
 void ag_mem_fork_child(void)

@@ -20,6 +20,7 @@ struct ag_mem_tls {
     int in_pymem;  /* > 0: inside Python's allocator (PyMem wrappers): the wrappers attribute */
     bool resolving; /* this thread is looking up the real functions */
     bool py_thread; /* a thread the interpreter started (threadhooks.c) */
+    bool mapping;   /* the allocation being sampled is a new anonymous mapping, whole */
     int tid;        /* gettid(), cached (reset after fork) */
     int64_t net;    /* bytes allocated minus freed (the heap's own view) since the last sample */
     struct ag_strata alloc, copy; /* the sampling points of allocated and of copied bytes */
@@ -49,6 +50,9 @@ enum ag_mem_flags {
                            Python frame (compiling the script): counted in the footprint only */
     AG_M_NO_PYTHON = 2, /* the thread had no Python frame: charged to <native> */
     AG_M_UNTRACKED = 4, /* its allocation's address could not be remembered: its fate is unknown */
+    AG_M_MAPPED = 8,    /* its allocation is an anonymous mapping (size: its length) counted by
+                           its resident pages: its line holds what the collector finds resident
+                           (ag_maps_scan_resident), not the length */
 };
 
 /* One queued sample. */
@@ -58,7 +62,10 @@ struct ag_mem_sample {
     uint32_t kind, mflags;
     uint64_t bytes, python_bytes; /* the estimate this sample stands for, Python's part */
     int64_t net;       /* the thread's allocated minus freed bytes since its previous sample */
-    uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was */
+    uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was; malloc
+                           samples: 1 + an earlier malloc sample of the same block (a realloc's
+                           growth, or a block whose free was not seen), 0 if none: the two go
+                           together when the block is freed */
     uint64_t ptr;  /* malloc samples: the allocation sampled */
     uint64_t size; /* malloc samples: the block's size at ptr (requested, usable or mapped) */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
@@ -69,6 +76,9 @@ struct ag_mem_sample {
 /* memhooks.c */
 void ag_mem_hooks_init(void);
 void ag_mem_fork_child(void);
+/* A thread the interpreter started is ending: the heap's net it has not sampled yet (less than
+ * a window) goes to the footprint now, not with the thread (a pool's workers, short threads). */
+void ag_mem_thread_end(void);
 void *ag_real_mmap(size_t len); /* anonymous memory for the agent, never counted */
 /* Python's allocator (the PyMem wrappers, pyhooks.c): the objects it hands out are sampled by
  * their requested size, and what it does underneath counts only in the heap's net. The fast
@@ -77,6 +87,10 @@ void ag_mem_py_sample(void *p, size_t n);
 void ag_mem_py_free(void *p);
 void ag_mem_py_realloc_begin(void *old);
 void ag_mem_py_realloc_end(void *old, void *p, size_t n);
+/* Between the two, on a free-threaded build: the change of the block's counted bytes (its size
+ * class, or the pages its request spans: ag_mi_alloc_bytes), which the hooks under the wrapper
+ * do not see; the realloc's growth. */
+void ag_mem_py_realloc_grew(int64_t delta);
 
 /* One subtraction and a compare: an object of the window or more takes the distance below 0
  * too, and the slow path (which also checks that memory is being counted) sorts it out. The
@@ -126,8 +140,10 @@ bool ag_memq_retrack(uint64_t ptr, uint64_t seq);
 bool ag_maps_add(uint64_t addr, uint64_t len, bool resident);
 uint64_t ag_maps_remove(uint64_t addr, uint64_t len, uint64_t *resident);
 /* Collector: the pages of counted mappings that became resident since the last call, in bytes
- * (mincore; they are charged to the footprint from then on). */
-uint64_t ag_maps_scan_resident(void);
+ * (mincore; they are charged to the footprint from then on). Those of a mapping whose malloc
+ * sample is AG_M_MAPPED are also told to held(ctx, seq, bytes); a mapping whose sample the
+ * collector has not taken yet waits for the next call. */
+uint64_t ag_maps_scan_resident(void (*held)(void *ctx, uint64_t seq, uint64_t bytes), void *ctx);
 /* The counted mapping that holds addr is counted no longer (what was charged for it stays in
  * the footprint); false if none holds it. A scan of the table: not for a hook's path. */
 bool ag_maps_forget_holding(uint64_t addr);

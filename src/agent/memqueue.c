@@ -5,7 +5,8 @@
  * - the addresses of the malloc samples' allocations: freeing one is a free sample (the memory
  *   each line still holds, what each line freed, and the leak rule);
  * - the anonymous mappings counted, so that munmap counts only what mmap counted, with the bytes
- *   of their pages found resident (what they cost the footprint).
+ *   of their pages found resident (what they cost the footprint) and the malloc sample of a new
+ *   mapping, whose line holds those bytes (not the length it was charged as allocated).
  * All memory here comes from mmap at start; nothing allocates or locks. */
 #include <dlfcn.h>
 #include <sched.h>
@@ -50,6 +51,7 @@ static struct map_entry {
     _Atomic uint64_t addr;
     _Atomic uint64_t len;
     _Atomic uint64_t resident; /* bytes charged to the footprint for its resident pages */
+    _Atomic uint64_t seq;      /* 1 + its AG_M_MAPPED malloc sample, 0: none */
 } *maps;
 
 static uint64_t (*gilstate)(void); /* PyGILState_GetThisThreadState */
@@ -179,6 +181,34 @@ bool ag_memq_take_tracked(uint64_t ptr, uint64_t *seq)
     return false;
 }
 
+static bool link_mapping(uint64_t addr, uint64_t len, uint64_t seq);
+
+/* Remembers malloc sample m's allocation (position h). A sample already at that address is the
+ * same block's (a realloc's growth, whose sample followed the block there) or one whose free went
+ * unseen (the block was freed while nothing was counted, and its address reused): either way it
+ * goes when this block goes, so the new sample carries it (freed_seq) and takes its place. */
+static void track_sample(struct ag_mem_sample *m, uint64_t h)
+{
+    uint64_t ptr = m->ptr, prev;
+    if (!ptr || ptr <= TRACK_BUSY) {
+        m->mflags |= AG_M_UNTRACKED;
+        return;
+    }
+    bool had = ag_memq_take_tracked(ptr, &prev);
+    if (!track(ptr, h)) {
+        m->mflags |= AG_M_UNTRACKED;
+        if (had)
+            (void)track(ptr, prev); /* the way just freed: it stays as it was */
+        return;
+    }
+    if (had)
+        m->freed_seq = prev + 1;
+    /* A whole new mapping, sampled at its length (the window or more): its line holds its
+     * resident pages as the collector finds them. */
+    if (ag_mtls.mapping && m->size >= ag_mem_window && link_mapping(ptr, m->size, h))
+        m->mflags |= AG_M_MAPPED;
+}
+
 bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, int64_t net,
                   uint64_t ptr, uint64_t size, uint64_t freed_seq, int tid)
 {
@@ -224,8 +254,8 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
      * for 400 threads) and counts in the footprint only. */
     if (python && m->s.depth == 0 && kind != AG_M_NET)
         m->mflags |= tid == ag_pid || ag_mtls.py_thread ? AG_M_STARTUP : AG_M_NO_PYTHON;
-    if (kind == AG_M_MALLOC && (!ptr || ptr <= TRACK_BUSY || !track(ptr, h)))
-        m->mflags |= AG_M_UNTRACKED;
+    if (kind == AG_M_MALLOC)
+        track_sample(m, h);
     atomic_store_explicit(&m->ready, h + 1, memory_order_release);
     /* A quarter full: the collector is behind its usual pace (a tick every 10 ms). */
     if (h - atomic_load_explicit(&tail, memory_order_relaxed) == QUEUE_SLOTS / 4)
@@ -276,10 +306,30 @@ bool ag_maps_add(uint64_t addr, uint64_t len, bool resident)
          * the scan reads the length only once resident is no longer MAP_GONE. */
         if (atomic_compare_exchange_strong(&maps[i].addr, &cur, addr)) {
             atomic_store_explicit(&maps[i].resident, MAP_GONE, memory_order_relaxed);
+            atomic_store_explicit(&maps[i].seq, 0, memory_order_relaxed);
             atomic_store_explicit(&maps[i].len, len, memory_order_release);
             atomic_store_explicit(&maps[i].resident, resident ? len : 0, memory_order_release);
             return true;
         }
+    }
+    return false;
+}
+
+/* The mapping at addr, of len bytes, is malloc sample seq's. Only the thread that mapped it, before
+ * returning it, links it: no one unmaps it meanwhile. */
+static bool link_mapping(uint64_t addr, uint64_t len, uint64_t seq)
+{
+    size_t i = map_index(addr);
+    for (int k = 0; maps && k < MAP_PROBES; k++, i = (i + 1) & (MAP_SLOTS - 1)) {
+        uint64_t cur = atomic_load_explicit(&maps[i].addr, memory_order_acquire);
+        if (cur == 0)
+            return false;
+        if (cur != addr)
+            continue;
+        if (atomic_load_explicit(&maps[i].len, memory_order_relaxed) != len)
+            return false;
+        atomic_store_explicit(&maps[i].seq, seq + 1, memory_order_release);
+        return true;
     }
     return false;
 }
@@ -350,8 +400,9 @@ static uint64_t resident_bytes(uint64_t addr, uint64_t len)
     return pages * PAGE;
 }
 
-uint64_t ag_maps_scan_resident(void)
+uint64_t ag_maps_scan_resident(void (*held)(void *ctx, uint64_t seq, uint64_t bytes), void *ctx)
 {
+    uint64_t taken = atomic_load_explicit(&tail, memory_order_acquire);
     if (!maps)
         return 0;
     uint64_t grew = 0;
@@ -363,12 +414,18 @@ uint64_t ag_maps_scan_resident(void)
         uint64_t len = atomic_load_explicit(&maps[i].len, memory_order_acquire);
         if (had == MAP_GONE || had >= len)
             continue; /* being added or removed, or all of it is resident already */
+        uint64_t seq = atomic_load_explicit(&maps[i].seq, memory_order_acquire);
+        if (seq && seq - 1 >= taken)
+            continue; /* its sample is not in the collector's hands yet: next time */
         uint64_t now = resident_bytes(addr, len);
         if (now > len)
             now = len;
         /* Fails if the mapping was removed meanwhile: then nothing more is charged. */
-        if (now > had && atomic_compare_exchange_strong(&maps[i].resident, &had, now))
+        if (now > had && atomic_compare_exchange_strong(&maps[i].resident, &had, now)) {
             grew += now - had;
+            if (seq && held)
+                held(ctx, seq - 1, now - had);
+        }
     }
     return grew;
 }

@@ -117,28 +117,33 @@ static void leak_candidate(struct ag_mem_stats *m)
     m->npending = 2;
 }
 
-static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint32_t line,
-                          uint32_t stack)
+static void remember_live(struct ag_mem_stats *m, const struct ag_mem_sample *s, uint64_t held,
+                          uint32_t line, uint32_t stack)
 {
     if (grow_array(&m->live, &m->cap_live, m->nlive + 1, sizeof(*m->live)) != 0)
         return; /* its bytes stay charged to its line */
     if (hm_put(&m->live_by_seq, s->seq + 1, m->nlive + 1) != 0)
         return;
-    m->live[m->nlive++] = (struct ag_live){s->seq, s->ptr, s->bytes, s->size, line, stack};
+    m->live[m->nlive++] =
+        (struct ag_live){s->seq, s->ptr, s->bytes, held, s->freed_seq, s->size, line, stack};
 }
 
 /* Sample seq's allocation was freed at queue position freed_at: the bytes it stood for (0 if the
- * sample is not known: it could not be remembered). */
-static uint64_t freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
+ * sample is not known: it could not be remembered); *prev: the earlier sample of its block. */
+static uint64_t forget_live(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at,
+                            uint64_t *prev)
 {
     uint64_t idx;
+    *prev = 0;
     if (!hm_get(&m->live_by_seq, seq + 1, &idx))
         return 0;
     struct ag_live *r = &m->live[idx - 1];
     uint64_t bytes = r->bytes;
-    if (r->line != UINT32_MAX) {
+    *prev = r->prev;
+    if (r->line != UINT32_MAX) { /* the line that allocated it holds it no more */
         struct ag_mline *l = &m->lines[r->line];
-        l->live_bytes = l->live_bytes > r->bytes ? l->live_bytes - r->bytes : 0;
+        l->live_bytes = l->live_bytes > r->held ? l->live_bytes - r->held : 0;
+        l->cur = l->cur > r->held ? l->cur - r->held : 0;
     }
     for (int k = 0; k < m->npending; k++)
         if (m->pending[k].seq == seq) {
@@ -156,6 +161,39 @@ static uint64_t freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
     }
     m->nlive--;
     return bytes;
+}
+
+/* The block of sample seq was freed: its samples (a realloc's growth carries the block's earlier
+ * sample, which always comes first) are gone together; the bytes they stood for. */
+static uint64_t freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
+{
+    uint64_t bytes = 0, next = seq + 1;
+    while (next) {
+        uint64_t prev;
+        bytes += forget_live(m, next - 1, freed_at, &prev);
+        next = prev && prev - 1 < next - 1 ? prev : 0;
+    }
+    return bytes;
+}
+
+void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes)
+{
+    uint64_t idx;
+    if (!hm_get(&m->live_by_seq, seq + 1, &idx))
+        return; /* gone already */
+    struct ag_live *r = &m->live[idx - 1];
+    r->held += bytes;
+    if (r->line == UINT32_MAX)
+        return;
+    struct ag_mline *l = &m->lines[r->line];
+    l->live_bytes += bytes;
+    if (!l->open) /* found after the execution that touched them: in no execution's peak */
+        return;
+    l->cur += bytes;
+    if (l->cur > l->cur_hw)
+        l->cur_hw = l->cur;
+    if (l->cur > l->peak)
+        l->peak = l->cur;
 }
 
 /* The footprint moved (by a sample's net, or by resident pages). */
@@ -207,6 +245,8 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                                      : 0;
     }
     uint64_t bytes = s->bytes;
+    /* A mapping's line holds its resident pages (ag_mem_held), not its length. */
+    uint64_t held = s->mflags & AG_M_MAPPED ? bytes - (s->size < bytes ? s->size : bytes) : bytes;
     if (s->kind == AG_M_MALLOC) {
         m->malloc_bytes += bytes;
         m->python_bytes += s->python_bytes;
@@ -220,21 +260,20 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     }
     ag_timeline_add(&m->timeline, t, m->footprint);
     if (s->kind == AG_M_MALLOC && !(s->mflags & AG_M_UNTRACKED))
-        remember_live(m, s, l ? (uint32_t)(l - m->lines) : UINT32_MAX, l ? w->stack : 0);
+        remember_live(m, s, held, l ? (uint32_t)(l - m->lines) : UINT32_MAX, l ? w->stack : 0);
     if (!l)
         return;
     moved_to(m, s->tid, l);
     if (s->kind == AG_M_MALLOC) {
-        l->live_bytes += bytes;
+        l->live_bytes += held;
         l->malloc_bytes += bytes;
         l->python_bytes += s->python_bytes;
         l->malloc_samples++;
-        l->cur += bytes;
+        l->cur += held;
         if (l->cur > m->footprint) /* a line cannot hold more than there is */
             l->cur = m->footprint;
     } else {
         l->free_bytes += bytes;
-        l->cur = l->cur > bytes ? l->cur - bytes : 0;
     }
     l->open = true;
     if (l->cur > l->cur_hw)

@@ -44,6 +44,9 @@ struct ag_mline {
 /* A malloc sample whose allocation has not been freed (as far as the collector knows). */
 struct ag_live {
     uint64_t seq, ptr, bytes;
+    uint64_t held;  /* what its line holds of it: bytes, or for an AG_M_MAPPED sample the bytes
+                       it stood for beyond the mapping plus the mapping's pages found resident */
+    uint64_t prev;  /* 1 + an earlier sample of the same block, freed with it; 0: none */
     uint64_t size;  /* the block at ptr (for the join with a heap snapshot: docs/allocations.md) */
     uint32_t line;  /* index into lines, UINT32_MAX: charged to no line */
     uint32_t stack; /* index + 1 into the collector's allocation stacks, 0: none */
@@ -99,6 +102,8 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns);
 /* Pages of anonymous mappings found resident (ag_maps_scan_resident): they join the footprint. */
 void ag_mem_resident(struct ag_mem_stats *m, uint64_t bytes, uint64_t t_ns);
+/* Of those, bytes of the mapping of AG_M_MAPPED malloc sample seq: its line holds them. */
+void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes);
 /* The collector drained a batch of samples: takes at most one leak candidate per batch (as
  * Scalene), so that only growth that lasts over many collector periods looks like a leak. */
 void ag_mem_end_batch(struct ag_mem_stats *m);

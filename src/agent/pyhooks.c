@@ -108,9 +108,11 @@ static void *wrap_realloc(void *ctx, void *old, size_t n)
     ag_mtls.in_pymem++;
     void *p = o->realloc(o->ctx, old, n);
     ag_mtls.in_pymem--;
-    if (p && ag_mi_by_block)
-        ag_mem_py_net((int64_t)ag_mi_alloc_bytes(p, n) - (int64_t)before);
-    else if (ag_mi_by_block && old)
+    if (p && ag_mi_by_block) {
+        int64_t delta = (int64_t)ag_mi_alloc_bytes(p, n) - (int64_t)before;
+        ag_mem_py_net(delta);
+        ag_mem_py_realloc_grew(delta);
+    } else if (ag_mi_by_block && old)
         ag_mi_keep_bytes(old, before);
     ag_mem_py_realloc_end(old, p, n);
     return p;

@@ -26,6 +26,7 @@ static void on_thread_exit(void *value)
 {
     ag_mtls.guard++;
     ag_thread_end(value);
+    ag_mem_thread_end();
     ag_mtls.guard--;
 }
 

@@ -11,6 +11,10 @@ bool ag_leak_on = true;
 
 static uint64_t next_seq;
 
+/* Flags and block size of the next malloc sample recorded (then back to 0). */
+static uint32_t next_mflags;
+static uint64_t next_size;
+
 static void record(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes,
                    uint64_t python_bytes, int64_t net, uint64_t freed_seq, int tid,
                    uint32_t file, int32_t line)
@@ -18,7 +22,10 @@ static void record(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes
     static struct ag_mem_sample s;
     s.seq = next_seq++;
     s.kind = kind;
-    s.mflags = 0;
+    s.mflags = next_mflags;
+    s.size = next_size;
+    next_mflags = 0;
+    next_size = 0;
     s.bytes = bytes;
     s.python_bytes = python_bytes;
     s.net = net;
@@ -249,11 +256,82 @@ static void test_leak_gate_and_batches(void)
     ag_mem_stats_free(&m);
 }
 
+/* A realloc's growth sampled at the block of an earlier sample carries it (freed_seq: 1 + its
+ * seq): one free takes both, wherever and by whichever thread it happens. */
+static void test_block_samples_go_together(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t first = sample(&m, 3 * MB, 3 * MB, 2, 0, 50);
+    record(&m, AG_M_MALLOC, 2 * MB, 2 * MB, (int64_t)(2 * MB), first + 1, 2, 0, 50);
+    uint64_t growth = next_seq - 1;
+    CHECK_EQ_U64(line(&m, 50)->live_bytes, 5 * MB);
+    sample_free(&m, growth, -(int64_t)(5 * MB), 1, 0, 51);
+    CHECK_EQ_U64(line(&m, 50)->live_bytes, 0);
+    CHECK_EQ_U64(line(&m, 51)->free_bytes, 5 * MB);
+    CHECK_EQ_U64(m.free_bytes, 5 * MB);
+    CHECK_EQ_U64(m.nlive, 0);
+    ag_mem_stats_free(&m);
+}
+
+/* A mapping's line holds its pages found resident, not its length (which it allocated): 32 MiB
+ * mapped with 3 MiB touched keeps 3 MiB; what its sample stood for beyond the mapping (bytes
+ * that waited for a sample) is held as any block's. Its free takes the length off the totals
+ * and what was held off the line. */
+static void test_mapping_holds_its_resident_pages(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    next_mflags = AG_M_MAPPED;
+    next_size = 32 * MB;
+    uint64_t map = sample(&m, 33 * MB, 0, 2, 0, 60); /* 1 MiB of earlier blocks with it */
+    record(&m, AG_M_NET, 0, 0, -(int64_t)(33 * MB) + (int64_t)MB, 0, 2, 0, 0); /* not resident */
+    const struct ag_mline *l = line(&m, 60);
+    CHECK_EQ_U64(l->malloc_bytes, 33 * MB);
+    CHECK_EQ_U64(l->live_bytes, MB);
+    CHECK_EQ_U64(l->peak, MB);
+    ag_mem_held(&m, map, 3 * MB); /* while the line runs: in its peak */
+    ag_mem_resident(&m, 3 * MB, 100);
+    CHECK_EQ_U64(l->live_bytes, 4 * MB);
+    CHECK_EQ_U64(l->peak, 4 * MB);
+    CHECK_EQ_U64(m.footprint, 4 * MB);
+    ag_mem_finish(&m);
+    ag_mem_held(&m, map, MB); /* after it: held, in no execution's peak */
+    CHECK_EQ_U64(l->live_bytes, 5 * MB);
+    CHECK_EQ_U64(l->peak, 4 * MB);
+    sample_free(&m, map, -(int64_t)(4 * MB), 1, 0, 61);
+    CHECK_EQ_U64(l->live_bytes, 0);
+    CHECK_EQ_U64(line(&m, 61)->free_bytes, 33 * MB);
+    ag_mem_held(&m, map, MB); /* gone: nothing */
+    CHECK_EQ_U64(l->live_bytes, 0);
+    ag_mem_stats_free(&m);
+}
+
+/* Blocks a worker allocates on one line and the main thread frees on another: the worker's line
+ * holds one block at a time (each free takes it off the line that allocated it), the freeing
+ * line holds nothing. */
+static void test_freed_by_another_thread(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    sample(&m, 64 * MB, 0, 3, 0, 72); /* kept elsewhere: the footprint caps nothing here */
+    for (int i = 0; i < 10; i++)
+        sample_free(&m, sample(&m, 4 * MB, 0, 2, 0, 70), -(int64_t)(4 * MB), 1, 0, 71);
+    ag_mem_finish(&m);
+    CHECK_EQ_U64(line(&m, 70)->peak, 4 * MB);
+    CHECK_EQ_U64(line(&m, 70)->execs, 1);
+    CHECK_EQ_U64(line(&m, 70)->live_bytes, 0);
+    CHECK_EQ_U64(line(&m, 71)->peak, 0);
+    CHECK_EQ_U64(line(&m, 71)->free_bytes, 40 * MB);
+    ag_mem_stats_free(&m);
+}
+
 static const struct tl_test tests[] = {
     TL(test_kept_allocations),   TL(test_churn_on_one_line),
     TL(test_alloc_here_free_there), TL(test_threads_keep_their_lines),
     TL(test_footprint_clamped),  TL(test_timeline_bounded_keeps_max),
     TL(test_leak_candidates),    TL(test_leak_gate_and_batches),
-    TL(test_free_takes_its_sample),
+    TL(test_free_takes_its_sample), TL(test_block_samples_go_together),
+    TL(test_mapping_holds_its_resident_pages), TL(test_freed_by_another_thread),
 };
 TL_MAIN(tests)
