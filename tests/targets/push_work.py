@@ -1,9 +1,10 @@
 """Work for `scry run --push` (tests/e2e/test_push.py).
 
 push_work.py SECONDS STATUS: for SECONDS of wall time, rounds of push_hot_loop (pure Python on
-the CPU for 80 ms) then push_rest (a 40 ms sleep): phases long beside the sampling interval, so
+the CPU for 160 ms) then push_rest (an 80 ms sleep): phases long beside the sampling interval, so
 that the profile's split can be checked against the time the program measured in each, which it
-prints; then exits with STATUS.
+prints; then exits with STATUS. (80/40 ms phases put the sleep 10.4 points under its share in a
+loaded CI run: each switch costs the sleep the sampler's delay in reaching the thread.)
 push_work.py --rounds N STATUS: N calls of push_count (fixed work), then the same.
 """
 import sys
@@ -19,7 +20,7 @@ def push_hot_loop(until):
 
 
 def push_rest():
-    time.sleep(0.04)
+    time.sleep(0.08)
 
 
 def push_count():
@@ -40,7 +41,7 @@ def main():
         end = start + float(sys.argv[1])
         while time.perf_counter() < end:
             t = time.perf_counter()
-            push_hot_loop(min(t + 0.08, end))
+            push_hot_loop(min(t + 0.16, end))
             u = time.perf_counter()
             if u < end:
                 push_rest()
