@@ -5,40 +5,40 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "cli/cli.h"
 #include "common/agent_link.h"
+#include "common/arena.h"
 #include "common/error.h"
 #include "reader/elf_image.h"
+#include "reader/reader_impl.h"
 
-/* The load address and file of the first mapping whose file's name starts with prefix; false if
- * there is none. */
+/* The load address and file of the first mapping whose file's name starts with prefix (read
+ * with the reader's /proc/PID/maps parser); false if there is none. */
 static bool find_object(int pid, const char *prefix, uint64_t *base, char *path, size_t size)
 {
-    char mp[64], line[PATH_MAX + 256];
-    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
-    FILE *f = fopen(mp, "re");
-    if (!f)
-        return false;
+    struct arena a = ARENA_INIT;
+    struct rd_mapping *maps = NULL;
+    size_t n = 0;
     bool found = false;
-    while (!found && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi, off;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &at) < 3 || !at)
-            continue;
-        char *file = line + at;
-        file[strcspn(file, "\n")] = 0;
-        const char *slash = strrchr(file, '/');
-        if (file[0] != '/' || strncmp(slash + 1, prefix, strlen(prefix)) != 0 || off != 0)
-            continue;
-        *base = lo;
-        snprintf(path, size, "%s", file);
-        found = true;
+    if (rd_maps_read(pid, &a, &maps, &n) == 0) {
+        for (size_t i = 0; i < n && !found; i++) {
+            const char *slash = strrchr(maps[i].path, '/');
+            if (maps[i].path[0] != '/' || maps[i].offset != 0 ||
+                strncmp(slash + 1, prefix, strlen(prefix)) != 0)
+                continue;
+            *base = maps[i].start;
+            snprintf(path, size, "%s", maps[i].path);
+            found = true;
+        }
     }
-    fclose(f);
+    err_clear();
+    free(maps);
+    arena_free(&a);
     return found;
 }
 

@@ -31,10 +31,12 @@
 #include "cli/cli.h"
 #include "cli/record_memory.h"
 #include "cli/record_remote.h"
+#include "common/arena.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
+#include "reader/reader_impl.h"
 #include "render/profile_json.h"
 
 #define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
@@ -54,24 +56,23 @@ static bool pc_unsafe(int pid, uint64_t pc)
 {
     static const char *const objects[] = {"libc.so", "libc-", "ld-linux", "ld-", "libpthread",
                                           "libdl", "libgcc_s", "libstdc++", "libscry-agent"};
-    char mp[64], line[PATH_MAX + 256];
-    snprintf(mp, sizeof(mp), "/proc/%d/maps", pid);
-    FILE *f = fopen(mp, "re");
-    if (!f)
-        return true;
+    struct arena a = ARENA_INIT;
+    struct rd_mapping *maps = NULL;
+    size_t n = 0;
     bool unsafe = false, seen = false;
-    while (!seen && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || pc < lo || pc >= hi)
+    if (rd_maps_read(pid, &a, &maps, &n) != 0)
+        err_clear();
+    for (size_t i = 0; i < n && !seen; i++) {
+        if (pc < maps[i].start || pc >= maps[i].end)
             continue;
         seen = true;
-        const char *slash = strrchr(line + at, '/');
-        for (size_t i = 0; slash && i < sizeof(objects) / sizeof(*objects); i++)
-            if (strncmp(slash + 1, objects[i], strlen(objects[i])) == 0)
+        const char *slash = strrchr(maps[i].path, '/');
+        for (size_t k = 0; slash && k < sizeof(objects) / sizeof(*objects); k++)
+            if (strncmp(slash + 1, objects[k], strlen(objects[k])) == 0)
                 unsafe = true;
     }
-    fclose(f);
+    free(maps);
+    arena_free(&a);
     return unsafe || !seen;
 }
 
