@@ -175,7 +175,7 @@ static void find_eval_loop(void)
     Dl_info info;
     const ElfW(Sym) *entry = NULL;
     if (sym && dladdr1(sym, &info, (void **)&entry, RTLD_DL_SYMENT) && entry &&
-        entry->st_size >= (16u << 10)) {
+        entry->st_size >= EHF_EVAL_LOOP_MIN) {
         eval_start = (uint64_t)(uintptr_t)sym;
         eval_end = eval_start + entry->st_size;
         return;

@@ -171,7 +171,7 @@ static void find_unnamed_eval_loop(struct rn_module *mod)
     if (!elf_symbol(mod->elf, "PyEval_EvalCode", &v, &size) ||
         !elf_section(mod->elf, ".eh_frame_hdr", &hdr, &hdr_size))
         return;
-    if (elf_symbol(mod->elf, "_PyEval_EvalFrameDefault", &v, &size) && size >= (16u << 10))
+    if (elf_symbol(mod->elf, "_PyEval_EvalFrameDefault", &v, &size) && size >= EHF_EVAL_LOOP_MIN)
         return; /* the symbol is the loop itself */
     ehf_eval_loop(elf_reader, mod->elf, hdr, elf_name_at, &mod->eval_start, &mod->eval_end);
 }

@@ -189,16 +189,12 @@ int ehf_largest_function(ehf_read_fn read, void *ctx, uint64_t hdr_addr, uint64_
     return 0;
 }
 
-/* The eval loop is by far the largest function of CPython (55-85 KB in the builds measured:
- * 3.11 to 3.15, gcc -O2/-O3); a largest function smaller than this is not it. */
-#define EVAL_LOOP_MIN (16u << 10)
-
 int ehf_eval_loop(ehf_read_fn read, void *ctx, uint64_t hdr_addr,
                   const char *(*name_at)(void *ctx, uint64_t addr), uint64_t *start,
                   uint64_t *end)
 {
     uint64_t s, e;
-    if (ehf_largest_function(read, ctx, hdr_addr, &s, &e) < 0 || e - s < EVAL_LOOP_MIN)
+    if (ehf_largest_function(read, ctx, hdr_addr, &s, &e) < 0 || e - s < EHF_EVAL_LOOP_MIN)
         return -1;
     const char *name = name_at ? name_at(ctx, s) : NULL;
     if (name && strcmp(name, "_PyEval_EvalFrameDefault") != 0)
