@@ -10,6 +10,13 @@
 #include "common/hashmap.h"
 #include "common/strbuf.h"
 
+/* The largest block that can hold `owned` bytes of one object or buffer (alloc_join.h). */
+static uint64_t block_limit(uint64_t owned)
+{
+    uint64_t limit = owned + AJ_SIZE_SLACK;
+    return owned < AJ_PAGE ? limit : (limit + AJ_PAGE - 1) / AJ_PAGE * AJ_PAGE;
+}
+
 /* The object whose header lies at one of the starts a block can have, else SNAP_NONE. */
 static uint32_t object_at_block(const struct snap *s, const struct snap_alloc_sample *b)
 {
@@ -23,8 +30,27 @@ static uint32_t object_at_block(const struct snap *s, const struct snap_alloc_sa
     }
     for (uint32_t i = lo; i < s->nobjects && s->objects[i].addr - b->addr <= AJ_MAX_HEADER; i++) {
         uint64_t off = s->objects[i].addr - b->addr;
-        if (off % 16 == 0 && off < b->size && s->objects[i].size + AJ_SIZE_SLACK >= b->size)
+        if (off % 16 == 0 && off < b->size && block_limit(s->objects[i].size) >= b->size)
             return i;
+    }
+    return SNAP_NONE;
+}
+
+/* The owner of the object's buffer that the block holds (alloc_join.h), else SNAP_NONE. */
+static uint32_t owner_of_block(const struct snap *s, const struct snap_alloc_sample *b)
+{
+    uint32_t lo = 0, hi = s->nbuffers;
+    while (lo < hi) { /* the first buffer at or above the block */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->buffers[mid].addr < b->addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t i = lo; i < s->nbuffers && s->buffers[i].addr - b->addr <= AJ_MAX_HEADER; i++) {
+        const struct snap_buffer *f = &s->buffers[i];
+        if (f->addr - b->addr < b->size && block_limit(f->size) >= b->size)
+            return f->object;
     }
     return SNAP_NONE;
 }
@@ -45,6 +71,10 @@ int aj_build(const struct heap_analysis *a, struct aj_join *out)
     for (uint32_t i = 0; i < s->nalloc_samples; i++) {
         const struct snap_alloc_sample *b = &s->alloc_samples[i];
         uint32_t o = object_at_block(s, b);
+        if (o == SNAP_NONE && (o = owner_of_block(s, b)) != SNAP_NONE) {
+            out->in_buffers++;
+            out->in_buffers_bytes += b->weight;
+        }
         out->object[i] = o;
         out->samples++;
         if (o == SNAP_NONE) {

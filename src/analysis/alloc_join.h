@@ -16,8 +16,15 @@
  * managed dict and weak references), inside the block: no other start is a match. */
 #define AJ_MAX_HEADER 32
 /* A block more than this larger than the object found at its start held something else (its
- * address was reused) and is not a match. */
+ * address was reused) and is not a match; from AJ_PAGE bytes on, the block may also be the
+ * object's size rounded up to whole pages (malloc's own mappings report their usable size). */
 #define AJ_SIZE_SLACK 64
+#define AJ_PAGE 4096
+/* A block that holds no object may be an object's own native block (the snapshot's BUFS: a
+ * list's item array, numpy's data...): the buffer starts at the block or up to AJ_MAX_HEADER
+ * bytes into it (the block's header: 3.11/3.12 split values' prefix, 3.13t's list arrays,
+ * 3.15's bytearray storage, a bytes object), and the block is at most AJ_SIZE_SLACK bytes
+ * larger than the buffer. Its samples are credited to the owner. */
 
 /* Bytes from one allocating line (the innermost frame of the samples' stacks; file 0 and line 0:
  * samples with no profiled Python frame). */
@@ -30,9 +37,10 @@ struct aj_line {
 
 struct aj_join {
     const struct heap_analysis *a;
-    uint32_t *object; /* per sample: the object its block holds, or SNAP_NONE */
+    uint32_t *object; /* per sample: the object its block holds or is a buffer of, or SNAP_NONE */
     uint64_t samples, matched, unmatched;
     uint64_t matched_bytes, unmatched_bytes;
+    uint64_t in_buffers, in_buffers_bytes; /* of the matched: blocks that are objects' buffers */
 };
 
 /* Returns 0, -SCRY_E_NO_ALLOCATIONS (a snapshot without an ALOC chunk; message recorded) or

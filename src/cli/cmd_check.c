@@ -83,6 +83,8 @@ static void render_json(const struct snap *s, const char *path, struct strbuf *o
         jw_uint(&w, s->nalloc_samples);
     else
         jw_null(&w);
+    jw_key(&w, "owned_buffers"); /* BUFS (1.3): 0 when absent */
+    jw_uint(&w, s->nbuffers);
     jw_key(&w, "strings");
     jw_uint(&w, s->nstrings);
     jw_key(&w, "shallow_bytes");
@@ -167,6 +169,8 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
     if (s->has_allocations)
         sb_addf(out, "  allocations %u live samples (window %llu bytes), %u stacks\n",
                 s->nalloc_samples, (unsigned long long)s->alloc_window, s->nalloc_stacks);
+    if (s->nbuffers)
+        sb_addf(out, "  buffers     %u native blocks owned by objects\n", s->nbuffers);
     sb_addf(out, "  pid         %u\n  python      %s\n", m->pid,
             m->python_version[0] ? san_str(m->python_version) : "(unknown)");
     if (m->rss_bytes) {

@@ -245,6 +245,13 @@ static int sink_location(void *ctx, uint64_t addr, const char *file, int line)
     return graph_line(d);
 }
 
+/* Objects' own native blocks: only with allocation samples, which they are joined to. */
+static int sink_buffer(void *ctx, uint64_t owner, uint64_t addr, uint64_t size)
+{
+    struct dump_sink *d = ctx;
+    return snap_add_buffer(d->w, owner, addr, size);
+}
+
 /* ---- the command -------------------------------------------------------------------------- */
 
 static double mono_ms(void)
@@ -559,7 +566,8 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     if (o->alloc_file && (err = alloc_table_load(o->alloc_file, o->pid, &before)) != 0)
         goto fail;
     bool alloc = o->alloc_file || alloc_ask(o, run_dir, &before);
-    struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location};
+    struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location,
+                           alloc ? sink_buffer : NULL};
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;

@@ -27,6 +27,7 @@
 #include "cli/record_alloc.h"
 #include "cli/reports.h"
 #include "cli/run_link.h"
+#include "cli/sampling.h"
 #include "cli/uprobe_point.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -54,6 +55,8 @@ struct ra_opts {
     const char *dump, *outfile; /* one of them */
     unsigned long long window;
     bool json;
+    struct smp_opts filter; /* "your code": --profile-all, --profile-only, ... as record's */
+    char program_path[PATH_MAX];
 };
 
 struct ra_state {
@@ -70,7 +73,11 @@ struct ra_state {
     struct hashmap by_addr;
     json_t *stacks;   /* [[[file, function, line], ...outermost first], ...] */
     json_t *stack_id; /* key text -> index */
-    uint64_t nalloc, nfree, nostack, truncated;
+    /* The file filter's view of the process (sampling.h): its program path and the rule of
+     * each file; a stack keeps the frames of profiled files, as the agent's do. */
+    struct smp_set filter_set;
+    struct smp_proc *filter;
+    uint64_t nalloc, nfree, nostack, outside, truncated;
     int err; /* the first error of the ring's callback */
 };
 
@@ -96,9 +103,15 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
         {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        {"profile-all", no_argument, NULL, SMP_O_ALL},
+        {"profile-only", required_argument, NULL, SMP_O_ONLY},
+        {"profile-exclude", required_argument, NULL, SMP_O_EXCLUDE},
+        {"profile-system-libraries", no_argument, NULL, SMP_O_SYSLIB},
+        {"program-path", required_argument, NULL, SMP_O_PPATH},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
+    smp_opts_init(&o->filter);
     o->window = DEFAULT_WINDOW;
     o->json = cli_wants_json(argc, argv);
     *help = false;
@@ -141,12 +154,25 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
         case 'h':
             *help = true;
             return 0;
+        case SMP_O_ALL:
+        case SMP_O_ONLY:
+        case SMP_O_EXCLUDE:
+        case SMP_O_SYSLIB:
+        case SMP_O_PPATH: {
+            int pid = 0, r = smp_parse_option(c, optarg, &o->filter, &pid);
+            if (r < 0)
+                return r;
+            break;
+        }
         default:
             return cli_option_error(c, argv);
         }
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
+    int perr = smp_resolve_program_path(&o->filter, o->program_path);
+    if (perr)
+        return perr;
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
     if (!o->dump == !o->outfile)
@@ -376,20 +402,26 @@ static bool copy_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return false;
 }
 
-/* The index of a stack (frames innermost first) in the table, -1 when it has no frame or the
- * table is full. */
-static int64_t intern_stack(struct ra_state *s, const struct py_frame *f, size_t n)
+/* The file (absolute) and function of a frame the filter kept. */
+static const char *kept_file(const struct ra_state *s, const uint32_t *fr)
+{
+    return json_string_value(json_array_get(s->filter->files, fr[0]));
+}
+
+static const char *kept_func(const struct ra_state *s, const uint32_t *fr)
+{
+    return json_string_value(json_array_get(json_array_get(s->filter->funcs, fr[1]), 0));
+}
+
+/* The index of a stack (the profiled frames, innermost first) in the table, -1 when it has no
+ * frame or the table is full. */
+static int64_t intern_stack(struct ra_state *s, const uint32_t (*f)[3], size_t n)
 {
     if (!n)
         return -1;
     struct strbuf key = STRBUF_INIT;
     for (size_t i = n; i-- > 0;)
-        sb_addf(&key, "%s%c%s%c%d%c", f[i].code->filename, 0, f[i].code->qualname, 0, f[i].line,
-                1);
-    /* the key's NULs would cut it short as an object key: make them printable */
-    for (size_t i = 0; i < key.len; i++)
-        if (!key.buf[i])
-            key.buf[i] = 2;
+        sb_addf(&key, "%u:%u:%u%c", f[i][0], f[i][1], f[i][2], 1);
     int64_t id = -1;
     json_t *have = json_object_getn(s->stack_id, key.buf, key.len);
     if (have) {
@@ -397,8 +429,8 @@ static int64_t intern_stack(struct ra_state *s, const struct py_frame *f, size_t
     } else if (json_array_size(s->stacks) < MAX_STACKS) {
         json_t *st = json_array();
         for (size_t i = n; st && i-- > 0;)
-            json_array_append_new(st, json_pack("[ssi]", f[i].code->filename,
-                                                f[i].code->qualname, f[i].line));
+            json_array_append_new(st, json_pack("[ssi]", kept_file(s, f[i]), kept_func(s, f[i]),
+                                                (int)f[i][2]));
         id = (int64_t)json_array_size(s->stacks);
         if (!st || json_array_append_new(s->stacks, st) != 0 ||
             json_object_setn_new(s->stack_id, key.buf, key.len, json_integer(id)) != 0)
@@ -451,9 +483,16 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     }
     if (truncated || (e->flags & (AR_FAULT | AR_DEPTH)))
         s->truncated++;
-    int64_t stack = intern_stack(s, frames, n);
-    if (stack < 0)
+    uint32_t kept[AR_MAX_FRAMES][3], first_file;
+    size_t nkept = 0;
+    int ferr = n ? smp_profiled_frames(s->filter, frames, n, kept, NULL, &nkept, &first_file) : 0;
+    if (ferr)
+        return ferr;
+    int64_t stack = intern_stack(s, kept, nkept);
+    if (!n)
         s->nostack++;
+    else if (!nkept)
+        s->outside++;
     forget(s, e->h.addr); /* a block resized in place: the new sample replaces the old */
     int err = grow_array(&s->samples, &s->cap, s->nsamples + 1, sizeof(*s->samples));
     if (err)
@@ -560,6 +599,8 @@ static void recording_json(struct ra_state *s, double seconds, struct strbuf *ou
     jw_uint(&j, s->nsamples - s->ndead);
     jw_key(&j, "without_stack");
     jw_uint(&j, s->nostack);
+    jw_key(&j, "outside_your_code");
+    jw_uint(&j, s->outside);
     jw_key(&j, "truncated_stacks");
     jw_uint(&j, s->truncated);
     jw_key(&j, "lost");
@@ -618,6 +659,11 @@ static void report(struct ra_state *s, double seconds, const struct strbuf *dump
                     "many live), %llu samples without a Python stack\n",
                     (unsigned long long)lost, (unsigned long long)full,
                     (unsigned long long)s->nostack);
+        if (s->outside)
+            sb_addf(out,
+                    "note: %llu samples had no frame of your code (--profile-all, "
+                    "--program-path and --profile-only say which files are yours)\n",
+                    (unsigned long long)s->outside);
         if (dump)
             sb_add(out, dump->buf, dump->len);
         else
@@ -642,6 +688,9 @@ static void report(struct ra_state *s, double seconds, const struct strbuf *dump
     sb_adds(out, "\n}\n");
 }
 
+/* The filter's process is only read for its command line, prefixes and files: no hook. */
+static const struct smp_hooks no_hooks = {.input_fd = -1};
+
 static int record_run(const struct ra_opts *o, struct strbuf *out)
 {
     struct ra_state s = {.o = o};
@@ -658,6 +707,11 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
                        o->pid);
     if (!err)
         err = find_libc(rd, o->pid, libc, sizeof(libc));
+    struct smp_program pg = {0};
+    s.filter_set = (struct smp_set){.o = &o->filter, .h = &no_hooks};
+    if (!err && (err = smp_set_open(&s.filter_set, o->pid, &pg)) == 0)
+        s.filter = s.filter_set.procs[0];
+    free(pg.args);
     if (err) {
         cli_target_error(o->pid);
         goto out;
@@ -728,6 +782,7 @@ out:
     ring_buffer__free(s.ring);
     alloc_record_bpf__destroy(s.skel);
     py_code_cache_free(&s.cc);
+    smp_set_free(&s.filter_set);
     free(s.samples);
     hm_free(&s.by_addr);
     json_decref(s.stacks);

@@ -111,12 +111,22 @@ int hw_walk_dict(struct hw *w, const struct holder *h, uint64_t dict, int64_t ba
     }
     if (values)
         *size += (k.nentries + k.usable) * PTR;
-    if (k.refcnt == 1)
-        *size += py_dict_keys_sizeof(H, k.log2_size, k.log2_index_bytes, k.kind);
+    if (k.refcnt == 1) { /* not a class's shared keys */
+        uint64_t ksize = py_dict_keys_sizeof(H, k.log2_size, k.log2_index_bytes, k.kind);
+        *size += ksize;
+        int err = hw_buffer(w, dict, keys, ksize);
+        if (err)
+            return err;
+    }
     if (values && w->L->values_kind == PY_VALUES_313) {
         uint8_t embedded = 0;
         if (mc_read(&w->mc, values + H->dv_embedded, &embedded, 1) == 0 && embedded)
             return 0; /* the owning instance reports its inline values, as dict_traverse does */
+    }
+    if (values) { /* split values of their own (3.11, 3.12: after a prefix of a few bytes) */
+        int err = hw_buffer(w, dict, values, (k.nentries + k.usable) * PTR);
+        if (err)
+            return err;
     }
     if (values)
         values += H->dv_values;
@@ -163,8 +173,12 @@ int hw_walk_set(struct hw *w, const struct holder *h, uint64_t set, uint64_t *si
         w->st->unreadable++;
         return 0;
     }
-    if (table != set + H->set_smalltable)
+    if (table != set + H->set_smalltable) {
         *size += (mask + 1) * H->setentry_size;
+        int err = hw_buffer(w, set, table, (mask + 1) * H->setentry_size);
+        if (err)
+            return err;
+    }
     uint8_t buf[CHUNK * 16];
     size_t per = sizeof(buf) / H->setentry_size;
     for (uint64_t i = 0; i <= mask; i += per) {

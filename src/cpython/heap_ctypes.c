@@ -151,6 +151,12 @@ static uint64_t rd64(const uint8_t *p)
     return v;
 }
 
+/* A native block the object owns, to the caller when it wants them. */
+static int owned(struct hc_env *env, uint64_t addr, uint64_t size)
+{
+    return env->buffer && addr && size ? env->buffer(env->ctx, addr, size) : 0;
+}
+
 static int ref_index(struct hc_env *env, uint64_t to, uint64_t i)
 {
     char label[32];
@@ -172,12 +178,17 @@ static int walk_deque(struct hc_env *env, uint64_t obj, uint64_t *extra)
     uint8_t b[528];
     uint64_t i = 0;
     int64_t idx = left;
+    int err = len == 0 ? owned(env, block, sizeof(b)) : 0; /* the one block of an empty deque */
+    if (err)
+        return err;
     while (i < (uint64_t)len && block) {
         if (env->read(env->ctx, block, b, sizeof(b)))
             return 0;
+        if ((err = owned(env, block, sizeof(b))) != 0)
+            return err;
         for (; idx < 64 && i < (uint64_t)len; idx++, i++) {
             uint64_t item = rd64(b + 8 + 8 * (uint64_t)idx);
-            int err = item ? ref_index(env, item, i) : 0;
+            err = item ? ref_index(env, item, i) : 0;
             if (err)
                 return err;
         }
@@ -225,8 +236,9 @@ static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
     if (nd < 0 || nd > 64)
         return 0;
     *extra = 16 * (uint64_t)nd;
-    if (!(flags & 0x4) || !descr) /* NPY_ARRAY_OWNDATA */
-        return 0;
+    int err = owned(env, dims, 16 * (uint64_t)nd);
+    if (err || !(flags & 0x4) || !descr) /* NPY_ARRAY_OWNDATA */
+        return err;
     uint64_t count = 1;
     for (int32_t i = 0; i < nd; i++) {
         int64_t n;
@@ -251,6 +263,8 @@ static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
     if (elsize < 0 || elsize > (1 << 20))
         return 0;
     *extra += count * (uint64_t)elsize;
+    if ((err = owned(env, data, count * (uint64_t)elsize)) != 0)
+        return err;
     int32_t type_num;
     memcpy(&type_num, d + 28, 4);
     if (type_num != 17 || elsize != 8 || !data || count > MAX_ITEMS) /* NPY_OBJECT */
@@ -261,7 +275,7 @@ static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
         if (env->read(env->ctx, data + 8 * i, buf, 8 * k))
             return 0;
         for (size_t j = 0; j < k; j++) {
-            int err = buf[j] ? ref_index(env, buf[j], i + j) : 0;
+            err = buf[j] ? ref_index(env, buf[j], i + j) : 0;
             if (err)
                 return err;
         }
@@ -300,28 +314,37 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
         return walk_deque(env, obj, extra);
     case HC_ODICT: {
         /* nodes: 32 bytes per item; od_fast_nodes: 8 per slot of the dict's index */
-        uint64_t used, fast_size;
+        uint64_t used, fast_nodes, fast_size;
         if (env->read(env->ctx, obj + 16, &used, 8) == 0 &&
             env->read(env->ctx, obj + 72, &fast_size, 8) == 0 && used < MAX_ITEMS &&
-            fast_size < MAX_ITEMS)
+            fast_size < MAX_ITEMS) {
             *extra = 32 * used + 8 * fast_size;
+            if (env->read(env->ctx, obj + 64, &fast_nodes, 8) == 0)
+                return owned(env, fast_nodes, 8 * fast_size);
+        }
         return 0;
     }
     case HC_ARRAY: {
-        uint64_t allocated, descr;
+        uint64_t items, allocated, descr;
         int32_t itemsize;
         if (env->read(env->ctx, obj + 32, &allocated, 8) == 0 &&
             env->read(env->ctx, obj + 40, &descr, 8) == 0 && descr &&
             env->read(env->ctx, descr + 4, &itemsize, 4) == 0 && itemsize > 0 &&
-            itemsize <= 16 && allocated < MAX_ITEMS)
+            itemsize <= 16 && allocated < MAX_ITEMS) {
             *extra = allocated * (uint64_t)itemsize;
+            if (env->read(env->ctx, obj + 24, &items, 8) == 0) /* ob_item */
+                return owned(env, items, *extra);
+        }
         return 0;
     }
     case HC_STRINGIO: {
         /* Not in sys.getsizeof (StringIO has no __sizeof__), but owned: Py_UCS4[buf_size]. */
-        uint64_t buf_size;
-        if (env->read(env->ctx, obj + 40, &buf_size, 8) == 0 && buf_size < MAX_ITEMS)
+        uint64_t buf, buf_size;
+        if (env->read(env->ctx, obj + 40, &buf_size, 8) == 0 && buf_size < MAX_ITEMS) {
             *extra = 4 * buf_size;
+            if (env->read(env->ctx, obj + 16, &buf, 8) == 0)
+                return owned(env, buf, *extra);
+        }
         return 0;
     }
     case HC_NDARRAY:
@@ -329,8 +352,10 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     case HC_BUFFERED: {
         uint64_t buffer, size;
         if (env->read(env->ctx, obj + 56, &buffer, 8) == 0 && buffer &&
-            env->read(env->ctx, obj + 120, &size, 8) == 0 && size < MAX_ITEMS)
+            env->read(env->ctx, obj + 120, &size, 8) == 0 && size < MAX_ITEMS) {
             *extra = size;
+            return owned(env, buffer, size);
+        }
         return 0;
     }
     case HC_NONE:

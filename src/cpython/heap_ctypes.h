@@ -34,6 +34,9 @@ struct hc_env {
      * lies that much further into the object, and the caller looks a type up by its
      * tp_basicsize less this. */
     uint64_t head_delta;
+    /* Optional (NULL: not wanted): a native block of size bytes at addr that the object being
+     * walked owns (heap_walk.h's sink buffer). Returns 0 or an error that stops the walk. */
+    int (*buffer)(void *ctx, uint64_t addr, uint64_t size);
 };
 
 /* The table entry for a type with that tp_name and tp_basicsize under Python 3.<minor>, or NULL.

@@ -309,6 +309,11 @@ int hw_emit_leaf(struct hw *w, uint64_t addr, uint64_t seen)
         int64_t n = (int64_t)rd64(hdr + H->ob_size), alloc = (int64_t)rd64(hdr + H->ba_alloc);
         uint64_t start = rd64(hdr + H->ba_start);
         size = (uint64_t)ti->basicsize + (alloc > 0 ? (uint64_t)alloc + H->ba_bytes_header : 0);
+        /* ob_bytes, the block (3.15: a bytes object's text), is the word before ob_start */
+        int err = alloc > 0 ? hw_buffer(w, addr, rd64(hdr + H->ba_start - PTR), (uint64_t)alloc)
+                            : 0;
+        if (err)
+            return err;
         if (capture && n > 0 && start)
             copy_bytes(w, start, (uint64_t)n < scan ? (size_t)n : scan, c);
     }

@@ -251,11 +251,24 @@ static const char *hc_type_name(void *ctx, uint64_t type)
     return ti && ti->valid ? ti->cname : NULL;
 }
 
+static int hc_buffer(void *ctx, uint64_t addr, uint64_t size)
+{
+    struct hw *w = ctx;
+    return hw_buffer(w, w->hc_holder->from, addr, size);
+}
+
 void hw_hc_env_init(struct hw *w)
 {
-    w->hc = (struct hc_env){w,      hc_read,          hc_ref,        hc_covered,
-                            hc_type_name, w->L->tp_basicsize, w->H->tp_base, 0,
-                            w->H->object_size - 16};
+    w->hc = (struct hc_env){w,
+                            hc_read,
+                            hc_ref,
+                            hc_covered,
+                            hc_type_name,
+                            w->L->tp_basicsize,
+                            w->H->tp_base,
+                            0,
+                            w->H->object_size - 16,
+                            hc_buffer};
 }
 
 /* The references and owned native bytes of an object whose type has a known C layout. */

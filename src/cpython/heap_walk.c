@@ -354,8 +354,10 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         break;
     case K_LIST: {
         uint64_t arr;
-        if (ob_size > 0 && (uint64_t)ob_size < MAX_ITEMS &&
-            mc_read_u64(&w->mc, addr + H->list_items, &arr) == 0 && arr)
+        if (mc_read_u64(&w->mc, addr + H->list_items, &arr) || !arr)
+            break;
+        err = hw_buffer(w, addr, arr, size - (uint64_t)ti->basicsize); /* the item array */
+        if (!err && ob_size > 0 && (uint64_t)ob_size < MAX_ITEMS)
             err = hw_ref_items(w, &h, arr, (uint64_t)ob_size);
         break;
     }

@@ -55,6 +55,13 @@ struct hw_sink {
     int (*root)(void *ctx, uint64_t addr, const char *label);
     /* Where a function, code object, class or module comes from (file and first line). */
     int (*location)(void *ctx, uint64_t addr, const char *file, int line);
+    /* Optional (NULL: not wanted): a block of native memory that the object at owner alone
+     * holds and whose bytes its size counts: a list's item array, a dict's keys table or split
+     * values, a set's table, a bytearray's buffer, the data of a numpy array that owns it, an
+     * array.array's items, a deque's blocks, a buffered file's buffer. addr is where the object
+     * points; the allocator's block may start up to a small header before it. Used to credit an
+     * allocation sample inside a buffer to its owner (docs/allocations.md). */
+    int (*buffer)(void *ctx, uint64_t owner, uint64_t addr, uint64_t size);
 };
 
 struct mc_pool;

@@ -266,6 +266,14 @@ static inline int hw_ref(struct hw *w, const struct holder *h, uint64_t to,
 
 int hw_root(struct hw *w, uint64_t to, const char *label);
 
+/* A native block that owner alone holds, to the sink when it wants them (heap_walk.h). */
+static inline int hw_buffer(struct hw *w, uint64_t owner, uint64_t addr, uint64_t size)
+{
+    return w->sink->buffer && owner && addr && size
+               ? w->sink->buffer(w->sink->ctx, owner, addr, size)
+               : 0;
+}
+
 /* ---- heap_emit.c: texts, labels and the sink's object reports ---- */
 
 /* A code object's name or file as a root label shows it (redaction rule, whole). */

@@ -93,15 +93,17 @@ static void alloc_lines_json(struct json_writer *w, const struct aj_join *j,
 static void alloc_summary_text(const struct aj_join *j, struct strbuf *out)
 {
     const struct snap *s = j->a->s;
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32];
     fmt_bytes(s->alloc_window, b1, sizeof(b1));
     fmt_bytes(j->matched_bytes, b2, sizeof(b2));
-    fmt_bytes(j->unmatched_bytes, b3, sizeof(b3));
+    fmt_bytes(j->in_buffers_bytes, b3, sizeof(b3));
+    fmt_bytes(j->unmatched_bytes, b4, sizeof(b4));
     sb_addf(out, "\nAllocation samples (window %s): %" PRIu64 " live, %" PRIu64
-                 " in objects (%s), %" PRIu64 " in no object of the snapshot (%s: buffers "
-                 "of containers, native memory, or reused addresses), %" PRIu64
-                 " left out at the dump\n",
-            b1, j->samples, j->matched, b2, j->unmatched, b3, s->alloc_dropped);
+                 " in objects (%s; %" PRIu64 " of them in an object's own buffer, %s), %" PRIu64
+                 " in no object of the snapshot (%s: native memory no object is known to own, "
+                 "or reused addresses), %" PRIu64 " left out at the dump\n",
+            b1, j->samples, j->matched, b2, j->in_buffers, b3, j->unmatched, b4,
+            s->alloc_dropped);
 }
 
 static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
@@ -117,6 +119,10 @@ static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
     jw_uint(w, j->matched);
     jw_key(w, "matched_bytes");
     jw_uint(w, j->matched_bytes);
+    jw_key(w, "in_buffers");
+    jw_uint(w, j->in_buffers);
+    jw_key(w, "in_buffers_bytes");
+    jw_uint(w, j->in_buffers_bytes);
     jw_key(w, "unmatched");
     jw_uint(w, j->unmatched);
     jw_key(w, "unmatched_bytes");

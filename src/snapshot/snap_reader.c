@@ -56,10 +56,10 @@ static uint64_t align8(uint64_t x) { return (x + (SNAP_CHUNK_ALIGN - 1)) & ~(uin
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K_ALOC, K__COUNT };
+enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K_ALOC, K_BUFS, K__COUNT };
 static const uint32_t known_types[K__COUNT] = {
-    SNAP_CHUNK_META, SNAP_CHUNK_STRS, SNAP_CHUNK_OBJS, SNAP_CHUNK_EDGE,
-    SNAP_CHUNK_ROOT, SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR, SNAP_CHUNK_ALOC,
+    SNAP_CHUNK_META, SNAP_CHUNK_STRS, SNAP_CHUNK_OBJS, SNAP_CHUNK_EDGE, SNAP_CHUNK_ROOT,
+    SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR, SNAP_CHUNK_ALOC, SNAP_CHUNK_BUFS,
 };
 
 struct span {
@@ -173,7 +173,8 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
         return err;
     for (int k = 0; k < K__COUNT; k++)
         if (!spans[k].present && known_types[k] != SNAP_CHUNK_CONT &&
-            known_types[k] != SNAP_CHUNK_INFR && known_types[k] != SNAP_CHUNK_ALOC)
+            known_types[k] != SNAP_CHUNK_INFR && known_types[k] != SNAP_CHUNK_ALOC &&
+            known_types[k] != SNAP_CHUNK_BUFS)
             return bad(v, dir_offset, "no %s chunk", chunk_name(known_types[k], nb));
     return 0;
 }
@@ -409,6 +410,28 @@ static int check_allocations(struct vctx *v, const struct span *sp)
     return 0;
 }
 
+/* BUFS (1.3): blocks in increasing address order, each of an object, reserved fields 0. */
+static int check_buffers(struct vctx *v, const struct span *sp)
+{
+    struct snap *s = v->s;
+    if (!sp->present)
+        return 0;
+    if (sp->len % SNAP_BUF_SIZE || sp->len / SNAP_BUF_SIZE >= UINT32_MAX)
+        return bad(v, sp->off, "chunk BUFS is %llu bytes: not %d per block",
+                   (unsigned long long)sp->len, SNAP_BUF_SIZE);
+    const struct snap_buffer *b = (const struct snap_buffer *)(s->base + sp->off);
+    uint32_t n = (uint32_t)(sp->len / SNAP_BUF_SIZE);
+    for (uint32_t i = 0; i < n; i++)
+        if (b[i].object >= s->nobjects || b[i].zero != 0 || (i && b[i].addr < b[i - 1].addr))
+            return bad(v, sp->off + (uint64_t)i * SNAP_BUF_SIZE,
+                       "chunk BUFS: block %u is out of order, of no object or has a reserved "
+                       "field that is not 0",
+                       i);
+    s->buffers = b;
+    s->nbuffers = n;
+    return 0;
+}
+
 static int check_inferred(struct vctx *v, const struct span *sp)
 {
     struct snap *s = v->s;
@@ -483,7 +506,7 @@ static int validate(struct vctx *v)
     if ((err = check_frame(v, spans)) || (err = check_strings(v, &spans[K_STRS])) ||
         (err = check_meta(v, &spans[K_META])) || (err = check_objects(v, &spans[K_OBJS])) ||
         (err = check_edges(v, &spans[K_EDGE])) || (err = check_inferred(v, &spans[K_INFR])) ||
-        (err = check_allocations(v, &spans[K_ALOC])) ||
+        (err = check_allocations(v, &spans[K_ALOC])) || (err = check_buffers(v, &spans[K_BUFS])) ||
         (err = check_records(v, &spans[K_ROOT], "ROOT", SNAP_ROOT_SIZE, false, &s->nroots)) ||
         (err = check_records(v, &spans[K_LOCS], "LOCS", SNAP_LOC_SIZE, true, &s->nlocations)) ||
         (err = check_records(v, &spans[K_CONT], "CONT", SNAP_CONT_SIZE, true, &s->ncontents)))

@@ -66,6 +66,14 @@ struct snap_alloc_frame {
     uint32_t file, func; /* string ids */
     uint32_t line;
 };
+/* BUFS (1.3): a native block an object alone holds (a list's item array, numpy's data...),
+ * sorted by address; docs/allocations.md. */
+struct snap_buffer {
+    uint64_t addr, size;
+    uint32_t object; /* its owner */
+    uint32_t zero;
+};
+_Static_assert(sizeof(struct snap_buffer) == SNAP_BUF_SIZE, "BUFS record layout");
 _Static_assert(sizeof(struct snap_alloc_sample) == SNAP_ALOC_SAMPLE_SIZE, "ALOC sample layout");
 _Static_assert(sizeof(struct snap_alloc_stack) == SNAP_ALOC_STACK_SIZE, "ALOC stack layout");
 _Static_assert(sizeof(struct snap_alloc_frame) == SNAP_ALOC_FRAME_SIZE, "ALOC frame layout");
@@ -119,6 +127,8 @@ struct snap {
     const struct snap_alloc_sample *alloc_samples;
     const struct snap_alloc_stack *alloc_stacks;
     const struct snap_alloc_frame *alloc_frames;
+    uint32_t nbuffers; /* BUFS (1.3); 0 when absent */
+    const struct snap_buffer *buffers;
     uint32_t nchunks;
     struct snap_chunk_info *chunks; /* directory as read, nchunks entries (malloc'd) */
 };

@@ -177,6 +177,10 @@ struct alloc_sample {
     uint64_t addr, size, weight;
     uint32_t stack;
 };
+struct raw_buffer {
+    uint64_t addr, size;
+    uint64_t owner; /* an address, then an object index */
+};
 
 #define VEC(T)                                                                                     \
     struct {                                                                                       \
@@ -203,6 +207,7 @@ struct snap_writer {
     VEC(struct alloc_frame) aframes;
     VEC(struct alloc_stack) astacks;
     VEC(struct alloc_sample) asamples;
+    VEC(struct raw_buffer) buffers; /* BUFS */
 };
 
 #define VEC_PUSH(w, vec, item)                                                                     \
@@ -329,6 +334,13 @@ int snap_add_alloc_sample(struct snap_writer *w, uint64_t addr, uint64_t size, u
     return VEC_PUSH(w, w->asamples, ((struct alloc_sample){addr, size, weight, stack}));
 }
 
+int snap_add_buffer(struct snap_writer *w, uint64_t owner, uint64_t addr, uint64_t size)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    return VEC_PUSH(w, w->buffers, ((struct raw_buffer){addr, size, owner}));
+}
+
 void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped)
 {
     w->alloc = true;
@@ -361,6 +373,7 @@ void snap_writer_abort(struct snap_writer *w)
     free(w->aframes.v);
     free(w->astacks.v);
     free(w->asamples.v);
+    free(w->buffers.v);
     free(w->python_version);
     free(w->tool_version);
     free(w->path);
@@ -435,6 +448,30 @@ static bool addr_index_get(const struct addr_index *ix, uint64_t addr, uint64_t 
 
 /* Maps each ref's address to its object index; drops those without one, and, if sorted, all but
  * the first ref of each object. Returns how many were dropped. */
+static int cmp_buffer(const void *a, const void *b)
+{
+    const struct raw_buffer *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+/* Owners to object indexes (a buffer of no object is dropped), sorted by address. */
+static void map_buffers(struct snap_writer *w, const struct addr_index *index)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < w->buffers.n; i++) {
+        uint64_t idx;
+        if (addr_index_get(index, w->buffers.v[i].owner, &idx)) {
+            w->buffers.v[k] = w->buffers.v[i];
+            w->buffers.v[k++].owner = idx;
+        }
+    }
+    w->buffers.n = k;
+    if (k > 1)
+        qsort(w->buffers.v, k, sizeof(*w->buffers.v), cmp_buffer);
+}
+
 static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct addr_index *index, bool sorted)
 {
     size_t kept = 0;
@@ -611,6 +648,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     st.dropped_roots = map_refs(w->roots.v, &w->roots.n, &index, false);
     st.dropped_locations = map_refs(w->locations.v, &w->locations.n, &index, true);
     map_refs(w->contents.v, &w->contents.n, &index, true); /* duplicates of duplicate objects */
+    map_buffers(w, &index);
     if (w->roots.n >= UINT32_MAX) {
         err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more roots");
         goto out;
@@ -655,7 +693,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     o.buf = malloc(OUT_BUF);
     if (!o.buf)
         goto fail_mem;
-    struct dir_entry dir[10];
+    struct dir_entry dir[11];
     size_t nd = 0;
     uint8_t header[SNAP_HEADER_SIZE] = {0};
     out_put(&o, header, sizeof(header)); /* written again at the end */
@@ -746,6 +784,17 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         chunk_end(&o, &dir[nd++]);
     }
 
+    if (w->buffers.n) {
+        chunk_begin(&o, &dir[nd], SNAP_CHUNK_BUFS);
+        for (size_t i = 0; i < w->buffers.n; i++) {
+            out_u64(&o, w->buffers.v[i].addr);
+            out_u64(&o, w->buffers.v[i].size);
+            out_u32(&o, (uint32_t)w->buffers.v[i].owner);
+            out_u32(&o, 0);
+        }
+        chunk_end(&o, &dir[nd++]);
+    }
+
     if (w->meta.capture_contents) {
         chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
         for (size_t i = 0; i < w->contents.n; i++) {
@@ -771,7 +820,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 
     memcpy(header, SNAP_MAGIC, 8);
     header[8] = SNAP_MAJOR;
-    header[10] = w->alloc ? SNAP_MINOR_ALOC : SNAP_MINOR;
+    header[10] = w->buffers.n ? SNAP_MINOR_BUFS : w->alloc ? SNAP_MINOR_ALOC : SNAP_MINOR;
     put_le64(header + 16, o.pos);
     put_le64(header + 24, dir_offset);
     put_le32(header + 32, (uint32_t)nd);

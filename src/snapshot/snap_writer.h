@@ -66,6 +66,9 @@ int snap_add_alloc_sample(struct snap_writer *w, uint64_t addr, uint64_t size, u
 /* window: the sampling window (bytes); dropped: samples left out because they were not live
  * through the whole walk. */
 void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped);
+/* A native block that the object at owner alone holds (the BUFS chunk, written with ALOC to
+ * credit samples inside it to the owner). Kept only if owner turns out to be an object. */
+int snap_add_buffer(struct snap_writer *w, uint64_t owner, uint64_t addr, uint64_t size);
 /* Copies *m (strings included); the last call wins. Never fails (strings are interned at close). */
 void snap_set_meta(struct snap_writer *w, const struct snap_meta *m);
 

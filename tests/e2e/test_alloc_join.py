@@ -180,7 +180,7 @@ def test_check_reads_the_allocation_chunk(one_heap):
     cp = run_scry(["check", "--json", heap])
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(cp.stdout)
-    assert doc["valid"] and doc["format_version"] == "1.2", doc
+    assert doc["valid"] and doc["format_version"] == "1.3", doc  # with BUFS
     assert doc["allocation_samples"] > 0 and "ALOC" in [c["type"] for c in doc["chunks"]], doc
 
 

@@ -2,7 +2,10 @@
  * object at its start (+0, +16 GC header, +32 pre-header) only; a block much larger than the
  * object found there (its address reused by a smaller object), or one that ends before the
  * object, is unmatched; bytes go to the holder that dominates the object, by innermost frame;
- * the ALOC chunk is validated and the file's version is 1.2 with it, 1.1 without. */
+ * the ALOC chunk is validated and the file's version is 1.2 with it, 1.1 without. A block that
+ * holds no object but is an object's own buffer (BUFS, 1.3) goes to its owner: at the buffer's
+ * start or a small header before it, up to its size rounded to pages; not a block inside it,
+ * nor one much larger, nor the buffer of an address that is no object. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,8 +170,85 @@ static void test_without_allocations(void)
     snap_close(&s);
 }
 
+/* sys.modules['app'] -> M -.__dict__-> D -['LISTS']-> L -[0]-> L1, -[1]-> L2; D -['A']-> N
+ * (an ndarray). Their buffers: L1's items (800000 bytes), L2's (8000, a block with an 8-byte
+ * header before them), N's data (3386560: malloc maps it, and reports whole pages). */
+enum { BM = 1, BD, BL, BL1, BL2, BN };
+#define L1_ITEMS 0x7000000ULL
+#define L2_ITEMS 0x7200008ULL
+#define N_DATA 0x7400010ULL
+#define NOT_AN_OBJECT 0x9000000ULL
+
+static void test_buffers(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/buf.heap", tl_tmpdir());
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_object(w, addr(BM), "builtins.module", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(BD), "builtins.dict", 200, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(BL), "builtins.list", 88, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(BL1), "builtins.list", 56 + 800000, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(BL2), "builtins.list", 56 + 8000, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, addr(BN), "numpy.ndarray", 112 + 3386560, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, addr(BM), addr(BD), SNAP_EDGE_ATTR, ".__dict__"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(BD), addr(BL), SNAP_EDGE_DICT_VALUE, "['LISTS']"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(BL), addr(BL1), SNAP_EDGE_INDEX, "[0]"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(BL), addr(BL2), SNAP_EDGE_INDEX, "[1]"), 0);
+    CHECK_EQ(snap_add_edge(w, addr(BD), addr(BN), SNAP_EDGE_DICT_VALUE, "['A']"), 0);
+    CHECK_EQ(snap_add_root(w, addr(BM), "sys.modules['app']"), 0);
+    /* in any order; the last is owned by an address that is no object: dropped */
+    CHECK_EQ(snap_add_buffer(w, addr(BN), N_DATA, 3386560), 0);
+    CHECK_EQ(snap_add_buffer(w, addr(BL1), L1_ITEMS, 800000), 0);
+    CHECK_EQ(snap_add_buffer(w, addr(BL2), L2_ITEMS, 8000), 0);
+    CHECK_EQ(snap_add_buffer(w, 0x42000, NOT_AN_OBJECT, 4096), 0);
+    struct snap_meta meta = {.pid = 7, .python_version = "3.13.0"};
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "fill", 10), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 1), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, L1_ITEMS, 800000, 800000, 0), 0);            /* 0: L1 */
+    CHECK_EQ(snap_add_alloc_sample(w, N_DATA, 3387376, 3387376, 0), 0);            /* 1: N */
+    CHECK_EQ(snap_add_alloc_sample(w, L2_ITEMS - 8, 8008, 65536, 0), 0);           /* 2: L2 */
+    CHECK_EQ(snap_add_alloc_sample(w, L1_ITEMS, 800000 + 8192, 808192, 0), 0);     /* 3: no */
+    CHECK_EQ(snap_add_alloc_sample(w, L1_ITEMS + 48, 4096, 65536, 0), 0);          /* 4: no */
+    CHECK_EQ(snap_add_alloc_sample(w, NOT_AN_OBJECT, 4096, 65536, 0), 0);          /* 5: no */
+    CHECK_EQ(snap_add_alloc_sample(w, N_DATA - 64, 48, 65536, 0), 0);              /* 6: no */
+    snap_set_alloc_info(w, 65536, 0);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    struct snap s;
+    struct heap_analysis a;
+    struct aj_join j;
+    CHECK_EQ(snap_open(path, &s), 0);
+    CHECK_EQ(s.minor, 3);
+    CHECK_EQ(s.nbuffers, 3);
+    CHECK_EQ_U64(s.buffers[0].addr, L1_ITEMS); /* sorted by address */
+    CHECK_EQ_U64(s.buffers[2].addr, N_DATA);
+    CHECK_EQ(s.buffers[2].object, snap_find(&s, addr(BN)));
+    CHECK_EQ(ha_build(&s, &a), 0);
+    CHECK_EQ(aj_build(&a, &j), 0);
+    CHECK_EQ(j.object[0], snap_find(&s, addr(BL1)));
+    CHECK_EQ(j.object[1], snap_find(&s, addr(BN)));
+    CHECK_EQ(j.object[2], snap_find(&s, addr(BL2)));
+    for (int i = 3; i <= 6; i++)
+        CHECK_EQ(j.object[i], SNAP_NONE);
+    CHECK_EQ(j.matched, 3);
+    CHECK_EQ(j.in_buffers, 3);
+    CHECK_EQ(j.in_buffers_bytes, 800000 + 3387376 + 65536);
+    struct aj_line *l;
+    size_t n;
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, addr(BL)), &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].bytes, 800000 + 65536);
+    free(l);
+    aj_free(&j);
+    ha_free(&a);
+    snap_close(&s);
+}
+
 static const struct tl_test tests[] = {
     TL(test_join),
+    TL(test_buffers),
     TL(test_writer_checks),
     TL(test_without_allocations),
 };

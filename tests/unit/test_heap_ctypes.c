@@ -20,6 +20,8 @@ struct fake {
     int kinds[256];
     int n;
     uint64_t covered_off; /* 0: nothing covered */
+    uint64_t buf_addr[8], buf_size[8]; /* owned blocks reported */
+    int nbuf;
 };
 
 static int f_read(void *ctx, uint64_t addr, void *buf, size_t n)
@@ -39,6 +41,16 @@ static int f_ref(void *ctx, uint64_t to, int kind, const char *label)
         f->kinds[f->n] = kind;
         snprintf(f->labels[f->n], sizeof(f->labels[0]), "%s", label);
         f->n++;
+    }
+    return 0;
+}
+
+static int f_buffer(void *ctx, uint64_t addr, uint64_t size)
+{
+    struct fake *f = ctx;
+    if (f->nbuf < 8) {
+        f->buf_addr[f->nbuf] = addr;
+        f->buf_size[f->nbuf++] = size;
     }
     return 0;
 }
@@ -70,7 +82,7 @@ static void put32(struct fake *f, uint64_t addr, uint32_t v) { memcpy(f->mem + (
 
 static struct hc_env env_of(struct fake *f)
 {
-    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0, 0};
+    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0, 0, f_buffer};
 }
 
 static struct fake *fake_new(void)
@@ -121,6 +133,11 @@ static void test_deque(void)
         uint64_t extra;
         CHECK_EQ(hc_walk(hc_lookup(12, "collections.deque", 216), &env, obj, &extra), 0);
         CHECK_EQ(extra, 3 * 528); /* (60 + 100 + 63) / 64 blocks */
+        CHECK_EQ(f->nbuf, 3);     /* each block, owned */
+        for (int i = 0; i < 3 && i < f->nbuf; i++) {
+            CHECK_EQ_U64(f->buf_addr[i], b[i]);
+            CHECK_EQ_U64(f->buf_size[i], 528);
+        }
         CHECK_EQ(f->n, 100);
         CHECK_EQ_U64(f->to[0], 0x700000);
         CHECK_EQ_U64(f->to[99], 0x700000 + 16 * 99);
@@ -144,10 +161,15 @@ static void test_array_and_partial(void)
     put64(f, obj + 32, 1000); /* allocated */
     put64(f, obj + 40, descr);
     put32(f, descr + 4, 8); /* 'd' */
+    put64(f, obj + 24, 0x600000); /* ob_item */
     uint64_t extra;
     CHECK_EQ(hc_walk(hc_lookup(12, "array.array", 64), &env, obj, &extra), 0);
     CHECK_EQ(extra, 8000);
     CHECK_EQ(f->n, 0);
+    CHECK_EQ(f->nbuf, 1);
+    CHECK_EQ_U64(f->buf_addr[0], 0x600000);
+    CHECK_EQ_U64(f->buf_size[0], 8000);
+    f->nbuf = 0;
 
     /* partial: fn, args, kw; a heap type whose tp_members the caller follows itself. */
     put64(f, obj + 16, 0x500000);
@@ -192,10 +214,18 @@ static void test_ndarray(void)
     CHECK_EQ(hc_walk(t, &env, BASE, &extra), 0);
     CHECK_EQ(extra, 32 + 4 * 6 * 8); /* getsizeof 4x6 f8 owner: 96 + 32 + 192 = 320 */
     CHECK_EQ(env.numpy_descr, 2);
+    /* owned: the dimensions and strides, then the data */
+    CHECK_EQ(f->nbuf, 2);
+    CHECK_EQ_U64(f->buf_addr[0], BASE + 0x100);
+    CHECK_EQ_U64(f->buf_size[0], 32);
+    CHECK_EQ_U64(f->buf_addr[1], BASE + 0x6000);
+    CHECK_EQ_U64(f->buf_size[1], 4 * 6 * 8);
     /* A view: no data of its own. */
+    f->nbuf = 0;
     ndarray(f, BASE, 2, dims, d2, 0x1, BASE + 0x6000);
     CHECK_EQ(hc_walk(t, &env, BASE, &extra), 0);
     CHECK_EQ(extra, 32);
+    CHECK_EQ(f->nbuf, 1); /* its dimensions only */
     /* 0-d: no dimensions block. */
     ndarray(f, BASE, 0, dims, d2, 0x4, BASE + 0x6000);
     CHECK_EQ(hc_walk(t, &env, BASE, &extra), 0);

@@ -87,6 +87,13 @@ static void put64(uint64_t addr, uint64_t v) { memcpy(g_img.mem + (addr - BASE),
 static void put32(uint64_t addr, uint32_t v) { memcpy(g_img.mem + (addr - BASE), &v, 4); }
 static void put8(uint64_t addr, uint8_t v) { g_img.mem[addr - BASE] = v; }
 
+static uint64_t get64(uint64_t addr)
+{
+    uint64_t v;
+    memcpy(&v, g_img.mem + (addr - BASE), 8);
+    return v;
+}
+
 static uint64_t type_at(int t) { return TYPES + (uint64_t)t * 0x1000; }
 
 /* Room for an object of size bytes with pre bytes before it (GC head, managed dict words). */
@@ -182,8 +189,8 @@ struct rec_object {
 
 struct rec {
     struct rec_object objects[64];
-    struct rec_edge edges[128], roots[16];
-    size_t nobjects, nedges, nroots;
+    struct rec_edge edges[128], roots[16], buffers[32]; /* buffers: from, to, label = size */
+    size_t nobjects, nedges, nroots, nbuffers;
 };
 
 static int on_object(void *ctx, uint64_t addr, const char *type_name, uint64_t size,
@@ -222,6 +229,27 @@ static int on_root(void *ctx, uint64_t addr, const char *label)
     struct rec_edge *e = &r->roots[r->nroots++];
     e->to = addr;
     snprintf(e->label, sizeof(e->label), "%s", label);
+    return 0;
+}
+
+static int on_buffer(void *ctx, uint64_t owner, uint64_t addr, uint64_t size)
+{
+    struct rec *r = ctx;
+    if (r->nbuffers == 32)
+        return -SCRY_E_INTERNAL;
+    struct rec_edge *e = &r->buffers[r->nbuffers++];
+    e->from = owner;
+    e->to = addr;
+    snprintf(e->label, sizeof(e->label), "%llu", (unsigned long long)size);
+    return 0;
+}
+
+/* The size of the block at addr reported as owner's, or 0. */
+static uint64_t buffer_size(const struct rec *r, uint64_t owner, uint64_t addr)
+{
+    for (size_t i = 0; i < r->nbuffers; i++)
+        if (r->buffers[i].from == owner && r->buffers[i].to == addr)
+            return strtoull(r->buffers[i].label, NULL, 10);
     return 0;
 }
 
@@ -518,7 +546,7 @@ static void test_walk_every_layout(void)
         const struct py_heap_layout *H = g_img.H;
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = false, .max_str = 64};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, on_buffer};
         struct hw_stats st;
         CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
 
@@ -538,6 +566,14 @@ static void test_walk_every_layout(void)
         o = object_at(r, w.tuple);
         CHECK(o && !(o->flags & HW_OBJ_GC_TRACKED)); /* on no GC list in this image */
         CHECK_EQ(st.gc_tracked, 2);
+        /* owned blocks: the list's item array (room for 4), the dict's keys table (its size
+         * less the dict's own 48 bytes and GC header); never a class's shared keys */
+        const struct py_layout *Lv = g_img.L;
+        CHECK_EQ(buffer_size(r, w.list, get64(w.list + H->list_items)), 32);
+        CHECK_EQ(buffer_size(r, w.app, get64(w.app + Lv->dict_keys)),
+                 184 - 48 - H->gc_head_size);
+        for (size_t i = 0; i < r->nbuffers; i++)
+            CHECK(object_at(r, r->buffers[i].from) != NULL);
 
         CHECK(has_root(r, w.mods, "sys.modules"));
         CHECK(has_root(r, w.app, "sys.modules['app']"));
@@ -596,7 +632,7 @@ static void test_capture_contents(void)
         struct py_runtime *rt = build(L, &w);
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = true, .max_str = 4};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
         CHECK_EQ(hw_walk(rt, &opt, &sink, NULL), 0);
         const struct rec_object *o = object_at(r, w.hello);
         CHECK(o && strcmp(o->content, "hell") == 0); /* cut at --max-str */
@@ -730,7 +766,7 @@ static void test_walk_free_threaded(void)
 
     struct rec *r = calloc(1, sizeof(*r));
     struct hw_options opt = {.capture_contents = false, .max_str = 64};
-    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL};
+    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
     struct hw_stats st;
     CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
     CHECK_EQ(st.gc_tracked, 4); /* l1, t2, l7 and lpre */

@@ -1,0 +1,75 @@
+"""Containers whose bytes are mostly a native block of their own, for the allocation join of
+buffers (tests/e2e/test_alloc_buffers.py, docs/allocations.md): the sampled block is a numpy
+array's data, a list's item array, a dict's keys table, a bytearray's buffer or an array.array's
+items, never the object itself, and each must still be credited to the line that made it.
+
+Each line marked LINE_<NAME> fills its own module-level holder; LINE_CHURN makes and drops numpy
+arrays. The target prints one JSON line: the line numbers and the truth, the sum of
+sys.getsizeof of each holder's elements (numpy's counts the data an array owns). Modes as
+alloc_caches.py: "gate" or "busygate" print {"pid": PID} and wait for a line on stdin before
+anything is filled; "wait" waits for a line on stdin after the JSON line.
+
+    python alloc_buffers.py [gate|busygate] [wait]
+"""
+import array
+import json
+import os
+import random
+import sys
+
+import numpy
+
+rng = random.Random(15)
+ARRAYS = []  # numpy arrays that own their data
+LISTS = []  # lists of one shared object: all but 72 bytes is the item array
+DICTS = []  # dicts of keys made elsewhere (KEYS): all but 64 bytes is the keys table
+BLOBS = []  # bytearrays
+DOUBLES = []  # array.array('d')
+KEYS = tuple(range(10**6, 10**6 + 60_000))
+
+
+def fill():
+    for _ in range(16):
+        ARRAYS.append(numpy.ones(rng.randint(150_000, 500_000)))  # LINE_NUMPY
+    for _ in range(16):
+        LISTS.append([None] * rng.randint(60_000, 160_000))  # LINE_LIST
+    for i in range(6):
+        DICTS.append(dict.fromkeys(KEYS[: 30_000 + 5_000 * i]))  # LINE_DICT
+    for _ in range(16):
+        BLOBS.append(bytearray(rng.randint(300_000, 1_500_000)))  # LINE_BYTEARRAY
+    for _ in range(8):
+        DOUBLES.append(array.array("d", [0.5]) * rng.randint(60_000, 200_000))  # LINE_ARRAY
+
+
+def churn():
+    for _ in range(60):
+        tmp = numpy.zeros(500_000)  # LINE_CHURN
+        del tmp
+
+
+def line_of(mark):
+    with open(__file__, encoding="utf-8") as f:
+        for no, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + mark):
+                return no
+    raise SystemExit(f"no line marked {mark}")
+
+
+if {"gate", "busygate"} & set(sys.argv[1:]):
+    print(json.dumps({"pid": os.getpid()}), flush=True)
+    if "busygate" in sys.argv[1:]:
+        import select
+        while not select.select([sys.stdin], [], [], 0)[0]:
+            sum(range(2000))
+    sys.stdin.readline()
+fill()
+churn()
+HOLDERS = {"numpy": ARRAYS, "list": LISTS, "dict": DICTS, "bytearray": BLOBS, "array": DOUBLES}
+print(json.dumps({
+    "pid": os.getpid(),
+    "file": os.path.abspath(__file__),
+    "lines": {name: line_of("LINE_" + name.upper()) for name in [*HOLDERS, "churn"]},
+    "bytes": {name: sum(sys.getsizeof(x) for x in held) for name, held in HOLDERS.items()},
+}), flush=True)
+if "wait" in sys.argv[1:]:
+    sys.stdin.readline()
