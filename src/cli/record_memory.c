@@ -78,11 +78,41 @@ static bool pc_unsafe(int pid, uint64_t pc)
 
 /* ---- stopping the main thread at a safe point ---- */
 
+#define XSTATE_BYTES 16384 /* more than the largest XSAVE area (with AMX, about 11 KiB) */
+
 struct inj {
     int pid;
     struct user_regs_struct saved;
+    /* The vector, x87 and MXCSR state, put back with the general registers: the injected calls
+     * (the loader's string and memory functions) use the vector registers, and the interrupted
+     * code may hold live values there (pymalloc links a pool with one SSE store of two
+     * pointers). In the XSAVE layout when the kernel gives it, else FXSAVE's (x87 and SSE). */
+    uint8_t xstate[XSTATE_BYTES];
+    size_t xstate_len; /* 0: fp holds it */
+    struct user_fpregs_struct fp;
     bool held;
 };
+
+static int save_vector_state(struct inj *in)
+{
+    struct iovec iov = {in->xstate, sizeof(in->xstate)};
+    if (ptrace(PTRACE_GETREGSET, in->pid, (void *)(uintptr_t)NT_X86_XSTATE, &iov) == 0 &&
+        iov.iov_len > 0) {
+        in->xstate_len = iov.iov_len;
+        return 0;
+    }
+    in->xstate_len = 0;
+    return ptrace(PTRACE_GETFPREGS, in->pid, 0, &in->fp) == 0 ? 0 : -1;
+}
+
+static void restore_vector_state(struct inj *in)
+{
+    struct iovec iov = {in->xstate, in->xstate_len};
+    if (in->xstate_len)
+        ptrace(PTRACE_SETREGSET, in->pid, (void *)(uintptr_t)NT_X86_XSTATE, &iov);
+    else
+        ptrace(PTRACE_SETFPREGS, in->pid, 0, &in->fp);
+}
 
 /* Blocking system calls during which a thread holds none of the locks dlopen takes. */
 static bool waiting_syscall(long nr)
@@ -166,6 +196,13 @@ static int hold_main_thread(struct inj *in)
         }
         long nr = (long)in->saved.orig_rax;
         bool safe = nr >= 0 ? waiting_syscall(nr) : !pc_unsafe(pid, in->saved.rip);
+        if (safe && save_vector_state(in) != 0) {
+            ptrace(PTRACE_DETACH, pid, 0, 0);
+            return err_fail(SCRY_E_INJECT_REFUSED,
+                            "cannot read the vector registers of process %d's main thread "
+                            "(PTRACE_GETREGSET): an injected call would lose them",
+                            pid);
+        }
         if (safe) {
             in->held = true;
             return 0;
@@ -186,6 +223,7 @@ static void release_main_thread(struct inj *in)
     if (!in->held)
         return;
     ptrace(PTRACE_SETREGS, in->pid, 0, &in->saved);
+    restore_vector_state(in);
     ptrace(PTRACE_DETACH, in->pid, 0, 0);
     in->held = false;
 }
@@ -221,6 +259,7 @@ static int remote_call(struct inj *in, uint64_t fn, const char *text, uint64_t a
     r.rsi = arg1;
     r.rax = 0;
     r.orig_rax = (unsigned long long)-1; /* no system call to restart under the call */
+    r.eflags &= ~0x400ULL; /* the direction flag: clear at a call, as the ABI wants */
     if (ptrace(PTRACE_SETREGS, pid, 0, &r) != 0 || ptrace(PTRACE_CONT, pid, 0, 0) != 0)
         return lost(pid);
     for (;;) {

@@ -142,6 +142,48 @@ def test_busy_multithreaded(target, tmp_path):
     assert out.splitlines()[-1] + "\n" == expected_output(1), out
 
 
+@pytest.fixture(scope="module")
+def vector_library(tmp_path_factory):
+    """tests/targets/vector_regs.c built into a shared library (needs gcc)."""
+    gcc = shutil.which("gcc")
+    if not gcc:
+        pytest.skip("gcc is not installed: it builds tests/targets/vector_regs.c")
+    out = tmp_path_factory.mktemp("vector") / "vector_regs.so"
+    subprocess.run([gcc, "-O2", "-shared", "-fPIC", "-o", str(out),
+                    str(TARGETS / "vector_regs.c")], check=True)
+    return out
+
+
+def test_vector_registers_kept(python_exe, vector_library, tmp_path):
+    """The main thread interrupted in native code that keeps live values in its vector
+    registers: the injected dlopen and agent calls (attach, then detach) use those registers,
+    and all of them (XSAVE state) must be put back with the general ones. Before they were, the
+    program went on with clobbered registers: pymalloc crashed (a pool linked by an SSE store),
+    and this loop saw its registers changed. Remote debugging is turned off in the target, so
+    that 3.14+ are loaded with ptrace too."""
+    env = {**os.environ, "PYTHON_DISABLE_REMOTE_DEBUG": "1"}
+    proc = subprocess.Popen([str(python_exe), str(TARGETS / "vector_regs.py"),
+                             str(vector_library), "6"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        pid = json.loads(proc.stdout.readline())["pid"]
+        for n in range(2):  # two attach-detach cycles, each with two injected calls
+            parts = tmp_path / f"tmp-{n}"
+            parts.mkdir()
+            cp = run_scry(["record", "--pid", pid, "--memory", "--duration", "1", "-o",
+                           tmp_path / f"mem-{n}.json"], env={**os.environ, "TMPDIR": str(parts)})
+            assert cp.returncode == 0, cp.stderr
+            assert "the agent was loaded with ptrace" in cp.stderr, cp.stderr
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    result = json.loads(out.splitlines()[-1])
+    assert result["rounds"] >= 5 and result["broken"] == 0, result
+
+
 def check_error(args, code, status=1):
     cp = run_scry(args)
     assert cp.returncode == status, cp.stderr
