@@ -24,7 +24,8 @@ struct {
     __uint(max_entries, 16 << 20);
 } rb SEC(".maps");
 
-/* tid -> its PyThreadState, filled by user space from the interpreter's thread list */
+/* tid -> its PyThreadState (0: none), filled by user space from the interpreter's thread list
+ * every 0.2 s, and by find_tstate for a thread met in between */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 8192);
@@ -162,24 +163,50 @@ static __always_inline void emit_free(__u64 addr)
     bpf_ringbuf_submit(h, 0);
 }
 
+/* The thread state of a thread that user space has not listed yet (one started since its last
+ * look): the main interpreter's list is walked from its head, where new threads are put, and
+ * what is found (0: none, a thread without Python or not yet bound) is remembered until user
+ * space's next look replaces or removes it. */
+static __always_inline __u64 find_tstate(__u32 tid)
+{
+    __u64 ts = 0, found = 0;
+    if (!cfg.interp ||
+        bpf_probe_read_user(&ts, 8, (const void *)(cfg.interp + cfg.is_threads_head)) != 0)
+        return 0;
+    for (int i = 0; i < AR_THREAD_WALK && ts; i++) {
+        __u64 native = 0;
+        if (bpf_probe_read_user(&native, 8, (const void *)(ts + cfg.ts_native_thread_id)) != 0)
+            break;
+        if (native == tid) {
+            found = ts;
+            break;
+        }
+        if (bpf_probe_read_user(&ts, 8, (const void *)(ts + cfg.ts_next)) != 0)
+            break;
+    }
+    bpf_map_update_elem(&tstates, &tid, &found, BPF_ANY);
+    return found;
+}
+
 /* Copies the calling thread's Python stack: its thread state's span, the cframe word (3.11,
  * 3.12) and each frame along `previous`, as raw bytes. */
 static __always_inline void copy_stack(struct ar_alloc *e, __u32 tid)
 {
-    __u64 *ts = bpf_map_lookup_elem(&tstates, &tid);
+    __u64 *known = bpf_map_lookup_elem(&tstates, &tid);
+    __u64 ts = known ? *known : find_tstate(tid);
     __u64 lo = cfg.ts_lo, span = cfg.ts_hi - cfg.ts_lo;
     e->tstate = 0;
     e->cframe = e->cframe_frame = 0;
     e->nframes = 0;
     e->flags = 0;
-    if (!ts || !*ts) {
+    if (!ts) {
         e->flags = AR_NO_TSTATE;
         return;
     }
-    e->tstate = *ts;
+    e->tstate = ts;
     if (span > AR_TSTATE_BYTES || span < 8 ||
         bpf_probe_read_user(e->tstate_bytes, span,
-                            (const void *)(*ts + lo)) != 0) {
+                            (const void *)(ts + lo)) != 0) {
         e->flags = AR_FAULT;
         return;
     }

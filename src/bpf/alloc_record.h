@@ -11,6 +11,7 @@
 #define AR_MAX_FRAMES 48    /* frames copied per sample, innermost first */
 #define AR_FRAME_BYTES 128  /* bytes copied per frame (PY_FW_MAX_FRAME_BYTES) */
 #define AR_TSTATE_BYTES 512 /* bytes copied of the thread state (PY_FW_MAX_TSTATE_SPAN) */
+#define AR_THREAD_WALK 64   /* thread states looked at for a thread not yet in the map */
 
 enum ar_kind {
     AR_ALLOC = 1, /* a sampled block: addr, size, weight, the stack copies */
@@ -69,6 +70,10 @@ struct ar_config {
     __u64 cframe_current;   /* offset of cframe->current_frame */
     __u64 ts_current_frame; /* 3.13+: offset of tstate->current_frame */
     __u64 fr_previous;      /* offset of frame->previous */
+    /* A thread not yet in the thread-state map is looked up in the main interpreter's list:
+     * its address (0: no lookup) and the offsets of the list's head, a thread state's next and
+     * its native thread id. */
+    __u64 interp, is_threads_head, ts_next, ts_native_thread_id;
 };
 
 #endif

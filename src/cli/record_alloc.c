@@ -310,6 +310,11 @@ static int load(struct ra_state *s, const char *libc)
     if (err)
         return err;
     const struct py_layout *L = &s->rt.layout;
+    uint64_t interp = 0;
+    if (py_interp_head(&s->rt, &interp) != 0) {
+        interp = 0; /* new threads then wait for the next listing */
+        err_clear();
+    }
     libbpf_set_print(libbpf_log);
     s->skel = alloc_record_bpf__open();
     if (!s->skel)
@@ -324,6 +329,10 @@ static int load(struct ra_state *s, const char *libc)
         .cframe_current = L->cframe_current_frame,
         .ts_current_frame = L->ts_current_frame,
         .fr_previous = L->fr_previous,
+        .interp = interp,
+        .is_threads_head = L->is_threads_head,
+        .ts_next = L->ts_next,
+        .ts_native_thread_id = L->ts_native_thread_id,
     };
     if (fw.frame_bytes > AR_FRAME_BYTES || fw.tstate_hi - fw.tstate_lo > AR_TSTATE_BYTES)
         return err_fail(SCRY_E_INTERNAL, "the frame layout does not fit the BPF copies");

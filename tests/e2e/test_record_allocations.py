@@ -124,6 +124,24 @@ def test_each_cache_goes_to_its_line(python_exe, tmp_path):
     check_same_output(python_exe, truth)
 
 
+def test_new_threads_have_stacks(python_exe, tmp_path):
+    """Threads that allocate in their first milliseconds and end: user space lists the threads
+    every 0.2 s, so the BPF program looks a thread it does not know up in the interpreter's
+    list itself. Every 1 MiB block (above the window: each is a sample) has its stack, and its
+    line is the thread's."""
+    heap = tmp_path / "threads.heap"
+    truth, doc = record_gated([python_exe, TARGETS / "alloc_new_threads.py", "40"], heap,
+                              tmp_path)
+    r = doc["recording"]
+    assert r["samples"] >= truth["threads"] and r["without_stack"] == 0, r
+    cp = run_scry(["flamegraph", "--allocations", "--folded", heap])
+    assert cp.returncode == 0, cp.stderr
+    leaf = f"work ({truth['file']}:{truth['line']})"
+    kept = sum(int(l.rsplit(" ", 1)[1]) for l in cp.stdout.splitlines()
+               if l.rsplit(" ", 1)[0].split(";")[-1] == leaf)
+    assert kept >= truth["threads"] << 20, (kept, cp.stdout[:2000])
+
+
 def test_static_debian_311(tmp_path):
     """Debian's /usr/bin/python3.11 has no libpython: its C library is probed all the same."""
     if not STATIC_311.exists():
