@@ -102,6 +102,10 @@ AG_EXPORT int scry_agent_attach(const char *settings_path)
         atomic_store(&attached_now, false);
         rc = -1;
     } else if (ag_cfg.memory) {
+        /* The interpreter runs Python already: a sample's stack means something from the first
+         * one (under `scry run`, the pending call that wraps the allocators says so, after
+         * start-up), so that the allocations made before that call runs keep their lines. */
+        atomic_store(&ag_mem_python_ready, true);
         if (ag_got_patch() != 0)
             log_warn("agent: no relocation entry to hook in pid %d: C allocations are not seen",
                      ag_pid);

@@ -2,6 +2,7 @@
 #include "analysis/alloc_join.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,27 @@
 #include "common/grow.h"
 #include "common/hashmap.h"
 #include "common/strbuf.h"
+
+_Static_assert(offsetof(struct snap_object, addr) == 0 && offsetof(struct snap_buffer, addr) == 0,
+               "records searched by the address they start with");
+
+/* The first of n records (stride bytes each, sorted by the address they start with) whose
+ * address is addr or more; n when none is. */
+static uint32_t first_at_or_above(const void *records, uint32_t n, size_t stride, uint64_t addr)
+{
+    const uint8_t *base = records;
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint64_t at;
+        memcpy(&at, base + (size_t)mid * stride, sizeof(at));
+        if (at < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 /* The largest block that can hold `owned` bytes of one object or buffer (alloc_join.h). */
 static uint64_t block_limit(uint64_t owned)
@@ -20,14 +42,7 @@ static uint64_t block_limit(uint64_t owned)
 /* The object whose header lies at one of the starts a block can have, else SNAP_NONE. */
 static uint32_t object_at_block(const struct snap *s, const struct snap_alloc_sample *b)
 {
-    uint32_t lo = 0, hi = s->nobjects;
-    while (lo < hi) { /* the first object at or above the block */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->objects[mid].addr < b->addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = first_at_or_above(s->objects, s->nobjects, sizeof(*s->objects), b->addr);
     for (uint32_t i = lo; i < s->nobjects && s->objects[i].addr - b->addr <= AJ_MAX_HEADER; i++) {
         uint64_t off = s->objects[i].addr - b->addr;
         if (off % 16 == 0 && off < b->size && block_limit(s->objects[i].size) >= b->size)
@@ -39,14 +54,7 @@ static uint32_t object_at_block(const struct snap *s, const struct snap_alloc_sa
 /* The owner of the object's buffer that the block holds (alloc_join.h), else SNAP_NONE. */
 static uint32_t owner_of_block(const struct snap *s, const struct snap_alloc_sample *b)
 {
-    uint32_t lo = 0, hi = s->nbuffers;
-    while (lo < hi) { /* the first buffer at or above the block */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->buffers[mid].addr < b->addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = first_at_or_above(s->buffers, s->nbuffers, sizeof(*s->buffers), b->addr);
     for (uint32_t i = lo; i < s->nbuffers && s->buffers[i].addr - b->addr <= AJ_MAX_HEADER; i++) {
         const struct snap_buffer *f = &s->buffers[i];
         if (f->addr - b->addr < b->size && block_limit(f->size) >= b->size)

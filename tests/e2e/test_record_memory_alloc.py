@@ -40,6 +40,24 @@ def minor_of(python):
     return int(cp.stdout)
 
 
+def start_memory_recording(pid, heap, tmp_path):
+    """`scry record --pid PID --memory --heap-at-end HEAP` at the test's window, once the agent
+    has started in the process; returns it and its part directory's parent (its TMPDIR)."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    scry = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--memory",
+                             "--allocation-sampling-window", str(WINDOW), "--duration", "120",
+                             "--heap-at-end", str(heap), "-o", str(tmp_path / "mem.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(parts)})
+    deadline = time.monotonic() + 20
+    while not list(parts.glob(f"scry-parts-*/live-{pid}")):
+        assert scry.poll() is None, scry.communicate()[1]
+        assert time.monotonic() < deadline, "the agent did not start in the target"
+        time.sleep(0.01)
+    return scry, parts
+
+
 @pytest.mark.parametrize("gate", ["gate", "busygate"])
 def test_caches_through_record_memory(python_exe, tmp_path, gate):
     """gate: the main thread blocks in a read while the agent is loaded (ptrace's safe point);
@@ -50,20 +68,8 @@ def test_caches_through_record_memory(python_exe, tmp_path, gate):
     try:
         pid = target.next_json(timeout=60)["pid"]
         assert pid == target.pid
-        parts = tmp_path / "parts"
-        parts.mkdir()
         end_heap, pid_heap = tmp_path / "end.heap", tmp_path / "pid.heap"
-        scry = subprocess.Popen([str(SCRY), "record", "--pid", str(pid), "--memory",
-                                 "--allocation-sampling-window", str(WINDOW), "--duration",
-                                 "120", "--heap-at-end", str(end_heap), "-o",
-                                 str(tmp_path / "mem.json")],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "TMPDIR": str(parts)})
-        deadline = time.monotonic() + 20
-        while not list(parts.glob(f"scry-parts-*/live-{pid}")):
-            assert scry.poll() is None, scry.communicate()[1]
-            assert time.monotonic() < deadline, "the agent did not start in the target"
-            time.sleep(0.01)
+        scry, parts = start_memory_recording(pid, end_heap, tmp_path)
         target.command("")  # fill the caches, churn
         truth = target.next_json(timeout=120)
         doc, err = dump_json(pid, pid_heap)

@@ -17,6 +17,8 @@ import os
 import random
 import sys
 
+from alloc_gate import gate, line_of
+
 import numpy
 
 rng = random.Random(15)
@@ -47,28 +49,18 @@ def churn():
         del tmp
 
 
-def line_of(mark):
-    with open(__file__, encoding="utf-8") as f:
-        for no, text in enumerate(f, 1):
-            if text.rstrip().endswith("# " + mark):
-                return no
-    raise SystemExit(f"no line marked {mark}")
-
-
-if {"gate", "busygate"} & set(sys.argv[1:]):
-    print(json.dumps({"pid": os.getpid()}), flush=True)
-    if "busygate" in sys.argv[1:]:
-        import select
-        while not select.select([sys.stdin], [], [], 0)[0]:
-            sum(range(2000))
-    sys.stdin.readline()
+gate(sys.argv[1:])
+# The first thing after the gate, before any Python function is entered (where the interpreter
+# runs pending calls: an agent loaded meanwhile has not run its own yet): still this line's.
+FIRST = bytearray(8 << 20)  # LINE_FIRST
 fill()
 churn()
-HOLDERS = {"numpy": ARRAYS, "list": LISTS, "dict": DICTS, "bytearray": BLOBS, "array": DOUBLES}
+HOLDERS = {"numpy": ARRAYS, "list": LISTS, "dict": DICTS, "bytearray": BLOBS, "array": DOUBLES,
+           "first": [FIRST]}
 print(json.dumps({
     "pid": os.getpid(),
     "file": os.path.abspath(__file__),
-    "lines": {name: line_of("LINE_" + name.upper()) for name in [*HOLDERS, "churn"]},
+    "lines": {name: line_of(__file__, "LINE_" + name.upper()) for name in [*HOLDERS, "churn"]},
     "bytes": {name: sum(sys.getsizeof(x) for x in held) for name, held in HOLDERS.items()},
 }), flush=True)
 if "wait" in sys.argv[1:]:

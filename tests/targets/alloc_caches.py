@@ -18,6 +18,8 @@ import os
 import random
 import sys
 
+from alloc_gate import gate, line_of
+
 args = [a for a in sys.argv[1:] if a not in ("wait", "gate", "busygate")]
 A_MB, B_MB, CHURN_MB = (int(x) for x in args) if args else (60, 30, 200)
 rng = random.Random(15)
@@ -52,28 +54,14 @@ def churn():
         del tmp
 
 
-def line_of(mark):
-    with open(__file__, encoding="utf-8") as f:
-        for no, text in enumerate(f, 1):
-            if text.rstrip().endswith("# " + mark):
-                return no
-    raise SystemExit(f"no line marked {mark}")
-
-
-if {"gate", "busygate"} & set(sys.argv[1:]):
-    print(json.dumps({"pid": os.getpid()}), flush=True)
-    if "busygate" in sys.argv[1:]:
-        import select
-        while not select.select([sys.stdin], [], [], 0)[0]:
-            sum(range(2000))
-    sys.stdin.readline()
+gate(sys.argv[1:])
 fill_a()
 churn()
 fill_b()
 print(json.dumps({
     "pid": os.getpid(),
     "file": os.path.abspath(__file__),
-    "line_a": line_of("LINE_A"), "line_b": line_of("LINE_B"), "line_c": line_of("LINE_C"),
+    **{f"line_{k}": line_of(__file__, f"LINE_{k.upper()}") for k in "abc"},
     "bytes_a": sum(sys.getsizeof(v) for v in CACHE_A.values()),
     "bytes_b": sum(sys.getsizeof(v) for v in CACHE_B),
 }), flush=True)
