@@ -67,11 +67,16 @@ def test_short_threads_keep_their_cpu(runs, python_exe, section, function):
                            truth["sections"][section]["function_cpu"],
                            f"{truth['sections'][section]['threads']} threads of {section} work")
     except AssertionError as e:
-        # Known defect, measured 2026-12-02: on 3.13t the 3,000 1 ms threads lose up to 22% of
-        # their CPU in some runs (2.45-3.07 s against 2.96-3.15 s measured; the loss follows the
-        # number of samples, 2,400 against 3,400), on main before and after that day's changes.
-        # Every other interpreter is held to the 10%; 3.13t's short threads fail as expected
-        # until the cause is found, and pass when the run is right.
+        # Known defect, measured 2026-12-02: on 3.13t the 3,000 1 ms threads lose 7-22% of
+        # their CPU when the machine is loaded (2.45-3.07 s against 2.96-3.15 s measured); on a
+        # quiet machine they are within 5%. Cause, measured with per-thread counts: two thirds
+        # of these threads get no sample (the kernel checks CPU timers at its ticks) and a
+        # sampled thread's whole time goes where its one sample landed. Under contention the
+        # ticks land in the threads' C start-up and exit (after their context switches) more
+        # often than their share of CPU time: 28.5% of the sampled threads' time against 22% of
+        # all threads' time outside the function. 3.13t's start-up and exit are a quarter of a
+        # 1 ms thread, four times the default build's share, so only there does the bias pass
+        # the 10%. Every other interpreter is held to the 10%.
         if section == "short" and is_free_threaded(python_exe):
             pytest.xfail(f"3.13t loses some short threads' CPU (known defect): {e}")
         raise
