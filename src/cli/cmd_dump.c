@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/alloc_join.h"
 #include "cli/cli.h"
 #include "cli/reports.h"
 #include "cli/run_link.h"
@@ -170,6 +171,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
 
 struct dump_sink {
     struct snap_writer *w;
+    struct hashmap sampled;   /* the blocks of the allocation samples, by address */
     bool graph;               /* graph_out is open */
     struct outfile graph_out; /* mode 0600: it holds what the snapshot holds */
     struct strbuf line;       /* lines not yet written */
@@ -245,11 +247,17 @@ static int sink_location(void *ctx, uint64_t addr, const char *file, int line)
     return graph_line(d);
 }
 
-/* Objects' own native blocks: only with allocation samples, which they are joined to. */
+/* Objects' own native blocks, for the join with the allocation samples: only those where a
+ * sampled block starts (at the buffer, or up to AJ_MAX_HEADER bytes before it, as the join
+ * matches them). All of them would cost 24 bytes per container: 7 MB in a 40 MB snapshot of
+ * 300,000 lists and dicts. */
 static int sink_buffer(void *ctx, uint64_t owner, uint64_t addr, uint64_t size)
 {
     struct dump_sink *d = ctx;
-    return snap_add_buffer(d->w, owner, addr, size);
+    for (uint64_t back = 0; back <= AJ_MAX_HEADER && back < addr; back += 8)
+        if (hm_has(&d->sampled, addr - back))
+            return snap_add_buffer(d->w, owner, addr, size);
+    return 0;
 }
 
 /* ---- the command -------------------------------------------------------------------------- */
@@ -566,6 +574,11 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     if (o->alloc_file && (err = alloc_table_load(o->alloc_file, o->pid, &before)) != 0)
         goto fail;
     bool alloc = o->alloc_file || alloc_ask(o, run_dir, &before);
+    for (size_t i = 0; alloc && i < before.nlive; i++)
+        if (hm_put(&ds.sampled, before.live[i].ptr, 1) != 0) {
+            err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
+            goto fail;
+        }
     struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location,
                            alloc ? sink_buffer : NULL};
     err = walk(rd, &rt, o, &sink, &res);
@@ -619,6 +632,7 @@ fail:
 out:
     alloc_table_free(&before);
     alloc_table_free(&after);
+    hm_free(&ds.sampled);
     sb_release(&ds.line);
     if (rd)
         rd_close(rd);
