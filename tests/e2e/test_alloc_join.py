@@ -124,9 +124,11 @@ def test_query_type_allocations(one_heap):
         got, want = line_bytes(doc["allocations"], truth, which), truth[f"bytes_{which.lower()}"]
         assert abs(got - want) <= TOLERANCE * want, (which, got, want)
     assert line_bytes(doc["allocations"], truth, "C") <= WINDOW
-    # No instance of dict was allocated by line A or B: their samples are bytes objects.
+    # Line B made no dict; line A's dict samples are CACHE_A's own keys table (a buffer of
+    # the dict), never its bytes values.
     doc = scry_json(["query", heap, "--type", "builtins.dict", "--allocations"])
-    assert line_bytes(doc["allocations"], truth, "A") + line_bytes(doc["allocations"], truth, "B") == 0
+    assert line_bytes(doc["allocations"], truth, "B") == 0
+    assert line_bytes(doc["allocations"], truth, "A") <= 0.1 * truth["bytes_a"]
 
 
 def test_flamegraph_allocations_by_stack(one_heap, tmp_path):
