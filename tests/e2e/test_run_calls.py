@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from conftest import (TARGETS, describe_entry, file_detail, line_entry, load_profile,
-                      run_profiled, split_of)
+from conftest import (TARGETS, describe_entry, file_detail, is_free_threaded, line_entry,
+                      load_profile, run_profiled, split_of)
 
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 import importlib.util
@@ -68,9 +68,13 @@ def python_share(detail, section):
 @pytest.mark.parametrize("section", SPECIALISED)
 def test_calls_of_python_functions_are_python(runs, python_exe, section):
     python, entry = python_share(runs(python_exe), section)
-    assert python >= MIN_PYTHON, (
+    # The free-threaded 3.13 does not specialise (dis.get_instructions(adaptive=True) shows a
+    # plain CALL there): every call takes the generic path, and gets the generic calls' bar
+    # (measured 94.3% under load, 95.7-99.2% on a quiet machine).
+    want = GENERIC_MIN_PYTHON if is_free_threaded(python_exe) else MIN_PYTHON
+    assert python >= want, (
         f"{section}: a line that only calls a small Python function is {python:.1%} Python, "
-        f"want >= {MIN_PYTHON:.0%}; {describe_entry(entry)}")
+        f"want >= {want:.0%}; {describe_entry(entry)}")
 
 
 @pytest.mark.parametrize("section", ["keywords", "varargs"])

@@ -259,7 +259,11 @@ def test_virtual_time_counts_no_system_time(cached_run, python_exe):
         for e in fdetail["lines"] + fdetail["functions"]:
             assert e["n_sys_percent"] == 0, f"{name}: system time with --use-virtual-time: {e}"
     sleep, python = marked(detail, "sleep"), marked(detail, "python")
-    assert line_total(sleep) <= 2.0, f"sleep line with --use-virtual-time: {describe_entry(sleep)}"
+    # Its 30 wake-ups take a few ms of CPU; one tick charged there (under load, a wake-up may
+    # be on the CPU when the tick comes) is one sample, 2.2% of this run's ~45: allowed. Wall
+    # time counted would be ~75%.
+    assert sleep["n_samples"] <= 1 or line_total(sleep) <= 2.0, (
+        f"sleep line with --use-virtual-time: {describe_entry(sleep)}")
     # Its share of the sampled (CPU) time is its share of the process's CPU time, within 5 points.
     share = 100 * truth["sections"]["python"]["cpu"] / truth["cpu_total"]
     assert line_total(python) >= share - 5.0 and split_of(python)[0] >= MIN_PYTHON, (
