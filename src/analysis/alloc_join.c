@@ -63,45 +63,6 @@ static uint32_t owner_of_block(const struct snap *s, const struct snap_alloc_sam
     return SNAP_NONE;
 }
 
-int aj_build(const struct heap_analysis *a, struct aj_join *out)
-{
-    memset(out, 0, sizeof(*out));
-    const struct snap *s = a->s;
-    out->a = a;
-    if (!s->has_allocations)
-        return err_fail(SCRY_E_NO_ALLOCATIONS,
-                        "this snapshot has no allocation samples: take it of a program under "
-                        "scry run, with scry run --heap-at-exit, or with scry record "
-                        "--allocations --dump");
-    out->object = malloc(((size_t)s->nalloc_samples + 1) * sizeof(*out->object));
-    if (!out->object)
-        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    for (uint32_t i = 0; i < s->nalloc_samples; i++) {
-        const struct snap_alloc_sample *b = &s->alloc_samples[i];
-        uint32_t o = object_at_block(s, b);
-        if (o == SNAP_NONE && (o = owner_of_block(s, b)) != SNAP_NONE) {
-            out->in_buffers++;
-            out->in_buffers_bytes += b->weight;
-        }
-        out->object[i] = o;
-        out->samples++;
-        if (o == SNAP_NONE) {
-            out->unmatched++;
-            out->unmatched_bytes += b->weight;
-        } else {
-            out->matched++;
-            out->matched_bytes += b->weight;
-        }
-    }
-    return 0;
-}
-
-void aj_free(struct aj_join *j)
-{
-    free(j->object);
-    memset(j, 0, sizeof(*j));
-}
-
 /* The innermost frame of sample i's stack, or NULL. */
 static const struct snap_alloc_frame *innermost(const struct snap *s, uint32_t i)
 {
@@ -133,8 +94,7 @@ static int lines_where(const struct aj_join *j, aj_pred pred, const void *arg,
     size_t nv = 0, cap = 0;
     int err = 0;
     for (uint32_t i = 0; i < s->nalloc_samples && !err; i++) {
-        uint32_t o = j->object[i];
-        if (o == SNAP_NONE || !pred(j, o, arg))
+        if (!pred(j, j->object[i], arg))
             continue;
         const struct snap_alloc_frame *f = innermost(s, i);
         uint32_t file = f ? f->file : 0, func = f ? f->func : 0, line = f ? f->line : 0;
@@ -159,11 +119,19 @@ static int lines_where(const struct aj_join *j, aj_pred pred, const void *arg,
         free(v);
         return err;
     }
+    for (size_t i = 0; i < nv; i++)
+        v[i].error = (uint64_t)((double)s->alloc_window * sqrt((double)v[i].small));
     if (nv > 1)
         qsort(v, nv, sizeof(*v), cmp_line);
     *out = v;
     *n = nv;
     return 0;
+}
+
+static bool unmatched(const struct aj_join *j, uint32_t o, const void *arg)
+{
+    (void)j, (void)arg;
+    return o == SNAP_NONE;
 }
 
 static bool dominated_by(const struct aj_join *j, uint32_t o, const void *arg)
@@ -180,24 +148,83 @@ static bool dominated_by(const struct aj_join *j, uint32_t o, const void *arg)
 
 static bool member_of(const struct aj_join *j, uint32_t o, const void *arg)
 {
-    (void)j;
-    return ((const uint8_t *)arg)[o] != 0;
+    return o < j->a->n && ((const uint8_t *)arg)[o] != 0;
+}
+
+int aj_build(const struct heap_analysis *a, struct aj_join *out)
+{
+    memset(out, 0, sizeof(*out));
+    const struct snap *s = a->s;
+    out->a = a;
+    if (!s->has_allocations)
+        return err_fail(SCRY_E_NO_ALLOCATIONS,
+                        "this snapshot has no allocation samples: take it of a program under "
+                        "scry run, with scry run --heap-at-exit, or with scry record "
+                        "--allocations --dump");
+    out->object = malloc(((size_t)s->nalloc_samples + 1) * sizeof(*out->object));
+    if (!out->object)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < s->nalloc_samples; i++) {
+        const struct snap_alloc_sample *b = &s->alloc_samples[i];
+        uint32_t o = object_at_block(s, b);
+        if (o == SNAP_NONE && (o = owner_of_block(s, b)) != SNAP_NONE) {
+            out->in_buffers++;
+            out->in_buffers_bytes += b->weight;
+        }
+        out->object[i] = o;
+        out->samples++;
+        if (o == SNAP_NONE) {
+            out->unmatched++;
+            out->unmatched_bytes += b->weight;
+        } else {
+            out->matched++;
+            out->matched_bytes += b->weight;
+        }
+    }
+    return lines_where(out, unmatched, NULL, &out->unmatched_lines, &out->nunmatched_lines);
+}
+
+void aj_free(struct aj_join *j)
+{
+    free(j->object);
+    free(j->unmatched_lines);
+    memset(j, 0, sizeof(*j));
+}
+
+/* Scales the lines (largest first) so that their bytes add up to at most cap, each error at
+ * most cap (alloc_join.h); the order is kept. */
+static void cap_lines(struct aj_line *v, size_t n, uint64_t cap)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i].bytes;
+    for (size_t i = 0; i < n; i++) {
+        if (sum > cap)
+            v[i].bytes = (uint64_t)((double)v[i].bytes * ((double)cap / (double)sum));
+        if (v[i].error > cap)
+            v[i].error = cap;
+    }
 }
 
 int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_line **out, size_t *n)
 {
-    return lines_where(j, dominated_by, &holder, out, n);
+    int err = lines_where(j, dominated_by, &holder, out, n);
+    if (!err && holder < j->a->n)
+        cap_lines(*out, *n, j->a->retained[holder]);
+    return err;
 }
 
 int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
                         size_t *n)
 {
-    return lines_where(j, member_of, member, out, n);
-}
-
-double aj_line_error(const struct aj_join *j, const struct aj_line *l)
-{
-    return (double)j->a->s->alloc_window * sqrt((double)l->small);
+    int err = lines_where(j, member_of, member, out, n);
+    uint64_t shallow = 0;
+    for (uint32_t o = 0; !err && o < j->a->n; o++)
+        if (member[o])
+            shallow += j->a->s->objects[o].size;
+    if (!err)
+        cap_lines(*out, *n, shallow);
+    return err;
 }
 
 int aj_add_stacks(const struct aj_join *j, struct stk_tree *t)

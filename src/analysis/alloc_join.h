@@ -33,6 +33,7 @@ struct aj_line {
     uint64_t bytes;            /* the sum of the samples' weights */
     uint64_t samples;
     uint64_t small; /* samples of blocks below the window: the only ones with sampling error */
+    uint64_t error; /* the sampling error of bytes (one standard deviation): W x sqrt(small) */
 };
 
 struct aj_join {
@@ -41,6 +42,8 @@ struct aj_join {
     uint64_t samples, matched, unmatched;
     uint64_t matched_bytes, unmatched_bytes;
     uint64_t in_buffers, in_buffers_bytes; /* of the matched: blocks that are objects' buffers */
+    struct aj_line *unmatched_lines;       /* the unmatched samples by allocating line */
+    size_t nunmatched_lines;
 };
 
 /* Returns 0, -SCRY_E_NO_ALLOCATIONS (a snapshot without an ALOC chunk; message recorded) or
@@ -49,14 +52,16 @@ int aj_build(const struct heap_analysis *a, struct aj_join *out);
 void aj_free(struct aj_join *j);
 
 /* The allocating lines of the samples whose object is dominated by (or is) holder, largest
- * first (malloc'd, *n entries). */
+ * first (malloc'd, *n entries). The holder cannot retain more than its retained size R: when
+ * the lines' estimates add up to more (a sample of a small block weighs the whole window), each
+ * is scaled down so that they add up to R, and no error exceeds R. A capped estimate is never
+ * farther from the truth, which is at most R. */
 int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_line **out, size_t *n);
 /* The same for the samples whose object is marked in member (one byte per object, not 0: in;
- * the instances of a type, say). */
+ * the instances of a type, say), capped the same way at the members' shallow bytes (which
+ * count their own buffers). */
 int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
                         size_t *n);
-/* The sampling error of a line's bytes (one standard deviation): window x sqrt(small). */
-double aj_line_error(const struct aj_join *j, const struct aj_line *l);
 /* Retained bytes by allocating stack (outermost frame first, "function (file:line)"), into a
  * flame graph's tree: every matched sample's weight. */
 int aj_add_stacks(const struct aj_join *j, struct stk_tree *t);

@@ -48,7 +48,7 @@ static void alloc_lines_text(const struct aj_join *j, const struct aj_line *l, s
     char b1[32], b2[32];
     for (size_t i = 0; i < n && i < limit; i++) {
         fmt_bytes(l[i].bytes, b1, sizeof(b1));
-        fmt_bytes((uint64_t)aj_line_error(j, &l[i]), b2, sizeof(b2));
+        fmt_bytes(l[i].error, b2, sizeof(b2));
         sb_addf(out, "%11s %5.1f%%  +-%-9s allocated at ", b1,
                 total ? 100.0 * (double)l[i].bytes / (double)total : 0.0, b2);
         if (l[i].file == 0 && l[i].line == 0)
@@ -61,11 +61,11 @@ static void alloc_lines_text(const struct aj_join *j, const struct aj_line *l, s
         sb_addf(out, "%11s (%zu more lines)\n", "", n - limit);
 }
 
-static void alloc_lines_json(struct json_writer *w, const struct aj_join *j,
+static void alloc_lines_json(struct json_writer *w, const char *key, const struct aj_join *j,
                              const struct aj_line *l, size_t n)
 {
     const struct snap *s = j->a->s;
-    jw_key(w, "allocations");
+    jw_key(w, key);
     jw_arr_begin(w);
     for (size_t i = 0; i < n; i++) {
         jw_obj_begin(w);
@@ -83,7 +83,7 @@ static void alloc_lines_json(struct json_writer *w, const struct aj_join *j,
         jw_key(w, "samples");
         jw_uint(w, l[i].samples);
         jw_key(w, "error_bytes");
-        jw_uint(w, (uint64_t)aj_line_error(j, &l[i]));
+        jw_uint(w, l[i].error);
         jw_obj_end(w);
     }
     jw_arr_end(w);
@@ -104,6 +104,10 @@ static void alloc_summary_text(const struct aj_join *j, struct strbuf *out)
                  "or reused addresses), %" PRIu64 " left out at the dump\n",
             b1, j->samples, j->matched, b2, j->in_buffers, b3, j->unmatched, b4,
             s->alloc_dropped);
+    if (j->nunmatched_lines) {
+        sb_adds(out, "  In no object, by allocating line (share of those bytes):\n");
+        alloc_lines_text(j, j->unmatched_lines, j->nunmatched_lines, j->unmatched_bytes, 5, out);
+    }
 }
 
 static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
@@ -129,6 +133,7 @@ static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
     jw_uint(w, j->unmatched_bytes);
     jw_key(w, "left_out_at_dump");
     jw_uint(w, s->alloc_dropped);
+    alloc_lines_json(w, "unmatched_lines", j, j->unmatched_lines, j->nunmatched_lines);
     jw_obj_end(w);
 }
 
@@ -212,7 +217,7 @@ void heap_analyze_json(const struct heap_analyze_report *r, struct strbuf *out)
         jw_obj_begin(&w);
         object_fields(&w, a, top[i], &p);
         if (r->join)
-            alloc_lines_json(&w, r->join, r->alines[i], r->nalines[i]);
+            alloc_lines_json(&w, "allocations", r->join, r->alines[i], r->nalines[i]);
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
@@ -332,7 +337,7 @@ void heap_type_json(const struct heap_type_report *r, struct strbuf *out)
     }
     jw_arr_end(&w);
     if (r->join) {
-        alloc_lines_json(&w, r->join, r->alines, r->nalines);
+        alloc_lines_json(&w, "allocations", r->join, r->alines, r->nalines);
         alloc_summary_json(&w, r->join);
     }
     jw_obj_end(&w);

@@ -4,14 +4,16 @@ buffer or an array.array's items holds no object, and must be credited to the ob
 the block (the snapshot's BUFS chunk), then to the top retainer that holds that object.
 
 The target is tests/targets/alloc_buffers.py: five module-level lists, each filled by its own
-line with containers whose bytes are nearly all such a block, and a churn of numpy arrays on a
-sixth line. Truth is the target's own sum of sys.getsizeof of each list's elements. Each list's
-retained bytes must go to its own line within 10% (the window is 64 KiB and nearly every block
-is above it: the sampling error is a few percent at most), and nothing retained to the churn
-line. Checked through every way a snapshot gets its samples: `scry run --heap-at-exit` (every
-interpreter, 3.13t too), `scry record --pid --memory --heap-at-end` (the agent loaded into a
-process started without scry) and `scry record --pid --allocations --dump` (eBPF, nothing
-loaded). A snapshot taken without this join (an older scry's) read by this one credits nothing
+line with containers whose bytes are nearly all such a block, a churn of numpy arrays on a
+sixth line, and blocks malloc'd through ctypes (their addresses kept as ints) on a seventh:
+native memory no object owns, left unmatched and shown on its line. Truth is the target's own
+sum of sys.getsizeof of each list's elements. Each list's retained bytes must go to its own
+line within 10% (the window is 64 KiB and nearly every block is above it: the sampling error is
+a few percent at most), nothing retained to the churn line, and no retainer credited with more
+than it retains. Checked through every way a snapshot gets its samples: `scry run
+--heap-at-exit` (every interpreter, 3.13t too), `scry record --pid --memory --heap-at-end` (the
+agent loaded into a process started without scry) and `scry record --pid --allocations --dump`
+(eBPF, nothing loaded). A snapshot taken without this join (an older scry's) read by this one credits nothing
 to buffers: the join is only as good as the BUFS chunk, which test_check_reads_bufs checks.
 """
 
@@ -50,7 +52,7 @@ def line_bytes(allocations, truth, name):
                if a["file"] == truth["file"] and a["line"] == truth["lines"][name])
 
 
-def check_buffers(heap, truth):
+def check_buffers(heap, truth, native_counted=True):
     doc = scry_json(["analyze", "--allocations", "--top", "12", heap])
     retainers = doc["top_retainers"]
     for name, tail in HOLDERS.items():
@@ -64,7 +66,17 @@ def check_buffers(heap, truth):
         assert others == 0, (name, allocations)
     churn = sum(line_bytes(r["allocations"], truth, "churn") for r in retainers)
     assert churn <= WINDOW, churn
+    for r in retainers:  # no retainer holds more than it retains (the capped estimates)
+        assert sum(a["bytes"] for a in r["allocations"]) <= r["retained"], r
+        assert line_bytes(r["allocations"], truth, "native") == 0, r
     s = doc["allocation_samples"]
+    # The blocks malloc'd through ctypes are owned by no object: unmatched, on their line (each
+    # above the window: counted at its size, which malloc rounds up to whole pages).
+    unmatched = s["unmatched_lines"]
+    assert sum(u["bytes"] for u in unmatched) == s["unmatched_bytes"], s
+    if native_counted:
+        native = line_bytes(unmatched, truth, "native")
+        assert truth["native"] <= native <= truth["native"] * (1 + TOLERANCE), (truth["native"], s)
     # Nearly all of the 92 MB held is in blocks of the containers, not in the objects.
     assert s["in_buffers_bytes"] >= 0.9 * sum(truth["bytes"].values()), s
     assert s["in_buffers"] <= s["matched"] and s["samples"] == s["matched"] + s["unmatched"], s
@@ -109,7 +121,9 @@ def test_record_memory_heap_at_end(python_exe, tmp_path):
             scry.kill()
             scry.communicate()
         target.kill()
-    check_buffers(heap, truth)
+    # ctypes' malloc is looked up with dlsym, which an agent loaded late does not hook: those
+    # blocks are not sampled at all (docs/record-memory.md, "What is patched").
+    check_buffers(heap, truth, native_counted=False)
 
 
 def test_record_allocations_ebpf(python_exe, tmp_path):

@@ -4,7 +4,8 @@ array's data, a list's item array, a dict's keys table, a bytearray's buffer or 
 items, never the object itself, and each must still be credited to the line that made it.
 
 Each line marked LINE_<NAME> fills its own module-level holder; LINE_CHURN makes and drops numpy
-arrays. The target prints one JSON line: the line numbers and the truth, the sum of
+arrays; LINE_NATIVE mallocs blocks through ctypes and keeps only their addresses (ints): native
+memory that no object owns, which the join must leave unmatched and give to that line. The target prints one JSON line: the line numbers and the truth, the sum of
 sys.getsizeof of each holder's elements (numpy's counts the data an array owns). Modes as
 alloc_caches.py: "gate" or "busygate" print {"pid": PID} and wait for a line on stdin before
 anything is filled; "wait" waits for a line on stdin after the JSON line.
@@ -12,6 +13,7 @@ anything is filled; "wait" waits for a line on stdin after the JSON line.
     python alloc_buffers.py [gate|busygate] [wait]
 """
 import array
+import ctypes
 import json
 import os
 import random
@@ -28,6 +30,8 @@ DICTS = []  # dicts of keys made elsewhere (KEYS): all but 64 bytes is the keys 
 BLOBS = []  # bytearrays
 DOUBLES = []  # array.array('d')
 KEYS = tuple(range(10**6, 10**6 + 60_000))
+NATIVE = []  # addresses of blocks malloc'd through ctypes: ints, owning nothing
+NATIVE_SIZES = (3_000_000, 2_500_000, 4_000_000)
 
 
 def fill():
@@ -43,6 +47,14 @@ def fill():
         DOUBLES.append(array.array("d", [0.5]) * rng.randint(60_000, 200_000))  # LINE_ARRAY
 
 
+def native():
+    malloc = ctypes.CDLL(None).malloc
+    malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    for size in NATIVE_SIZES:
+        NATIVE.append(malloc(size))  # LINE_NATIVE
+    return sum(NATIVE_SIZES)
+
+
 def churn():
     for _ in range(60):
         tmp = numpy.zeros(500_000)  # LINE_CHURN
@@ -54,14 +66,17 @@ gate(sys.argv[1:])
 # runs pending calls: an agent loaded meanwhile has not run its own yet): still this line's.
 FIRST = bytearray(8 << 20)  # LINE_FIRST
 fill()
+native()
 churn()
 HOLDERS = {"numpy": ARRAYS, "list": LISTS, "dict": DICTS, "bytearray": BLOBS, "array": DOUBLES,
            "first": [FIRST]}
 print(json.dumps({
     "pid": os.getpid(),
     "file": os.path.abspath(__file__),
-    "lines": {name: line_of(__file__, "LINE_" + name.upper()) for name in [*HOLDERS, "churn"]},
+    "lines": {name: line_of(__file__, "LINE_" + name.upper())
+              for name in [*HOLDERS, "churn", "native"]},
     "bytes": {name: sum(sys.getsizeof(x) for x in held) for name, held in HOLDERS.items()},
+    "native": sum(NATIVE_SIZES),
 }), flush=True)
 if "wait" in sys.argv[1:]:
     sys.stdin.readline()

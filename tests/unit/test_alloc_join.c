@@ -107,20 +107,40 @@ static void test_join(void)
     CHECK_EQ(l[0].line, 10);
     CHECK_STR(snap_string(&s, l[0].func), "fill");
     CHECK_EQ(l[0].small, 0);
-    CHECK_EQ((long long)aj_line_error(&j, &l[0]), 0); /* a block of the window or more: exact */
+    CHECK_EQ(l[0].error, 0); /* a block of the window or more: exact */
     CHECK_EQ(l[1].file, 0);
     CHECK_EQ(l[1].bytes, 65536);
-    CHECK_EQ((long long)aj_line_error(&j, &l[1]), 65536);
+    CHECK_EQ(l[1].error, 65536);
     free(l);
     CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, addr(O)), &l, &n), 0);
     CHECK_EQ(n, 1);
     CHECK_EQ(l[0].line, 20);
+    /* One sample of a small block weighs the window (64 KiB), but O retains 64 bytes: the
+     * estimate and its error are capped at what O retains. */
+    CHECK_EQ(l[0].bytes, 64);
+    CHECK_EQ(l[0].error, 64);
     free(l);
+    /* The unmatched samples by line: 1 MiB at fill:10 (exact), then 64 KiB with no stack and
+     * 64 KiB at other:20 (equal bytes: by file, no file first). */
+    CHECK_EQ(j.nunmatched_lines, 3);
+    CHECK_EQ(j.unmatched_lines[0].line, 10);
+    CHECK_EQ(j.unmatched_lines[0].bytes, 1 << 20);
+    CHECK_EQ(j.unmatched_lines[0].error, 0);
+    CHECK_EQ(j.unmatched_lines[1].file, 0);
+    CHECK_EQ(j.unmatched_lines[1].bytes, 65536);
+    CHECK_EQ(j.unmatched_lines[2].line, 20);
+    CHECK_EQ(j.unmatched_lines[2].error, 65536);
     uint8_t *member = calloc(s.nobjects, 1);
     member[snap_find(&s, addr(B0))] = member[snap_find(&s, addr(B1))] = 1;
     CHECK_EQ(aj_lines_of_objects(&j, member, &l, &n), 0);
     CHECK_EQ(n, 1);
     CHECK_EQ(l[0].bytes, 100000);
+    free(l);
+    memset(member, 0, s.nobjects); /* O alone: its 64 KiB sample is capped at its 64 bytes */
+    member[snap_find(&s, addr(O))] = 1;
+    CHECK_EQ(aj_lines_of_objects(&j, member, &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].bytes, 64);
     free(l);
     free(member);
 
@@ -239,7 +259,8 @@ static void test_buffers(void)
     size_t n;
     CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, addr(BL)), &l, &n), 0);
     CHECK_EQ(n, 1);
-    CHECK_EQ(l[0].bytes, 800000 + 65536);
+    /* 800000 + 65536 sampled, but BL retains 88 + 800056 + 8056 bytes: capped there */
+    CHECK_EQ(l[0].bytes, 88 + 800056 + 8056);
     free(l);
     aj_free(&j);
     ha_free(&a);
