@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "agent/agent.h"
+#include "agent/memory.h"
 #include "reader/self_symbols.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -98,13 +99,19 @@ static void find_next(void)
     atomic_store(&next_state, 2);
 }
 
+/* The hook for a look-up that found the function hooked[i] stands for: what the global scope
+ * gives (the agent's, when preloaded), or, when that is the function itself (an agent loaded
+ * late is not in the global scope), the agent's own hook. */
 static void *replace(const char *name, void *found)
 {
     if (!found || !name || atomic_load(&next_state) != 2)
         return found;
-    for (size_t i = 0; i < NHOOKED; i++)
-        if (found == hooked[i].next && strcmp(name, hooked[i].name) == 0)
-            return hook_address(i);
+    for (size_t i = 0; i < NHOOKED; i++) {
+        if (found != hooked[i].next || strcmp(name, hooked[i].name) != 0)
+            continue;
+        void *global = hook_address(i), *own;
+        return global != found || !(own = ag_hook_for(name)) ? global : own;
+    }
     return found;
 }
 
@@ -157,3 +164,15 @@ TAIL_CALLS AG_EXPORT void *dlvsym(void *handle, const char *name, const char *ve
         find_next();
     return replace(name, real_dlvsym(handle, name, version));
 }
+
+/* ---- the hooks' own addresses, for got_patch.c (memory.h) ----
+ * Hidden aliases: a reference to `dlsym` from inside an agent loaded late binds to the C
+ * library's. */
+extern __typeof__(dlsym) ag_hook_dlsym __attribute__((alias("dlsym"), copy(dlsym)));
+extern __typeof__(dlvsym) ag_hook_dlvsym __attribute__((alias("dlvsym"), copy(dlvsym)));
+
+const struct ag_hook ag_dl_hooks[] = {
+    {"dlsym", (void *)ag_hook_dlsym},
+    {"dlvsym", (void *)ag_hook_dlvsym},
+    {NULL, NULL},
+};

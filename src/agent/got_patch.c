@@ -44,6 +44,16 @@ static int set_slot(_Atomic uintptr_t *slot, uintptr_t v, bool relro)
     return 0;
 }
 
+void *ag_hook_for(const char *name)
+{
+    const struct ag_hook *const lists[] = {ag_mem_hooks, ag_dl_hooks};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+        for (const struct ag_hook *h = lists[i]; h->name; h++)
+            if (strcmp(h->name, name) == 0)
+                return h->fn;
+    return NULL;
+}
+
 #if defined(__x86_64__)
 
 /* A dynamic-section pointer: the loader relocated most of them in place, the vDSO's and a few
@@ -64,14 +74,6 @@ static bool in_relro(const struct dl_phdr_info *info, uintptr_t at)
     return false;
 }
 
-static void *hook_for(const char *name)
-{
-    for (const struct ag_hook *h = ag_mem_hooks; h->name; h++)
-        if (strcmp(h->name, name) == 0)
-            return h->fn;
-    return NULL;
-}
-
 static void patch_table(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t n,
                         const ElfW(Sym) *syms, const char *strs)
 {
@@ -80,7 +82,7 @@ static void patch_table(const struct dl_phdr_info *info, const ElfW(Rela) *rel, 
         if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
             continue;
         const char *name = strs + syms[ELF64_R_SYM(rel[i].r_info)].st_name;
-        void *hook = hook_for(name);
+        void *hook = ag_hook_for(name);
         if (!hook || npatched == MAX_PATCHED)
             continue;
         _Atomic uintptr_t *slot = (_Atomic uintptr_t *)(info->dlpi_addr + rel[i].r_offset);

@@ -176,6 +176,11 @@ struct ag_hook {
     void *fn;
 };
 extern const struct ag_hook ag_mem_hooks[]; /* ends with {NULL, NULL} */
+/* dlsym_hooks.c: dlsym and dlvsym, patched too, so that a look-up through a handle made while
+ * attached answers the hook (ctypes.CDLL(None).malloc); ends with {NULL, NULL}. */
+extern const struct ag_hook ag_dl_hooks[];
+/* got_patch.c: the agent's own hook for a name of either list, else NULL. */
+void *ag_hook_for(const char *name);
 
 /* got_patch.c: points every loaded object's relocation entries (GOT, PLT slots) for the hooked
  * functions at the hooks, saving what was there (0, or -1 when nothing could be patched);

@@ -52,7 +52,7 @@ def line_bytes(allocations, truth, name):
                if a["file"] == truth["file"] and a["line"] == truth["lines"][name])
 
 
-def check_buffers(heap, truth, native_counted=True):
+def check_buffers(heap, truth):
     doc = scry_json(["analyze", "--allocations", "--top", "12", heap])
     retainers = doc["top_retainers"]
     for name, tail in HOLDERS.items():
@@ -74,9 +74,8 @@ def check_buffers(heap, truth, native_counted=True):
     # above the window: counted at its size, which malloc rounds up to whole pages).
     unmatched = s["unmatched_lines"]
     assert sum(u["bytes"] for u in unmatched) == s["unmatched_bytes"], s
-    if native_counted:
-        native = line_bytes(unmatched, truth, "native")
-        assert truth["native"] <= native <= truth["native"] * (1 + TOLERANCE), (truth["native"], s)
+    native = line_bytes(unmatched, truth, "native")
+    assert truth["native"] <= native <= truth["native"] * (1 + TOLERANCE), (truth["native"], s)
     # Nearly all of the 92 MB held is in blocks of the containers, not in the objects.
     assert s["in_buffers_bytes"] >= 0.9 * sum(truth["bytes"].values()), s
     assert s["in_buffers"] <= s["matched"] and s["samples"] == s["matched"] + s["unmatched"], s
@@ -121,9 +120,8 @@ def test_record_memory_heap_at_end(python_exe, tmp_path):
             scry.kill()
             scry.communicate()
         target.kill()
-    # ctypes' malloc is looked up with dlsym, which an agent loaded late does not hook: those
-    # blocks are not sampled at all (docs/record-memory.md, "What is patched").
-    check_buffers(heap, truth, native_counted=False)
+    # ctypes looks malloc up with dlsym, after the attach: the patched dlsym answers the hook.
+    check_buffers(heap, truth)
 
 
 def test_record_allocations_ebpf(python_exe, tmp_path):
