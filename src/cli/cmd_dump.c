@@ -608,6 +608,8 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
         .capture_contents = o->capture,
         .max_str = o->capture ? (uint32_t)o->max_str : 0,
         .tool_version = SCRY_VERSION,
+        /* from the eBPF recorder (its file, or record --allocations --dump): malloc's blocks */
+        .c_samples_only = res.allocations && (o->alloc_file || o->ask),
     };
     snap_set_meta(ds.w, &meta);
     struct snap_writer *w = ds.w;

@@ -104,6 +104,11 @@ static void alloc_summary_text(const struct aj_join *j, struct strbuf *out)
                  "or reused addresses), %" PRIu64 " left out at the dump\n",
             b1, j->samples, j->matched, b2, j->in_buffers, b3, j->unmatched, b4,
             s->alloc_dropped);
+    if (s->meta.c_samples_only)
+        sb_adds(out, "  Recorded from outside (eBPF): only the C allocator's blocks were sampled. "
+                     "Python's small objects (512 bytes or less) carry no sample, so a "
+                     "retainer of many small objects shows only its containers' own blocks. "
+                     "`scry record --pid PID --memory` samples every allocation.\n");
     if (j->nunmatched_lines) {
         sb_adds(out, "  In no object, by allocating line (share of those bytes):\n");
         alloc_lines_text(j, j->unmatched_lines, j->nunmatched_lines, j->unmatched_bytes, 5, out);
@@ -133,6 +138,8 @@ static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
     jw_uint(w, j->unmatched_bytes);
     jw_key(w, "left_out_at_dump");
     jw_uint(w, s->alloc_dropped);
+    jw_key(w, "small_objects_sampled");
+    jw_bool(w, !s->meta.c_samples_only);
     alloc_lines_json(w, "unmatched_lines", j, j->unmatched_lines, j->nunmatched_lines);
     jw_obj_end(w);
 }

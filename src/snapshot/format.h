@@ -63,6 +63,9 @@ enum snap_object_flags {
 /* META flags. */
 enum snap_meta_flags {
     SNAP_META_CONTENTS = 1 << 0,
+    /* (1.2+) the allocation samples are of the C allocator's blocks only (recorded from outside
+     * with eBPF): Python's small objects carry no sample */
+    SNAP_META_C_SAMPLES_ONLY = 1 << 1,
 };
 
 #define SNAP_META_SIZE_1_0 72

@@ -236,6 +236,7 @@ static int check_meta(struct vctx *v, const struct span *sp)
     m->pid = cur_u32(&c);
     uint32_t flags = cur_u32(&c);
     m->capture_contents = flags & SNAP_META_CONTENTS;
+    m->c_samples_only = flags & SNAP_META_C_SAMPLES_ONLY;
     m->rss_bytes = cur_u64(&c);
     m->dump_time_us = cur_i64(&c);
     m->pause_us = cur_u64(&c);

@@ -82,6 +82,7 @@ _Static_assert(sizeof(struct snap_alloc_frame) == SNAP_ALOC_FRAME_SIZE, "ALOC fr
 struct snap_meta_info {
     uint32_t pid;
     bool capture_contents;
+    bool c_samples_only; /* SNAP_META_C_SAMPLES_ONLY: no sample of Python's small objects */
     uint32_t max_str;
     uint64_t rss_bytes;
     int64_t dump_time_us; /* Unix epoch, UTC */

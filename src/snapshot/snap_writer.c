@@ -700,7 +700,8 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 
     chunk_begin(&o, &dir[nd], SNAP_CHUNK_META);
     out_u32(&o, w->meta.pid);
-    out_u32(&o, w->meta.capture_contents ? SNAP_META_CONTENTS : 0);
+    out_u32(&o, (w->meta.capture_contents ? SNAP_META_CONTENTS : 0) |
+                     (w->meta.c_samples_only ? SNAP_META_C_SAMPLES_ONLY : 0));
     out_u64(&o, w->meta.rss_bytes);
     out_u64(&o, (uint64_t)w->meta.dump_time_us);
     out_u64(&o, w->meta.pause_us);

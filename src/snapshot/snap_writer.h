@@ -29,6 +29,7 @@ struct snap_meta {
     bool capture_contents;
     uint32_t max_str;
     const char *tool_version; /* NULL: "" */
+    bool c_samples_only;      /* SNAP_META_C_SAMPLES_ONLY */
 };
 
 struct snap_write_stats {

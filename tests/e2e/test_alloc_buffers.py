@@ -52,7 +52,7 @@ def line_bytes(allocations, truth, name):
                if a["file"] == truth["file"] and a["line"] == truth["lines"][name])
 
 
-def check_buffers(heap, truth):
+def check_buffers(heap, truth, small_objects_sampled=True):
     doc = scry_json(["analyze", "--allocations", "--top", "12", heap])
     retainers = doc["top_retainers"]
     for name, tail in HOLDERS.items():
@@ -70,6 +70,7 @@ def check_buffers(heap, truth):
         assert sum(a["bytes"] for a in r["allocations"]) <= r["retained"], r
         assert line_bytes(r["allocations"], truth, "native") == 0, r
     s = doc["allocation_samples"]
+    assert s["small_objects_sampled"] is small_objects_sampled, s
     # The blocks malloc'd through ctypes are owned by no object: unmatched, on their line (each
     # above the window: counted at its size, which malloc rounds up to whole pages).
     unmatched = s["unmatched_lines"]
@@ -133,7 +134,7 @@ def test_record_allocations_ebpf(python_exe, tmp_path):
     heap = tmp_path / "bpf.heap"
     truth, doc = record_gated([python_exe, SCRIPT, "gate", "wait"], heap, tmp_path)
     assert doc["recording"]["lost"] == 0, doc
-    check_buffers(heap, truth)
+    check_buffers(heap, truth, small_objects_sampled=False)
 
 
 def test_check_reads_bufs(tmp_path, start_target):
