@@ -20,6 +20,11 @@
  * object's size rounded up to whole pages (malloc's own mappings report their usable size). */
 #define AJ_SIZE_SLACK 64
 #define AJ_PAGE 4096
+/* Arenas (docs/allocations.md, "Arenas"): recorded from outside, Python's small objects carry
+ * no sample; an object of at most AJ_ARENA_OBJECT bytes that no sample holds, lying in an arena
+ * of the snapshot's ARNA, is credited with its size to the line that made the arena (an
+ * approximation: the arena's free blocks serve any line later). */
+#define AJ_ARENA_OBJECT 512
 /* A block that holds no object may be an object's own native block (the snapshot's BUFS: a
  * list's item array, numpy's data...): the buffer starts at the block or up to AJ_MAX_HEADER
  * bytes into it (the block's header: 3.11/3.12 split values' prefix, 3.13t's list arrays,
@@ -34,6 +39,7 @@ struct aj_line {
     uint64_t samples;
     uint64_t small; /* samples of blocks below the window: the only ones with sampling error */
     uint64_t error; /* the sampling error of bytes (one standard deviation): W x sqrt(small) */
+    uint64_t arena_bytes; /* of bytes: small objects credited by the arena they lie in */
 };
 
 struct aj_join {
@@ -44,6 +50,14 @@ struct aj_join {
     uint64_t in_buffers, in_buffers_bytes; /* of the matched: blocks that are objects' buffers */
     struct aj_line *unmatched_lines;       /* the unmatched samples by allocating line */
     size_t nunmatched_lines;
+    /* Arenas (the snapshot's ARNA; NULL and 0 without): per object, the arena that credits it
+     * (SNAP_NONE: none); per arena, the bytes it credits; the totals; the dominator tree's
+     * children (objects kids[kid_first[o] .. kid_first[o + 1]) have o as immediate dominator),
+     * to sum a retainer's objects. */
+    uint32_t *arena_of;
+    uint64_t *arena_credit;
+    uint64_t arena_objects, arena_bytes;
+    uint32_t *kid_first, *kids;
 };
 
 /* Returns 0, -SCRY_E_NO_ALLOCATIONS (a snapshot without an ALOC chunk; message recorded) or
@@ -63,7 +77,8 @@ int aj_lines_retained_by(const struct aj_join *j, uint32_t holder, struct aj_lin
 int aj_lines_of_objects(const struct aj_join *j, const uint8_t *member, struct aj_line **out,
                         size_t *n);
 /* Retained bytes by allocating stack (outermost frame first, "function (file:line)"), into a
- * flame graph's tree: every matched sample's weight. */
+ * flame graph's tree: every matched sample's weight, and each arena's credited bytes along the
+ * stack that made it. */
 int aj_add_stacks(const struct aj_join *j, struct stk_tree *t);
 
 #endif

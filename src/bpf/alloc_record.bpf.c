@@ -59,7 +59,15 @@ struct {
     __type(value, struct pending);
 } pendings SEC(".maps");
 
-/* the addresses of the sampled blocks still allocated; allocated as they come (preallocated,
+/* An mmap in flight that may be an arena's: its length (tid -> length). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 16384);
+    __type(key, __u32);
+    __type(value, __u64);
+} mmaps SEC(".maps");
+
+/* the addresses of the sampled blocks (and arenas) still allocated; allocated as they come (preallocated,
  * 2^20 entries would hold some 64 MiB of kernel memory for nothing) */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -247,21 +255,10 @@ static __always_inline void copy_stack(struct ar_alloc *e, __u32 tid)
         e->flags |= AR_DEPTH;
 }
 
-static __always_inline void leave(__u64 ret)
+/* Sends the record of a sampled block (or an arena: flags AR_ARENA) with the thread's stack,
+ * and keeps its address among the live ones, so that its free is reported. */
+static __always_inline void send(__u32 tid, __u64 ret, __u64 size, __u64 weight, __u32 flags)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    struct pending *pp = bpf_map_lookup_elem(&pendings, &tid);
-    if (!pp)
-        return;
-    struct pending p = *pp;
-    bpf_map_delete_elem(&pendings, &tid);
-    /* realloc: the old block is gone when it moved, or was freed by a size of 0 */
-    if (p.old_live && (ret ? ret != p.old : p.size == 0))
-        emit_free(p.old);
-    if (!p.weight || !ret)
-        return;
-    if (p.old_live && ret == p.old)
-        bpf_map_delete_elem(&live, &ret); /* resized in place: the new sample replaces it */
     __u8 one = 1;
     if (bpf_map_update_elem(&live, &ret, &one, BPF_ANY) != 0) {
         count(AR_ST_LIVE_FULL);
@@ -275,9 +272,10 @@ static __always_inline void leave(__u64 ret)
     e->h.tid = tid;
     e->h.kind = AR_ALLOC;
     e->h.addr = ret;
-    e->size = p.size;
-    e->weight = p.weight;
+    e->size = size;
+    e->weight = weight;
     copy_stack(e, tid);
+    e->flags |= flags;
     /* a record is mostly its frames: send 8, 16, 32 or all 48 slots (sizes the verifier sees
      * as constants), the copied ones first */
     __u32 n = e->nframes;
@@ -295,7 +293,25 @@ static __always_inline void leave(__u64 ret)
         bpf_map_delete_elem(&live, &ret); /* never reported: its free must not be either */
         return;
     }
-    count(AR_ST_SAMPLES);
+    count(flags & AR_ARENA ? AR_ST_ARENAS : AR_ST_SAMPLES);
+}
+
+static __always_inline void leave(__u64 ret)
+{
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct pending *pp = bpf_map_lookup_elem(&pendings, &tid);
+    if (!pp)
+        return;
+    struct pending p = *pp;
+    bpf_map_delete_elem(&pendings, &tid);
+    /* realloc: the old block is gone when it moved, or was freed by a size of 0 */
+    if (p.old_live && (ret ? ret != p.old : p.size == 0))
+        emit_free(p.old);
+    if (!p.weight || !ret)
+        return;
+    if (p.old_live && ret == p.old)
+        bpf_map_delete_elem(&live, &ret); /* resized in place: the new sample replaces it */
+    send(tid, ret, p.size, p.weight, 0);
 }
 
 SEC("uprobe")
@@ -333,6 +349,47 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 addr)
+{
+    if (ours() && addr)
+        emit_free(addr);
+    return 0;
+}
+
+/* pymalloc's arenas: mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+ * MAP_ANONYMOUS, -1, 0) from the C library's mmap (which malloc's own mappings also go
+ * through: a length other than the arena's is not one), and munmap of a whole arena. */
+#define AR_PROT_RW 3       /* PROT_READ | PROT_WRITE */
+#define AR_MAP_PRIV_ANON 0x22 /* MAP_PRIVATE | MAP_ANONYMOUS */
+
+SEC("uprobe")
+int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags, __s64 fd)
+{
+    if (!ours() || !cfg.arena_size || addr || len != cfg.arena_size || prot != AR_PROT_RW ||
+        (flags & 0xffffffff) != AR_MAP_PRIV_ANON)
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    bpf_map_update_elem(&mmaps, &tid, &len, BPF_ANY);
+    return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mmap_return, __u64 ret)
+{
+    if (!ours())
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64 *lenp = bpf_map_lookup_elem(&mmaps, &tid);
+    if (!lenp)
+        return 0;
+    __u64 len = *lenp;
+    bpf_map_delete_elem(&mmaps, &tid);
+    if (ret && ret < (__u64)-4096) /* MAP_FAILED and -errno are no arena */
+        send(tid, ret, len, 0, AR_ARENA);
+    return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(munmap_enter, __u64 addr)
 {
     if (ours() && addr)
         emit_free(addr);

@@ -22,6 +22,7 @@ enum ar_flags {
     AR_NO_TSTATE = 1,   /* the thread had no known Python thread state */
     AR_FAULT = 2,       /* a copy failed: the stack ends there */
     AR_DEPTH = 4,       /* the chain went on past AR_MAX_FRAMES */
+    AR_ARENA = 8,       /* not a sample: a mapping of an arena's size (pymalloc's), whole */
 };
 
 /* The program's counters (its `stats` map), summed over CPUs by user space. */
@@ -29,6 +30,7 @@ enum ar_stat {
     AR_ST_SAMPLES,   /* samples sent */
     AR_ST_RING_FULL, /* records lost: the ring buffer was full */
     AR_ST_LIVE_FULL, /* samples not taken: the set of live sampled blocks was full */
+    AR_ST_ARENAS,    /* arena mappings sent */
     AR_ST__N
 };
 
@@ -74,6 +76,9 @@ struct ar_config {
      * its address (0: no lookup) and the offsets of the list's head, a thread state's next and
      * its native thread id. */
     __u64 interp, is_threads_head, ts_next, ts_native_thread_id;
+    /* The length of Python's small-object arenas (pymalloc: 1 MiB; 0: none recorded), mapped
+     * whole by mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0). */
+    __u64 arena_size;
 };
 
 #endif

@@ -85,6 +85,8 @@ static void render_json(const struct snap *s, const char *path, struct strbuf *o
         jw_null(&w);
     jw_key(&w, "owned_buffers"); /* BUFS (1.3): 0 when absent */
     jw_uint(&w, s->nbuffers);
+    jw_key(&w, "arenas"); /* ARNA (1.4): 0 when absent */
+    jw_uint(&w, s->narenas);
     jw_key(&w, "strings");
     jw_uint(&w, s->nstrings);
     jw_key(&w, "shallow_bytes");
@@ -171,6 +173,9 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
                 s->nalloc_samples, (unsigned long long)s->alloc_window, s->nalloc_stacks);
     if (s->nbuffers)
         sb_addf(out, "  buffers     %u native blocks owned by objects\n", s->nbuffers);
+    if (s->narenas)
+        sb_addf(out, "  arenas      %u of Python's small objects, with the stacks that made them\n",
+                s->narenas);
     sb_addf(out, "  pid         %u\n  python      %s\n", m->pid,
             m->python_version[0] ? san_str(m->python_version) : "(unknown)");
     if (m->rss_bytes) {

@@ -292,6 +292,7 @@ static uint64_t live_rss(int pid)
 struct dump_result {
     bool allocations;             /* the snapshot holds allocation samples */
     uint64_t alloc_kept, alloc_dropped;
+    uint64_t arenas_kept;          /* Python's arenas stored (ARNA) */
     struct hw_stats hs;
     struct snap_write_stats ws;
     double pause_ms, walk_ms;
@@ -425,16 +426,25 @@ static int alloc_store(struct snap_writer *w, const struct alloc_table *before,
     for (size_t i = 0; i < after->nlive && !err; i++) {
         const struct alloc_live *l = &after->live[i];
         uint64_t ptr;
-        if (!hm_get(&seen, l->seq + 1, &ptr) || ptr != l->ptr) {
-            res->alloc_dropped++;
+        if (!hm_get(&seen, l->seq + 1, &ptr) || ptr != l->ptr)
+            continue; /* made while the heap was read */
+        uint32_t stack = l->stack < 0 ? UINT32_MAX : (uint32_t)l->stack;
+        if (l->arena) {
+            err = snap_add_arena(w, l->ptr, l->size, stack);
+            res->arenas_kept++;
             continue;
         }
-        err = snap_add_alloc_sample(w, l->ptr, l->size, l->weight,
-                                    l->stack < 0 ? UINT32_MAX : (uint32_t)l->stack);
+        err = snap_add_alloc_sample(w, l->ptr, l->size, l->weight, stack);
         res->alloc_kept++;
     }
-    /* Those of before that after no longer has: freed while the heap was read. */
-    res->alloc_dropped += before->nlive - (after->nlive - res->alloc_dropped);
+    /* Left out: the samples of before or after not kept (freed or made while the heap was
+     * read); arenas are not samples. */
+    size_t samples_before = 0, samples_after = 0;
+    for (size_t i = 0; i < before->nlive; i++)
+        samples_before += !before->live[i].arena;
+    for (size_t i = 0; i < after->nlive; i++)
+        samples_after += !after->live[i].arena;
+    res->alloc_dropped = (samples_before - res->alloc_kept) + (samples_after - res->alloc_kept);
     hm_free(&seen);
     if (!err) {
         snap_set_alloc_info(w, after->window, res->alloc_dropped);
@@ -472,6 +482,10 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
         sb_addf(out, "allocation samples: %llu live through the dump (%llu left out: freed or "
                      "made while it ran)\n",
                 (unsigned long long)r->alloc_kept, (unsigned long long)r->alloc_dropped);
+    if (r->arenas_kept)
+        sb_addf(out, "arenas of Python's small objects made while recording: %llu, with their "
+                     "stacks\n",
+                (unsigned long long)r->arenas_kept);
 }
 
 static void print_json(const struct dump_opts *o, const struct py_runtime *rt, int pid,
@@ -533,6 +547,8 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
         jw_null(&j);
     jw_key(&j, "allocation_samples_left_out");
     jw_uint(&j, r->alloc_dropped);
+    jw_key(&j, "arenas");
+    jw_uint(&j, r->arenas_kept);
     jw_obj_end(&j);
     sb_addch(out, '\n');
 }
@@ -575,7 +591,7 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
         goto fail;
     bool alloc = o->alloc_file || alloc_ask(o, run_dir, &before);
     for (size_t i = 0; alloc && i < before.nlive; i++)
-        if (hm_put(&ds.sampled, before.live[i].ptr, 1) != 0) {
+        if (!before.live[i].arena && hm_put(&ds.sampled, before.live[i].ptr, 1) != 0) {
             err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
             goto fail;
         }

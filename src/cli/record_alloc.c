@@ -48,6 +48,7 @@
 #define MAX_STACKS 10000          /* distinct stacks kept, as the agent keeps */
 #define THREADS_EVERY_S 0.2       /* the thread-state map is refreshed this often */
 #define CODE_CACHE_S 2.0          /* code memory is reused: the code cache is emptied this often */
+#define ARENA_SIZE (1ull << 20)   /* pymalloc's arenas on 64-bit builds, 3.10 and later */
 
 struct ra_opts {
     int pid;
@@ -65,7 +66,7 @@ struct ra_state {
     struct py_code_cache cc;
     struct alloc_record_bpf *skel;
     struct ring_buffer *ring;
-    struct bpf_link *links[7];
+    struct bpf_link *links[10];
     size_t nlinks;
     /* the samples, by arrival; live ones by address (addr -> index + 1) */
     struct alloc_live *samples;
@@ -78,6 +79,7 @@ struct ra_state {
     struct smp_set filter_set;
     struct smp_proc *filter;
     uint64_t nalloc, nfree, nostack, outside, truncated;
+    uint64_t narenas; /* arena mappings seen (not samples) */
     int err; /* the first error of the ring's callback */
 };
 
@@ -281,12 +283,17 @@ static int attach(struct ra_state *s, const char *libc)
     static const struct {
         const char *func;
         bool ret;
-    } points[] = {{"malloc", true}, {"calloc", true}, {"realloc", true}, {"malloc", false},
-                  {"calloc", false}, {"realloc", false}, {"free", false}};
-    struct bpf_program *progs[] = {s->skel->progs.alloc_return, s->skel->progs.alloc_return,
-                                   s->skel->progs.alloc_return, s->skel->progs.malloc_enter,
-                                   s->skel->progs.calloc_enter, s->skel->progs.realloc_enter,
-                                   s->skel->progs.free_enter};
+    } points[] = {{"malloc", true},  {"calloc", true},  {"realloc", true}, {"mmap", true},
+                  {"malloc", false}, {"calloc", false}, {"realloc", false}, {"free", false},
+                  {"mmap", false},   {"munmap", false}};
+    struct bpf_program *progs[] = {
+        s->skel->progs.alloc_return, s->skel->progs.alloc_return, s->skel->progs.alloc_return,
+        s->skel->progs.mmap_return,  s->skel->progs.malloc_enter, s->skel->progs.calloc_enter,
+        s->skel->progs.realloc_enter, s->skel->progs.free_enter,  s->skel->progs.mmap_enter,
+        s->skel->progs.munmap_enter};
+    _Static_assert(sizeof(progs) / sizeof(progs[0]) == sizeof(points) / sizeof(points[0]) &&
+                       sizeof(points) / sizeof(points[0]) <= sizeof(s->links) / sizeof(s->links[0]),
+                   "one program and one link per probe point");
     for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
         LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = points[i].func, .retprobe = points[i].ret);
         uint64_t off = !strcmp(points[i].func, "free") ? free_probe_offset(libc) : 0;
@@ -333,6 +340,7 @@ static int load(struct ra_state *s, const char *libc)
         .is_threads_head = L->is_threads_head,
         .ts_next = L->ts_next,
         .ts_native_thread_id = L->ts_native_thread_id,
+        .arena_size = ARENA_SIZE,
     };
     if (fw.frame_bytes > AR_FRAME_BYTES || fw.tstate_hi - fw.tstate_lo > AR_TSTATE_BYTES)
         return err_fail(SCRY_E_INTERNAL, "the frame layout does not fit the BPF copies");
@@ -449,14 +457,16 @@ static int64_t intern_stack(struct ra_state *s, const uint32_t (*f)[3], size_t n
     return id;
 }
 
-static void forget(struct ra_state *s, uint64_t addr)
+/* Marks the entry at addr dead; returns whether it was a sample (not an arena). */
+static bool forget(struct ra_state *s, uint64_t addr)
 {
     uint64_t idx;
     if (!hm_get(&s->by_addr, addr, &idx))
-        return;
+        return false;
     hm_del(&s->by_addr, addr);
     s->samples[idx - 1].weight = 0; /* dead: left out of every table */
     s->ndead++;
+    return !s->samples[idx - 1].arena;
 }
 
 /* Drops the dead samples once they are half of the array. */
@@ -482,7 +492,11 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     struct py_frame frames[AR_MAX_FRAMES];
     size_t n = 0;
     bool truncated = false;
-    s->nalloc++;
+    bool arena = e->flags & AR_ARENA;
+    if (arena)
+        s->narenas++;
+    else
+        s->nalloc++;
     if (e->tstate) {
         struct copy_ctx cc = {.e = e, .cfg = &s->skel->rodata->cfg};
         struct py_mem mem = {.read = copy_read, .ctx = &cc};
@@ -490,7 +504,7 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
                                 &truncated) != 0)
             err_clear(); /* a copy cut short: the frames before the fault are kept */
     }
-    if (truncated || (e->flags & (AR_FAULT | AR_DEPTH)))
+    if (!arena && (truncated || (e->flags & (AR_FAULT | AR_DEPTH))))
         s->truncated++;
     uint32_t kept[AR_MAX_FRAMES][3], first_file;
     size_t nkept = 0;
@@ -498,16 +512,23 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     if (ferr)
         return ferr;
     int64_t stack = intern_stack(s, kept, nkept);
-    if (!n)
+    if (arena)
+        ; /* an arena's stack is counted in none of the samples' numbers */
+    else if (!n)
         s->nostack++;
     else if (!nkept)
         s->outside++;
-    forget(s, e->h.addr); /* a block resized in place: the new sample replaces the old */
+    (void)forget(s, e->h.addr); /* a block resized in place: the new one replaces it */
     int err = grow_array(&s->samples, &s->cap, s->nsamples + 1, sizeof(*s->samples));
     if (err)
         return err;
-    s->samples[s->nsamples] = (struct alloc_live){
-        .seq = s->nalloc, .ptr = e->h.addr, .size = e->size, .weight = e->weight, .stack = stack};
+    /* weight 0 marks a dead entry (forget): an arena's is its size here, 0 in the tables */
+    s->samples[s->nsamples] = (struct alloc_live){.seq = s->nalloc + s->narenas,
+                                                  .ptr = e->h.addr,
+                                                  .size = e->size,
+                                                  .weight = arena ? e->size : e->weight,
+                                                  .stack = stack,
+                                                  .arena = arena};
     s->nsamples++;
     if (hm_put(&s->by_addr, e->h.addr, s->nsamples) != 0)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
@@ -521,8 +542,8 @@ static int on_event(void *ctx, void *data, size_t size)
     if (s->err || size < sizeof(*h))
         return 0;
     if (h->kind == AR_FREE) {
-        s->nfree++;
-        forget(s, h->addr);
+        if (forget(s, h->addr))
+            s->nfree++;
         compact(s);
     } else if (h->kind == AR_ALLOC && size >= AR_RECORD_BYTES(0) &&
                ((const struct ar_alloc *)data)->nframes <= AR_MAX_FRAMES &&
@@ -543,9 +564,14 @@ static int ask_live(void *ctx, struct alloc_table *t)
     t->live = malloc((live ? live : 1) * sizeof(*t->live));
     if (!t->live)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    for (size_t i = 0; i < s->nsamples; i++)
-        if (s->samples[i].weight)
-            t->live[t->nlive++] = s->samples[i];
+    for (size_t i = 0; i < s->nsamples; i++) {
+        if (!s->samples[i].weight)
+            continue;
+        t->live[t->nlive] = s->samples[i];
+        if (t->live[t->nlive].arena)
+            t->live[t->nlive].weight = 0;
+        t->nlive++;
+    }
     t->memory = true;
     t->window = s->o->window;
     t->doc = json_incref(s->stacks);
@@ -588,9 +614,20 @@ static uint64_t stat_sum(struct ra_state *s, enum ar_stat which)
     return sum;
 }
 
+/* The live entries: samples, and arenas. */
+static void live_counts(const struct ra_state *s, uint64_t *samples, uint64_t *arenas)
+{
+    *samples = *arenas = 0;
+    for (size_t i = 0; i < s->nsamples; i++)
+        if (s->samples[i].weight)
+            ++*(s->samples[i].arena ? arenas : samples);
+}
+
 /* The recording's numbers as a JSON object (docs/json-schema.md, "recording"). */
 static void recording_json(struct ra_state *s, double seconds, struct strbuf *out)
 {
+    uint64_t live, live_arenas;
+    live_counts(s, &live, &live_arenas);
     struct json_writer j;
     jw_init(&j, out, true);
     jw_obj_begin(&j);
@@ -605,7 +642,11 @@ static void recording_json(struct ra_state *s, double seconds, struct strbuf *ou
     jw_key(&j, "frees");
     jw_uint(&j, s->nfree);
     jw_key(&j, "live");
-    jw_uint(&j, s->nsamples - s->ndead);
+    jw_uint(&j, live);
+    jw_key(&j, "arenas");
+    jw_uint(&j, s->narenas);
+    jw_key(&j, "live_arenas");
+    jw_uint(&j, live_arenas);
     jw_key(&j, "without_stack");
     jw_uint(&j, s->nostack);
     jw_key(&j, "outside_your_code");
@@ -632,9 +673,11 @@ static int write_file(struct ra_state *s, double seconds)
     json_t *live = json_array(), *doc = NULL;
     for (size_t i = 0; live && i < t.nlive; i++) {
         const struct alloc_live *l = &t.live[i];
-        json_array_append_new(live, json_pack("[IIIII]", (json_int_t)l->seq, (json_int_t)l->ptr,
-                                              (json_int_t)l->size, (json_int_t)l->weight,
-                                              (json_int_t)l->stack));
+        json_t *r = json_pack("[IIIII]", (json_int_t)l->seq, (json_int_t)l->ptr,
+                              (json_int_t)l->size, (json_int_t)l->weight, (json_int_t)l->stack);
+        if (r && l->arena) /* run_link.c: a sixth item 1 is an arena */
+            json_array_append_new(r, json_integer(1));
+        json_array_append_new(live, r);
     }
     if (live)
         doc = json_pack("{s:s,s:i,s:i,s:I,s:b,s:I,s:o,s:O,s:o}", "format", "scry-allocations",
@@ -656,12 +699,16 @@ static void report(struct ra_state *s, double seconds, const struct strbuf *dump
                    struct strbuf *out)
 {
     uint64_t lost = stat_sum(s, AR_ST_RING_FULL), full = stat_sum(s, AR_ST_LIVE_FULL);
+    uint64_t live, live_arenas;
+    live_counts(s, &live, &live_arenas);
     if (!s->o->json) {
         sb_addf(out,
                 "recorded the allocations of pid %d for %.1f s (eBPF): %llu samples, %llu frees "
-                "of sampled blocks, %llu live at the end (window %llu bytes)\n",
+                "of sampled blocks, %llu live at the end (window %llu bytes); %llu arenas of "
+                "Python's small objects made, %llu still mapped\n",
                 s->o->pid, seconds, (unsigned long long)s->nalloc, (unsigned long long)s->nfree,
-                (unsigned long long)(s->nsamples - s->ndead), (unsigned long long)s->o->window);
+                (unsigned long long)live, (unsigned long long)s->o->window,
+                (unsigned long long)s->narenas, (unsigned long long)live_arenas);
         if (lost || full || s->nostack)
             sb_addf(out,
                     "note: %llu records lost (ring buffer full), %llu samples not taken (too "

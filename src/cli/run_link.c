@@ -118,7 +118,14 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
         const json_t *r = json_array_get(live, i);
         struct alloc_live *l = &out->live[i];
         const json_t *st = json_array_get(r, 4);
-        if (!json_is_array(r) || json_array_size(r) != 5 || !as_u64(json_array_get(r, 0), &l->seq) ||
+        /* a sixth item, 1: an arena (the eBPF recorder's file) */
+        size_t nr = json_array_size(r);
+        const json_t *kind = nr == 6 ? json_array_get(r, 5) : NULL;
+        if (kind && json_is_integer(kind) && json_integer_value(kind) == 1)
+            l->arena = true;
+        else if (kind)
+            nr = 0;
+        if (!json_is_array(r) || (nr != 5 && nr != 6) || !as_u64(json_array_get(r, 0), &l->seq) ||
             !as_u64(json_array_get(r, 1), &l->ptr) || !as_u64(json_array_get(r, 2), &l->size) ||
             !as_u64(json_array_get(r, 3), &l->weight) || !json_is_integer(st) ||
             json_integer_value(st) < -1 || json_integer_value(st) >= (json_int_t)nst)

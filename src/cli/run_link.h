@@ -20,6 +20,7 @@ int run_link_dir(int pid, char *dir, size_t size, bool *found);
 struct alloc_live {
     uint64_t seq, ptr, size, weight;
     int64_t stack; /* index into stacks, -1: none */
+    bool arena;    /* not a sample: a pymalloc arena, whole (record --allocations; weight 0) */
 };
 
 struct alloc_table {

@@ -45,17 +45,22 @@ static void alloc_lines_text(const struct aj_join *j, const struct aj_line *l, s
                              uint64_t total, size_t limit, struct strbuf *out)
 {
     const struct snap *s = j->a->s;
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32];
     for (size_t i = 0; i < n && i < limit; i++) {
         fmt_bytes(l[i].bytes, b1, sizeof(b1));
         fmt_bytes(l[i].error, b2, sizeof(b2));
         sb_addf(out, "%11s %5.1f%%  +-%-9s allocated at ", b1,
                 total ? 100.0 * (double)l[i].bytes / (double)total : 0.0, b2);
         if (l[i].file == 0 && l[i].line == 0)
-            sb_adds(out, "<no profiled Python frame>\n");
+            sb_adds(out, "<no profiled Python frame>");
         else
-            sb_addf(out, "%s:%u (%s)\n", san_str(snap_string(s, l[i].file)), l[i].line,
+            sb_addf(out, "%s:%u (%s)", san_str(snap_string(s, l[i].file)), l[i].line,
                     san_str(snap_string(s, l[i].func)));
+        if (l[i].arena_bytes) {
+            fmt_bytes(l[i].arena_bytes, b3, sizeof(b3));
+            sb_addf(out, ", ~%s of it by arena", b3);
+        }
+        sb_addch(out, '\n');
     }
     if (n > limit)
         sb_addf(out, "%11s (%zu more lines)\n", "", n - limit);
@@ -84,6 +89,8 @@ static void alloc_lines_json(struct json_writer *w, const char *key, const struc
         jw_uint(w, l[i].samples);
         jw_key(w, "error_bytes");
         jw_uint(w, l[i].error);
+        jw_key(w, "arena_bytes");
+        jw_uint(w, l[i].arena_bytes);
         jw_obj_end(w);
     }
     jw_arr_end(w);
@@ -104,11 +111,23 @@ static void alloc_summary_text(const struct aj_join *j, struct strbuf *out)
                  "or reused addresses), %" PRIu64 " left out at the dump\n",
             b1, j->samples, j->matched, b2, j->in_buffers, b3, j->unmatched, b4,
             s->alloc_dropped);
-    if (s->meta.c_samples_only)
+    if (s->meta.c_samples_only && s->narenas) {
+        char b5[32];
+        fmt_bytes(j->arena_bytes, b5, sizeof(b5));
+        sb_addf(out,
+                "  Recorded from outside (eBPF): only the C allocator's blocks were sampled. "
+                "Python's small objects (512 bytes or less) carry no sample: those that lie in "
+                "one of the %u arenas made while recording, %" PRIu64 " objects (%s), are "
+                "credited to the line that made their arena (\"by arena\": approximate, an "
+                "arena's free blocks serve any line later); the others have no line. "
+                "`scry record --pid PID --memory` samples every allocation.\n",
+                s->narenas, j->arena_objects, b5);
+    } else if (s->meta.c_samples_only) {
         sb_adds(out, "  Recorded from outside (eBPF): only the C allocator's blocks were sampled. "
                      "Python's small objects (512 bytes or less) carry no sample, so a "
                      "retainer of many small objects shows only its containers' own blocks. "
                      "`scry record --pid PID --memory` samples every allocation.\n");
+    }
     if (j->nunmatched_lines) {
         sb_adds(out, "  In no object, by allocating line (share of those bytes):\n");
         alloc_lines_text(j, j->unmatched_lines, j->nunmatched_lines, j->unmatched_bytes, 5, out);
@@ -140,6 +159,12 @@ static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
     jw_uint(w, s->alloc_dropped);
     jw_key(w, "small_objects_sampled");
     jw_bool(w, !s->meta.c_samples_only);
+    jw_key(w, "arenas");
+    jw_uint(w, s->narenas);
+    jw_key(w, "arena_objects");
+    jw_uint(w, j->arena_objects);
+    jw_key(w, "arena_bytes");
+    jw_uint(w, j->arena_bytes);
     alloc_lines_json(w, "unmatched_lines", j, j->unmatched_lines, j->nunmatched_lines);
     jw_obj_end(w);
 }

@@ -11,6 +11,7 @@
 #define SNAP_MINOR 1      /* a file without allocation samples */
 #define SNAP_MINOR_ALOC 2 /* with an ALOC chunk (1.2) */
 #define SNAP_MINOR_BUFS 3 /* with a BUFS chunk (1.3) */
+#define SNAP_MINOR_ARNA 4 /* with an ARNA chunk (1.4) */
 
 #define SNAP_HEADER_SIZE 64
 #define SNAP_HEADER_CRC_OFF 60
@@ -33,6 +34,7 @@ enum snap_chunk_type {
     SNAP_CHUNK_INFR = SNAP_FOURCC('I', 'N', 'F', 'R'), /* 1.1 */
     SNAP_CHUNK_ALOC = SNAP_FOURCC('A', 'L', 'O', 'C'), /* 1.2: live allocation samples */
     SNAP_CHUNK_BUFS = SNAP_FOURCC('B', 'U', 'F', 'S'), /* 1.3: objects' own native blocks */
+    SNAP_CHUNK_ARNA = SNAP_FOURCC('A', 'R', 'N', 'A'), /* 1.4: Python's arenas and their stacks */
 };
 
 /* Edge kinds (u8 on disk). The values equal cpython/heap_walk.h's hw_edge_kind on purpose; the
@@ -80,5 +82,7 @@ enum snap_meta_flags {
 #define SNAP_ALOC_FRAME_SIZE 12
 /* BUFS (1.3): address, size, owning object, reserved. */
 #define SNAP_BUF_SIZE 24
+/* ARNA (1.4): address, size, stack, reserved. */
+#define SNAP_ARNA_SIZE 24
 
 #endif

@@ -56,10 +56,14 @@ static uint64_t align8(uint64_t x) { return (x + (SNAP_CHUNK_ALIGN - 1)) & ~(uin
 
 /* ---- the frame ------------------------------------------------------------------------------- */
 
-enum { K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K_ALOC, K_BUFS, K__COUNT };
+enum {
+    K_META, K_STRS, K_OBJS, K_EDGE, K_ROOT, K_LOCS, K_CONT, K_INFR, K_ALOC, K_BUFS, K_ARNA,
+    K__COUNT
+};
 static const uint32_t known_types[K__COUNT] = {
     SNAP_CHUNK_META, SNAP_CHUNK_STRS, SNAP_CHUNK_OBJS, SNAP_CHUNK_EDGE, SNAP_CHUNK_ROOT,
     SNAP_CHUNK_LOCS, SNAP_CHUNK_CONT, SNAP_CHUNK_INFR, SNAP_CHUNK_ALOC, SNAP_CHUNK_BUFS,
+    SNAP_CHUNK_ARNA,
 };
 
 struct span {
@@ -174,7 +178,7 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
     for (int k = 0; k < K__COUNT; k++)
         if (!spans[k].present && known_types[k] != SNAP_CHUNK_CONT &&
             known_types[k] != SNAP_CHUNK_INFR && known_types[k] != SNAP_CHUNK_ALOC &&
-            known_types[k] != SNAP_CHUNK_BUFS)
+            known_types[k] != SNAP_CHUNK_BUFS && known_types[k] != SNAP_CHUNK_ARNA)
             return bad(v, dir_offset, "no %s chunk", chunk_name(known_types[k], nb));
     return 0;
 }
@@ -433,6 +437,33 @@ static int check_buffers(struct vctx *v, const struct span *sp)
     return 0;
 }
 
+/* ARNA (1.4): arenas in increasing address order, not overlapping, each naming a stack of
+ * ALOC (or none), reserved fields 0; only with ALOC. */
+static int check_arenas(struct vctx *v, const struct span *sp)
+{
+    struct snap *s = v->s;
+    if (!sp->present)
+        return 0;
+    if (!s->has_allocations)
+        return bad(v, sp->off, "chunk ARNA without an ALOC chunk");
+    if (sp->len % SNAP_ARNA_SIZE || sp->len / SNAP_ARNA_SIZE >= UINT32_MAX)
+        return bad(v, sp->off, "chunk ARNA is %llu bytes: not %d per arena",
+                   (unsigned long long)sp->len, SNAP_ARNA_SIZE);
+    const struct snap_arena *a = (const struct snap_arena *)(s->base + sp->off);
+    uint32_t n = (uint32_t)(sp->len / SNAP_ARNA_SIZE);
+    for (uint32_t i = 0; i < n; i++)
+        if ((a[i].stack != SNAP_NONE && a[i].stack >= s->nalloc_stacks) || a[i].zero != 0 ||
+            a[i].size == 0 || a[i].addr + a[i].size < a[i].addr ||
+            (i && a[i].addr < a[i - 1].addr + a[i - 1].size))
+            return bad(v, sp->off + (uint64_t)i * SNAP_ARNA_SIZE,
+                       "chunk ARNA: arena %u is empty, out of order, overlaps the one before, "
+                       "names no stack or has a reserved field that is not 0",
+                       i);
+    s->arenas = a;
+    s->narenas = n;
+    return 0;
+}
+
 static int check_inferred(struct vctx *v, const struct span *sp)
 {
     struct snap *s = v->s;
@@ -508,6 +539,7 @@ static int validate(struct vctx *v)
         (err = check_meta(v, &spans[K_META])) || (err = check_objects(v, &spans[K_OBJS])) ||
         (err = check_edges(v, &spans[K_EDGE])) || (err = check_inferred(v, &spans[K_INFR])) ||
         (err = check_allocations(v, &spans[K_ALOC])) || (err = check_buffers(v, &spans[K_BUFS])) ||
+        (err = check_arenas(v, &spans[K_ARNA])) ||
         (err = check_records(v, &spans[K_ROOT], "ROOT", SNAP_ROOT_SIZE, false, &s->nroots)) ||
         (err = check_records(v, &spans[K_LOCS], "LOCS", SNAP_LOC_SIZE, true, &s->nlocations)) ||
         (err = check_records(v, &spans[K_CONT], "CONT", SNAP_CONT_SIZE, true, &s->ncontents)))

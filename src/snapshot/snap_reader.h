@@ -74,6 +74,15 @@ struct snap_buffer {
     uint32_t zero;
 };
 _Static_assert(sizeof(struct snap_buffer) == SNAP_BUF_SIZE, "BUFS record layout");
+/* ARNA (1.4): an arena of Python's small-object allocator made while allocations were recorded
+ * from outside, with the stack that made it (an ALOC stack), sorted by address;
+ * docs/allocations.md, "Arenas". */
+struct snap_arena {
+    uint64_t addr, size;
+    uint32_t stack; /* index into the ALOC stacks, or SNAP_NONE */
+    uint32_t zero;
+};
+_Static_assert(sizeof(struct snap_arena) == SNAP_ARNA_SIZE, "ARNA record layout");
 _Static_assert(sizeof(struct snap_alloc_sample) == SNAP_ALOC_SAMPLE_SIZE, "ALOC sample layout");
 _Static_assert(sizeof(struct snap_alloc_stack) == SNAP_ALOC_STACK_SIZE, "ALOC stack layout");
 _Static_assert(sizeof(struct snap_alloc_frame) == SNAP_ALOC_FRAME_SIZE, "ALOC frame layout");
@@ -130,6 +139,8 @@ struct snap {
     const struct snap_alloc_frame *alloc_frames;
     uint32_t nbuffers; /* BUFS (1.3); 0 when absent */
     const struct snap_buffer *buffers;
+    uint32_t narenas; /* ARNA (1.4); 0 when absent */
+    const struct snap_arena *arenas;
     uint32_t nchunks;
     struct snap_chunk_info *chunks; /* directory as read, nchunks entries (malloc'd) */
 };

@@ -181,6 +181,10 @@ struct raw_buffer {
     uint64_t addr, size;
     uint64_t owner; /* an address, then an object index */
 };
+struct raw_arena {
+    uint64_t addr, size;
+    uint32_t stack;
+};
 
 #define VEC(T)                                                                                     \
     struct {                                                                                       \
@@ -208,6 +212,7 @@ struct snap_writer {
     VEC(struct alloc_stack) astacks;
     VEC(struct alloc_sample) asamples;
     VEC(struct raw_buffer) buffers; /* BUFS */
+    VEC(struct raw_arena) arenas;   /* ARNA */
 };
 
 #define VEC_PUSH(w, vec, item)                                                                     \
@@ -341,6 +346,15 @@ int snap_add_buffer(struct snap_writer *w, uint64_t owner, uint64_t addr, uint64
     return VEC_PUSH(w, w->buffers, ((struct raw_buffer){addr, size, owner}));
 }
 
+int snap_add_arena(struct snap_writer *w, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    if ((stack != UINT32_MAX && stack >= w->astacks.n) || !size || addr + size < addr)
+        return writer_fail(w, err_fail(SCRY_E_INTERNAL, "arena of no stack, or empty"));
+    return VEC_PUSH(w, w->arenas, ((struct raw_arena){addr, size, stack}));
+}
+
 void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped)
 {
     w->alloc = true;
@@ -374,6 +388,7 @@ void snap_writer_abort(struct snap_writer *w)
     free(w->astacks.v);
     free(w->asamples.v);
     free(w->buffers.v);
+    free(w->arenas.v);
     free(w->python_version);
     free(w->tool_version);
     free(w->path);
@@ -454,6 +469,24 @@ static int cmp_buffer(const void *a, const void *b)
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
     return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+static int cmp_arena(const void *a, const void *b)
+{
+    const struct raw_arena *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Arenas by address; one that overlaps the one before (a mapping seen twice) is dropped. */
+static void sort_arenas(struct snap_writer *w)
+{
+    if (w->arenas.n > 1)
+        qsort(w->arenas.v, w->arenas.n, sizeof(*w->arenas.v), cmp_arena);
+    size_t k = 0;
+    for (size_t i = 0; i < w->arenas.n; i++)
+        if (!k || w->arenas.v[i].addr >= w->arenas.v[k - 1].addr + w->arenas.v[k - 1].size)
+            w->arenas.v[k++] = w->arenas.v[i];
+    w->arenas.n = w->alloc ? k : 0; /* ARNA goes with ALOC, whose stacks it names */
 }
 
 /* Owners to object indexes (a buffer of no object is dropped), sorted by address. */
@@ -649,6 +682,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     st.dropped_locations = map_refs(w->locations.v, &w->locations.n, &index, true);
     map_refs(w->contents.v, &w->contents.n, &index, true); /* duplicates of duplicate objects */
     map_buffers(w, &index);
+    sort_arenas(w);
     if (w->roots.n >= UINT32_MAX) {
         err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more roots");
         goto out;
@@ -796,6 +830,17 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         chunk_end(&o, &dir[nd++]);
     }
 
+    if (w->arenas.n) {
+        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ARNA);
+        for (size_t i = 0; i < w->arenas.n; i++) {
+            out_u64(&o, w->arenas.v[i].addr);
+            out_u64(&o, w->arenas.v[i].size);
+            out_u32(&o, w->arenas.v[i].stack);
+            out_u32(&o, 0);
+        }
+        chunk_end(&o, &dir[nd++]);
+    }
+
     if (w->meta.capture_contents) {
         chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
         for (size_t i = 0; i < w->contents.n; i++) {
@@ -821,7 +866,10 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 
     memcpy(header, SNAP_MAGIC, 8);
     header[8] = SNAP_MAJOR;
-    header[10] = w->buffers.n ? SNAP_MINOR_BUFS : w->alloc ? SNAP_MINOR_ALOC : SNAP_MINOR;
+    header[10] = w->arenas.n    ? SNAP_MINOR_ARNA
+                 : w->buffers.n ? SNAP_MINOR_BUFS
+                 : w->alloc     ? SNAP_MINOR_ALOC
+                                : SNAP_MINOR;
     put_le64(header + 16, o.pos);
     put_le64(header + 24, dir_offset);
     put_le32(header + 32, (uint32_t)nd);

@@ -67,6 +67,10 @@ int snap_add_alloc_sample(struct snap_writer *w, uint64_t addr, uint64_t size, u
 /* window: the sampling window (bytes); dropped: samples left out because they were not live
  * through the whole walk. */
 void snap_set_alloc_info(struct snap_writer *w, uint64_t window, uint64_t dropped);
+/* An arena of Python's small-object allocator and the stack that made it (the ARNA chunk,
+ * written with ALOC: stack is an index of the stacks added, or SNAP_NONE); makes the file 1.4.
+ * Arenas are sorted by address at close, and one overlapping the one before is dropped. */
+int snap_add_arena(struct snap_writer *w, uint64_t addr, uint64_t size, uint32_t stack);
 /* A native block that the object at owner alone holds (the BUFS chunk, written with ALOC to
  * credit samples inside it to the owner). Kept only if owner turns out to be an object. */
 int snap_add_buffer(struct snap_writer *w, uint64_t owner, uint64_t addr, uint64_t size);

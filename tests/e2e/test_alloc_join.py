@@ -76,7 +76,8 @@ def check_analyze(heap, truth, small_objects_sampled=True):
     retainers = doc["top_retainers"]
     for r in retainers:
         for a in r["allocations"]:
-            assert set(a) == {"file", "line", "function", "bytes", "samples", "error_bytes"}, a
+            assert set(a) == {"file", "line", "function", "bytes", "samples", "error_bytes",
+                              "arena_bytes"}, a
     s = doc["allocation_samples"]
     assert s["window"] == WINDOW and s["samples"] == s["matched"] + s["unmatched"], s
     # the agent samples Python's small objects too; the eBPF recorder only malloc's blocks

@@ -145,6 +145,56 @@ def test_new_threads_have_stacks(python_exe, tmp_path):
     assert kept >= truth["threads"] << 20, (kept, cp.stdout[:2000])
 
 
+SMALL = TARGETS / "alloc_small.py"
+ARENA_SLACK = 1.5 * (1 << 20)  # what one arena (1 MiB) shared by two lines may misplace
+
+
+def check_small_by_arena(heap, truth, doc):
+    """Caches of small objects (no malloc: no sample) go to their code by arena: each within
+    15% of its truth, most of it "by arena"; another function's share at most an arena's. By
+    function: an arena goes to the line whose allocation needed it, in a loop its body's line or
+    the loop's header (whose new int for the loop variable may be the one: half of them on 3.14)."""
+    r = doc["recording"]
+    assert r["arenas"] >= 30 and r["live_arenas"] >= 30, r  # 42 MB of small objects kept
+    cp = run_scry(["analyze", "--allocations", "--json", heap])
+    assert cp.returncode == 0, cp.stderr
+    an = json.loads(cp.stdout)
+    s = an["allocation_samples"]
+    assert not s["small_objects_sampled"] and s["arenas"] == r["live_arenas"], s
+    assert s["arena_bytes"] >= 0.8 * sum(truth["bytes"].values()), s
+    for name, tail in (("A", "['CACHE_A']"), ("B", "['CACHE_B']")):
+        holder = [t for t in an["top_retainers"] if t["path"].endswith(tail)]
+        assert len(holder) == 1, [t["path"] for t in an["top_retainers"]]
+        by_func = {}
+        for a in holder[0]["allocations"]:
+            if a["file"] == truth["file"]:
+                f = by_func.setdefault(a["function"], {"bytes": 0, "arena_bytes": 0})
+                f["bytes"] += a["bytes"]
+                f["arena_bytes"] += a["arena_bytes"]
+        mine = by_func.get(f"fill_{name.lower()}", {"bytes": 0, "arena_bytes": 0})
+        want = truth["bytes"][name]
+        assert abs(mine["bytes"] - want) <= 0.15 * want, (name, want, holder[0])
+        assert mine["arena_bytes"] >= 0.5 * mine["bytes"], (name, holder[0])
+        others = sum(f["bytes"] for func, f in by_func.items() if func != f"fill_{name.lower()}")
+        assert others <= ARENA_SLACK, (name, holder[0])
+    cp = run_scry(["check", "--json", heap])
+    chk = json.loads(cp.stdout)
+    assert chk["format_version"] == "1.4" and chk["arenas"] == s["arenas"], chk
+    cp = run_scry(["flamegraph", "--allocations", "--folded", heap])
+    leaf = f"fill_a ({truth['file']}:"
+    kept = sum(int(l.rsplit(" ", 1)[1]) for l in cp.stdout.splitlines()
+               if l.rsplit(" ", 1)[0].split(";")[-1].startswith(leaf))
+    assert kept >= 0.8 * truth["bytes"]["A"], (kept, truth)
+
+
+def test_small_objects_by_arena(python_exe, tmp_path):
+    """Python's small objects never reach malloc: the arenas they lie in, each recorded with the
+    stack that mapped it (an uprobe on mmap), give them a line (docs/allocations.md, "Arenas")."""
+    heap = tmp_path / "small.heap"
+    truth, doc = record_gated([python_exe, SMALL, "gate", "wait"], heap, tmp_path)
+    check_small_by_arena(heap, truth, doc)
+
+
 def test_static_debian_311(tmp_path):
     """Debian's /usr/bin/python3.11 has no libpython: its C library is probed all the same."""
     if not STATIC_311.exists():

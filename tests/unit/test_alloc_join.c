@@ -267,9 +267,133 @@ static void test_buffers(void)
     snap_close(&s);
 }
 
+/* Arenas (ARNA, 1.4): sys.modules['app'] -> AM -.__dict__-> AD -['L']-> AL (a list of 4 KiB,
+ * outside every arena) -[i]-> T1, T2 (in arena A1, made by fill:10), T3 (in A2, other:20), T4
+ * (in no arena), S (in A1 but held by a sample of its own), BIG (in A1 but of 600 bytes: not a
+ * small object). An object is credited by its arena only when small, held by no sample, and
+ * inside one; a retainer's lines add its objects so, and the flame graph the arenas' credits. */
+#define A1 0x20000000ULL
+#define A2 0x20100000ULL
+static void test_arenas(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/arenas.heap", tl_tmpdir());
+    const uint64_t AM = 0x1000, AD = 0x2000, AL = 0x3000, T1 = A1 + 0x4030, T2 = A1 + 0x4070,
+                   T3 = A2 + 0x4030, T4 = 0x9000, S = A1 + 0x40b0, BIG = A1 + 0x8030;
+    struct snap_writer *w;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_object(w, AM, "builtins.module", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, AD, "builtins.dict", 200, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, AL, "builtins.list", 4096, 0, NULL, 0), 0);
+    const uint64_t items[] = {T1, T2, T3, T4, S, BIG};
+    const uint64_t sizes[] = {64, 64, 64, 64, 48, 600};
+    CHECK_EQ(snap_add_edge(w, AM, AD, SNAP_EDGE_ATTR, ".__dict__"), 0);
+    CHECK_EQ(snap_add_edge(w, AD, AL, SNAP_EDGE_DICT_VALUE, "['L']"), 0);
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ(snap_add_object(w, items[i], "builtins.tuple", sizes[i], 0, NULL, 0), 0);
+        CHECK_EQ(snap_add_edge(w, AL, items[i], SNAP_EDGE_INDEX, "[i]"), 0);
+    }
+    CHECK_EQ(snap_add_root(w, AM, "sys.modules['app']"), 0);
+    struct snap_meta meta = {.pid = 7, .python_version = "3.12.1", .c_samples_only = true};
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "fill", 10), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "other", 20), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 1), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 1, 1), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, S - 16, 64, 65536, 1), 0); /* S's own: other:20 */
+    /* in any order; one overlapping an arena already added is dropped */
+    CHECK_EQ(snap_add_arena(w, A2, 1 << 20, 1), 0);
+    CHECK_EQ(snap_add_arena(w, A1, 1 << 20, 0), 0);
+    CHECK_EQ(snap_add_arena(w, A1 + 4096, 1 << 20, 1), 0);
+    CHECK(snap_add_arena(w, A2, 1 << 20, 7) != 0); /* no stack 7 */
+    err_clear();
+    snap_writer_abort(w);
+
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_object(w, AM, "builtins.module", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, AD, "builtins.dict", 200, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, AL, "builtins.list", 4096, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, AM, AD, SNAP_EDGE_ATTR, ".__dict__"), 0);
+    CHECK_EQ(snap_add_edge(w, AD, AL, SNAP_EDGE_DICT_VALUE, "['L']"), 0);
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ(snap_add_object(w, items[i], "builtins.tuple", sizes[i], 0, NULL, 0), 0);
+        CHECK_EQ(snap_add_edge(w, AL, items[i], SNAP_EDGE_INDEX, "[i]"), 0);
+    }
+    CHECK_EQ(snap_add_root(w, AM, "sys.modules['app']"), 0);
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "fill", 10), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "other", 20), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 1), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 1, 1), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, S - 16, 64, 65536, 1), 0);
+    CHECK_EQ(snap_add_arena(w, A2, 1 << 20, 1), 0);
+    CHECK_EQ(snap_add_arena(w, A1, 1 << 20, 0), 0);
+    CHECK_EQ(snap_add_arena(w, A1 + 4096, 1 << 20, 1), 0);
+    snap_set_alloc_info(w, 65536, 0);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    struct snap s;
+    struct heap_analysis a;
+    struct aj_join j;
+    CHECK_EQ(snap_open(path, &s), 0);
+    CHECK_EQ(s.minor, 4);
+    CHECK(s.meta.c_samples_only);
+    CHECK_EQ(s.narenas, 2);
+    CHECK_EQ_U64(s.arenas[0].addr, A1);
+    CHECK_EQ(s.arenas[0].stack, 0);
+    CHECK_EQ_U64(s.arenas[1].addr, A2);
+    CHECK_EQ(ha_build(&s, &a), 0);
+    CHECK_EQ(aj_build(&a, &j), 0);
+    CHECK_EQ(j.arena_of[snap_find(&s, T1)], 0);
+    CHECK_EQ(j.arena_of[snap_find(&s, T2)], 0);
+    CHECK_EQ(j.arena_of[snap_find(&s, T3)], 1);
+    CHECK_EQ(j.arena_of[snap_find(&s, T4)], SNAP_NONE);
+    CHECK_EQ(j.arena_of[snap_find(&s, S)], SNAP_NONE);   /* its own sample holds it */
+    CHECK_EQ(j.arena_of[snap_find(&s, BIG)], SNAP_NONE); /* not a small object */
+    CHECK_EQ(j.arena_objects, 3);
+    CHECK_EQ(j.arena_bytes, 192);
+    CHECK_EQ(j.arena_credit[0], 128);
+
+    struct aj_line *l;
+    size_t n;
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, AL), &l, &n), 0);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(l[0].line, 20); /* S's sample (64 KiB) and T3 by arena: capped at AL's retained */
+    CHECK_EQ(l[1].line, 10); /* T1 and T2 by arena */
+    CHECK_EQ(l[1].arena_bytes, 128);
+    CHECK_EQ(l[1].samples, 0);
+    uint64_t sum = l[0].bytes + l[1].bytes;
+    CHECK(sum <= a.retained[snap_find(&s, AL)] && sum + 2 >= a.retained[snap_find(&s, AL)]);
+    free(l);
+    uint8_t *member = calloc(s.nobjects, 1);
+    member[snap_find(&s, T3)] = member[snap_find(&s, T4)] = 1;
+    CHECK_EQ(aj_lines_of_objects(&j, member, &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].line, 20);
+    CHECK_EQ(l[0].bytes, 64);
+    CHECK_EQ(l[0].arena_bytes, 64);
+    free(l);
+    free(member);
+
+    struct stk_tree t;
+    stk_init(&t, false);
+    CHECK_EQ(aj_add_stacks(&j, &t), 0);
+    CHECK_EQ(stk_finish(&t), 0);
+    struct strbuf sb = STRBUF_INIT;
+    CHECK_EQ(stk_write_folded(&t, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "fill (app.py:10) 128\n") != NULL);
+    CHECK(strstr(sb_str(&sb), "other (app.py:20) 65600\n") != NULL); /* the sample + T3 */
+    sb_release(&sb);
+    stk_free(&t);
+    aj_free(&j);
+    ha_free(&a);
+    snap_close(&s);
+}
+
 static const struct tl_test tests[] = {
     TL(test_join),
     TL(test_buffers),
+    TL(test_arenas),
     TL(test_writer_checks),
     TL(test_without_allocations),
 };

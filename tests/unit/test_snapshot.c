@@ -789,6 +789,26 @@ static uint8_t *with_extra_chunk(const uint8_t *good, size_t len, uint32_t type,
     return b;
 }
 
+/* ARNA (1.4) names ALOC's stacks: a file with ARNA and no ALOC is refused. */
+static void test_arenas_need_samples(void)
+{
+    size_t len, blen;
+    uint8_t *good = small_snapshot(&len);
+    if (!good)
+        return;
+    uint8_t rec[SNAP_ARNA_SIZE] = {0};
+    set64(rec, 0x7f0000000000ull);
+    set64(rec + 8, 1 << 20);
+    set32(rec + 16, 0xffffffffu);
+    uint8_t *b = with_extra_chunk(good, len, SNAP_CHUNK_ARNA, rec, sizeof(rec), &blen);
+    struct snap s;
+    CHECK_EQ(snap_open_buffer(b, blen, "arna", &s), -SCRY_E_BAD_SNAPSHOT);
+    CHECK(strstr(err_last_message(), "chunk ARNA without an ALOC chunk") != NULL);
+    err_clear();
+    free(b);
+    free(good);
+}
+
 static void test_compatibility(void)
 {
     size_t len;
@@ -964,6 +984,7 @@ static void test_inferred(void)
 
 static const struct tl_test tests[] = {
     TL(test_inferred),
+    TL(test_arenas_need_samples),
     TL(test_crc32),
     TL(test_roundtrip),
     TL(test_empty_snapshot),
