@@ -50,6 +50,24 @@ static uint64_t walk(const struct snap *s)
         if (p[len] != 0)
             abort();
     }
+    for (uint32_t i = 0; i < s->nalloc_samples; i++) {
+        const struct snap_alloc_sample *a = &s->alloc_samples[i];
+        sum += a->addr + a->size + a->weight;
+        if (a->stack != SNAP_NONE)
+            sum += s->alloc_stacks[a->stack].depth;
+    }
+    for (uint32_t i = 0; i < s->nalloc_stacks; i++) {
+        const struct snap_alloc_stack *k = &s->alloc_stacks[i];
+        for (uint32_t d = 0; d < k->depth; d++) {
+            const struct snap_alloc_frame *f = &s->alloc_frames[k->first + d];
+            sum += strlen(snap_string(s, f->file)) + strlen(snap_string(s, f->func)) + f->line;
+        }
+    }
+    for (uint32_t i = 0; i < s->nbuffers; i++)
+        sum += s->buffers[i].addr + snap_object(s, s->buffers[i].object)->size;
+    for (uint32_t i = 0; i < s->narenas; i++)
+        sum += s->arenas[i].addr + s->arenas[i].size +
+               (s->arenas[i].stack != SNAP_NONE ? s->alloc_stacks[s->arenas[i].stack].first : 0);
     return sum + strlen(snap_meta(s)->python_version) + strlen(snap_meta(s)->tool_version);
 }
 

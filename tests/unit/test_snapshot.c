@@ -869,9 +869,11 @@ static void test_write_seeds(void)
     const char *dir = getenv("SCRY_SNAPSHOT_SEEDS");
     if (!dir || !*dir)
         dir = tl_tmpdir();
-    static const char *const names[] = {"small.heap", "tiny-no-contents.heap", "empty.heap"};
-    char path[3][600];
-    for (int i = 0; i < 3; i++)
+    static const char *const names[] = {"small.heap", "tiny-no-contents.heap", "empty.heap",
+                                        "allocations.heap"};
+    enum { NSEEDS = sizeof(names) / sizeof(names[0]) };
+    char path[NSEEDS][600];
+    for (int i = 0; i < NSEEDS; i++)
         snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
     struct model m;
     CHECK_EQ(build(path[0], 12, &m, NULL), 0);
@@ -897,7 +899,27 @@ static void test_write_seeds(void)
     CHECK_EQ(snap_writer_open(path[2], &w), 0);
     CHECK_EQ(snap_writer_close(w, NULL), 0);
 
-    for (int i = 0; i < 3; i++) {
+    /* ALOC, BUFS and ARNA (1.4), as record --allocations writes them */
+    CHECK_EQ(snap_writer_open(path[3], &w), 0);
+    CHECK_EQ(snap_add_object(w, 0x1000, "builtins.dict", 232, SNAP_OBJ_GC_TRACKED, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, 0x2000, "builtins.list", 8056, SNAP_OBJ_GC_TRACKED, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, 0x20004030, "builtins.tuple", 56, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_DICT_VALUE, "['L']"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x2000, 0x20004030, SNAP_EDGE_INDEX, "[0]"), 0);
+    CHECK_EQ(snap_add_root(w, 0x1000, "sys.modules['__main__'].__dict__"), 0);
+    meta.c_samples_only = true;
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "<module>", 3), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "fill", 9), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 2), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, 0x9000, 8000, 65536, 0), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, 0xa000, 4096, 65536, UINT32_MAX), 0);
+    CHECK_EQ(snap_add_buffer(w, 0x2000, 0x9008, 8000), 0);
+    CHECK_EQ(snap_add_arena(w, 0x20000000, 1 << 20, 0), 0);
+    snap_set_alloc_info(w, 65536, 1);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    for (int i = 0; i < NSEEDS; i++) {
         struct snap s;
         CHECK_EQ(snap_open(path[i], &s), 0);
         snap_close(&s);
