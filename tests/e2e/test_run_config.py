@@ -71,14 +71,19 @@ EQUAL_CASES = {
          "--use-virtual-time"],
         "cpu-sampling-rate: 0.004\ncpu: true\nstacks: true\nprofile_exclude: run_lib\n"
         "use_virtual_time: true\n"),
+    # CPU time only, sampled every 2 ms: the target's work is 0.2 s of CPU on 3.14/3.15, ~20
+    # samples at 10 ms, where one sample of the 4 MiB bytearray's line came to 7-10% (over the
+    # 8% threshold in one of two runs, in CI) and the helper's 20-30% to 13%; at 2 ms (~100
+    # samples) that line stays under 3.5% and the helper over 24%.
     "memory-reduced-only": (
         ["--allocation-sampling-window", "524288", "--no-memory-leak-detector",
          "--profile-only", "run_lib,run_config", "--program-path", str(TARGETS),
-         "--reduced-profile", "--cpu-percent-threshold", "8", "--malloc-threshold", "10"],
+         "--reduced-profile", "--cpu-percent-threshold", "8", "--malloc-threshold", "10",
+         "--use-virtual-time", "--cpu-sampling-rate", "0.002"],
         "allocation_sampling_window: 524288\nmemory-leak-detector: false\n"
         "profile-only: run_lib,run_config\n"
         f"program_path: '{TARGETS}'\nreduced-profile: true\ncpu_percent_threshold: 8\n"
-        "malloc-threshold: 10\n"),
+        "malloc-threshold: 10\nuse-virtual-time: true\ncpu_sampling_rate: 0.002\n"),
 }
 
 
