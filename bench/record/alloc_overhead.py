@@ -6,7 +6,8 @@ The target (started plainly) waits for a line on stdin, then times three loops a
 seconds as JSON: `large` allocates and drops 200,000 bytes objects of 1-200 KB (each one a call
 of malloc and free: the probed path), `small` 3,000,000 small tuples and strings (Python's own
 allocator: no probe is hit), `mixed` appends 2,000,000 ints to lists (their buffers grow by
-realloc). Each round runs the target without, then with, the recorder (the order alternates),
+realloc), `grow` builds and drops three times a list of 1,000,000 small tuples (about 90 new
+1 MiB arenas each time: the mmap probe and its stack, once per arena). Each round runs the target without, then with, the recorder (the order alternates),
 and the medians are compared.
 
     python3 bench/record/alloc_overhead.py [--python PY] [--rounds N] [--scry build/scry]
@@ -41,6 +42,11 @@ for j in range(20):
     for i in range(100_000):
         l.append(i)
 out["mixed"] = time.perf_counter() - t
+t = time.perf_counter()
+for j in range(3):
+    kept = [(i, float(i)) for i in range(1_000_000)]
+    del kept
+out["grow"] = time.perf_counter() - t
 print(json.dumps(out), flush=True)
 '''
 
@@ -82,7 +88,7 @@ def main():
         for probed in ((False, True) if r % 2 == 0 else (True, False)):
             runs[probed].append(one(a.python, a.scry, probed, tmp))
     print(f"python {a.python}, {a.rounds} rounds, medians (s):")
-    for loop in ("large", "small", "mixed"):
+    for loop in ("large", "small", "mixed", "grow"):
         base = statistics.median(x[loop] for x in runs[False])
         prob = statistics.median(x[loop] for x in runs[True])
         print(f"  {loop:6s} without {base:.3f}  with the probes {prob:.3f}  slowdown "
