@@ -286,6 +286,7 @@ static int attach(struct ra_state *s, const char *libc)
     } points[] = {{"malloc", true},  {"calloc", true},  {"realloc", true}, {"mmap", true},
                   {"malloc", false}, {"calloc", false}, {"realloc", false}, {"free", false},
                   {"mmap", false},   {"munmap", false}};
+    bool arenas = true; /* mmap's probes: without them, no arena (small objects get no line) */
     struct bpf_program *progs[] = {
         s->skel->progs.alloc_return, s->skel->progs.alloc_return, s->skel->progs.alloc_return,
         s->skel->progs.mmap_return,  s->skel->progs.malloc_enter, s->skel->progs.calloc_enter,
@@ -297,8 +298,18 @@ static int attach(struct ra_state *s, const char *libc)
     for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
         LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = points[i].func, .retprobe = points[i].ret);
         uint64_t off = !strcmp(points[i].func, "free") ? free_probe_offset(libc) : 0;
+        bool for_arenas = !strcmp(points[i].func, "mmap") || !strcmp(points[i].func, "munmap");
+        if (for_arenas && !arenas)
+            continue;
         struct bpf_link *l =
             bpf_program__attach_uprobe_opts(progs[i], s->o->pid, libc, (size_t)off, &uo);
+        if (!l && for_arenas && points[i].ret) { /* mmap's return first: nothing stale */
+            log_warn("cannot attach a uprobe to mmap (%s): Python's small objects will have no "
+                     "line (no arena is recorded)",
+                     strerror(errno));
+            arenas = false;
+            continue;
+        }
         if (!l) {
             int e = errno;
             char what[128];
