@@ -468,6 +468,12 @@ static int64_t intern_stack(struct ra_state *s, const uint32_t (*f)[3], size_t n
     return id;
 }
 
+/* Whether an entry of the samples' array is live: forget marks a dead one with address 0. */
+static bool is_live(const struct alloc_live *l)
+{
+    return l->ptr != 0;
+}
+
 /* Marks the entry at addr dead; returns whether it was a sample (not an arena). */
 static bool forget(struct ra_state *s, uint64_t addr)
 {
@@ -475,7 +481,7 @@ static bool forget(struct ra_state *s, uint64_t addr)
     if (!hm_get(&s->by_addr, addr, &idx))
         return false;
     hm_del(&s->by_addr, addr);
-    s->samples[idx - 1].weight = 0; /* dead: left out of every table */
+    s->samples[idx - 1].ptr = 0; /* dead: left out of every table */
     s->ndead++;
     return !s->samples[idx - 1].arena;
 }
@@ -488,7 +494,7 @@ static void compact(struct ra_state *s)
     size_t k = 0;
     hm_clear(&s->by_addr);
     for (size_t i = 0; i < s->nsamples; i++) {
-        if (!s->samples[i].weight)
+        if (!is_live(&s->samples[i]))
             continue;
         s->samples[k] = s->samples[i];
         hm_put(&s->by_addr, s->samples[k].ptr, k + 1);
@@ -523,21 +529,18 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     if (ferr)
         return ferr;
     int64_t stack = intern_stack(s, kept, nkept);
-    if (arena)
-        ; /* an arena's stack is counted in none of the samples' numbers */
-    else if (!n)
+    if (!arena && !n) /* an arena's stack is counted in none of the samples' numbers */
         s->nostack++;
-    else if (!nkept)
+    else if (!arena && !nkept)
         s->outside++;
     (void)forget(s, e->h.addr); /* a block resized in place: the new one replaces it */
     int err = grow_array(&s->samples, &s->cap, s->nsamples + 1, sizeof(*s->samples));
     if (err)
         return err;
-    /* weight 0 marks a dead entry (forget): an arena's is its size here, 0 in the tables */
     s->samples[s->nsamples] = (struct alloc_live){.seq = s->nalloc + s->narenas,
                                                   .ptr = e->h.addr,
                                                   .size = e->size,
-                                                  .weight = arena ? e->size : e->weight,
+                                                  .weight = arena ? 0 : e->weight,
                                                   .stack = stack,
                                                   .arena = arena};
     s->nsamples++;
@@ -576,12 +579,8 @@ static int ask_live(void *ctx, struct alloc_table *t)
     if (!t->live)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < s->nsamples; i++) {
-        if (!s->samples[i].weight)
-            continue;
-        t->live[t->nlive] = s->samples[i];
-        if (t->live[t->nlive].arena)
-            t->live[t->nlive].weight = 0;
-        t->nlive++;
+        if (is_live(&s->samples[i]))
+            t->live[t->nlive++] = s->samples[i];
     }
     t->memory = true;
     t->window = s->o->window;
@@ -630,7 +629,7 @@ static void live_counts(const struct ra_state *s, uint64_t *samples, uint64_t *a
 {
     *samples = *arenas = 0;
     for (size_t i = 0; i < s->nsamples; i++)
-        if (s->samples[i].weight)
+        if (is_live(&s->samples[i]))
             ++*(s->samples[i].arena ? arenas : samples);
 }
 
