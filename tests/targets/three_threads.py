@@ -24,10 +24,11 @@ import sys
 import threading
 import time
 
-from groundtruth import build_facts, marker_lines, stack_of
+from groundtruth import build_facts, marker_lines, stack_of, thread_state, wait_asleep
 
 STOP = False  # checked by the busy loop on every iteration
 COUNT = 0  # the busy loop's iterations
+ON_LAST_PATH = set()  # "main", "waiter": set just before the call that thread blocks in
 MAIN_IDENT = threading.get_ident()
 
 
@@ -46,21 +47,19 @@ def on_sigterm(signum, frame):
 
 
 
-def proc_state(native_id):
-    with open(f"/proc/self/task/{native_id}/stat", encoding="ascii") as f:
-        return f.read().rpartition(")")[2].split()[0]
-
-
 def wait_parked(threads, check, deadline_s=20.0):
     """Waits until every thread in `threads` (ident -> native id) has a stack for which
-    check(ident, frames) holds, the same in 5 consecutive samples, and sleeps in the kernel."""
+    check(ident, frames) holds, the same in 5 consecutive samples, and sleeps in the kernel.
+    Their frames are walked only once both are asleep on their last path (wait_asleep)."""
     deadline = time.monotonic() + deadline_s
+    if not wait_asleep(threads.values(), lambda: ON_LAST_PATH == {"main", "waiter"}, deadline_s):
+        raise SystemExit("three_threads: the main and waiter threads did not block")
     previous, same = None, 0
     while time.monotonic() < deadline:
         current = sys._current_frames()
         stacks = {ident: stack_of(current.get(ident)) for ident in threads}
         ok = all(check(ident, stacks[ident]) for ident in threads)
-        ok = ok and all(proc_state(native) in "SD" for native in threads.values())
+        ok = ok and all(thread_state(native) == "S" for native in threads.values())
         same = same + 1 if ok and stacks == previous else 0
         if same >= 5:
             return stacks
@@ -81,6 +80,7 @@ GATE = Gate()
 
 
 def wait_for_stop():
+    ON_LAST_PATH.add("waiter")
     GATE.block()  # @waiter-call
 
 
@@ -154,6 +154,7 @@ def main():
     waiter.start()
     busy = threading.Thread(target=Worker(waiter, threading.get_native_id()).run, name="busy")
     busy.start()
+    ON_LAST_PATH.add("main")
     try:
         serve()  # @main-serve-call
     except Stop:

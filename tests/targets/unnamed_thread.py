@@ -17,10 +17,11 @@ import sys
 import threading  # registers the main thread as "MainThread"; the other stays unnamed
 import time
 
-from groundtruth import build_facts, marker_lines, stack_of
+from groundtruth import build_facts, marker_lines, stack_of, wait_asleep
 
 MAIN_IDENT = _thread.get_ident()
 MAIN_NATIVE_ID = _thread.get_native_id()
+MAIN_ON_LAST_PATH = []  # appended to just before the main thread's loop of blocking reads
 
 
 
@@ -43,6 +44,9 @@ class Parker:
         self.done.release()
 
     def announce(self, frame):
+        # The main thread's frames are walked only once it sleeps in its read (wait_asleep).
+        if not wait_asleep([MAIN_NATIVE_ID], lambda: MAIN_ON_LAST_PATH):
+            raise SystemExit("unnamed_thread: main thread did not block")
         deadline = time.monotonic() + 20
         while True:
             main = stack_of(sys._current_frames().get(MAIN_IDENT))
@@ -76,6 +80,7 @@ def wait_command():
 def main():
     parker = Parker()
     _thread.start_new_thread(park, (parker,))
+    MAIN_ON_LAST_PATH.append(True)
     while wait_command().strip() not in ("stop", ""):  # @main-call
         pass
     parker.lock.release()
