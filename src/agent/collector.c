@@ -80,6 +80,27 @@ static void drop_lock(void)
     pthread_mutex_unlock(&lock);
 }
 
+/* The lock, taken by one of the program's threads: with every signal blocked while it is held,
+ * so that no handler of this thread waits for the collector (the flush of SIGTERM, SIGINT,
+ * SIGHUP) while the collector waits for the lock, and with the agent's own allocations not
+ * counted. A SIGTERM that came while a worker drained its samples at exit hung it for the 5 s
+ * of FINISH_WAIT_MS, and its part was lost. */
+static void take_lock_in_program(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+    ag_mtls.guard++;
+    take_lock();
+}
+
+static void drop_lock_in_program(const sigset_t *old)
+{
+    drop_lock();
+    ag_mtls.guard--;
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* ---- the filter (docs/agent-protocol.md; the rules are cpython/file_filter.c's) ---- */
 
 static struct py_filter filter;
@@ -1048,11 +1069,10 @@ static void set_profiling_locked(bool on)
 
 void ag_collector_set_profiling(bool on)
 {
-    ag_mtls.guard++;
-    take_lock();
+    sigset_t old;
+    take_lock_in_program(&old);
     set_profiling_locked(on);
-    drop_lock();
-    ag_mtls.guard--;
+    drop_lock_in_program(&old);
 }
 
 /* Seconds profiling was off so far. */
@@ -1103,19 +1123,14 @@ static bool with_settled(void (*fn)(void *), void *arg)
 {
     if (!ag_agent_active() || !atomic_load(&ag_running) || atomic_load(&finish_started))
         return false;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    ag_mtls.guard++;
-    take_lock();
+    sigset_t old;
+    take_lock_in_program(&old);
     bool ok = !atomic_load(&finished);
     if (ok) {
         settle_locked();
         fn(arg);
     }
-    drop_lock();
-    ag_mtls.guard--;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    drop_lock_in_program(&old);
     return ok;
 }
 
@@ -1422,11 +1437,10 @@ void ag_collector_drain(void)
 {
     if (atomic_load(&finish_started) || !atomic_load(&ag_running))
         return;
-    ag_mtls.guard++;
-    take_lock();
+    sigset_t old;
+    take_lock_in_program(&old);
     drain_all(true);
-    drop_lock();
-    ag_mtls.guard--;
+    drop_lock_in_program(&old);
 }
 
 void ag_collector_shutdown_begins(void)
@@ -1434,15 +1448,14 @@ void ag_collector_shutdown_begins(void)
     if (atomic_load(&finish_started) || !atomic_load(&ag_running))
         return;
     ag_collector_drain();
-    ag_mtls.guard++;
-    take_lock();
+    sigset_t old;
+    take_lock_in_program(&old);
     if (!shutdown.start_ns) {
         shutdown.tid = (int)syscall(SYS_gettid);
         shutdown.cpu0_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
         shutdown.start_ns = ag_now_ns(CLOCK_MONOTONIC);
     }
-    drop_lock();
-    ag_mtls.guard--;
+    drop_lock_in_program(&old);
 }
 
 void ag_collector_pause(void)
