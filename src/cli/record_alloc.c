@@ -529,10 +529,12 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     if (ferr)
         return ferr;
     int64_t stack = intern_stack(s, kept, nkept);
-    if (!arena && !n) /* an arena's stack is counted in none of the samples' numbers */
-        s->nostack++;
-    else if (!arena && !nkept)
-        s->outside++;
+    if (!arena) { /* an arena's stack is counted in none of the samples' numbers */
+        if (!n)
+            s->nostack++;
+        else if (!nkept)
+            s->outside++;
+    }
     (void)forget(s, e->h.addr); /* a block resized in place: the new one replaces it */
     int err = grow_array(&s->samples, &s->cap, s->nsamples + 1, sizeof(*s->samples));
     if (err)
@@ -540,7 +542,7 @@ static int on_alloc(struct ra_state *s, const struct ar_alloc *e)
     s->samples[s->nsamples] = (struct alloc_live){.seq = s->nalloc + s->narenas,
                                                   .ptr = e->h.addr,
                                                   .size = e->size,
-                                                  .weight = arena ? 0 : e->weight,
+                                                  .weight = e->weight, /* an arena's: 0 */
                                                   .stack = stack,
                                                   .arena = arena};
     s->nsamples++;
