@@ -114,8 +114,10 @@ struct ag_thread {
     /* Set by the creating thread for a hooked thread: its real start routine. */
     void *(*start_routine)(void *);
     void *start_arg;
+    /* The thread's CPU clock up to which its time is charged: moved on by its samples
+     * (handler) and by a settle on any thread, only through ag_thread_cpu_advance. */
+    _Atomic uint64_t last_cpu_ns;
     /* Handler-owned. */
-    uint64_t last_cpu_ns; /* the thread's CPU clock at its last sample (already charged) */
     uint64_t rng;
     /* Written by a hooked thread as it ends, before AG_T_EXITED. */
     uint64_t exit_cpu_ns, exit_wall_ns;
@@ -123,6 +125,20 @@ struct ag_thread {
     uint64_t wall_last_ns, wall_last_cpu_ns, retired_at_ns, seen_scan;
     uint64_t pending_off_ns; /* off-CPU time not yet charged (charged once it reaches 1 ms) */
 } __attribute__((aligned(64)));
+
+/* Moves the thread's charged-up-to clock to now, and returns the CPU time this charges (0 when
+ * another charge already covers it). A sample (the thread's own handler) and a settle (any
+ * thread) may race: each nanosecond goes to one of them, never to both. Async-signal-safe. */
+static inline uint64_t ag_thread_cpu_advance(struct ag_thread *t, uint64_t now)
+{
+    uint64_t last = atomic_load_explicit(&t->last_cpu_ns, memory_order_relaxed);
+    while (now > last) {
+        if (atomic_compare_exchange_weak_explicit(&t->last_cpu_ns, &last, now,
+                                                  memory_order_relaxed, memory_order_relaxed))
+            return now - last;
+    }
+    return 0;
+}
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
 

@@ -842,7 +842,8 @@ static void end_exited_threads(uint64_t now)
             retire(t, now);
             continue;
         }
-        uint64_t rest = t->exit_cpu_ns > t->last_cpu_ns ? t->exit_cpu_ns - t->last_cpu_ns : 0;
+        uint64_t last = atomic_load(&t->last_cpu_ns);
+        uint64_t rest = t->exit_cpu_ns > last ? t->exit_cpu_ns - last : 0;
         charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
             charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
@@ -1037,9 +1038,10 @@ static void set_profiling_locked(bool on)
                 continue;
             drain(t);
             uint64_t cpu = ag_now_ns(t->cpu_clock);
+            uint64_t rest = cpu ? ag_thread_cpu_advance(t, cpu) : 0;
             charging_at(last_cpu[i].t_ns, t->tid);
-            if (last_cpu[i].valid && cpu > t->last_cpu_ns)
-                charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - t->last_cpu_ns);
+            if (last_cpu[i].valid && rest)
+                charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
         }
         off_since_ns = now;
         return;
@@ -1106,13 +1108,15 @@ static void settle_locked(void)
         if (atomic_load(&t->state) != AG_T_ACTIVE || in_shutdown(t))
             continue;
         drain(t);
-        uint64_t cpu = ag_now_ns(t->cpu_clock), last = t->last_cpu_ns;
-        if (!cpu || cpu <= last)
+        /* The thread's handler may take a sample meanwhile (it is not the caller's): what it
+         * charges, this does not. */
+        uint64_t cpu = ag_now_ns(t->cpu_clock);
+        uint64_t rest = cpu ? ag_thread_cpu_advance(t, cpu) : 0;
+        if (!rest)
             continue;
         charging_at(last_cpu[i].t_ns, t->tid);
         if (last_cpu[i].valid)
-            charge(&last_cpu[i].attr, last_cpu[i].cat, cpu - last);
-        t->last_cpu_ns = cpu;
+            charge(&last_cpu[i].attr, last_cpu[i].cat, rest);
     }
     stats.off_sec = off_seconds(now);
 }

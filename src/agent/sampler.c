@@ -484,8 +484,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
     }
 
     uint64_t now = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
-    uint64_t weight = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
-    t->last_cpu_ns = now;
+    uint64_t weight = ag_thread_cpu_advance(t, now);
     arm(t);
 
     struct ag_ring *r = t->ring;
