@@ -63,9 +63,13 @@ def seconds(profile, entry, fields):
 def test_short_threads_keep_their_cpu(runs, python_exe, section, function):
     truth, profile, detail = runs(python_exe)
     try:
+        # A 1 ms thread's one sample lands uniformly over its life, its start-up and exit
+        # included: its loop line gets 90-95% of its time, and once (a full make test, 2 cores)
+        # 89.5%; the function's total is held to 10% all the same.
         check_function_cpu(profile, detail, function, MARKERS[section][0],
                            truth["sections"][section]["function_cpu"],
-                           f"{truth['sections'][section]['threads']} threads of {section} work")
+                           f"{truth['sections'][section]['threads']} threads of {section} work",
+                           python_min=0.85 if section == "short" else 0.90)
     except AssertionError as e:
         # Known defect, measured 2026-12-02: on 3.13t the 3,000 1 ms threads lose 7-22% of
         # their CPU when the machine is loaded (2.45-3.07 s against 2.96-3.15 s measured); on a
