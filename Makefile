@@ -129,7 +129,7 @@ $(BUILD)/tests/test_mimalloc_sizes: $(BUILD)/obj/tests/unit/test_mimalloc_sizes.
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/mimalloc_sizes.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # scry mcp's validator, answers and line reader: the CLI's objects, on their own.
-MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o)
+MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o mcp_paths.o)
 $(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)

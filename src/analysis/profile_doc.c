@@ -365,14 +365,43 @@ fail:
     return err;
 }
 
+/* What was wrong with text that is not JSON, without a word of the text: jansson's own message
+ * quotes the token it stopped at, and the file may be anything its reader may read (a shadow
+ * file, a key), named by someone else (an MCP client) and shown to them. */
+static const char *json_problem(const json_error_t *e)
+{
+    switch (json_error_code(e)) {
+    case json_error_out_of_memory:
+        return "out of memory";
+    case json_error_stack_overflow:
+        return "nested too deeply";
+    case json_error_invalid_utf8:
+        return "invalid UTF-8";
+    case json_error_premature_end_of_input:
+        return "the text ends before the JSON document does";
+    case json_error_end_of_input_expected:
+        return "more text after the JSON document";
+    case json_error_null_character:
+    case json_error_null_byte_in_key:
+        return "a NUL byte";
+    case json_error_duplicate_key:
+        return "a key given twice";
+    case json_error_numeric_overflow:
+        return "a number out of range";
+    default:
+        return "a JSON document expected";
+    }
+}
+
 int pdoc_load_bytes(struct pdoc *d, const char *text, size_t len, const char *what)
 {
     memset(d, 0, sizeof(*d));
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root)
-        return err_fail(SCRY_E_BAD_PROFILE, "%s is not a profile: not JSON (line %d, column %d: %s)",
-                        what, jerr.line, jerr.column, jerr.text);
+        return err_fail(SCRY_E_BAD_PROFILE,
+                        "%s is not a profile: not JSON (line %d, column %d, byte %d: %s)", what,
+                        jerr.line, jerr.column, jerr.position, json_problem(&jerr));
     int err = pdoc_load(d, root, what);
     json_decref(root);
     return err;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/mcp_paths.h"
 #include "cli/mcp_protocol.h"
 #include "cli/mcp_tools.h"
 #include "common/error.h"
@@ -22,13 +23,17 @@
 #define DEFAULT_RUN_TIMEOUT 300
 
 const char cmd_mcp_usage[] =
-    "usage: scry mcp [--allow-run] [--allow-dump] [--max-dump-mb N] [--run-timeout S]\n"
+    "usage: scry mcp [--root DIR]... [--allow-run] [--allow-dump] [--max-dump-mb N]\n"
+    "                [--run-timeout S]\n"
     "\n"
     "An MCP server on standard input and output for coding agents (Claude Code and other MCP\n"
     "clients; docs/mcp.md): tools to list Python processes, read their stacks, profile a\n"
     "command, summarise and compare profiles, take heap snapshots and ask what they retain.\n"
     "Every answer is ranked and cut to the call's token budget. Logs go to standard error.\n"
     "\n"
+    "      --root DIR         also allow the files under DIR (repeatable): the tools read and\n"
+    "                         write only regular files under the server's working directory,\n"
+    "                         these roots and the server's own directory, symlinks resolved\n"
     "      --allow-run        allow run_profile (runs commands the agent gives)\n"
     "      --allow-dump       allow capture_heap (stops a process while its heap is read)\n"
     "      --max-dump-mb N    capture_heap refuses processes with more RSS (default 4096)\n"
@@ -49,12 +54,13 @@ struct server {
 
 static int parse(int argc, char **argv, struct mcp_config *cfg, bool *help)
 {
-    enum { O_RUN = 256, O_DUMP, O_MAX_DUMP, O_TIMEOUT };
+    enum { O_RUN = 256, O_DUMP, O_MAX_DUMP, O_TIMEOUT, O_ROOT };
     static const struct option longopts[] = {
         {"allow-run", no_argument, NULL, O_RUN},
         {"allow-dump", no_argument, NULL, O_DUMP},
         {"max-dump-mb", required_argument, NULL, O_MAX_DUMP},
         {"run-timeout", required_argument, NULL, O_TIMEOUT},
+        {"root", required_argument, NULL, O_ROOT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -73,6 +79,12 @@ static int parse(int argc, char **argv, struct mcp_config *cfg, bool *help)
             *(c == O_RUN ? &cfg->allow_run : &cfg->allow_dump) = true;
             continue;
         }
+        if (c == O_ROOT) {
+            int err = mcp_roots_add(optarg); /* a usage error naming the directory */
+            if (err)
+                return err;
+            continue;
+        }
         if (c != O_MAX_DUMP && c != O_TIMEOUT)
             return cli_option_error(c, argv);
         char *end;
@@ -88,7 +100,9 @@ static int parse(int argc, char **argv, struct mcp_config *cfg, bool *help)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    return 0;
+    /* The working directory is always a root: a coding agent's client starts the server in the
+     * project it works on. */
+    return mcp_roots_add(".");
 }
 
 static json_t *initialize_result(const json_t *params)
@@ -232,6 +246,7 @@ int cmd_mcp(int argc, char **argv)
     }
     mcp_reader_free(&r);
     mcp_tools_free();
+    mcp_roots_clear();
     close(out);
     return CLI_EXIT_OK;
 }

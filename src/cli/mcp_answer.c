@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/sanitize.h"
 
 /* Longest scalar kept whole in the text (a command line, a source line); the JSON keeps all. */
 #define TEXT_SCALAR_MAX 240
@@ -18,10 +19,17 @@ static void add_scalar(struct strbuf *sb, const json_t *v)
     switch (json_typeof(v)) {
     case JSON_STRING: {
         const char *s = json_string_value(v);
-        size_t n = strlen(s);
-        /* Newlines (source lines end with one) would break the one-row-per-line layout. */
-        for (size_t i = 0; i < n && i < TEXT_SCALAR_MAX; i++)
-            sb_addch(sb, s[i] == '\n' || s[i] == '\r' || s[i] == '\t' ? ' ' : s[i]);
+        size_t n = json_string_length(v), cut = n < TEXT_SCALAR_MAX ? n : TEXT_SCALAR_MAX;
+        /* Newlines (source lines end with one) would break the one-row-per-line layout. The
+         * cut may split a character: the sanitizer shows its bytes as U+FFFD and hides what
+         * must not reach a terminal (ESC, bidi controls), as the sender does again. */
+        char *flat = malloc(cut + 1);
+        if (!flat)
+            break;
+        for (size_t i = 0; i < cut; i++)
+            flat[i] = s[i] == '\n' || s[i] == '\r' || s[i] == '\t' ? ' ' : s[i];
+        san_addn(sb, flat, cut);
+        free(flat);
         if (n > TEXT_SCALAR_MAX)
             sb_adds(sb, "...");
         break;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sanitize.h"
 
 #define READ_CHUNK 65536
 
@@ -108,6 +109,89 @@ bool mcp_send(json_t *msg)
     return true;
 }
 
+/* Whether n bytes of s are shown as they are, newlines aside. */
+static bool clean_but_newlines(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        const char *repl;
+        size_t len = san_next(s + i, n - i, &repl);
+        if (repl && s[i] != '\n')
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+/* s cleaned by the one sanitizer line by line: the newlines that lay out a text survive. */
+static void add_clean_lines(struct strbuf *sb, const char *s, size_t n)
+{
+    for (;;) {
+        const char *nl = memchr(s, '\n', n);
+        size_t part = nl ? (size_t)(nl - s) : n;
+        san_addn(sb, s, part);
+        if (!nl)
+            return;
+        sb_addch(sb, '\n');
+        s += part + 1;
+        n -= part + 1;
+    }
+}
+
+/* A cleaned copy of the string s (n bytes), or NULL when it needs none (or memory ran out). */
+static json_t *cleaned(const char *s, size_t n)
+{
+    if (clean_but_newlines(s, n))
+        return NULL;
+    struct strbuf sb = STRBUF_INIT;
+    add_clean_lines(&sb, s, n);
+    json_t *v = sb_failed(&sb) ? NULL : json_stringn(sb.buf ? sb.buf : "", sb.len);
+    sb_release(&sb);
+    return v;
+}
+
+void mcp_clean(json_t *v)
+{
+    size_t i;
+    json_t *x;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x) {
+            json_t *c = json_is_string(x) ? cleaned(json_string_value(x), json_string_length(x))
+                                          : NULL;
+            if (c)
+                json_array_set_new(v, i, c);
+            else
+                mcp_clean(x);
+        }
+        return;
+    }
+    if (!json_is_object(v))
+        return;
+    const char *k;
+    void *tmp;
+    json_t *renamed = NULL; /* members whose names needed cleaning, under their clean names */
+    json_object_foreach_safe(v, tmp, k, x) {
+        json_t *c = json_is_string(x) ? cleaned(json_string_value(x), json_string_length(x))
+                                      : NULL;
+        if (c) {
+            json_object_set_new(v, k, c);
+            x = c;
+        } else {
+            mcp_clean(x);
+        }
+        if (san_is_clean(k, strlen(k)))
+            continue;
+        struct strbuf name = STRBUF_INIT;
+        san_add(&name, k);
+        if (!renamed)
+            renamed = json_object();
+        json_object_set(renamed, sb_str(&name), x);
+        sb_release(&name);
+        json_object_del(v, k);
+    }
+    json_object_update(v, renamed);
+    json_decref(renamed);
+}
+
 static json_t *envelope(const json_t *id)
 {
     json_t *m = json_pack("{s:s}", "jsonrpc", "2.0");
@@ -124,6 +208,9 @@ bool mcp_send_result(const json_t *id, json_t *result)
         json_decref(result);
         return mcp_send_error(id, MCP_INTERNAL_ERROR, "out of memory", NULL);
     }
+    /* What a tool answers is shown to a person by the client: names, paths, command lines
+     * and a program's output come from elsewhere (the id is the client's own, echoed). */
+    mcp_clean(result);
     json_object_set_new(m, "result", result);
     return mcp_send(m);
 }
@@ -131,15 +218,17 @@ bool mcp_send_result(const json_t *id, json_t *result)
 bool mcp_send_error(const json_t *id, int code, const char *message, json_t *data)
 {
     json_t *m = envelope(id);
-    json_t *e = json_pack("{s:i,s:s}", "code", code, "message", message);
+    json_t *e = json_pack("{s:i,s:s}", "code", code, "message", san_str(message));
     if (!m || !e) {
         json_decref(m);
         json_decref(e);
         json_decref(data);
         return false;
     }
-    if (data)
+    if (data) {
+        mcp_clean(data);
         json_object_set_new(e, "data", data);
+    }
     json_object_set_new(m, "error", e);
     return mcp_send(m);
 }

@@ -46,6 +46,10 @@ void mcp_set_output(int fd);
 bool mcp_send(json_t *msg); /* steals msg */
 /* A response: result (stolen) for id, or an error; id NULL (unreadable) is left out. */
 bool mcp_send_result(const json_t *id, json_t *result);
+/* Cleans every string and member name in v (recursively) with the one sanitizer
+ * (common/sanitize.h), keeping the newlines of multi-line texts: results and error messages pass
+ * through it before they are sent, since a client shows them to a person. */
+void mcp_clean(json_t *v);
 bool mcp_send_error(const json_t *id, int code, const char *message, json_t *data);
 
 #endif

@@ -23,6 +23,7 @@
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
 #include "cli/mcp_answer.h"
+#include "cli/mcp_paths.h"
 #include "cli/mcp_schema.h"
 #include "cli/reports.h"
 #include "common/error.h"
@@ -93,6 +94,13 @@ static bool arg_bool(const struct mcp_call *c, const char *key, bool dflt)
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
+/* The file named by the argument key, resolved into out (PATH_MAX bytes): a regular file under
+ * the server's roots (mcp_paths.h). False with the error recorded. */
+static bool arg_file(const struct mcp_call *c, const char *key, char *out)
+{
+    return mcp_path_read(arg_str(c, key), key, out, PATH_MAX) == 0;
+}
+
 /* A report's JSON text parsed; NULL with an internal error recorded if it does not parse. */
 static json_t *parse_report(const struct strbuf *sb)
 {
@@ -128,6 +136,9 @@ static int ensure_work_dir(void)
         return err_fail(SCRY_E_IO, "cannot make a directory in %s: %s", tmp ? tmp : "/tmp",
                         strerror(errno));
     memcpy(work_dir, templ, sizeof(work_dir));
+    /* What the tools write there is read back by the next calls (heap_summary of a capture). */
+    if (mcp_roots_add(work_dir) != 0)
+        return -1;
     log_info("mcp: writing profiles and snapshots under %s", work_dir);
     return 0;
 }
@@ -308,7 +319,6 @@ static json_t *tool_capture_heap(const struct mcp_call *c)
     int pid = (int)arg_int(c, "pid", 0);
     const char *given = arg_str(c, "output");
     char path[PATH_MAX];
-    struct stat st;
     unsigned long long mb = rss_mb(pid);
     if (mb > config->max_dump_mb) {
         err_fail_hint(SCRY_E_TOO_LARGE,
@@ -319,12 +329,8 @@ static json_t *tool_capture_heap(const struct mcp_call *c)
         return mcp_answer_error();
     }
     if (given) {
-        if (lstat(given, &st) == 0) {
-            err_fail_hint(SCRY_E_IO, "give a path that does not exist yet, or leave output out",
-                          "%s exists: capture_heap never overwrites a file", given);
+        if (mcp_path_new(given, "output", path, sizeof(path)) != 0)
             return mcp_answer_error();
-        }
-        snprintf(path, sizeof(path), "%s", given);
     } else {
         if (ensure_work_dir() != 0)
             return mcp_answer_error();
@@ -347,7 +353,9 @@ static const char *first_of(const json_t *doc, const char *list, const char *fie
 
 static json_t *analyze_answer(const struct mcp_call *c, bool summary)
 {
-    const char *snap = arg_str(c, "snapshot");
+    char snap[PATH_MAX];
+    if (!arg_file(c, "snapshot", snap))
+        return mcp_answer_error();
     struct strbuf sb = STRBUF_INIT;
     int err = cli_analyze_report(snap, c->limit, true, &sb);
     json_t *doc = err ? NULL : parse_report(&sb);
@@ -396,8 +404,11 @@ static json_t *tool_top_retainers(const struct mcp_call *c)
 static json_t *query_answer(const struct mcp_call *c, enum cli_query q, const char *key,
                             const char *title)
 {
+    char snap[PATH_MAX];
+    if (!arg_file(c, "snapshot", snap))
+        return mcp_answer_error();
     struct strbuf sb = STRBUF_INIT;
-    int err = cli_query_report(arg_str(c, "snapshot"), q, arg_str(c, key), true, &sb);
+    int err = cli_query_report(snap, q, arg_str(c, key), true, &sb);
     return report_answer(err, &sb, c, title, NULL);
 }
 
@@ -423,8 +434,11 @@ static json_t *tool_locate(const struct mcp_call *c)
 
 static json_t *tool_diff_heaps(const struct mcp_call *c)
 {
+    char before[PATH_MAX], after[PATH_MAX];
+    if (!arg_file(c, "before", before) || !arg_file(c, "after", after))
+        return mcp_answer_error();
     struct strbuf sb = STRBUF_INIT;
-    int err = cli_diff_report(arg_str(c, "before"), arg_str(c, "after"), c->limit, true, &sb);
+    int err = cli_diff_report(before, after, c->limit, true, &sb);
     return report_answer(err, &sb, c,
                          "What grew between the snapshots: sites (retaining paths) and types, "
                          "largest growth first",
@@ -575,13 +589,19 @@ static json_t *summary_answer(const struct mcp_call *c, const char *path, json_t
 
 static json_t *tool_profile_summary(const struct mcp_call *c)
 {
-    return summary_answer(c, arg_str(c, "profile"), NULL);
+    char path[PATH_MAX];
+    if (!arg_file(c, "profile", path))
+        return mcp_answer_error();
+    return summary_answer(c, path, NULL);
 }
 
 static json_t *tool_hot_lines(const struct mcp_call *c)
 {
-    const char *path = arg_str(c, "profile"), *by = arg_str(c, "by");
+    const char *by = arg_str(c, "by");
     bool memory = by && strcmp(by, "memory") == 0;
+    char path[PATH_MAX];
+    if (!arg_file(c, "profile", path))
+        return mcp_answer_error();
     struct pdoc d;
     memset(&d, 0, sizeof(d));
     if (cli_load_pdoc(path, &d) != 0) {
@@ -607,9 +627,11 @@ static json_t *tool_hot_lines(const struct mcp_call *c)
 
 static json_t *tool_compare_profiles(const struct mcp_call *c)
 {
+    char before[PATH_MAX], after[PATH_MAX];
+    if (!arg_file(c, "before", before) || !arg_file(c, "after", after))
+        return mcp_answer_error();
     struct strbuf sb = STRBUF_INIT;
-    int err = cli_compare_report(arg_str(c, "before"), arg_str(c, "after"),
-                                 arg_bool(c, "normalize", false), &sb);
+    int err = cli_compare_report(before, after, arg_bool(c, "normalize", false), &sb);
     return report_answer(err, &sb, c,
                          "Profile comparison: significant changes first (|z| >= 3), per function "
                          "and per line",
@@ -688,7 +710,12 @@ static json_t *tool_run_profile(const struct mcp_call *c)
     double timeout = (double)arg_int(c, "timeout_s", config->run_timeout_s);
     if (timeout > config->run_timeout_s)
         timeout = config->run_timeout_s;
+    /* The program may write where it runs: the roots rule holds for the directory too. */
+    char cwd_buf[PATH_MAX];
     const char *cwd = arg_str(c, "cwd");
+    if (cwd && mcp_path_dir(cwd, "cwd", cwd_buf, sizeof(cwd_buf)) != 0)
+        return mcp_answer_error();
+    cwd = cwd ? cwd_buf : NULL;
     if (ensure_work_dir() != 0)
         return mcp_answer_error();
     unsigned id = ++serial;
@@ -790,7 +817,7 @@ static struct tool tools[] = {
             "\"string\",\"minLength\":1,\"maxLength\":4096},\"description\":\"the program and its "
             "arguments: [\\\"app.py\\\", \\\"arg\\\"] or [\\\"-m\\\", \\\"module\\\", ...]\"},"
             "\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":"
-            "\"directory to run it in (default: the server's)\"},"
+            "\"directory to run it in, under the server's roots (default: the server's)\"},"
             "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3600,\"description\":"
             "\"seconds before the program is stopped (default and limit: --run-timeout)\"},"
             "\"memory\":{\"type\":\"boolean\",\"default\":true,\"description\":\"profile memory "
@@ -823,8 +850,9 @@ static struct tool tools[] = {
      "and returns its path; off unless the server was started with --allow-dump, refused over "
      "--max-dump-mb of RSS. Pauses the process about 1 s per million objects; needs ptrace "
      "permission. Next: heap_summary {snapshot}.",
-     SCHEMA(S_PID "," S_PATH("output", "where to write it (must not exist; default: the "
-                                        "server's directory)") "," BOUNDED,
+     SCHEMA(S_PID "," S_PATH("output", "where to write it (must not exist, in a "
+                                        "directory under the server's roots; default: the "
+                                        "server's own directory)") "," BOUNDED,
             "\"pid\""),
      false, tool_capture_heap, NULL},
     {"heap_summary", "Summary of a heap snapshot",

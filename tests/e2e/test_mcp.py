@@ -94,7 +94,8 @@ def clean_stderr(text):
 
 def plan_for(world, calls, allow=True, name="server"):
     return {"command": str(SCRY), "env": server_env(world["python"]),
-            "args": ["mcp"] + (["--allow-run", "--allow-dump"] if allow else []),
+            "args": ["mcp", "--root", str(world["dir"])]
+            + (["--allow-run", "--allow-dump"] if allow else []),
             "stderr": str(world["dir"] / f"{name}.stderr"),
             "calls": [{"name": n, "arguments": a} for n, a in calls]}
 
@@ -452,7 +453,7 @@ def test_bad_arguments(pipe):
 
 
 def test_disabled_tools_and_failures(pipe, tmp_path):
-    p = pipe()
+    p = pipe("--root", str(tmp_path))
     got = p.call(1, "run_profile", {"command": [str(WORK)]})["result"]
     assert got["isError"] is True
     assert got["content"][0]["text"].startswith("permission_denied:"), got
@@ -476,7 +477,7 @@ def test_disabled_tools_and_failures(pipe, tmp_path):
     got = p.call(5, "profile_summary", {"profile": str(notjson)})["result"]
     assert got["isError"] and got["content"][0]["text"].startswith("bad_profile:"), got
     # run_profile and capture_heap with the flags, refused by their own checks.
-    q = pipe("--allow-run", "--allow-dump", "--max-dump-mb", "1")
+    q = pipe("--root", str(tmp_path), "--allow-run", "--allow-dump", "--max-dump-mb", "1")
     got = q.call(6, "capture_heap", {"pid": os.getpid()})["result"]
     assert got["isError"] and got["content"][0]["text"].startswith("too_large:"), got
     assert "--max-dump-mb" in got["content"][0]["text"]
@@ -537,7 +538,7 @@ def test_million_object_summary_fits_the_budget(pipe, tmp_path):
         assert cp.returncode == 0, cp.stderr
     finally:
         bench.kill()
-    p = pipe()
+    p = pipe("--root", str(tmp_path))
     for budget in (4000, 1000):
         t0 = time.monotonic()
         got = p.call(budget, "heap_summary", {"snapshot": str(heap), "limit": 1000,
