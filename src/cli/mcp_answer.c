@@ -258,13 +258,19 @@ json_t *mcp_answer_error(void)
     const char *code = err_code_name(err_last_code());
     const char *msg = err_last_message() ? err_last_message() : "";
     const char *hint = err_last_hint() ? err_last_hint() : "";
-    struct strbuf t = STRBUF_INIT;
-    sb_addf(&t, "%s: %s", code, msg);
+    /* Cleaned here already: a message may hold bytes that are not UTF-8 (a name from a file),
+     * which jansson would refuse, losing the whole answer. */
+    struct strbuf t = STRBUF_INIT, m = STRBUF_INIT, h = STRBUF_INIT;
+    san_addn_lines(&m, msg, strlen(msg));
+    san_addn_lines(&h, hint, strlen(hint));
+    sb_addf(&t, "%s: %s", code, sb_str(&m));
     if (*hint)
-        sb_addf(&t, "\nhint: %s", hint);
+        sb_addf(&t, "\nhint: %s", sb_str(&h));
     json_t *res = json_pack("{s:[{s:s,s:s}],s:{s:{s:s,s:s,s:s}},s:b}", "content", "type", "text",
                             "text", sb_str(&t), "structuredContent", "error", "code", code,
-                            "message", msg, "hint", hint, "isError", 1);
+                            "message", sb_str(&m), "hint", sb_str(&h), "isError", 1);
     sb_release(&t);
+    sb_release(&m);
+    sb_release(&h);
     return res;
 }

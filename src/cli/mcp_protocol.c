@@ -122,28 +122,13 @@ static bool clean_but_newlines(const char *s, size_t n)
     return true;
 }
 
-/* s cleaned by the one sanitizer line by line: the newlines that lay out a text survive. */
-static void add_clean_lines(struct strbuf *sb, const char *s, size_t n)
-{
-    for (;;) {
-        const char *nl = memchr(s, '\n', n);
-        size_t part = nl ? (size_t)(nl - s) : n;
-        san_addn(sb, s, part);
-        if (!nl)
-            return;
-        sb_addch(sb, '\n');
-        s += part + 1;
-        n -= part + 1;
-    }
-}
-
 /* A cleaned copy of the string s (n bytes), or NULL when it needs none (or memory ran out). */
 static json_t *cleaned(const char *s, size_t n)
 {
     if (clean_but_newlines(s, n))
         return NULL;
     struct strbuf sb = STRBUF_INIT;
-    add_clean_lines(&sb, s, n);
+    san_addn_lines(&sb, s, n);
     json_t *v = sb_failed(&sb) ? NULL : json_stringn(sb.buf ? sb.buf : "", sb.len);
     sb_release(&sb);
     return v;

@@ -82,6 +82,20 @@ void san_addn(struct strbuf *sb, const char *s, size_t n)
         sb_add(sb, s + n - run, run);
 }
 
+void san_addn_lines(struct strbuf *sb, const char *s, size_t n)
+{
+    for (;;) {
+        const char *nl = memchr(s, '\n', n);
+        size_t part = nl ? (size_t)(nl - s) : n;
+        san_addn(sb, s, part);
+        if (!nl)
+            return;
+        sb_addch(sb, '\n');
+        s += part + 1;
+        n -= part + 1;
+    }
+}
+
 void san_add(struct strbuf *sb, const char *s)
 {
     if (s)

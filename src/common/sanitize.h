@@ -24,6 +24,9 @@
 size_t san_next(const char *s, size_t n, const char **repl);
 /* Appends n bytes of s, cleaned. */
 void san_addn(struct strbuf *sb, const char *s, size_t n);
+/* Appends n bytes of s cleaned line by line: each newline kept (a multi-line text's layout, as
+ * an error message quoting a program's output), everything else as san_addn. */
+void san_addn_lines(struct strbuf *sb, const char *s, size_t n);
 /* Appends the NUL-terminated s, cleaned; NULL appends nothing. */
 void san_add(struct strbuf *sb, const char *s);
 /* s itself when it needs no change (the usual case: nothing is copied), else a cleaned copy

@@ -281,9 +281,10 @@ def test_typescript_client(world):
 class Pipe:
     """scry mcp on pipes: send lines, read the answers (each line must be JSON)."""
 
-    def __init__(self, args=()):
+    def __init__(self, args=(), cwd=None, env=None):
         self.p = subprocess.Popen([str(SCRY), "mcp", *args], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                  env=env)
         self.buf = b""
 
     def send(self, line):
@@ -331,8 +332,8 @@ class Pipe:
 def pipe():
     opened = []
 
-    def start(*args, init=True):
-        p = Pipe(args)
+    def start(*args, init=True, cwd=None, env=None):
+        p = Pipe(args, cwd, env)
         opened.append(p)
         if init:
             got = p.request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -558,3 +559,223 @@ def test_million_object_summary_fits_the_budget(pipe, tmp_path):
         assert "truncated:" in text and "more top_retainers" in text, text[-400:]
         print(f"1M objects: dump {dump_s:.2f} s, heap_summary {took:.2f} s, {size} bytes "
               f"for a budget of {budget} tokens")
+
+
+# ---- hardening: the roots rule, no content in errors, no control characters in answers -------
+
+SECRET = "AKIAIOSFODNN7EXAMPLE"
+# Every tool that takes a path, with the argument that names it.
+FILE_CALLS = [("profile_summary", "profile", {}), ("hot_lines", "profile", {}),
+              ("compare_profiles", "before", {"after": "{ok_profile}"}),
+              ("compare_profiles", "after", {"before": "{ok_profile}"}),
+              ("heap_summary", "snapshot", {}), ("top_retainers", "snapshot", {}),
+              ("retaining_path", "snapshot", {"address": "0x10"}),
+              ("type_instances", "snapshot", {"type": "x"}), ("locate", "snapshot", {"name": "x"}),
+              ("diff_heaps", "before", {"after": "{ok_heap}"}),
+              ("diff_heaps", "after", {"before": "{ok_heap}"})]
+
+
+def file_calls(path, ok_profile, ok_heap):
+    for name, key, rest in FILE_CALLS:
+        args = {k: v.format(ok_profile=ok_profile, ok_heap=ok_heap) for k, v in rest.items()}
+        args[key] = str(path)
+        yield name, args
+
+
+def error_of(got):
+    res = got["result"]
+    assert res["isError"] is True, got
+    return res["content"][0]["text"], json.dumps(res, ensure_ascii=False)
+
+
+@pytest.fixture(scope="module")
+def roots_world(tmp_path_factory):
+    """A root with a real profile and snapshot; beside it, outside, a secret and another root."""
+    d = tmp_path_factory.mktemp("roots")
+    root, outside, root2, extra = d / "root", d / "outside", d / "root2", d / "extra"
+    for x in (root, outside, root2, extra):
+        x.mkdir()
+    python = preferred_python()
+    cp = run_scry(["run", "--no-view", "--cpu-only", "--python", python, "-o",
+                   root / "ok.json", WORK, "0.2"], timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    shutil.copy(root / "ok.json", extra / "extra.json")
+    growth = Target([str(python), str(TARGETS / "heap_growth.py")], d / "growth.stderr")
+    try:
+        growth.ready = growth.next_json()
+        assert run_scry(["dump", "--pid", growth.pid, "-o", root / "ok.heap"],
+                        timeout=60).returncode == 0
+    finally:
+        growth.kill()
+    for where in (outside, root, root2):
+        (where / "creds").write_text(f"{SECRET}\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n")
+    (root / "link").symlink_to(outside / "creds")
+    (root / "dirlink").symlink_to(outside)
+    (root / "sub").mkdir()
+    return {"d": d, "root": root, "outside": outside, "root2": root2, "extra": extra,
+            "python": python}
+
+
+def test_paths_outside_the_roots_are_refused(pipe, roots_world):
+    """/etc/shadow (readable: the tests run as root in CI), a secret beside the root, a symlink
+    in the root pointing out, /root2 beside /root: refused by the roots rule, before a byte is
+    read, with the path named and the content never quoted."""
+    w = roots_world
+    root = w["root"]
+    p = pipe("--allow-run", "--allow-dump", cwd=root)
+    ok_profile, ok_heap = str(root / "ok.json"), str(root / "ok.heap")
+    i = 0
+    for path in ["/etc/shadow", w["outside"] / "creds", root / "link", w["root2"] / "creds",
+                 root / "dirlink" / "creds", root / "sub" / ".." / ".." / "outside" / "creds"]:
+        for name, args in file_calls(path, ok_profile, ok_heap):
+            i += 1
+            text, whole = error_of(p.call(i, name, args))
+            assert text.startswith("permission_denied:"), (name, args, text)
+            assert "outside this server's roots" in text and "--root" in text, text
+            assert SECRET not in whole and "root:" not in whole, whole
+    # What tools write or run in follows the same rule.
+    text, _ = error_of(p.call(100, "capture_heap", {"pid": os.getpid(),
+                                                    "output": str(w["outside"] / "x.heap")}))
+    assert text.startswith("permission_denied:"), text
+    assert not (w["outside"] / "x.heap").exists()
+    text, _ = error_of(p.call(101, "capture_heap", {"pid": os.getpid(),
+                                                    "output": str(root / "dirlink" / "x.heap")}))
+    assert text.startswith("permission_denied:"), text
+    text, _ = error_of(p.call(102, "run_profile", {"command": [str(WORK)], "cwd": "/etc"}))
+    assert text.startswith("permission_denied:"), text
+    # Inside the root, a directory and a missing file: named, with what was expected.
+    text, _ = error_of(p.call(103, "heap_summary", {"snapshot": str(root / "sub")}))
+    assert text.startswith("io_error:") and "a directory: a regular file expected" in text, text
+    text, _ = error_of(p.call(104, "profile_summary", {"profile": "missing.json"}))
+    assert text.startswith("io_error:") and "missing.json" in text, text
+    # The allowed ones still answer, relative paths resolved from the working directory.
+    got = p.call(105, "profile_summary", {"profile": "ok.json"})["result"]
+    assert got["isError"] is False and got["structuredContent"]["profile"] == ok_profile, got
+    got = p.call(106, "heap_summary", {"snapshot": "ok.heap"})["result"]
+    assert got["isError"] is False, got
+
+
+def test_root_option_allows_a_directory(pipe, roots_world):
+    w = roots_world
+    extra = str(w["extra"] / "extra.json")
+    p = pipe(cwd=w["root"])
+    text, _ = error_of(p.call(1, "hot_lines", {"profile": extra}))
+    assert text.startswith("permission_denied:"), text
+    q = pipe("--root", str(w["extra"]), cwd=w["root"])
+    got = q.call(2, "hot_lines", {"profile": extra})["result"]
+    assert got["isError"] is False and got["structuredContent"]["lines"], got
+    got = q.call(3, "compare_profiles", {"before": extra, "after": "ok.json"})["result"]
+    assert got["isError"] is False, got
+    # --root of something that is not a directory: a usage error at start.
+    cp = subprocess.run([str(SCRY), "mcp", "--root", extra], input=b"", capture_output=True,
+                        timeout=30)
+    assert cp.returncode == 2 and b"[usage]" in cp.stderr, cp.stderr
+
+
+def test_parse_errors_never_quote_content(pipe, roots_world):
+    """A file inside the roots that is no profile or snapshot: the error gives the path, where
+    the parser stopped and what it expected, never the bytes it found."""
+    w = roots_world
+    p = pipe(cwd=w["root"])
+    creds = w["root"] / "creds"
+    for i, (name, args) in enumerate(file_calls(creds, str(w["root"] / "ok.json"),
+                                                str(w["root"] / "ok.heap"))):
+        text, whole = error_of(p.call(i, name, args))
+        assert text.split(":")[0] in ("bad_profile", "bad_snapshot"), (name, text)
+        assert str(creds) in text, text
+        assert "AKIA" not in whole and "EXAMPLE" not in whole, whole
+        if text.startswith("bad_profile"):
+            assert "line 1, column" in text, text
+    shadow_like = w["root"] / "shadow"
+    shadow_like.write_text("root:$6$salt$hash:19000:0:99999:7:::\n")
+    text, whole = error_of(p.call(50, "profile_summary", {"profile": str(shadow_like)}))
+    assert "root:" not in whole.replace(f"{shadow_like}", "") and "salt" not in whole, whole
+
+
+HIDDEN = set(range(0x00, 0x20)) | set(range(0x7f, 0xa0)) | {0x61c, 0x200e, 0x200f, 0x2028, 0x2029} \
+    | set(range(0x202a, 0x202f)) | set(range(0x2066, 0x206a))
+EVIL = "\x1b[31mevil\x07\u202etxt\x9b"
+
+
+def assert_clean(value, where):
+    """No control character (a text's newlines aside) nor bidirectional control anywhere in a
+    result: strings, member names, the text block."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert_clean(k, where)
+            assert_clean(v, where)
+    elif isinstance(value, list):
+        for v in value:
+            assert_clean(v, where)
+    elif isinstance(value, str):
+        bad = [hex(ord(c)) for c in value if ord(c) in HIDDEN and c != "\n"]
+        assert not bad, (where, bad, value[:300])
+
+
+EVIL_PROGRAM = r"""
+import sys, threading, time
+EVIL = "\x1b[31mevil\x07\u202etxt\x9b"
+def work(n):
+    return sum(i * i for i in range(n))
+work.__code__ = work.__code__.replace(co_name="f" + EVIL, co_qualname="q" + EVIL)
+Evil = type("T" + EVIL, (), {})
+KEEP = [Evil() for _ in range(20000)]
+if sys.argv[1:] == ["live"]:
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, name="t" + EVIL, daemon=True).start()
+    print('{"ready": true}', flush=True)
+    sys.stdin.readline()
+else:
+    print("\x1b]0;title\x07\x1b[2J\u202eout\x1b[0m", flush=True)
+    for _ in range(6):
+        work(300000)
+"""
+
+
+def test_no_control_characters_in_answers(pipe, roots_world, tmp_path):
+    """File, function, thread and type names with ESC, BEL, U+202E and CSI, and a program that
+    prints escape sequences: every MCP result is clean, the names still there with '?'."""
+    w = roots_world
+    script = tmp_path / f"prog{EVIL}.py"
+    script.write_text(EVIL_PROGRAM)
+    env = {**os.environ, "SCRY_PYTHON": str(w["python"])}
+    p = pipe("--allow-run", "--allow-dump", cwd=tmp_path, env=env)
+    got = p.call(1, "run_profile", {"command": [str(script)], "timeout_s": 120})
+    assert got["result"]["isError"] is False, got
+    assert_clean(got, "run_profile")
+    run = got["result"]["structuredContent"]
+    assert "?]0;title?" in run["output_tail"] and "?out?[0m" in run["output_tail"], run
+    assert any(f["function"].startswith("q?[31mevil??txt?") for f in run["functions"]), run
+    assert any("prog?[31mevil??txt?.py" in f["file"] for f in run["lines"]), run
+    assert "?[31mevil??txt?" in got["result"]["content"][0]["text"]
+    for i, (name, args) in enumerate([("profile_summary", {"profile": run["profile"]}),
+                                      ("hot_lines", {"profile": run["profile"]})], 2):
+        got = p.call(i, name, args)
+        assert got["result"]["isError"] is False, got
+        assert_clean(got, name)
+        assert "?[31mevil??txt?" in got["result"]["content"][0]["text"], got
+    live = Target([str(w["python"]), str(script), "live"], tmp_path / "live.stderr")
+    try:
+        live.next_json()
+        got = p.call(5, "stacks", {"pid": live.pid})
+        assert got["result"]["isError"] is False, got
+        assert_clean(got, "stacks")
+        assert "t?[31mevil??txt?" in got["result"]["content"][0]["text"], got
+        got = p.call(6, "capture_heap", {"pid": live.pid, "output": str(tmp_path / "e.heap")})
+        assert got["result"]["isError"] is False, got
+    finally:
+        live.kill()
+    for i, (name, args) in enumerate([
+            ("heap_summary", {"snapshot": "e.heap", "limit": 200, "token_budget": 50000}),
+            ("type_instances", {"snapshot": "e.heap", "type": "T" + EVIL}),
+            ("diff_heaps", {"before": "e.heap", "after": "e.heap"})], 7):
+        got = p.call(i, name, args)
+        assert got["result"]["isError"] is False, (name, got)
+        assert_clean(got, name)
+    text = p.call(10, "heap_summary", {"snapshot": "e.heap", "limit": 200,
+                                       "token_budget": 50000})["result"]["content"][0]["text"]
+    assert "T?[31mevil??txt?" in text, text[:3000]
+    # Protocol errors quote the tool's name: cleaned too.
+    got = p.call(11, "no" + EVIL, {})
+    assert got["error"]["code"] == -32602, got
+    assert_clean(got["error"], "unknown tool")

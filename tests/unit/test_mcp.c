@@ -1,11 +1,17 @@
 /* `scry mcp`'s pure parts: the argument validator (src/cli/mcp_schema.c), the answer's cuts to
- * limit and token budget (src/cli/mcp_answer.c), and the line reader (src/cli/mcp_protocol.c). */
+ * limit and token budget (src/cli/mcp_answer.c), the line reader and the cleaning of what is
+ * sent (src/cli/mcp_protocol.c), and the roots rule of path arguments (src/cli/mcp_paths.c). */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "analysis/profile_doc.h"
 #include "cli/mcp_answer.h"
+#include "cli/mcp_paths.h"
 #include "cli/mcp_protocol.h"
 #include "cli/mcp_schema.h"
 #include "common/error.h"
@@ -188,8 +194,180 @@ static void test_read_lines(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* What one send writes, read back from a pipe (one line, small). */
+static void sent_line(bool (*send)(void *), void *arg, char *out, size_t size)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    mcp_set_output(fds[1]);
+    CHECK(send(arg));
+    mcp_set_output(1);
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < size - 1 && (r = read(fds[0], out + n, size - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    close(fds[0]);
+}
+
+static bool send_error_result(void *id)
+{
+    err_fail_hint(SCRY_E_BAD_PROFILE, "hint \x1b]0;t\x07",
+                  "/tmp/a\x1b[31m\xe2\x80\xae.json: output\nline\r2\xc2\x9b\xff");
+    return mcp_send_result(id, mcp_answer_error());
+}
+
+static bool send_protocol_error(void *id)
+{
+    return mcp_send_error(id, MCP_INVALID_PARAMS, "Unknown tool: x\x1b[2J\xe2\x81\xa6", NULL);
+}
+
+/* Results and errors leave through the one sanitizer: no ESC, BEL, CSI, CR or bidi control
+ * survives (JSON would carry them escaped to a client that shows them); the text's newlines do,
+ * and the client's own id is echoed as it came. */
+static void test_sent_text_is_clean(void)
+{
+    char line[4096];
+    json_t *id = json_string("id\x1b");
+    sent_line(send_error_result, id, line, sizeof(line));
+    json_t *msg = json_loads(line, 0, NULL);
+    CHECK(msg);
+    const char *text = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(msg, "result"), "content"), 0), "text"));
+    CHECK_STR(text, "bad_profile: /tmp/a?[31m?.json: output\nline?2?\xef\xbf\xbd\nhint: hint ?]0;t?");
+    CHECK_STR(json_string_value(json_object_get(
+                  json_object_get(json_object_get(json_object_get(msg, "result"),
+                                                  "structuredContent"),
+                                  "error"),
+                  "hint")),
+              "hint ?]0;t?");
+    CHECK_STR(json_string_value(json_object_get(msg, "id")), "id\x1b");
+    json_decref(msg);
+    sent_line(send_protocol_error, id, line, sizeof(line));
+    msg = json_loads(line, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(msg, "error"), "message")),
+              "Unknown tool: x?[2J?");
+    json_decref(msg);
+    json_decref(id);
+    /* Member names too (a type or file name can be a key), deep in lists. */
+    json_t *v = json_pack("{s:[{s:s}],s:s}", "ok", "a\x1b", "b\x07\n", "k\xe2\x80\x8f", "x");
+    mcp_clean(v);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(v, "ok"), 0), "a?")),
+              "b?\n");
+    CHECK_STR(json_string_value(json_object_get(v, "k?")), "x");
+    CHECK_EQ(json_object_size(v), 2);
+    json_decref(v);
+}
+
+/* A string cut for the text in the middle of a character: the answer is still sent (jansson
+ * refuses invalid UTF-8), the cut character shown as U+FFFD. */
+static void test_answer_cuts_a_character(void)
+{
+    char name[512];
+    memset(name, 'a', 239);
+    strcpy(name + 239, "\xc3\xa9 and more text after the cut to pass 240 bytes");
+    json_t *res = mcp_answer(json_pack("{s:s}", "name", name), "t", 20, 4000, NULL);
+    CHECK(res);
+    const char *text =
+        json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+    CHECK(text && strstr(text, "a\xef\xbf\xbd..."));
+    json_decref(res);
+}
+
+/* Makes path (a directory or, with content, a file). */
+static void make(const char *dir, const char *name, const char *content, char *path)
+{
+    CHECK(snprintf(path, PATH_MAX, "%s/%s", dir, name) < PATH_MAX);
+    if (content) {
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(content, f) >= 0 && fclose(f) == 0);
+    } else {
+        CHECK(mkdir(path, 0700) == 0);
+    }
+}
+
+static void test_roots(void)
+{
+    char tmpl[] = "/tmp/scry-test-roots-XXXXXX", root[PATH_MAX], root2[PATH_MAX];
+    char out_dir[PATH_MAX], f[PATH_MAX], f2[PATH_MAX], secret[PATH_MAX], link[PATH_MAX];
+    char sub[PATH_MAX], out[PATH_MAX], want[PATH_MAX * 2];
+    CHECK(mkdtemp(tmpl));
+    make(tmpl, "root", NULL, root);
+    make(tmpl, "root2", NULL, root2);
+    make(tmpl, "outside", NULL, out_dir);
+    make(root, "a.json", "{}", f);
+    make(root2, "b.json", "{}", f2);
+    make(out_dir, "creds", "AKIAIOSFODNN7EXAMPLE", secret);
+    make(root, "sub", NULL, sub);
+    CHECK(snprintf(link, sizeof(link), "%s/link", root) < (int)sizeof(link));
+    CHECK(symlink(secret, link) == 0);
+    mcp_roots_clear();
+    CHECK_EQ(mcp_roots_add(root), 0);
+    CHECK(mcp_roots_add(f) == -SCRY_E_USAGE); /* a file is no root */
+    CHECK_EQ(mcp_path_read(f, "profile", out, sizeof(out)), 0);
+    CHECK_STR(out, f);
+    /* /root2 is not under /root; a symlink in the root that points out; .. out of the root. */
+    CHECK(mcp_path_read(f2, "profile", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    CHECK(strstr(err_last_message(), "outside this server's roots"));
+    CHECK(mcp_path_read(link, "profile", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    snprintf(want, sizeof(want), "%s/../../outside/creds", sub);
+    CHECK(mcp_path_read(want, "profile", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    CHECK(mcp_path_read("/etc/passwd", "snapshot", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    CHECK(!strstr(err_last_message(), "root:"));
+    /* Inside: a directory, a missing file; the messages name the path and what was expected. */
+    CHECK(mcp_path_read(sub, "snapshot", out, sizeof(out)) == -SCRY_E_IO);
+    CHECK(strstr(err_last_message(), "is a directory: a regular file expected"));
+    snprintf(want, sizeof(want), "%s/missing", root);
+    CHECK(mcp_path_read(want, "snapshot", out, sizeof(out)) == -SCRY_E_IO);
+    CHECK(strstr(err_last_message(), want));
+    CHECK_EQ(mcp_path_dir(sub, "cwd", out, sizeof(out)), 0);
+    CHECK(mcp_path_dir(out_dir, "cwd", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    CHECK(mcp_path_dir(f, "cwd", out, sizeof(out)) == -SCRY_E_IO);
+    /* New files: in a directory under a root, never over an existing one or its symlink. */
+    snprintf(want, sizeof(want), "%s/sub/../new.heap", root);
+    CHECK_EQ(mcp_path_new(want, "output", out, sizeof(out)), 0);
+    snprintf(want, sizeof(want), "%s/new.heap", root);
+    CHECK_STR(out, want);
+    CHECK(mcp_path_new(f, "output", out, sizeof(out)) == -SCRY_E_IO);
+    CHECK(mcp_path_new(link, "output", out, sizeof(out)) == -SCRY_E_IO);
+    snprintf(want, sizeof(want), "%s/new.heap", out_dir);
+    CHECK(mcp_path_new(want, "output", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
+    snprintf(want, sizeof(want), "%s/..", sub);
+    CHECK(mcp_path_new(want, "output", out, sizeof(out)) == -SCRY_E_IO); /* exists */
+    CHECK(mcp_path_new("/nonexistent-dir/x", "output", out, sizeof(out)) == -SCRY_E_IO);
+    /* A second root, and / (everything under it). */
+    CHECK_EQ(mcp_roots_add(root2), 0);
+    CHECK_EQ(mcp_path_read(f2, "profile", out, sizeof(out)), 0);
+    CHECK(!mcp_under_root("/"));
+    CHECK_EQ(mcp_roots_add("/"), 0);
+    CHECK(mcp_under_root("/etc/passwd") && mcp_under_root("/"));
+    mcp_roots_clear();
+    CHECK(!mcp_under_root(root));
+    CHECK(unlink(link) == 0 && unlink(secret) == 0 && unlink(f) == 0 && unlink(f2) == 0);
+    CHECK(rmdir(sub) == 0 && rmdir(out_dir) == 0 && rmdir(root) == 0 && rmdir(root2) == 0);
+    CHECK(rmdir(tmpl) == 0);
+}
+
+/* A file that is not JSON: the message says where and what was expected, not what was there. */
+static void test_parse_error_quotes_nothing(void)
+{
+    static const char *const files[] = {"AKIAIOSFODNN7EXAMPLE\n", "root:$6$salt:19000::\n",
+                                        "{\"files\": secretvalue}", "{\"a\": \"unterminated"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        struct pdoc d;
+        CHECK(pdoc_load_bytes(&d, files[i], strlen(files[i]), "p.json") == -SCRY_E_BAD_PROFILE);
+        const char *m = err_last_message();
+        CHECK(strstr(m, "p.json is not a profile: not JSON (line 1, column "));
+        CHECK(!strstr(m, "AKIA") && !strstr(m, "root") && !strstr(m, "secret") &&
+              !strstr(m, "unterminated"));
+        pdoc_free(&d);
+    }
+}
+
 static const struct tl_test tests[] = {
     TL(test_schema),       TL(test_answer_limit), TL(test_answer_budget),
-    TL(test_answer_error), TL(test_read_lines),
+    TL(test_answer_error), TL(test_read_lines),   TL(test_sent_text_is_clean),
+    TL(test_answer_cuts_a_character), TL(test_roots), TL(test_parse_error_quotes_nothing),
 };
 TL_MAIN(tests)

@@ -67,10 +67,24 @@ static void test_invalid_utf8(void)
     CHECK_CLEAN("\x9b", "\xef\xbf\xbd"); /* a raw C1 byte is not UTF-8 */
 }
 
+/* san_addn_lines: a multi-line text keeps its newlines and nothing else. */
+static void test_lines(void)
+{
+    static const char in[] = "\x1b[31mone\r\n\ntwo\xe2\x80\xae\x07\n\xff";
+    struct strbuf sb = STRBUF_INIT;
+    san_addn_lines(&sb, in, sizeof(in) - 1);
+    CHECK_STR(sb_str(&sb), "?[31mone?\n\ntwo??\n\xef\xbf\xbd");
+    sb_reset(&sb);
+    san_addn_lines(&sb, "", 0);
+    CHECK_EQ(sb.len, 0);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
     TL(test_kept),
     TL(test_controls),
     TL(test_invalid_utf8),
+    TL(test_lines),
 };
 
 TL_MAIN(tests)
