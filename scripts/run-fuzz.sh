@@ -5,7 +5,8 @@
 # and tests/fuzz/driver.c, a random-mutation loop over the seeds. The target fuzz_NAME.c reads its
 # seeds from tests/fuzz/corpus/NAME/; new inputs go to build-fuzz/corpus/NAME/ and crashing ones to
 # build-fuzz/crashes/ (turn each into a corpus file once fixed). FUZZ_MODE=driver forces the gcc
-# driver even where clang is installed.
+# driver even where clang is installed. A target that needs sources outside the library names them
+# on ' * fuzz-links: src/a.c src/b.c' lines of its header comment.
 set -euo pipefail
 secs=${1:?usage: run-fuzz.sh SECONDS fuzz_src...}
 shift
@@ -56,7 +57,16 @@ for target in "$@"; do
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   work="$out/corpus/$name"
   mkdir -p "$work" "$seeds"
-  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${objs[@]}" -lelf -ljansson -lz -lm -o "$out/$name"
+  # Sources outside the library that a target drives (the CLI's MCP server), named in the
+  # target's header comment on lines ' * fuzz-links: src/... src/...'.
+  links=()
+  for src in $(sed -n 's/^ \* fuzz-links: //p' "$target" | tr ' ' '\n' | grep '^src/.*\.c$'); do
+    obj="$out/obj/$(echo "${src%.c}" | tr / _).o"
+    "$cc" "${cflags[@]}" "${objsan[@]}" -c "$src" -o "$obj"
+    links+=("$obj")
+  done
+  "$cc" "${cflags[@]}" "${linksan[@]}" "$target" "${extra[@]}" "${links[@]}" "${objs[@]}" \
+    -lelf -ljansson -lz -lm -o "$out/$name"
   echo "run-fuzz: $name for $secs s (seeds: $seeds)" >&2
   rc=0
   if [ "$mode" = libfuzzer ]; then
