@@ -64,14 +64,45 @@ static int outside(const char *what, const char *given, const char *expected)
                          what, given, expected);
 }
 
+/* Whether the nearest ancestor of given that resolves (given does not) is under a root. */
+static bool nearest_under_root(const char *given)
+{
+    char dir[PATH_MAX], resolved[PATH_MAX];
+    if (strlen(given) >= sizeof(dir))
+        return false;
+    memcpy(dir, given, strlen(given) + 1);
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        while (slash && slash > dir && slash[1] == 0) { /* trailing slashes */
+            *slash = 0;
+            slash = strrchr(dir, '/');
+        }
+        if (!slash)
+            memcpy(dir, ".", 2);
+        else if (slash == dir)
+            dir[1] = 0;
+        else
+            *slash = 0;
+        if (realpath(dir, resolved))
+            return mcp_under_root(resolved);
+        if (!slash || strcmp(dir, "/") == 0)
+            return false;
+    }
+}
+
 /* given resolved into out, under a root; its type is left to the caller (st). */
 static int resolve_under_root(const char *given, const char *what, const char *expected,
                               char *out, size_t size, struct stat *st)
 {
     char resolved[PATH_MAX];
-    if (!realpath(given, resolved))
+    if (!realpath(given, resolved)) {
+        int e = errno;
+        /* Outside the roots, a missing file reads as any other: no probing what exists. */
+        if (!nearest_under_root(given))
+            return outside(what, given, expected);
         return err_fail(SCRY_E_IO, "%s %s: cannot resolve it (%s); %s expected", what, given,
-                        strerror(errno), expected);
+                        strerror(e), expected);
+    }
     if (!mcp_under_root(resolved))
         return outside(what, given, expected);
     if (stat(resolved, st) != 0)

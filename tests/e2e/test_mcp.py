@@ -619,13 +619,15 @@ def roots_world(tmp_path_factory):
 def test_paths_outside_the_roots_are_refused(pipe, roots_world):
     """/etc/shadow (readable: the tests run as root in CI), a secret beside the root, a symlink
     in the root pointing out, /root2 beside /root: refused by the roots rule, before a byte is
-    read, with the path named and the content never quoted."""
+    read, with the path named and the content never quoted; a missing file outside the roots is
+    refused the same way (no probing what exists)."""
     w = roots_world
     root = w["root"]
     p = pipe("--allow-run", "--allow-dump", cwd=root)
     ok_profile, ok_heap = str(root / "ok.json"), str(root / "ok.heap")
     i = 0
-    for path in ["/etc/shadow", w["outside"] / "creds", root / "link", w["root2"] / "creds",
+    for path in ["/etc/shadow", "/etc/scry-no-such-file", w["outside"] / "missing",
+                 w["outside"] / "creds", root / "link", w["root2"] / "creds",
                  root / "dirlink" / "creds", root / "sub" / ".." / ".." / "outside" / "creds"]:
         for name, args in file_calls(path, ok_profile, ok_heap):
             i += 1

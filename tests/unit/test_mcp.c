@@ -335,7 +335,15 @@ static void test_roots(void)
     CHECK(mcp_path_new(want, "output", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
     snprintf(want, sizeof(want), "%s/..", sub);
     CHECK(mcp_path_new(want, "output", out, sizeof(out)) == -SCRY_E_IO); /* exists */
-    CHECK(mcp_path_new("/nonexistent-dir/x", "output", out, sizeof(out)) == -SCRY_E_IO);
+    snprintf(want, sizeof(want), "%s/missing/x.heap", root);
+    CHECK(mcp_path_new(want, "output", out, sizeof(out)) == -SCRY_E_IO);
+    /* Outside the roots, what does not exist is refused as what does: nothing to probe. */
+    CHECK(mcp_path_new("/nonexistent-dir/x", "output", out, sizeof(out)) ==
+          -SCRY_E_PERMISSION_DENIED);
+    CHECK(mcp_path_read("/etc/no-such-file-here", "profile", out, sizeof(out)) ==
+          -SCRY_E_PERMISSION_DENIED);
+    snprintf(want, sizeof(want), "%s/missing", out_dir);
+    CHECK(mcp_path_read(want, "profile", out, sizeof(out)) == -SCRY_E_PERMISSION_DENIED);
     /* A second root, and / (everything under it). */
     CHECK_EQ(mcp_roots_add(root2), 0);
     CHECK_EQ(mcp_path_read(f2, "profile", out, sizeof(out)), 0);
