@@ -137,8 +137,11 @@ static int ensure_work_dir(void)
                         strerror(errno));
     memcpy(work_dir, templ, sizeof(work_dir));
     /* What the tools write there is read back by the next calls (heap_summary of a capture). */
-    if (mcp_roots_add(work_dir) != 0)
-        return -1;
+    int err = mcp_roots_add(work_dir);
+    if (err) {
+        work_dir[0] = 0;
+        return err;
+    }
     log_info("mcp: writing profiles and snapshots under %s", work_dir);
     return 0;
 }

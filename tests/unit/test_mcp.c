@@ -235,7 +235,8 @@ static void test_sent_text_is_clean(void)
     CHECK(msg);
     const char *text = json_string_value(json_object_get(
         json_array_get(json_object_get(json_object_get(msg, "result"), "content"), 0), "text"));
-    CHECK_STR(text, "bad_profile: /tmp/a?[31m?.json: output\nline?2?\xef\xbf\xbd\nhint: hint ?]0;t?");
+    CHECK_STR(text,
+              "bad_profile: /tmp/a?[31m?.json: output\nline?2?\xef\xbf\xbd\nhint: hint ?]0;t?");
     CHECK_STR(json_string_value(json_object_get(
                   json_object_get(json_object_get(json_object_get(msg, "result"),
                                                   "structuredContent"),
@@ -269,8 +270,8 @@ static void test_answer_cuts_a_character(void)
     strcpy(name + 239, "\xc3\xa9 and more text after the cut to pass 240 bytes");
     json_t *res = mcp_answer(json_pack("{s:s}", "name", name), "t", 20, 4000, NULL);
     CHECK(res);
-    const char *text =
-        json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+    const json_t *block = json_array_get(json_object_get(res, "content"), 0);
+    const char *text = json_string_value(json_object_get(block, "text"));
     CHECK(text && strstr(text, "a\xef\xbf\xbd..."));
     json_decref(res);
 }
