@@ -36,9 +36,11 @@ else
 fi
 echo "run-fuzz: $mode mode ($cc), $secs s per target" >&2
 
-# The library under test: everything a target may reach, compiled once.
+# The library under test: everything a target may reach, compiled once. Of the CLI, only files
+# that stand alone (no command table, no libcurl): serve_http.c, `view --serve`'s request side.
 objs=()
-for src in src/common/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c src/render/*.c src/snapshot/*.c; do
+for src in src/common/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c src/render/*.c src/snapshot/*.c \
+  src/cli/serve_http.c; do
   [ -f "$src" ] || continue
   obj="$out/obj/$(echo "${src%.c}" | tr / _).o"
   "$cc" "${cflags[@]}" "${objsan[@]}" -c "$src" -o "$obj"
