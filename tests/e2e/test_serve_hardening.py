@@ -27,7 +27,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SCRY
-from test_optimize import ANSWER, FakeProvider, hot, scry_env, work  # noqa: F401  (fixtures)
+from test_optimize import FakeProvider, hot, scry_env, work  # noqa: F401  (fixtures)
+from test_view_html import browser  # noqa: F401  (the fixture: node, playwright-core, chromium)
+
+BROWSER_OPEN_TEST = Path(__file__).resolve().parents[1] / "browser" / "serve_open.test.mjs"
 
 
 class Served:
@@ -356,3 +359,38 @@ def test_connection_cap(scry, work, hot):
             c.close()
         rc, err = s.stop()
     assert rc == 0, err
+
+
+# ---- a real browser opens the file --------------------------------------------------------------
+
+def test_browser_follows_the_private_file(scry, work, hot, browser, tmp_path):
+    """Chromium, given the file scry hands its browser, lands on the served page; the page shows
+    the command line's provider and base URL and says where the environment's key goes."""
+    node, modules, chromium = browser
+    rec = tmp_path / "browser.rec"
+    fake = tmp_path / "scry-fake-browser"
+    fake.write_text(FAKE_BROWSER.format(rec=rec))
+    fake.chmod(0o755)
+    base = "http://127.0.0.1:9/v1"
+    s = Served(work, hot["path"], ["--provider", "anthropic", "--base-url", base],
+               env={"DISPLAY": ":99", "BROWSER": str(fake)})
+    browser_pid = None
+    try:
+        wait_for(rec)
+        browser_pid, opened = rec.read_text().split(" ", 1)
+        browser_pid = int(browser_pid)
+        case = tmp_path / "open.case.json"
+        case.write_text(json.dumps({"opener": opened.strip(), "url": s.url,
+                                    "provider": "anthropic", "base_url": base}))
+        cp = subprocess.run([node, BROWSER_OPEN_TEST, "--node-modules", modules, "--chromium",
+                             chromium, case], capture_output=True, text=True, timeout=120)
+    finally:
+        rc, err = s.stop()
+        if browser_pid:
+            os.kill(browser_pid, signal.SIGKILL)
+    assert rc == 0, err
+    assert cp.returncode == 0, cp.stderr
+    report = json.loads(cp.stdout.strip().splitlines()[-1])
+    failed = [f"{c['name']}: {c['detail']}" for c in report["checks"] if not c["ok"]]
+    assert not failed, "\n".join(failed)
+    assert len(report["checks"]) == 5, report
