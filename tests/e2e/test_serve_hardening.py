@@ -336,7 +336,7 @@ def test_trickling_clients_do_not_stall_the_server(scry, work, hot):
 
 
 def test_connection_cap(scry, work, hot):
-    """Over 32 open connections, a new one is answered 503 at once; once the idle ones are cut
+    """Over 32 open connections, a new one is answered 503 and closed; once the idle ones are cut
     by the deadline, the page is served again."""
     s = Served(work, hot["path"])
     idle = []
@@ -346,7 +346,11 @@ def test_connection_cap(scry, work, hot):
         time.sleep(0.5)
         extra = socket.create_connection(("127.0.0.1", s.port), timeout=10)
         extra.sendall(f"GET /{s.token}/ HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n\r\n".encode())
-        assert extra.recv(64).startswith(b"HTTP/1.1 503 "), "the 33rd connection was served"
+        try:
+            got = extra.recv(64)
+        except ConnectionResetError:
+            got = b""  # closed at once, the request unread: a reset may come before the 503
+        assert got == b"" or got.startswith(b"HTTP/1.1 503 "), got
         extra.close()
         # Each idle connection is answered 408 and closed once its 3 s are up.
         for c in idle:
