@@ -50,7 +50,13 @@ class Served:
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-        out, err = self.proc.communicate(timeout=20)
+        try:
+            out, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            err += "\n(the server did not stop on SIGINT within 20 s)"
+            return None, err
         return self.proc.returncode, err
 
     def request(self, path, method="GET", headers=None, data=None, timeout=30):
@@ -141,6 +147,14 @@ def other_user():
         subprocess.run(["userdel", "-f", name], capture_output=True)
 
 
+def kill_browser(rec):
+    """The fake browser, whose pid it recorded, if it started."""
+    try:
+        os.kill(int(rec.read_text().split(" ", 1)[0]), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+
+
 def wait_for(path, timeout=20):
     end = time.monotonic() + timeout
     while not path.exists():
@@ -178,12 +192,34 @@ def test_other_user_finds_no_token_and_page_serves_while_browser_runs(scry, work
         assert opened.parent.stat().st_uid == os.geteuid()
         assert s.url in opened.read_text()
     finally:
+        kill_browser(rec)
         rc, err = s.stop()
-        if browser_pid:
-            os.kill(browser_pid, signal.SIGKILL)
     assert rc == 0, err
     # The file and its directory go when the server stops.
     assert not opened.exists() and not opened.parent.exists()
+
+
+def test_page_served_while_browser_stays_in_foreground(scry, work, hot, tmp_path):
+    """Item 3 without a second user: the browser scry starts never exits on its own, and the
+    page is served all the while; Ctrl-C ends the server, not the browser."""
+    rec = tmp_path / "browser.rec"
+    fake = tmp_path / "scry-fake-browser"
+    fake.write_text(FAKE_BROWSER.format(rec=rec))
+    fake.chmod(0o755)
+    browser_pid = None
+    s = Served(work, hot["path"], env={"DISPLAY": ":99", "BROWSER": str(fake)})
+    try:
+        wait_for(rec)
+        browser_pid = int(rec.read_text().split(" ", 1)[0])
+        for _ in range(3):
+            status, page = s.request(f"/{s.token}/", timeout=5)
+            assert status == 200 and b'"serve":true' in page
+        os.kill(browser_pid, 0)
+    finally:
+        kill_browser(rec)
+        rc, err = s.stop()
+    assert rc == 0, err
+    assert "opening the page in the browser" in err, err
 
 
 # ---- item 1: the key goes where scry's command line says --------------------------------------
@@ -389,9 +425,8 @@ def test_browser_follows_the_private_file(scry, work, hot, browser, tmp_path):
         cp = subprocess.run([node, BROWSER_OPEN_TEST, "--node-modules", modules, "--chromium",
                              chromium, case], capture_output=True, text=True, timeout=120)
     finally:
+        kill_browser(rec)
         rc, err = s.stop()
-        if browser_pid:
-            os.kill(browser_pid, signal.SIGKILL)
     assert rc == 0, err
     assert cp.returncode == 0, cp.stderr
     report = json.loads(cp.stdout.strip().splitlines()[-1])
