@@ -279,7 +279,8 @@ static int endpoint(const struct llm_config *c, struct strbuf *base)
     return err;
 }
 
-/* The key: the page's, else the variable's. A provider reached at its own endpoint needs one;
+/* The key: the page's, else the variable's, unless the served page named an endpoint of its own
+ * (env_key_refused: then only the page's). A provider reached at its own endpoint needs one;
  * an OpenAI-compatible server of the user's (--base-url: Ollama, vLLM) may take none. */
 static int find_key(const struct llm_config *c, const char **key, const char **var)
 {
