@@ -90,7 +90,8 @@ static void test_route(void)
     CHECK_EQ(route("GET /" TOKEN "/nosuch HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n\r\n", &r), 404);
     CHECK_EQ(route("GET /" TOKEN "/propose HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n\r\n", &r), 405);
     CHECK_EQ(route("DELETE /" TOKEN "/ HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n\r\n", &r), 405);
-#define POST_HEAD "POST /" TOKEN "/propose HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nContent-Length: 2\r\n"
+#define POST_HEAD                                                                                  \
+    "POST /" TOKEN "/propose HTTP/1.1\r\nHost: 127.0.0.1:8123\r\nContent-Length: 2\r\n"
     CHECK_EQ(route(POST_HEAD "Origin: http://127.0.0.1:8123\r\nX-Scry-Token: " TOKEN
                              "\r\nContent-Type: application/json\r\n\r\n",
                    &r),
