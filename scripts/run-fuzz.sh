@@ -37,7 +37,8 @@ else
 fi
 echo "run-fuzz: $mode mode ($cc), $secs s per target" >&2
 
-# The library under test: everything a target may reach, compiled once.
+# The library under test: everything a target may reach, compiled once. The CLI's files that a
+# target drives are named by the target itself (fuzz-links, below).
 objs=()
 for src in src/common/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c src/render/*.c src/snapshot/*.c; do
   [ -f "$src" ] || continue
@@ -57,7 +58,7 @@ for target in "$@"; do
   seeds="tests/fuzz/corpus/${name#fuzz_}"
   work="$out/corpus/$name"
   mkdir -p "$work" "$seeds"
-  # Sources outside the library that a target drives (the CLI's MCP server), named in the
+  # Sources outside the library that a target drives (the MCP server, serve_http.c), named in the
   # target's header comment on lines ' * fuzz-links: src/... src/...'.
   links=()
   for src in $(sed -n 's/^ \* fuzz-links: //p' "$target" | tr ' ' '\n' | grep '^src/.*\.c$'); do

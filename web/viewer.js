@@ -406,13 +406,26 @@
             '<label class="p-key">key <input id="p-key" type="password" size="20" autocomplete="off" ' +
             'placeholder="from scry\'s environment"></label>' +
             '<button id="propose-selection" disabled>Propose for the selected lines</button></div>' +
+            '<div id="p-keynote" class="muted"></div>' +
             '<div id="propose-status" class="muted"></div><pre id="propose-diff" class="pdiff"></pre>' +
             '<div id="propose-reasons" class="preasons"></div>';
         const prov = el.querySelector('#p-provider');
+        const base = el.querySelector('#p-base');
+        const cfgProvider = typeof cfg.provider === 'string' && PROVIDERS.includes(cfg.provider) ? cfg.provider : '';
+        const cfgBase = typeof cfg.base_url === 'string' ? cfg.base_url : '';
+        if (cfgProvider) prov.value = cfgProvider;
+        /* scry sends the key of its environment only where its command line says (docs/SECURITY.md):
+         * the page says where that is, and that any other base URL gets only a key typed here. */
         const show = () => {
             el.querySelector('.p-azure').style.display = prov.value === 'azure' ? '' : 'none';
             el.querySelector('.p-bedrock').style.display = prov.value === 'bedrock' ? '' : 'none';
             el.querySelector('.p-key').style.display = prov.value === 'bedrock' ? 'none' : '';
+            const mine = !cfgProvider || prov.value === cfgProvider;
+            base.placeholder = mine && cfgBase ? cfgBase : 'the provider\'s';
+            el.querySelector('#p-keynote').textContent = (cfgProvider
+                ? 'scry\'s environment key goes only to ' + cfgProvider + ' at ' + (cfgBase || 'its own endpoint')
+                : 'scry\'s environment key goes only to each provider\'s own endpoint') +
+                ' (scry\'s command line); another base URL gets only a key typed here.';
         };
         prov.addEventListener('change', show);
         show();

@@ -169,11 +169,15 @@ int cli_page_write(const char *data, size_t len, const char *what, double thresh
 /* `scry view --serve` (view_serve.c): serves the page of the profile document data from
  * 127.0.0.1:port (0: any free port) under a random token, with its "propose" action, until
  * SIGINT or SIGTERM. Returns 0 or a negative error (recorded). */
+struct serve_llm;
 int cli_view_serve(const char *path, const char *data, size_t len, double threshold,
-                   unsigned port);
+                   unsigned port, const struct serve_llm *llm);
 /* Opens the page in a browser when there is a display: the first command of $BROWSER, else
  * xdg-open. False, with *why saying why, when nothing opened it. */
 bool cli_page_open(const char *path, const char **why);
+/* The same without waiting (a browser may stay in the foreground): the started command's pid,
+ * for the caller to reap, or -1 with *why. Started means exec worked, not that a page opened. */
+pid_t cli_page_start(const char *path, const char **why);
 /* `scry run --config FILE` (run_config.c): the YAML file's options as command-line arguments.
  * The file is a mapping of long option names (dashes or underscores) to values: a scalar for an
  * option with a value, a list of scalars for a repeatable one (repeatable[], NULL-ended),

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/llm_providers.h"
+#include "cli/push.h"
+#include "cli/serve_http.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/sanitize.h"
@@ -43,6 +46,14 @@ const char cmd_view_usage[] =
     "                                line, region or function (docs/optimize.md); Ctrl-C\n"
     "                                stops it\n"
     "      --port P                  the port --serve listens on (default: any free one)\n"
+    "      --provider P, --base-url URL, --model M, --deployment D, --api-version V,\n"
+    "      --region R, --api-key-env NAME\n"
+    "                                with --serve: the provider whose key (from scry's\n"
+    "                                environment, as for `scry optimize`) the page's proposals\n"
+    "                                may use, and its settings; the environment's key goes to\n"
+    "                                this provider and base URL only (without --provider: to\n"
+    "                                each provider's own endpoint); a base URL typed in the\n"
+    "                                page gets only a key typed there\n"
     "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
     "                                as folded stacks or a speedscope file, to -o FILE or\n"
     "                                standard output\n"
@@ -50,6 +61,44 @@ const char cmd_view_usage[] =
     "                                pprof, Pyroscope), Trace Event JSON (Perfetto), the\n"
     "                                Firefox Profiler's format (docs/export-formats.md)\n";
 enum view_mode { VIEW_BROWSER, VIEW_CLI, VIEW_HTML, VIEW_STANDALONE };
+
+/* One of --serve's provider settings (the names of `scry optimize`): 0, or a usage error
+ * recorded. */
+static int llm_option(int c, const char *arg, struct serve_llm *llm)
+{
+    bool user = false;
+    switch (c) {
+    case 'b':
+        if (push_url_kind(arg, &user) != PUSH_URL_OK || user)
+            return cli_usage("--base-url needs http(s)://host[:port][/path] without a query or "
+                             "credentials, not '%s'",
+                             arg);
+        llm->base_url = arg;
+        return 0;
+    case 'm':
+        llm->model = arg;
+        return 0;
+    case 'd':
+        llm->deployment = arg;
+        return 0;
+    case 'v':
+        llm->api_version = arg;
+        return 0;
+    case 'r':
+        llm->region = arg;
+        return 0;
+    case 'k':
+        if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                 "0123456789_") != strlen(arg))
+            return cli_usage("--api-key-env takes the NAME of a variable holding the key, not "
+                             "a key");
+        llm->key_env = arg;
+        return 0;
+    default: /* --api-key: the value is not repeated, it is a secret */
+        return cli_usage("scry takes no key on the command line (every user sees it in ps); "
+                         "export it, or name its variable with --api-key-env");
+    }
+}
 
 static int view_html(enum view_mode mode, const char *path, const char *outfile,
                      const char *data, size_t len, double threshold)
@@ -90,17 +139,26 @@ int cmd_view(int argc, char **argv)
         {"serve", no_argument, NULL, 's'},
         {"propose", no_argument, NULL, 's'},
         {"port", required_argument, NULL, 'p'},
+        {"provider", required_argument, NULL, 'P'},
+        {"base-url", required_argument, NULL, 'b'},
+        {"model", required_argument, NULL, 'm'},
+        {"deployment", required_argument, NULL, 'd'},
+        {"api-version", required_argument, NULL, 'v'},
+        {"region", required_argument, NULL, 'r'},
+        {"api-key-env", required_argument, NULL, 'k'},
+        {"api-key", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     enum view_mode mode = VIEW_BROWSER;
     const char *outfile = NULL, *format = NULL;
-    bool serve = false;
+    bool serve = false, llm_opts = false;
+    struct serve_llm llm = {0};
     long port = -1;
     struct profile_text_opts o = {.color = cli_color_stdout(), .threshold = 1.0};
     opterr = 0;
     optind = 1;
-    int c;
+    int c, status;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         enum view_mode want = mode;
         switch (c) {
@@ -138,6 +196,22 @@ int cmd_view(int argc, char **argv)
                 return cli_usage("--port needs a port from 1 to 65535, not '%s'", optarg);
             break;
         }
+        case 'P':
+            if (!llm_find(optarg))
+                return cli_usage("--provider takes one of %s, not '%s'", llm_names(), optarg);
+            llm.provider = optarg;
+            break;
+        case 'b':
+        case 'm':
+        case 'd':
+        case 'v':
+        case 'r':
+        case 'k':
+        case 'K':
+            if ((status = llm_option(c, optarg, &llm)) != 0)
+                return status;
+            llm_opts = true;
+            break;
         case 'h':
             return cli_help();
         default:
@@ -153,8 +227,11 @@ int cmd_view(int argc, char **argv)
     if (format && mode != VIEW_BROWSER)
         return cli_usage("--format exports the profile; it goes without --cli, "
                          "--html and --standalone");
-    if (port >= 0 && !serve)
-        return cli_usage("--port goes with --serve");
+    if ((port >= 0 || llm.provider || llm_opts) && !serve)
+        return cli_usage("--port, --provider and the provider's settings go with --serve");
+    if (llm_opts && !llm.provider)
+        return cli_usage("--base-url, --model, --deployment, --api-version, --region and "
+                         "--api-key-env are settings of the --provider they go with");
     if (serve && (format || mode != VIEW_BROWSER || outfile))
         return cli_usage("--serve serves the page; it goes without --format, --cli, --html, "
                          "--standalone and -o");
@@ -169,13 +246,14 @@ int cmd_view(int argc, char **argv)
     char *data = NULL;
     size_t len = 0;
     struct strbuf out = STRBUF_INIT;
-    int status = CLI_EXIT_OK;
+    status = CLI_EXIT_OK;
     if (cli_read_file(path, &data, &len) != 0) {
         status = cli_report_error(false);
         goto out;
     }
     if (serve) {
-        if (cli_view_serve(path, data, len, o.threshold, port > 0 ? (unsigned)port : 0) != 0)
+        if (cli_view_serve(path, data, len, o.threshold, port > 0 ? (unsigned)port : 0,
+                           &llm) != 0)
             status = cli_report_error(false);
         goto out;
     }

@@ -279,7 +279,8 @@ static int endpoint(const struct llm_config *c, struct strbuf *base)
     return err;
 }
 
-/* The key: the page's, else the variable's. A provider reached at its own endpoint needs one;
+/* The key: the page's, else the variable's, unless the served page named an endpoint of its own
+ * (env_key_refused: then only the page's). A provider reached at its own endpoint needs one;
  * an OpenAI-compatible server of the user's (--base-url: Ollama, vLLM) may take none. */
 static int find_key(const struct llm_config *c, const char **key, const char **var)
 {
@@ -288,6 +289,18 @@ static int find_key(const struct llm_config *c, const char **key, const char **v
     if (c->key && *c->key) {
         *key = c->key;
         return 0;
+    }
+    if (c->env_key_refused) {
+        /* An OpenAI-compatible server of the page's may take none; the others need the typed
+         * one. */
+        if (strcmp(c->provider->name, "openai") == 0)
+            return 0;
+        return err_fail_hint(SCRY_E_NO_API_KEY,
+                             "type a key in the page, or start scry view --serve with "
+                             "--provider and --base-url naming this endpoint",
+                             "no key for %s at this base URL: the key of scry's environment "
+                             "goes only to the provider and base URL of scry's command line",
+                             c->provider->name);
     }
     if (c->key_env) {
         *key = getenv(c->key_env);
@@ -405,6 +418,14 @@ int llm_complete(const struct llm_config *c, const char *system, const char *use
     if (key) {
         sb_addf(&keyh, "%s%s", c->provider->key_header, key);
         hdrs = curl_slist_append(hdrs, sb_str(&keyh));
+    }
+    if (!c->provider->key_header && c->env_key_refused) {
+        err = err_fail_hint(SCRY_E_NO_API_KEY,
+                            "start scry view --serve with --provider bedrock and this "
+                            "--base-url",
+                            "bedrock signs with the AWS credentials of scry's environment, which "
+                            "go only to the endpoint of scry's command line");
+        goto out;
     }
     if (!c->provider->key_header && (err = aws_auth(curl, sb_str(&base), c, &hdrs, &userpwd,
                                                     &sigv4)))

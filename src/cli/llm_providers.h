@@ -23,6 +23,9 @@ struct llm_config {
     const char *region;      /* bedrock */
     const char *key_env;     /* the variable holding the key instead of the provider's own */
     const char *key;         /* a key given by the served page (not for bedrock); NULL: env */
+    /* The served page named an endpoint that scry's command line did not: the environment's
+     * key (and AWS credentials) must not go there; only a key typed in the page does. */
+    bool env_key_refused;
     double timeout_sec;      /* the whole request; 0: 120 s */
 };
 

@@ -62,6 +62,24 @@ static int check_asset(const char *what, const char *s, size_t len, const char *
     return 0;
 }
 
+/* ,"name":"value" for the page's configuration, '<' written as \u003c (the configuration sits
+ * in a script element, and a command-line value could hold "</script>"); nothing when NULL. */
+static void add_config_str(struct strbuf *out, const char *name, const char *v)
+{
+    if (!v)
+        return;
+    struct strbuf js = STRBUF_INIT;
+    sb_add_json_str(&js, v, strlen(v));
+    sb_addf(out, ",\"%s\":", name);
+    for (size_t i = 0; i < js.len; i++) {
+        if (js.buf[i] == '<')
+            sb_adds(out, "\\u003c");
+        else
+            sb_addch(out, js.buf[i]);
+    }
+    sb_release(&js);
+}
+
 int profile_html_render_bytes(const struct profile_html_assets *a, const char *text, size_t len,
                               const char *what, const struct profile_html_opts *o,
                               struct strbuf *out)
@@ -122,6 +140,8 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
             if (o->serve_token) {
                 sb_adds(out, ",\"serve\":true,\"token\":");
                 sb_add_json_str(out, o->serve_token, strlen(o->serve_token));
+                add_config_str(out, "provider", o->serve_provider);
+                add_config_str(out, "base_url", o->serve_base_url);
             }
             sb_addch(out, '}');
             break;

@@ -28,6 +28,9 @@ struct profile_html_opts {
      * (config "serve" and "token"; the Content-Security-Policy's connect-src 'self'). NULL: the
      * page makes no request at all. */
     const char *serve_token;
+    /* With serve_token: the provider and base URL of scry's command line (config "provider",
+     * "base_url"; NULL: none), which the page shows as its defaults. */
+    const char *serve_provider, *serve_base_url;
 };
 
 /* Renders the page for the profile file's bytes; `what` names it in errors. The profile is checked

@@ -50,6 +50,29 @@ static void test_script_end_escaped(void)
     sb_release(&sb);
 }
 
+/* view --serve's configuration: the token, and the command line's provider and base URL, whose
+ * '<' cannot end the script element either. */
+static void test_serve_config(void)
+{
+    struct profile_html_assets a = assets("<c>@@SCRY_CONFIG@@</c>@@SCRY_TITLE@@@@SCRY_CSS@@"
+                                          "@@SCRY_PROFILE@@@@SCRY_JS@@@@SCRY_CONNECT@@",
+                                          "", "");
+    struct profile_html_opts o = {.threshold = 1, .scry_version = "9", .serve_token = "t0",
+                                  .serve_provider = "openai",
+                                  .serve_base_url = "http://h/</script>\""};
+    struct strbuf sb = STRBUF_INIT;
+    CHECK_EQ(profile_html_render_bytes(&a, "{}", 2, "p.json", &o, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "<c>{\"threshold\":1,\"scry_version\":\"9\",\"serve\":true,"
+                              "\"token\":\"t0\",\"provider\":\"openai\","
+                              "\"base_url\":\"http://h/\\u003c/script>\\\"\"}</c>") != NULL);
+    CHECK(strstr(sb_str(&sb), "</script>") == NULL);
+    o.serve_provider = o.serve_base_url = NULL;
+    sb_reset(&sb);
+    CHECK_EQ(profile_html_render_bytes(&a, "{}", 2, "p.json", &o, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "provider") == NULL && strstr(sb_str(&sb), "base_url") == NULL);
+    sb_release(&sb);
+}
+
 static void test_refusals(void)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -70,5 +93,6 @@ static const struct tl_test tests[] = {
     TL(test_markers_replaced),
     TL(test_script_end_escaped),
     TL(test_refusals),
+    TL(test_serve_config),
 };
 TL_MAIN(tests)
