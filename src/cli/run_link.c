@@ -243,17 +243,31 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
 int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out)
 {
     memset(out, 0, sizeof(*out));
-    char req_path[4200], ans_path[4200], text[32];
+    char req_name[64], ans_name[64], ans_path[128], proc[64], text[32];
+    struct stat st;
+    snprintf(proc, sizeof(proc), "/proc/%d", pid);
+    if (stat(proc, &st) != 0)
+        return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+    /* Reached as `scry control` reaches it: no link or directory of another user's on the way
+     * (scry dump --pid runs as root as often as not). */
+    int dfd;
+    int err = run_link_open_dir(dir, st.st_uid, &dfd);
+    if (err)
+        return err;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     /* A number the agent has not answered yet. */
     unsigned long long req = ((unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec) | 1;
-    snprintf(req_path, sizeof(req_path), "%s/allocreq-%d", dir, pid);
-    snprintf(ans_path, sizeof(ans_path), "%s/alloc-%d.json", dir, pid);
+    snprintf(req_name, sizeof(req_name), "allocreq-%d", pid);
+    snprintf(ans_name, sizeof(ans_name), "alloc-%d.json", pid);
+    /* The answer is read through the directory's descriptor, not its path again. */
+    snprintf(ans_path, sizeof(ans_path), "/proc/self/fd/%d/%s", dfd, ans_name);
     int len = snprintf(text, sizeof(text), "%llu\n", req);
-    int err = outfile_write_all(req_path, text, (size_t)len, OUTFILE_PRIVATE);
-    if (err)
+    err = outfile_write_all_at(dfd, dir, req_name, text, (size_t)len, OUTFILE_PRIVATE);
+    if (err) {
+        close(dfd);
         return err;
+    }
     for (double waited = 0; waited < timeout_s; waited += 0.005) {
         char *data;
         size_t n;
@@ -263,9 +277,10 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
             const json_t *r = json_object_get(doc, "request");
             if (json_is_integer(r) && (unsigned long long)json_integer_value(r) == req) {
                 out->doc = doc;
-                err = parse_table(ans_path, doc, out);
-                unlink(ans_path);
-                unlink(req_path);
+                err = parse_table(ans_name, doc, out);
+                unlinkat(dfd, ans_name, 0);
+                unlinkat(dfd, req_name, 0);
+                close(dfd);
                 if (err)
                     alloc_table_free(out);
                 return err;
@@ -279,7 +294,8 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
         struct timespec ms5 = {0, 5000000};
         nanosleep(&ms5, NULL);
     }
-    unlink(req_path);
+    unlinkat(dfd, req_name, 0);
+    close(dfd);
     return err_fail(SCRY_E_NOT_FOUND, "pid %d did not report its allocation samples", pid);
 }
 

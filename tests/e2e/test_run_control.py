@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
+from conftest import (REPO, SCRY, TARGETS, Ran, file_detail, load_profile, preferred_python,
+                      program_env)
 
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 
@@ -282,6 +283,33 @@ def test_root_control_walks_the_part_directory_component_by_component(tmp_path):
         assert (part_dir / "control").read_text() == "off\n"
         assert (part_dir / "control").stat().st_mode & 0o777 == 0o600
         assert sorted(p.name for p in part_dir.iterdir()) == ["control"]
+
+
+def test_dump_pid_asks_for_allocations_only_through_a_checked_directory(tmp_path):
+    """The same walk for `scry dump --pid`'s request for a run's allocation samples: a
+    SCRY_PART_DIR through a link is refused at once (a warning; the heap is dumped without
+    them), where the request used to be written through the link and waited for 10 s."""
+    real = tmp_path / "real" / "scry-parts-d"
+    real.mkdir(parents=True, mode=0o700)
+    os.chmod(real, 0o700)
+    (tmp_path / "link").symlink_to(real.parent)
+    env = program_env()
+    env["SCRY_PART_DIR"] = str(tmp_path / "link" / real.name)
+    proc = subprocess.Popen([str(preferred_python()), "-c",
+                             "import sys, time; print(1, flush=True); time.sleep(60)"],
+                            env=env, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline()
+        cp = subprocess.run([str(SCRY), "dump", "--pid", str(proc.pid), "-o",
+                             str(tmp_path / "h.heap")], capture_output=True, text=True,
+                            timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert cp.returncode == 0, cp.stderr
+    assert "no allocation samples: refusing the part directory" in cp.stderr, cp.stderr
+    assert "is a symbolic link" in cp.stderr, cp.stderr
+    assert list(real.iterdir()) == []
 
 
 def test_profile_interval_rewrites_a_growing_profile(python_exe, tmp_path):
