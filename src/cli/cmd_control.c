@@ -3,7 +3,9 @@
  * run, or `scry run` itself; the switch holds for every process of the run, the ones started
  * later included. It writes "on" or "off" into the run's control file, in the part directory
  * the processes share (SCRY_PART_DIR in their environment); each process's agent looks at it
- * at every tick of its collector (src/agent/control.c). */
+ * at every tick of its collector (src/agent/control.c). The directory is opened component by
+ * component, refusing links and directories that another user could change (run_link.c), and
+ * written through its descriptor. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +50,20 @@ int cmd_control(int argc, char **argv)
                              "start the program with scry run (with --off to start with "
                              "profiling off), then give the pid of one of its processes",
                              "pid %d is not a program that scry run is profiling", pid);
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/control", dir);
+    /* The directory comes from the process's environment, which its user chose: root must not
+     * follow a link or a directory another user can change on the way there (issue 26). */
+    char proc[64];
+    struct stat st;
+    snprintf(proc, sizeof(proc), "/proc/%d", pid);
+    if (stat(proc, &st) != 0)
+        return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+    int fd;
+    if ((err = run_link_open_dir(dir, st.st_uid, &fd)) != 0)
+        return err;
     const char *text = on ? "on\n" : "off\n";
-    if ((err = outfile_write_all(path, text, strlen(text), OUTFILE_PRIVATE)) != 0)
+    err = outfile_write_all_at(fd, dir, "control", text, strlen(text), OUTFILE_PRIVATE);
+    close(fd);
+    if (err)
         return err;
     printf("scry: profiling %s for the run of pid %d\n", on ? "on" : "off", pid);
     return 0;

@@ -1,7 +1,8 @@
 /* `scry optimize profile.json FILE[:LINE[-LINE]] --provider P`: sends a region of a profiled
  * file with its figures to the language model the user picks and shows the proposed code as a
  * diff, with the model's reasons (docs/optimize.md). The key comes from the environment only:
- * a command line is visible to every user of the machine. */
+ * a command line is visible to every user of the machine. What looks secret in the source is
+ * redacted before it is sent, and said on stderr (--no-redact opts out). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,10 @@ const char cmd_optimize_usage[] =
     "      --timeout S         give up after S seconds (default 120)\n"
     "      --show-prompt       print what would be sent and send nothing (with --json:\n"
     "                          {\"system\", \"user\"})\n"
+    "      --no-redact         send the source as it is: by default, string literals, names\n"
+    "                          and comments that look like secrets (and strings assigned to\n"
+    "                          names such as DB_PASSWORD or API_KEY) are sent as <redacted>,\n"
+    "                          and what was is listed on stderr before sending\n"
     "      --json              the proposal as JSON: file, first_line, last_line, function,\n"
     "                          provider, model, code, diff, reasons\n";
 
@@ -73,6 +78,19 @@ static int add_json(struct strbuf *out, json_t *doc)
     return 0;
 }
 
+/* Before anything is sent: what redaction took out (line numbers and names, never values). */
+static void say_redactions(const struct opt_result *res)
+{
+    if (!res->redactions.len)
+        return;
+    fprintf(stderr, "scry: redacted before sending (what looks like a secret is sent as "
+                    "<redacted>; --no-redact sends it as it is):\n");
+    struct strbuf sb = STRBUF_INIT;
+    add_clean_lines(&sb, "  ", sb_str(&res->redactions));
+    fputs(sb_str(&sb), stderr);
+    sb_release(&sb);
+}
+
 int cmd_optimize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -87,6 +105,7 @@ int cmd_optimize(int argc, char **argv)
         {"api-key", required_argument, NULL, 'K'},
         {"timeout", required_argument, NULL, 't'},
         {"show-prompt", no_argument, NULL, 'P'},
+        {"no-redact", no_argument, NULL, 'R'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -140,6 +159,9 @@ int cmd_optimize(int argc, char **argv)
         case 'P':
             show = true;
             break;
+        case 'R':
+            req.no_redact = true;
+            break;
         case 'j':
             json = true;
             break;
@@ -177,23 +199,22 @@ int cmd_optimize(int argc, char **argv)
         err = err_fail(SCRY_E_BAD_PROFILE, "%s is not a JSON profile", argv[optind]);
         goto out;
     }
+    if ((err = opt_prepare(profile, &req, &res)))
+        goto out;
+    say_redactions(&res);
     if (show && json) {
-        if (!(err = opt_prepare(profile, &req, &res))) {
-            err = add_json(&out, json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
-                                           sb_str(&res.prompt)));
-        }
+        err = add_json(&out, json_pack("{s:s,s:s}", "system", opt_system_prompt, "user",
+                                       sb_str(&res.prompt)));
         goto out;
     }
     if (show) {
-        if (!(err = opt_prepare(profile, &req, &res))) {
-            sb_addf(&out, "system:\n");
-            add_clean_lines(&out, "  ", opt_system_prompt);
-            sb_addf(&out, "user:\n");
-            add_clean_lines(&out, "  ", sb_str(&res.prompt));
-        }
+        sb_addf(&out, "system:\n");
+        add_clean_lines(&out, "  ", opt_system_prompt);
+        sb_addf(&out, "user:\n");
+        add_clean_lines(&out, "  ", sb_str(&res.prompt));
         goto out;
     }
-    if ((err = opt_propose(profile, &req, &cfg, &res)))
+    if ((err = opt_send(&cfg, &res)))
         goto out;
     if (json) {
         err = add_json(&out, opt_result_json(&res));

@@ -1,7 +1,8 @@
 /* Optimisation proposals (see optimize_prompt.h): the region, the prompt, the answer, the diff.
  * Everything the prompt holds comes from the profile document: the source lines scry run stored
  * in it and their figures; nothing is read from disk, so what is sent is what the profile
- * shows. */
+ * shows, less what the snapshot's redaction rule (cpython/redact.c) flags in it: a program's
+ * source holds passwords and keys as often as its heap does. */
 #include "cli/optimize_prompt.h"
 
 #include <ctype.h>
@@ -15,6 +16,7 @@
 #include "cli/cli.h"
 #include "cli/llm_providers.h"
 #include "common/error.h"
+#include "cpython/redact.h"
 
 const char opt_system_prompt[] =
     "You are an expert in the performance of Python programs. You are given a region of a "
@@ -59,6 +61,10 @@ struct src {
     const json_t *file;
     const json_t **line; /* by line number, 1..n (NULL where the profile has no entry) */
     long n;
+    /* With redaction: by line number, the line as sent (NULL: unchanged) and what was taken
+     * out of it; sent[no] once the prompt holds line no. */
+    char **red, **what;
+    bool *sent;
 };
 
 static bool suffix_of(const char *name, const char *tail)
@@ -153,6 +159,17 @@ static void add_source(struct strbuf *sb, const struct src *s, long no)
         }
         sb_addch(sb, t[i]);
     }
+}
+
+/* The line as the prompt shows it: redacted where redaction changed it. */
+static void add_shown(struct strbuf *sb, const struct src *s, long no)
+{
+    if (s->sent && no >= 1 && no <= s->n)
+        s->sent[no] = true;
+    if (s->red && no >= 1 && no <= s->n && s->red[no])
+        sb_adds(sb, s->red[no]);
+    else
+        add_source(sb, s, no);
 }
 
 static size_t indent_of(const struct src *s, long no, bool *blank)
@@ -324,6 +341,201 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
     return res->function && res->file ? 0 : err_fail(SCRY_E_NO_MEMORY, "out of memory");
 }
 
+/* ---- redaction of what is sent -------------------------------------------------------------- */
+
+/* The state opt_redact_line carries across lines: the quote of an open triple-quoted string in
+ * the low byte, and whether that string is a secret name's value. */
+#define RED_UNDER 0x100
+
+static bool ident_char(unsigned char c)
+{
+    return isalnum(c) || c == '_' || c >= 0x80;
+}
+
+static void red_note(struct strbuf *what, const char *note)
+{
+    if (strstr(sb_str(what), note))
+        return;
+    if (what->len)
+        sb_adds(what, "; ");
+    sb_adds(what, note);
+}
+
+/* Whether a name ending at t[j] is assigned or keyed: `=` (not `==`), `:`, or an augmented
+ * assignment (`+=`) follows. */
+static bool assigned_at(const char *t, size_t len, size_t j)
+{
+    while (j < len && (t[j] == ' ' || t[j] == '\t'))
+        j++;
+    if (j < len && t[j] == ':')
+        return true;
+    if (j < len && strchr("+-*/%|&^@", t[j]) && t[j] != 0)
+        j++;
+    return j < len && t[j] == '=' && (j + 1 >= len || t[j + 1] != '=');
+}
+
+/* The end of a triple-quoted string's body starting at b (quote q): the index of its closing
+ * quotes, len if it goes on past the line. */
+static size_t triple_end(const char *t, size_t len, size_t b, char q)
+{
+    for (size_t e = b; e + 3 <= len; e++) {
+        if (t[e] == '\\') {
+            e++;
+            continue;
+        }
+        if (t[e] == q && t[e + 1] == q && t[e + 2] == q)
+            return e;
+    }
+    return len;
+}
+
+/* A string literal's body t[b..e): kept, or <redacted> when it looks secret or is the value of
+ * a secret name (under: that name, for the note). */
+static bool red_body(const char *t, size_t b, size_t e, const char *under, struct strbuf *out,
+                     struct strbuf *what)
+{
+    char note[128];
+    if (redact_text_is_secret(t + b, e - b)) {
+        red_note(what, "a string that looks like a secret");
+    } else if (under) {
+        snprintf(note, sizeof(note), "the string assigned to %s", under);
+        red_note(what, note);
+    } else {
+        sb_add(out, t + b, e - b);
+        return false;
+    }
+    sb_adds(out, REDACTED);
+    return true;
+}
+
+bool opt_redact_line(const char *t, size_t len, int *state, struct strbuf *out,
+                     struct strbuf *what)
+{
+    bool changed = false, under = false;
+    int depth = 0, under_depth = 0;
+    char name[64] = "a secret-sounding name";
+    size_t i = 0;
+    if (*state & 0xff) { /* the body of a triple-quoted string opened on an earlier line */
+        char q = (char)(*state & 0xff);
+        size_t e = triple_end(t, len, 0, q);
+        changed |= red_body(t, 0, e, *state & RED_UNDER ? name : NULL, out, what);
+        if (e == len)
+            return changed;
+        sb_add(out, t + e, 3);
+        i = e + 3;
+        *state = 0;
+    }
+    while (i < len) {
+        unsigned char c = (unsigned char)t[i];
+        if (c == '#') {
+            if (redact_text_is_secret(t + i + 1, len - i - 1)) {
+                sb_adds(out, "# " REDACTED);
+                red_note(what, "a comment that looks like a secret");
+                changed = true;
+            } else {
+                sb_add(out, t + i, len - i);
+            }
+            break;
+        }
+        if (c == '"' || c == '\'') {
+            bool triple = i + 2 < len && t[i + 1] == (char)c && t[i + 2] == (char)c;
+            size_t b = i + (triple ? 3 : 1), e = b, close = triple ? 3 : 1;
+            if (triple)
+                e = triple_end(t, len, b, (char)c);
+            else
+                for (; e < len && t[e] != (char)c; e++)
+                    e += t[e] == '\\' && e + 1 < len;
+            sb_add(out, t + i, b - i);
+            changed |= red_body(t, b, e, under ? name : NULL, out, what);
+            if (e >= len) {
+                if (triple)
+                    *state = c | (under ? RED_UNDER : 0);
+                break;
+            }
+            sb_add(out, t + e, close);
+            i = e + close;
+            /* "api_key": value, d["password"] = value */
+            bool subscript = i < len && t[i] == ']';
+            if (redact_name_is_sensitive(t + b, e - b) && !redact_text_is_secret(t + b, e - b) &&
+                assigned_at(t, len, i + subscript)) {
+                under = true;
+                under_depth = depth - subscript; /* the value follows the ] */
+                snprintf(name, sizeof(name), "%.*s", (int)(e - b < 48 ? e - b : 48), t + b);
+            }
+            continue;
+        }
+        if (ident_char(c)) {
+            size_t e = i;
+            while (e < len && ident_char((unsigned char)t[e]))
+                e++;
+            /* A string's prefix (r, b, f, rb, ...): kept, the literal follows. */
+            if (e < len && (t[e] == '"' || t[e] == '\'') && e - i <= 2 &&
+                strspn(t + i, "rRbBfFuU") >= e - i) {
+                sb_add(out, t + i, e - i);
+                i = e;
+                continue;
+            }
+            if (redact_text_is_secret(t + i, e - i)) {
+                sb_adds(out, REDACTED);
+                red_note(what, "a name that looks like a secret");
+                changed = true;
+            } else {
+                sb_add(out, t + i, e - i);
+                if (!isdigit(c) && redact_name_is_sensitive(t + i, e - i) &&
+                    assigned_at(t, len, e)) {
+                    under = true;
+                    under_depth = depth;
+                    snprintf(name, sizeof(name), "%.*s", (int)(e - i < 48 ? e - i : 48), t + i);
+                }
+            }
+            i = e;
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{')
+            depth++;
+        else if (c == ')' || c == ']' || c == '}')
+            under = under && --depth >= under_depth;
+        else if ((c == ',' || c == ';') && depth == under_depth)
+            under = false;
+        sb_addch(out, (char)c);
+        i++;
+    }
+    return changed;
+}
+
+/* Every line of the file redacted in order (a triple-quoted string's state carries over from
+ * one line to the next, and restarts where the profile has no line). */
+static int redact_source(struct src *s)
+{
+    s->red = calloc((size_t)s->n + 1, sizeof(*s->red));
+    s->what = calloc((size_t)s->n + 1, sizeof(*s->what));
+    s->sent = calloc((size_t)s->n + 1, sizeof(*s->sent));
+    if (!s->red || !s->what || !s->sent)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    int state = 0;
+    for (long l = 1; l <= s->n; l++) {
+        if (!s->line[l]) {
+            state = 0;
+            continue;
+        }
+        struct strbuf src = STRBUF_INIT, out = STRBUF_INIT, what = STRBUF_INIT;
+        add_source(&src, s, l);
+        bool changed = opt_redact_line(sb_str(&src), src.len, &state, &out, &what);
+        bool failed = sb_failed(&src) || sb_failed(&out) || sb_failed(&what);
+        if (changed && !failed) {
+            s->red[l] = sb_detach(&out);
+            s->what[l] = sb_detach(&what);
+            failed = !s->red[l] || !s->what[l];
+        }
+        sb_release(&src);
+        sb_release(&out);
+        sb_release(&what);
+        if (failed)
+            return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    }
+    return 0;
+}
+
 /* ---- the prompt ----------------------------------------------------------------------------- */
 
 static void add_figures_row(struct strbuf *p, const json_t *e)
@@ -343,32 +555,65 @@ static void add_line_row(struct strbuf *p, const struct src *s, long l, bool fig
             sb_adds(p, "      - |       - |       - |        - |       - |        -");
         sb_adds(p, " | ");
     }
-    add_source(p, s, l);
+    add_shown(p, s, l);
     sb_addch(p, '\n');
+}
+
+/* A text of the profile's header as sent: t, or with its words (split at spaces) that the rule
+ * flags as <redacted>, noted in res->redactions as `what`. tmp holds the
+ * result. */
+static const char *shown_text(struct opt_result *res, bool redact, const char *t,
+                              const char *what, struct strbuf *tmp)
+{
+    if (!redact || !t || !redact_text_is_secret(t, strlen(t)))
+        return t;
+    sb_reset(tmp);
+    for (const char *w = t; *w;) {
+        size_t n = strcspn(w, " ");
+        if (redact_text_is_secret(w, n))
+            sb_adds(tmp, REDACTED);
+        else
+            sb_add(tmp, w, n);
+        w += n;
+        if (*w)
+            sb_addch(tmp, *w++);
+    }
+    /* A shape that spans words (Authorization: Bearer ...) is flagged only whole. */
+    if (redact_text_is_secret(sb_str(tmp), tmp->len)) {
+        sb_reset(tmp);
+        sb_adds(tmp, REDACTED);
+    }
+    sb_addf(&res->redactions, "%s: a word that looks like a secret\n", what);
+    return sb_str(tmp);
 }
 
 static void build_prompt(const json_t *profile, const struct src *s, struct opt_result *res)
 {
     struct strbuf *p = &res->prompt;
+    struct strbuf t1 = STRBUF_INIT, t2 = STRBUF_INIT, t3 = STRBUF_INIT;
+    bool redact = s->red != NULL;
     const char *prog = json_string_value(json_object_get(profile, "program"));
     const char *ver = json_string_value(json_object_get(profile, "python_version"));
+    const char *name = shown_text(res, redact, s->name, "the file's path", &t2);
     sb_addf(p, "Program: %s (CPython %s); it ran %.3f s, of which %.3f s were sampled.\n",
-            prog ? prog : s->name, ver ? ver : "3", fig(profile, "elapsed_time_sec"),
-            fig(profile, "sampled_time_sec"));
-    sb_addf(p, "File: %s (%.1f%% of the sampled time)\n", s->name,
+            prog ? shown_text(res, redact, prog, "the program's path", &t1) : name,
+            ver ? ver : "3", fig(profile, "elapsed_time_sec"), fig(profile, "sampled_time_sec"));
+    sb_addf(p, "File: %s (%.1f%% of the sampled time)\n", name,
             fig(s->file, "percent_cpu_time"));
     long fend = 0;
     const json_t *fn = enclosing(s, res->first, &fend);
+    const char *fname = fn ? json_string_value(json_object_get(fn, "line")) : res->function;
+    fname = shown_text(res, redact, fname ? fname : "", "the function's name", &t3);
     if (fn) {
         sb_addf(p, "Function: %s (lines %ld-%ld): Python %.1f%%, native %.1f%%, system %.1f%%, "
                    "%.1f MB allocated, peak %.1f MB, copy %.1f MB/s\n",
-                json_string_value(json_object_get(fn, "line")),
+                fname,
                 (long)json_integer_value(json_object_get(fn, "lineno")), fend,
                 fig(fn, "n_cpu_percent_python"), fig(fn, "n_cpu_percent_c"),
                 fig(fn, "n_sys_percent"), fig(fn, "n_malloc_mb"), fig(fn, "n_peak_mb"),
                 fig(fn, "n_copy_mb_s"));
     } else if (*res->function) {
-        sb_addf(p, "Function: %s (lines %ld-%ld): no samples in the profile\n", res->function,
+        sb_addf(p, "Function: %s (lines %ld-%ld): no samples in the profile\n", fname,
                 res->first, res->last);
     } else {
         sb_adds(p, "Function: none (module level)\n");
@@ -380,7 +625,8 @@ static void build_prompt(const json_t *profile, const struct src *s, struct opt_
         add_source(&t, s, l);
         const char *x = sb_str(&t) + strspn(sb_str(&t), " \t");
         if (strncmp(x, "import ", 7) == 0 || strncmp(x, "from ", 5) == 0) {
-            sb_addf(p, "%s\n", sb_str(&t));
+            add_shown(p, s, l);
+            sb_addch(p, '\n');
             any = true;
         }
         sb_release(&t);
@@ -421,6 +667,12 @@ static void build_prompt(const json_t *profile, const struct src *s, struct opt_
     sb_addf(p, "\nReply with the replacement for lines %ld-%ld in one ```python code block, then "
                "your reasons.\n",
             res->first, res->last);
+    if (redact && strstr(sb_str(p), REDACTED))
+        sb_adds(p, "Values shown as <redacted> were taken out before sending; keep them as "
+                   "they are.\n");
+    sb_release(&t1);
+    sb_release(&t2);
+    sb_release(&t3);
 }
 
 int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt_result *res)
@@ -429,13 +681,32 @@ int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt
     int err = find_file(profile, req->file, &s);
     if (!err)
         err = resolve(&s, req, res);
+    if (!err && !req->no_redact)
+        err = redact_source(&s);
     if (!err) {
+        size_t header = res->redactions.len;
         for (long l = res->first; l <= res->last; l++) {
-            add_source(&res->original, &s, l);
+            add_shown(&res->original, &s, l);
             sb_addch(&res->original, '\n');
         }
         build_prompt(profile, &s, res);
+        /* The source lines' notes, in line order, for the lines the prompt holds. */
+        struct strbuf head = STRBUF_INIT;
+        sb_add(&head, sb_str(&res->redactions), header);
+        for (long l = 1; s.what && l <= s.n; l++)
+            if (s.sent[l] && s.what[l])
+                sb_addf(&head, "line %ld: %s\n", l, s.what[l]);
+        sb_add(&head, sb_str(&res->redactions) + header, res->redactions.len - header);
+        sb_release(&res->redactions);
+        res->redactions = head;
     }
+    for (long l = 0; s.red && l <= s.n; l++) {
+        free(s.red[l]);
+        free(s.what[l]);
+    }
+    free(s.red);
+    free(s.what);
+    free(s.sent);
     free(s.line);
     return err;
 }
@@ -590,14 +861,19 @@ int opt_propose(const json_t *profile, const struct opt_request *req,
                 const struct llm_config *cfg, struct opt_result *res)
 {
     int err = opt_prepare(profile, req, res);
-    if (err)
-        return err;
-    res->provider = strdup(llm_name(cfg->provider));
-    res->model = strdup(llm_model(cfg));
+    return err ? err : opt_send(cfg, res);
+}
+
+int opt_send(const struct llm_config *cfg, struct opt_result *res)
+{
+    if (!res->provider)
+        res->provider = strdup(llm_name(cfg->provider));
+    if (!res->model)
+        res->model = strdup(llm_model(cfg));
     if (!res->provider || !res->model)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     struct strbuf answer = STRBUF_INIT;
-    err = llm_complete(cfg, opt_system_prompt, sb_str(&res->prompt), &answer);
+    int err = llm_complete(cfg, opt_system_prompt, sb_str(&res->prompt), &answer);
     if (!err)
         err = opt_take_answer(sb_str(&answer), answer.len, res);
     sb_release(&answer);
@@ -624,4 +900,5 @@ void opt_result_free(struct opt_result *r)
     sb_release(&r->diff);
     sb_release(&r->reasons);
     sb_release(&r->prompt);
+    sb_release(&r->redactions);
 }

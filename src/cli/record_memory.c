@@ -491,6 +491,51 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
+/* Whether process pid has ended or is ending: its /proc entry is gone, or its main thread is a
+ * zombie (or dead) with no other thread left, or it is exiting (PF_EXITING in the main thread's
+ * flags) and gets there within about 100 ms. A process whose main thread ended on its own while
+ * other threads run (pthread_exit) is not gone. */
+static bool target_gone(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    for (int tries = 0; tries < 50; tries++) {
+        ssize_t n = smp_read_proc(path, buf, sizeof(buf) - 1);
+        if (n <= 0)
+            return true;
+        buf[n] = 0;
+        const char *s = strrchr(buf, ')');
+        char state = 0;
+        unsigned long flags = 0;
+        long threads = 0;
+        /* state ppid pgrp session tty tpgid flags ... num_threads (the 20th field) */
+        if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d "
+                                "%*d %*d %ld",
+                         &state, &flags, &threads) != 3)
+            return false;
+        bool dead = state == 'Z' || state == 'X';
+        if (dead && threads <= 1)
+            return true;
+        if (!dead && !(flags & 0x4 /* PF_EXITING */))
+            return false;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* An attach that failed because the process ended under it (its main thread was stopped and let
+ * go while another thread called exit): the kernel then refuses the trace (EPERM on a zombie),
+ * its /proc files vanish and its memory cannot be written, which would read as
+ * permission_denied or inject_refused. What happened is that it exited. */
+static int attach_error(int pid, int err)
+{
+    if (err == 0 || err == -SCRY_E_NO_SUCH_PROCESS || !target_gone(pid))
+        return err;
+    return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while scry was loading its agent",
+                    pid);
+}
+
 #define ATTACH "scry_agent_attach"
 #define DETACH "scry_agent_detach"
 
@@ -589,6 +634,7 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         fprintf(stderr, "scry: %s\n", how);
     if (!err && rc != 0)
         err = attach_refused(pid, rc);
+    err = attach_error(pid, err);
     char *text = NULL;
     size_t len = 0;
     const char *why = NULL;

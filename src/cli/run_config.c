@@ -1,8 +1,11 @@
 /* `scry run --config FILE`: a YAML mapping of `scry run`'s long option names to values, turned
  * into the command-line arguments it stands for, checked against the same getopt table as the
  * command line (so every option the table has works here, with no second list). The arguments go
- * before the command line's, which therefore wins. Parsed with libyaml's document loader; every
- * error names the file, the line and the key. */
+ * before the command line's, which therefore wins. Parsed with libyaml's document loader, after a
+ * first pass over libyaml's events that bounds the file's shape (depth, nodes, no aliases): the
+ * loader and the scanner under it take time that grows faster than the file with nesting (a
+ * 1 MiB file of `[[[[` took half an hour), and a config may come from an untrusted repository.
+ * Every error names the file, the line and the key. */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +21,12 @@
 /* A config is a few lines; anything this big is not one. */
 #define CONFIG_MAX_BYTES ((uint64_t)1 << 20)
 #define CONFIG_MAX_NAME 64
+/* A config is a mapping of options to scalars or lists of scalars: depth 2, some tens of nodes.
+ * The bounds leave room for any config and stop a hostile one after a few hundred events. */
+#define CONFIG_MAX_DEPTH 64
+#define CONFIG_MAX_NODES 10000
+#define CONFIG_STR_(x) #x
+#define CONFIG_STR(x) CONFIG_STR_(x)
 
 static int cfg_error(const struct cli_config *cfg, size_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -37,6 +46,52 @@ static int syntax_error(const struct cli_config *cfg, const yaml_parser_t *p)
     return cfg_error(cfg, p->problem_mark.line + 1, "not valid YAML: %s%s%s",
                      p->problem ? p->problem : "cannot be parsed", p->context ? ", " : "",
                      p->context ? p->context : "");
+}
+
+static int shape_error(const struct cli_config *cfg, const yaml_event_t *ev, const char *what)
+{
+    return err_fail(SCRY_E_BAD_CONFIG, "%s:%zu: %s", cfg->path, ev->start_mark.line + 1, what);
+}
+
+/* The first pass: libyaml's events, counted as they arrive, so that parsing stops at the bound
+ * before the scanner reads further or the loader builds anything. Aliases are refused: a config
+ * has no use for them, and each one costs the loader a search of every anchor. */
+static int check_shape(const struct cli_config *cfg, const char *data, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    size_t depth = 0, nodes = 0;
+    int err = 0;
+    if (!yaml_parser_initialize(&parser))
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    for (;;) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            err = syntax_error(cfg, &parser);
+            break;
+        }
+        yaml_event_type_t type = ev.type;
+        if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+            if (++depth > CONFIG_MAX_DEPTH)
+                err = shape_error(cfg, &ev, "nested deeper than " CONFIG_STR(CONFIG_MAX_DEPTH)
+                                            " levels: a config is options and their values");
+        } else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        } else if (type == YAML_ALIAS_EVENT) {
+            err = shape_error(cfg, &ev, "an alias (*name): a config does not use anchors and "
+                                        "aliases; write the value out");
+        }
+        if (!err && (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT ||
+                     type == YAML_SCALAR_EVENT) &&
+            ++nodes > CONFIG_MAX_NODES)
+            err = shape_error(cfg, &ev, "more than " CONFIG_STR(CONFIG_MAX_NODES)
+                                        " values: a config is options and their values");
+        yaml_event_delete(&ev);
+        if (err || type == YAML_STREAM_END_EVENT)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    return err;
 }
 
 static int add_arg(struct cli_config *cfg, size_t line, const char *name, const char *value)
@@ -198,6 +253,8 @@ int cli_config_load(const char *path, const struct option *opts, const char *con
         goto out;
     }
     if ((err = infile_read_all(path, "config file", CONFIG_MAX_BYTES, &data, &len)) != 0)
+        goto out;
+    if ((err = check_shape(cfg, data, len)) != 0)
         goto out;
     if (!yaml_parser_initialize(&parser)) {
         err = err_fail(SCRY_E_NO_MEMORY, "out of memory");

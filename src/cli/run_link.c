@@ -2,6 +2,8 @@
 #include "cli/run_link.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +87,93 @@ int run_link_dir(int pid, char *dir, size_t size, bool *found)
     return err;
 }
 
+/* Refuses the walk at the component `upto` of dir (its first len bytes), saying why. */
+static int unsafe_dir(const char *dir, size_t len, const char *why)
+{
+    return err_fail_hint(SCRY_E_PERMISSION_DENIED,
+                         "a run's part directory is reached through directories of root or of "
+                         "the program's user that no one else may change (docs/SECURITY.md)",
+                         "refusing the part directory %s: %.*s %s", san_str(dir), (int)len,
+                         san_str(dir), why);
+}
+
+/* One component's checks: a directory (not a link: O_NOFOLLOW), of root or of uid, that no one
+ * else may change (neither group- nor world-writable, unless sticky like /tmp: there another
+ * user may create names but not replace ours). */
+static int check_component(const char *dir, size_t len, int fd, uid_t uid)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return err_fail(SCRY_E_IO, "cannot read %.*s: %s", (int)len, san_str(dir),
+                        strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return unsafe_dir(dir, len, "is not a directory");
+    if (st.st_uid != 0 && st.st_uid != uid)
+        return unsafe_dir(dir, len, "belongs to another user");
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+        return unsafe_dir(dir, len, "may be changed by other users (group- or world-writable, "
+                                    "not sticky)");
+    return 0;
+}
+
+int run_link_open_dir(const char *dir, uid_t uid, int *out)
+{
+    *out = -1;
+    if (dir[0] != '/')
+        return unsafe_dir(dir, strlen(dir), "is not an absolute path");
+    int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_fail(SCRY_E_IO, "cannot open /: %s", strerror(errno));
+    int err = check_component(dir, 1, fd, uid);
+    const char *p = dir;
+    while (!err) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *end = strchrnul(p, '/');
+        size_t n = (size_t)(end - p), upto = (size_t)(end - dir);
+        char name[NAME_MAX + 1];
+        if (n > NAME_MAX || (n == 2 && p[0] == '.' && p[1] == '.') || (n == 1 && p[0] == '.')) {
+            err = unsafe_dir(dir, upto, "is not a plain name");
+            break;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            int e = errno;
+            struct stat st;
+            if (e == ENOTDIR && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISLNK(st.st_mode))
+                err = unsafe_dir(dir, upto, "is a symbolic link");
+            else if (e == ENOTDIR)
+                err = unsafe_dir(dir, upto, "is not a directory");
+            else
+                err = err_fail(SCRY_E_IO, "cannot open %.*s: %s", (int)upto, san_str(dir),
+                               strerror(e));
+            break;
+        }
+        close(fd);
+        fd = next;
+        err = check_component(dir, upto, fd, uid);
+        p = end;
+    }
+    /* The part directory itself: the run's own, private (0700) and of the program's user. */
+    struct stat st;
+    const char *base = strrchr(dir, '/') + 1;
+    if (!err && (fstat(fd, &st) != 0 || st.st_uid != uid || (st.st_mode & 077) != 0 ||
+                 strncmp(base, "scry-parts-", 11) != 0))
+        err = unsafe_dir(dir, strlen(dir), "is not a private scry-parts-* directory of the "
+                                           "program's user");
+    if (err) {
+        close(fd);
+        return err;
+    }
+    *out = fd;
+    return 0;
+}
+
 void alloc_table_free(struct alloc_table *t)
 {
     free(t->live);
@@ -154,17 +243,31 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
 int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out)
 {
     memset(out, 0, sizeof(*out));
-    char req_path[4200], ans_path[4200], text[32];
+    char req_name[64], ans_name[64], ans_path[128], proc[64], text[32];
+    struct stat st;
+    snprintf(proc, sizeof(proc), "/proc/%d", pid);
+    if (stat(proc, &st) != 0)
+        return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+    /* Reached as `scry control` reaches it: no link or directory of another user's on the way
+     * (scry dump --pid runs as root as often as not). */
+    int dfd;
+    int err = run_link_open_dir(dir, st.st_uid, &dfd);
+    if (err)
+        return err;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     /* A number the agent has not answered yet. */
     unsigned long long req = ((unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec) | 1;
-    snprintf(req_path, sizeof(req_path), "%s/allocreq-%d", dir, pid);
-    snprintf(ans_path, sizeof(ans_path), "%s/alloc-%d.json", dir, pid);
+    snprintf(req_name, sizeof(req_name), "allocreq-%d", pid);
+    snprintf(ans_name, sizeof(ans_name), "alloc-%d.json", pid);
+    /* The answer is read through the directory's descriptor, not its path again. */
+    snprintf(ans_path, sizeof(ans_path), "/proc/self/fd/%d/%s", dfd, ans_name);
     int len = snprintf(text, sizeof(text), "%llu\n", req);
-    int err = outfile_write_all(req_path, text, (size_t)len, OUTFILE_PRIVATE);
-    if (err)
+    err = outfile_write_all_at(dfd, dir, req_name, text, (size_t)len, OUTFILE_PRIVATE);
+    if (err) {
+        close(dfd);
         return err;
+    }
     for (double waited = 0; waited < timeout_s; waited += 0.005) {
         char *data;
         size_t n;
@@ -174,9 +277,10 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
             const json_t *r = json_object_get(doc, "request");
             if (json_is_integer(r) && (unsigned long long)json_integer_value(r) == req) {
                 out->doc = doc;
-                err = parse_table(ans_path, doc, out);
-                unlink(ans_path);
-                unlink(req_path);
+                err = parse_table(ans_name, doc, out);
+                unlinkat(dfd, ans_name, 0);
+                unlinkat(dfd, req_name, 0);
+                close(dfd);
                 if (err)
                     alloc_table_free(out);
                 return err;
@@ -190,7 +294,8 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
         struct timespec ms5 = {0, 5000000};
         nanosleep(&ms5, NULL);
     }
-    unlink(req_path);
+    unlinkat(dfd, req_name, 0);
+    close(dfd);
     return err_fail(SCRY_E_NOT_FOUND, "pid %d did not report its allocation samples", pid);
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -15,6 +16,14 @@
  * dir; *found false when pid is neither. Returns 0, or an error
  * (no_such_process, permission_denied) when pid's environment cannot be read. */
 int run_link_dir(int pid, char *dir, size_t size, bool *found);
+
+/* Opens dir, a part directory named by process(es) of user uid, component by component from /
+ * (openat, O_PATH|O_NOFOLLOW|O_DIRECTORY): each must be a directory, not a link, of root or of
+ * uid, and neither group- nor world-writable unless sticky; the last a private (0700)
+ * scry-parts-* directory of uid. A root `scry control` then writes through *fd: no link or
+ * directory that another user planted on the way leads it elsewhere. Returns 0 with *fd (close
+ * it), or permission_denied naming the component (io_error where one cannot be read). */
+int run_link_open_dir(const char *dir, uid_t uid, int *fd);
 
 /* One live malloc sample as the agent reported it. */
 struct alloc_live {

@@ -54,7 +54,10 @@
       "refuses); try again, or start the program with 'scry run --memory'")                    \
     X(BPF_UNAVAILABLE, "bpf_unavailable",                                                          \
       "run scry as root (or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE) on Linux 5.8 or later; " \
-      "or start the program with 'scry run' and use 'scry dump --pid' (docs/allocations.md)")
+      "or start the program with 'scry run' and use 'scry dump --pid' (docs/allocations.md)")    \
+    X(BAD_CONFIG, "bad_config",                                                                    \
+      "a config is a mapping of options to values (docs/scalene-options.md): check the file "   \
+      "is the one you meant")
 
 enum scry_err {
 #define SCRY_ERR_ENUM(name, code, hint) SCRY_E_##name,

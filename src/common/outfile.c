@@ -216,6 +216,40 @@ int outfile_write_all(const char *path, const void *buf, size_t len, mode_t mode
     return outfile_commit(&of);
 }
 
+int outfile_write_all_at(int dirfd, const char *dir, const char *name, const void *buf,
+                         size_t len, mode_t mode)
+{
+    char shown[PATH_MAX + NAME_MAX + 2], tmp[NAME_MAX + 1];
+    snprintf(shown, sizeof(shown), "%s/%s", dir, name);
+    if (!*name || strchr(name, '/') || strlen(name) + 20 > NAME_MAX)
+        return err_fail(SCRY_E_IO, "cannot write %s: not a plain file name", shown);
+    int fd = -1, e = EEXIST;
+    for (int tries = 0; tries < 64 && e == EEXIST; tries++) {
+        char suffix[13];
+        random_suffix(suffix, 12);
+        snprintf(tmp, sizeof(tmp), ".%s.scry-%s", name, suffix);
+        fd = fd_above_stdio(openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                                                   O_CLOEXEC, 0600));
+        e = fd < 0 ? errno : 0;
+    }
+    if (fd < 0)
+        return err_fail(SCRY_E_IO, "cannot write %s: %s", shown, strerror(e));
+    int err = 0;
+    if (fchmod(fd, mode) != 0)
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", shown, strerror(errno));
+    if (!err)
+        err = outfile_write_fd(fd, buf, len, shown);
+    if (!err && fsync(fd) != 0)
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", shown, strerror(errno));
+    if (close(fd) != 0 && !err)
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", shown, strerror(errno));
+    if (!err && renameat(dirfd, tmp, dirfd, name) != 0)
+        err = err_fail(SCRY_E_IO, "cannot replace %s: %s", shown, strerror(errno));
+    if (err)
+        unlinkat(dirfd, tmp, 0);
+    return err;
+}
+
 int outfile_write_new(const char *dir, const char *prefix, const char *suffix, const void *buf,
                       size_t len, char *path, size_t size)
 {

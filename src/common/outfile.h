@@ -40,6 +40,11 @@ int outfile_commit(struct outfile *of);
 void outfile_abort(struct outfile *of);
 /* The whole thing for data already in memory. */
 int outfile_write_all(const char *path, const void *buf, size_t len, mode_t mode);
+/* The same in the directory open at dirfd (an O_PATH descriptor will do), by name alone: for a
+ * directory reached by a checked walk, which a path would resolve again (dir is for messages).
+ * The temporary file, its mode, fsync and rename are outfile_open's and outfile_commit's. */
+int outfile_write_all_at(int dirfd, const char *dir, const char *name, const void *buf,
+                         size_t len, mode_t mode);
 /* A new file that stays where it is made (no target to rename over: a page the browser opens
  * after scry exits): dir/PREFIX<12 random characters>SUFFIX, created with O_EXCL|O_NOFOLLOW and
  * mode 0600, holding buf. Its name goes to path (size bytes). Returns 0, or records an io_error

@@ -461,6 +461,57 @@ def test_browser_propose(scry, work, hot, browser):
     assert key not in err
 
 
+SECRETS = ("correct-horse-battery-staple", "sk-scryfixture0123456789abcdefghijklmnopqrstuv")
+
+
+def test_secrets_in_the_source_are_redacted(scry, work, pythons, tmp_path):
+    """Issue 26 item 8: DB_PASSWORD = "..." and API_KEY = "sk-..." in the context lines reached
+    the provider. The snapshot's redaction rule now applies to everything sent: the request
+    holds neither value, <redacted> instead; stderr says before sending which lines and names
+    were redacted (never the values); --no-redact sends the source as it is."""
+    python = next((pythons[v] for v in SUPPORTED if pythons.get(v)), None)
+    if not python:
+        pytest.skip("no supported Python is installed")
+    ran = run_profiled(python, "opt_secrets.py", outfile=tmp_path / "s.json")
+    assert ran.returncode == 0, ran.describe()
+    src = (TARGETS / "opt_secrets.py").read_text().splitlines()
+    hot = src.index(HOT_SOURCE) + 1
+    pw_line = next(i for i, t in enumerate(src, 1) if t.startswith("DB_PASSWORD"))
+    key = new_key()
+    work["keys"].append(key)
+    bodies = {}
+    for mode in ("redacted", "as it is"):
+        with FakeProvider("openai") as fake:
+            cp = ask(work, ["optimize", ran.profile_path, f"opt_secrets.py:{hot - 6}-{hot}",
+                            "--provider", "openai", "--base-url", fake.url + "/v1"]
+                     + (["--no-redact"] if mode == "as it is" else []),
+                     env={"OPENAI_API_KEY": key})
+        assert cp.returncode == 0, cp.stderr
+        assert len(fake.requests) == 1
+        bodies[mode] = fake.requests[0]["body"].decode()
+        said = cp.stderr.split("scry: redacted before sending", 1)
+        if mode == "redacted":
+            # Not in the diff of the region either (it is of the redacted lines).
+            for secret in SECRETS:
+                assert secret not in cp.stdout + cp.stderr, secret
+            assert len(said) == 2, cp.stderr
+            assert f"line {pw_line}: the string assigned to DB_PASSWORD" in said[1], cp.stderr
+            assert f"line {pw_line + 1}: a string that looks like a secret" in said[1], cp.stderr
+        else:
+            assert len(said) == 1, cp.stderr
+    prompt = user_text("openai", json.loads(bodies["redacted"]))
+    for secret in SECRETS:
+        assert secret not in bodies["redacted"], secret
+        assert secret in bodies["as it is"], secret
+    assert 'DB_PASSWORD = \\"<redacted>\\"' in bodies["redacted"], prompt
+    assert 'DB_PASSWORD = "<redacted>"' in prompt and 'API_KEY = "<redacted>"' in prompt, prompt
+    assert HOT_SOURCE in prompt and "<redacted>" not in bodies["as it is"]
+    # --show-prompt shows the same redacted prompt, and says so on stderr.
+    cp = ask(work, ["optimize", "--show-prompt", ran.profile_path, f"opt_secrets.py:{hot}"])
+    assert cp.returncode == 0 and "scry: redacted before sending" in cp.stderr, cp.stderr
+    assert not any(secret in cp.stdout + cp.stderr for secret in SECRETS), cp.stdout
+
+
 def test_no_key_in_anything_scry_wrote(scry, work, hot):
     """Runs last: every key the tests gave scry, searched for in every file under the module's
     directory (profiles, pages, TMPDIR) and in everything scry printed (SCRY_LOG=debug)."""

@@ -259,3 +259,29 @@ def test_permission_denied(target, tmp_path):
     assert "[permission_denied]" in cp.stderr.splitlines()[0], cp.stderr
     rc, out, err = t.finish()
     assert rc == 0 and out.splitlines()[-1] + "\n" == expected_output(0), (out, err)
+
+
+@pytest.mark.parametrize("when", ["seized", "released"])
+def test_a_target_that_exits_during_the_attach(python_exe, when, tmp_path):
+    """Issue 26 item 7: a process that ends while scry loads its agent (its main thread in
+    Thread.join, another thread calls os._exit) is no_such_process, never permission_denied or
+    inject_refused. The target exits when scry has seized its main thread, or when scry has let
+    it go between two tries (the next seize then meets a zombie: EPERM); five times each."""
+    for n in range(5):
+        proc = subprocess.Popen([str(python_exe), str(TARGETS / "exit_on_attach.py"), when],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            pid = json.loads(proc.stdout.readline())["pid"]
+            out = tmp_path / f"x{n}.json"
+            cp = run_scry(["record", "--pid", pid, "--memory", "-o", out])
+            errors = [ln for ln in cp.stderr.splitlines() if ln.startswith("scry: error: ")]
+            assert cp.returncode == 1 and len(errors) == 1, cp.stderr
+            assert errors[0] == (f"scry: error: process {pid} exited while scry was loading "
+                                 "its agent [no_such_process]"), (n, cp.stderr)
+            assert not out.exists()
+            # Still unreaped (a zombie) while scry ran: the case the kernel answers with EPERM.
+            assert proc.wait(timeout=10) == 0, proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()

@@ -10,6 +10,7 @@ memory, stacks, the file filters, the reduced profile's lines.
 import importlib.util
 import json
 import os
+import resource
 import stat
 import subprocess
 
@@ -201,6 +202,84 @@ def test_a_bad_config_names_the_file_line_and_key(tmp_path, case):
     assert message in first and first.endswith("[usage]"), first
     assert cp.stdout == "", cp.stdout  # the program never ran
     assert not out.exists()
+
+
+MIB = 1 << 20
+
+
+def _flow(size):
+    half = (size - 8) // 2
+    return "tag: " + "[" * half + "]" * half + "\n"
+
+
+def _flow_lines(size):
+    n = (size - 8) // 3
+    return "tag: " + "[\n" * n + "]" * n + "\n"
+
+
+def _block_mappings(size):
+    out, i = [], 0
+    while sum(map(len, out)) < size - 2000:
+        out.append(" " * i + f"k{i}:\n")
+        i += 1
+    return "".join(out)
+
+
+def _block_lists(size):
+    return "tag:\n" + "- " * ((size - 16) // 2) + "x\n"
+
+
+def _aliases(size):
+    """5,000 anchors, then aliases of them to 1 MiB: each alias costs libyaml's loader a search
+    of every anchor; expanded, nested aliases blow up like the "billion laughs"."""
+    text = "tag:\n" + "".join(f"- &a{i} x\n" for i in range(5000))
+    return text + "".join(f"- *a{i % 5000}\n" for i in range((size - len(text)) // 9))
+
+
+def _many_values(size):
+    return "tag: [" + ",".join(["x"] * ((size - 16) // 2)) + "]\n"
+
+
+# (a ~1 MiB config, the line the message names, what it says): issue 26 item 4. libyaml took
+# minutes on deep nesting (a 1 MiB file of `[[[[` about half an hour); the shape is bounded as
+# the parser's events arrive: depth 64, 10,000 values, no aliases.
+HOSTILE = {
+    "flow nesting": (_flow, 1, "nested deeper than 64 levels"),
+    "flow nesting over lines": (_flow_lines, 64, "nested deeper than 64 levels"),
+    "block mappings": (_block_mappings, 65, "nested deeper than 64 levels"),
+    "block lists": (_block_lists, 2, "nested deeper than 64 levels"),
+    "aliases": (_aliases, 5002, "an alias (*name)"),
+    "many values": (_many_values, 1, "more than 10000 values"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_config_fails_at_once_with_bad_config(tmp_path, case):
+    """A config from an untrusted repository: deep or huge files fail with bad_config naming the
+    line, in CPU seconds (getrusage of the child, not wall time: a busy machine changes nothing)
+    rather than minutes."""
+    make, line, message = HOSTILE[case]
+    config = write_config(tmp_path, make(MIB - 64))
+    assert MIB // 2 < config.stat().st_size < MIB
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cp = run_scry(["run", "--config", config, TARGETS / TARGET], timeout=60, cwd=tmp_path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert cp.returncode == 1, cp.stderr[:2000]
+    first = cp.stderr.splitlines()[0]
+    assert first.startswith(f"scry: error: {config}:{line}: "), first
+    assert message in first and first.endswith("[bad_config]"), first
+    assert cp.stdout == ""
+    assert cpu < 5, f"{cpu:.2f} s of CPU for a {case} config"
+
+
+def test_a_config_at_the_bounds_still_loads(tmp_path):
+    """Depth 64 is allowed (the first pass counts, it does not forbid nesting as such): the
+    error then comes from what the values are, as for any config."""
+    config = write_config(tmp_path, "tag: " + "[" * 63 + "]" * 63 + "\n")
+    cp = run_scry(["run", "--config", config, TARGETS / TARGET])
+    assert cp.returncode == 2 and "[usage]" in cp.stderr, cp.stderr
+    assert f"{config}:1: tag needs a value" in cp.stderr, cp.stderr
 
 
 def test_a_missing_or_unreadable_config(tmp_path):

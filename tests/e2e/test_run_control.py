@@ -10,13 +10,15 @@ function of its own, timed with time.thread_time() around it.
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SCRY, TARGETS, Ran, file_detail, load_profile, program_env
+from conftest import (REPO, SCRY, TARGETS, Ran, file_detail, load_profile, preferred_python,
+                      program_env)
 
 FREE_THREADED = True  # conftest: python_exe includes 3.13t
 
@@ -199,6 +201,115 @@ def test_control_and_collect_touch_only_part_directories(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+USER, OTHER = 54321, 54322  # uids with no account: only their numbers matter
+
+
+def _process_of(uid, part_dir):
+    """A process of user uid whose environment names part_dir; returned once /proc shows it as
+    uid's (setpriv has switched)."""
+    setpriv = shutil.which("setpriv")
+    env = program_env()
+    env["SCRY_PART_DIR"] = str(part_dir)
+    proc = subprocess.Popen([setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                             "--", "sleep", "60"], env=env)
+    deadline = time.monotonic() + 10
+    while os.stat(f"/proc/{proc.pid}").st_uid != uid:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    return proc
+
+
+def _part_dir(parent, name, mode=0o755, owner=0):
+    parent.mkdir(mode=mode, exist_ok=True)
+    os.chmod(parent, mode)
+    os.chown(parent, owner, owner)
+    d = parent / name
+    d.mkdir(mode=0o700)
+    os.chown(d, USER, USER)
+    return d
+
+
+def test_root_control_walks_the_part_directory_component_by_component(tmp_path):
+    """Issue 26 item 9: root's `scry control PID` writes into the directory named by the
+    process's SCRY_PART_DIR. Only the last component was checked: a link or a directory another
+    user can change in the middle led root's write elsewhere. Each component is now opened with
+    O_NOFOLLOW and must be root's or the process's user's, and not writable by others unless
+    sticky; the write goes through the last one's descriptor."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root (scry control as root) and setpriv (a process of another user)")
+    os.chmod(tmp_path, 0o755)
+    real = _part_dir(tmp_path / "real", "scry-parts-t")
+    user_dir = tmp_path / "u"
+    user_dir.mkdir()
+    os.chown(user_dir, USER, USER)
+    (user_dir / "link").symlink_to(real.parent)
+    refused = {
+        "a link in the middle": (user_dir / "link" / real.name, "is a symbolic link"),
+        "another user's world-writable directory": (
+            _part_dir(tmp_path / "shared", "scry-parts-s", 0o777, OTHER),
+            "belongs to another user"),
+        "a group-writable directory": (_part_dir(tmp_path / "grp", "scry-parts-g", 0o775),
+                                       "may be changed by other users"),
+        "a world-writable directory of the user's": (
+            _part_dir(tmp_path / "open", "scry-parts-o", 0o777, USER),
+            "may be changed by other users"),
+    }
+    for case, (part_dir, why) in refused.items():
+        proc = _process_of(USER, part_dir)
+        try:
+            cp = subprocess.run([str(SCRY), "control", str(proc.pid), "off"],
+                                capture_output=True, text=True, timeout=30)
+        finally:
+            proc.kill()
+            proc.wait()
+        first = cp.stderr.splitlines()[0] if cp.stderr else ""
+        assert cp.returncode == 1 and first.endswith("[permission_denied]"), (case, cp.stderr)
+        assert f"refusing the part directory {part_dir}" in first and why in first, (case, first)
+        assert not (real / "control").exists(), case
+        assert not os.path.exists(os.path.realpath(part_dir) + "/control"), case
+    # A sticky world-writable directory (like /tmp) on the way is fine, and so is a plain path.
+    for part_dir in (_part_dir(tmp_path / "sticky", "scry-parts-k", 0o1777),
+                     _part_dir(tmp_path / "ok", "scry-parts-ok")):
+        proc = _process_of(USER, part_dir)
+        try:
+            cp = subprocess.run([str(SCRY), "control", str(proc.pid), "off"],
+                                capture_output=True, text=True, timeout=30)
+        finally:
+            proc.kill()
+            proc.wait()
+        assert cp.returncode == 0, cp.stderr
+        assert (part_dir / "control").read_text() == "off\n"
+        assert (part_dir / "control").stat().st_mode & 0o777 == 0o600
+        assert sorted(p.name for p in part_dir.iterdir()) == ["control"]
+
+
+def test_dump_pid_asks_for_allocations_only_through_a_checked_directory(tmp_path):
+    """The same walk for `scry dump --pid`'s request for a run's allocation samples: a
+    SCRY_PART_DIR through a link is refused at once (a warning; the heap is dumped without
+    them), where the request used to be written through the link and waited for 10 s."""
+    real = tmp_path / "real" / "scry-parts-d"
+    real.mkdir(parents=True, mode=0o700)
+    os.chmod(real, 0o700)
+    (tmp_path / "link").symlink_to(real.parent)
+    env = program_env()
+    env["SCRY_PART_DIR"] = str(tmp_path / "link" / real.name)
+    proc = subprocess.Popen([str(preferred_python()), "-c",
+                             "import sys, time; print(1, flush=True); time.sleep(60)"],
+                            env=env, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline()
+        cp = subprocess.run([str(SCRY), "dump", "--pid", str(proc.pid), "-o",
+                             str(tmp_path / "h.heap")], capture_output=True, text=True,
+                            timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert cp.returncode == 0, cp.stderr
+    assert "no allocation samples: refusing the part directory" in cp.stderr, cp.stderr
+    assert "is a symbolic link" in cp.stderr, cp.stderr
+    assert list(real.iterdir()) == []
 
 
 def test_profile_interval_rewrites_a_growing_profile(python_exe, tmp_path):

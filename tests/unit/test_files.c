@@ -81,6 +81,37 @@ static void test_outfile_replaces_a_symlink(void)
     CHECK_EQ(entries(d), 1); /* nothing left behind */
 }
 
+/* outfile_write_all_at: through a directory's O_PATH descriptor, by name; the directory's path
+ * is not resolved again (a rename of it does not matter), and a link at the name is replaced. */
+static void test_outfile_write_all_at(void)
+{
+    const char *d = fresh_dir("at");
+    const char *victim = path_in(tl_tmpdir(), "victim-at");
+    write_text(victim, "precious");
+    CHECK_EQ(symlink(victim, path_in(d, "control")), 0);
+    int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    CHECK(fd >= 0);
+    char moved[1024], ctl[1100];
+    snprintf(moved, sizeof(moved), "%s/at-moved", tl_tmpdir());
+    snprintf(ctl, sizeof(ctl), "%s/control", moved);
+    CHECK_EQ(rename(d, moved), 0);
+    mode_t old = umask(0);
+    CHECK_EQ(outfile_write_all_at(fd, d, "control", "off\n", 4, OUTFILE_PRIVATE), 0);
+    umask(old);
+    struct stat st;
+    CHECK_EQ(lstat(ctl, &st), 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK_EQ(st.st_mode & 07777, 0600);
+    char *t = read_text(ctl), *v = read_text(victim);
+    CHECK_STR(t, "off\n");
+    CHECK_STR(v, "precious");
+    free(t);
+    free(v);
+    CHECK_EQ(entries(moved), 1);
+    CHECK_EQ(outfile_write_all_at(fd, d, "a/b", "x", 1, OUTFILE_PRIVATE), -SCRY_E_IO);
+    close(fd);
+}
+
 static void test_outfile_temporary_names(void)
 {
     const char *d = fresh_dir("names");
@@ -190,6 +221,7 @@ static void test_infile_caps(void)
 
 static const struct tl_test tests[] = {
     TL(test_outfile_replaces_a_symlink),
+    TL(test_outfile_write_all_at),
     TL(test_outfile_temporary_names),
     TL(test_outfile_errors),
     TL(test_outfile_write_new),

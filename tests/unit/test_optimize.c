@@ -166,6 +166,64 @@ static void test_scrub(void)
     CHECK(llm_find("bard") == NULL);
 }
 
-static const struct tl_test tests[] = {TL(test_location), TL(test_diff), TL(test_answer),
-                                       TL(test_prepare), TL(test_scrub)};
+/* One line through the redaction of what is sent: its text as sent ("" when unchanged) and
+ * what was noted. */
+static void redacts(const char *line, int *state, const char *want, const char *note)
+{
+    struct strbuf out = STRBUF_INIT, what = STRBUF_INIT;
+    bool changed = opt_redact_line(line, strlen(line), state, &out, &what);
+    CHECK_EQ(changed, *want != 0);
+    if (*want)
+        CHECK_STR(sb_str(&out), want);
+    else
+        CHECK_STR(sb_str(&out), line);
+    CHECK(strstr(sb_str(&what), note) != NULL);
+    sb_release(&out);
+    sb_release(&what);
+}
+
+/* Issue 26 item 8: secrets in the source never reach the provider. */
+static void test_redact_source(void)
+{
+    int st = 0;
+    redacts("DB_PASSWORD = \"hunter2\"", &st, "DB_PASSWORD = \"<redacted>\"",
+            "the string assigned to DB_PASSWORD");
+    redacts("API_KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123'", &st,
+            "API_KEY = '<redacted>'", "looks like a secret");
+    redacts("conn = connect(user=\"bob\", password=\"pw12\", host=\"db\")", &st,
+            "conn = connect(user=\"bob\", password=\"<redacted>\", host=\"db\")", "password");
+    redacts("cfg[\"api_key\"] = b'abcd'", &st, "cfg[\"api_key\"] = b'<redacted>'", "api_key");
+    redacts("H = {\"Authorization\": \"Bearer x\", \"user\": \"bob\"}", &st,
+            "H = {\"Authorization\": \"<redacted>\", \"user\": \"bob\"}", "Authorization");
+    redacts("url = f\"postgres://app:s3cret99@db/{name}\"", &st, "url = f\"<redacted>\"",
+            "looks like a secret");
+    redacts("x = 1  # ghp_abcdefghijklmnopqrstuvwxyz0123456789", &st, "x = 1  # <redacted>",
+            "comment");
+    redacts("k = AKIAABCDEFGHIJKLMNOP", &st, "k = <redacted>", "a name");
+    /* Code that only mentions secret-sounding names keeps every character. */
+    redacts("if password == \"abcd\":", &st, "", "");
+    redacts("    n = len(tokens) + int(\"12\") + f(key=k)", &st, "", "");
+    /* Everything in a secret name's value, a default of a look-up included (over-redaction is
+     * the accepted cost, as in snapshots). */
+    redacts("DB_PASSWORD = os.environ.get(\"PW\", \"hunter2\"); x = \"a\"", &st,
+            "DB_PASSWORD = os.environ.get(\"<redacted>\", \"<redacted>\"); x = \"a\"",
+            "DB_PASSWORD");
+    redacts("x = \"hello\"  # a comment about keys", &st, "", "");
+    redacts("s = 'it\\'s' + \"#\"", &st, "", "");
+    CHECK_EQ(st, 0);
+    /* A triple-quoted string carries over lines; its value under a secret name too. */
+    redacts("SECRET = \"\"\"first", &st, "SECRET = \"\"\"<redacted>", "SECRET");
+    CHECK(st != 0);
+    redacts("middle", &st, "<redacted>", "assigned");
+    redacts("last\"\"\" + x", &st, "<redacted>\"\"\" + x", "assigned");
+    CHECK_EQ(st, 0);
+    redacts("doc = '''", &st, "", "");
+    redacts("password=hunter22 in a doc", &st, "<redacted>", "looks like a secret");
+    redacts("plain words'''", &st, "", "");
+    CHECK_EQ(st, 0);
+}
+
+static const struct tl_test tests[] = {TL(test_location),    TL(test_diff),  TL(test_answer),
+                                       TL(test_prepare),     TL(test_scrub),
+                                       TL(test_redact_source)};
 TL_MAIN(tests)
