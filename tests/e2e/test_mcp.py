@@ -718,7 +718,10 @@ EVIL_PROGRAM = r"""
 import sys, threading, time
 EVIL = "\x1b[31mevil\x07\u202etxt\x9b"
 def work(n):
-    return sum(i * i for i in range(n))
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
 work.__code__ = work.__code__.replace(co_name="f" + EVIL, co_qualname="q" + EVIL)
 Evil = type("T" + EVIL, (), {})
 KEEP = [Evil() for _ in range(20000)]
