@@ -2,7 +2,7 @@
 interpreter (3.11-3.15 and Debian's static 3.11) gets a fresh virtual environment with only that
 wheel installed (pip --no-index), and `scry run` and `python -m scry run` from there profile the
 bundled example (examples/hotspots.py, copied out of the tree) with nothing of the build tree on
-PATH: the profile is valid and its hottest Python line is the example's pure-Python loop. `scry
+PATH: the profile is valid and the example's pure-Python loop (its two lines) is its hot spot. `scry
 run` does so with the system's copies of the bundled libraries hidden (a private mount namespace,
 where one can be made). The libraries the binary links, and libunwind with its liblzma (loaded by
 the agent for --stacks), come from the wheel; the wrappers hand over the exit status and start
@@ -138,7 +138,7 @@ def _package_dir(venv):
 
 def _profile_example(argv, venv, tmp_path, options=()):
     """Runs `argv run --no-view -o OUT [options] hotspots.py` (a copy, outside the tree) from the
-    venv and returns the checked profile, whose hottest Python line must be the example's loop."""
+    venv and returns the checked profile, whose hot spot must be the example's loop (its lines)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     example = work / EXAMPLE.name
