@@ -978,13 +978,9 @@ static void sched_reads(uint64_t now, bool flush)
     if (!flush && now - last_sched_ns < SCHED_INTERVAL_NS)
         return;
     last_sched_ns = now;
-    /* Not the collector's own thread, should it hold a slot: it wakes every few milliseconds, so
-     * on a busy machine its waits for a CPU add up to a large share of the run (0.2-0.7 s in a
-     * 2 s run at load 7) that no thread of the program waited. */
-    int self = atomic_load(&collector_tid);
     for (size_t i = 0; i < nthreads_used; i++) {
         int st = atomic_load(&threads[i].state);
-        if ((st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED)) && threads[i].tid != self)
+        if (st == AG_T_ACTIVE || (flush && st == AG_T_RETIRED))
             ag_sched_read(threads[i].tid);
     }
 }

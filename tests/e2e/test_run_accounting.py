@@ -112,8 +112,9 @@ def test_interpreter_shutdown_is_accounted(python, tmp_path):
     assert f"{SHUTDOWN}: " in cp.stdout, cp.stdout
 
 
-def oversubscribed_run(python, mode, tmp_path):
-    ran = run_profiled(python, "run_oversubscribed.py", [mode], outfile=tmp_path / "p.json")
+def oversubscribed_run(python, mode, tmp_path, args=()):
+    ran = run_profiled(python, "run_oversubscribed.py", [mode, *args],
+                       outfile=tmp_path / "p.json")
     ended = time.clock_gettime(time.CLOCK_BOOTTIME)  # the process has ended by now
     assert ran.returncode == 0, ran.describe()
     truth = json.loads(ran.stdout.decode())
@@ -130,7 +131,7 @@ def oversubscribed_run(python, mode, tmp_path):
     cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
                         capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
-    return profile, truth, cp.stdout, ran.scry_lines
+    return profile, truth, cp.stdout, ran.scry_lines, tail
 
 
 def warning_of(profile):
@@ -145,7 +146,7 @@ def warning_of(profile):
 def test_oversubscribed_run_is_marked(python, tmp_path):
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no sched_setaffinity")
-    profile, truth, view, said = oversubscribed_run(python, "loaded", tmp_path)
+    profile, truth, view, said, _ = oversubscribed_run(python, "loaded", tmp_path)
     # Sharing one CPU with a busy sibling, the loop waited about as long as it ran.
     assert truth["delay_sec"] >= 0.5 * truth["cpu_sec"], truth
     assert profile["oversubscribed"] is True, (profile["run_queue_delay_sec"], truth)
@@ -156,7 +157,7 @@ def test_oversubscribed_run_is_marked(python, tmp_path):
 
 @pytest.mark.parametrize("python", all_pythons())
 def test_quiet_run_is_not_marked(python, tmp_path):
-    profile, truth, view, said = oversubscribed_run(python, "quiet", tmp_path)
+    profile, truth, view, said, _ = oversubscribed_run(python, "quiet", tmp_path)
     ratio = truth["delay_sec"] / truth["cpu_sec"]
     # The machine may be busy with other work: the mark must follow what the program itself
     # saw. Clearly quiet (under 5%): no mark; clearly loaded (over 20%): the mark.
@@ -170,3 +171,19 @@ def test_quiet_run_is_not_marked(python, tmp_path):
     else:
         pytest.skip(f"the machine was neither quiet nor loaded (waited {ratio:.0%} of the "
                     f"CPU time): nothing to check")
+
+
+@pytest.mark.parametrize("python", all_pythons())
+def test_profilers_threads_do_not_wait_for_the_program(python, tmp_path):
+    """The run-queue delay is the program's threads' alone: with every thread of the process
+    (the agent's collector too) sharing one CPU with a busy sibling, the collector's waits
+    (0.07-0.4 s here) once added to the program's. The program's one thread cannot have waited
+    more after its own read than the wall time that was left."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity")
+    profile, truth, _, _, tail = oversubscribed_run(python, "shared", tmp_path, ["2.0"])
+    if truth["others_delay_sec"] <= tail + 0.02:
+        pytest.skip(f"the agent's threads waited {truth['others_delay_sec']:.3f} s, no more than "
+                    f"the {tail:.3f} s after the program's read: nothing to tell apart")
+    extra = profile["run_queue_delay_sec"] - truth["delay_sec"]
+    assert extra <= tail + 0.005, (extra, tail, truth)
