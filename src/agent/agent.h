@@ -179,6 +179,9 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
 int ag_timer_create(struct ag_thread *t, uint64_t first_ns);
 /* True when pc lies in the interpreter's own code (libpython, the executable, ld.so). */
 bool ag_pc_in_interpreter(uint64_t pc);
+/* True when pc lies in this agent's own code (which ag_pc_in_interpreter counts too, for its
+ * interposers): a thread started there (the collector, the GPU sampler) is the agent's. */
+bool ag_pc_in_agent(uint64_t pc);
 /* Whether pc is in the eval loop's own code (its symbol's range, or its unnamed clone's). */
 bool ag_pc_in_eval_loop(uint64_t pc);
 /* The same, with the start of the loop's code when it is. */

@@ -73,6 +73,8 @@ uint64_t ag_exp_interval_ns(uint64_t *rng)
 }
 
 static uintptr_t self_base; /* where this library is loaded */
+/* This library's own executable ranges (part of ranges[] too): its threads are not Python's. */
+static uint64_t self_start, self_end;
 
 static int add_range(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -92,6 +94,12 @@ static int add_range(struct dl_phdr_info *info, size_t size, void *data)
             continue;
         ranges[nranges].start = info->dlpi_addr + ph->p_vaddr;
         ranges[nranges].end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        if (self_base && info->dlpi_addr == self_base) {
+            if (!self_start || ranges[nranges].start < self_start)
+                self_start = ranges[nranges].start;
+            if (ranges[nranges].end > self_end)
+                self_end = ranges[nranges].end;
+        }
         nranges++;
     }
     return 0;
@@ -190,6 +198,11 @@ static void find_eval_loop(void)
         eval_start = (uint64_t)(uintptr_t)sym; /* a small loop of a build unlike any measured */
         eval_end = eval_start + entry->st_size;
     }
+}
+
+bool ag_pc_in_agent(uint64_t pc)
+{
+    return pc >= self_start && pc < self_end;
 }
 
 bool ag_pc_in_interpreter(uint64_t pc)

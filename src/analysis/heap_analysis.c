@@ -12,6 +12,7 @@
 
 #include "analysis/dominators.h"
 #include "common/error.h"
+#include "common/hashmap.h"
 
 #define PASS_THROUGH 0.95 /* a holder passing on this much to one object is not the holder */
 
@@ -310,6 +311,104 @@ out:
     free(own);
     free(cand);
     return got;
+}
+
+int ha_nest_retainers(const struct heap_analysis *a, const uint32_t *top, size_t ntop,
+                      size_t *outer)
+{
+    struct hashmap at = HASHMAP_INIT; /* object + 1 -> its position in top */
+    int err = 0;
+    for (size_t i = 0; i < ntop && !err; i++) {
+        outer[i] = HA_NOT_NESTED;
+        if (hm_put(&at, (uint64_t)top[i] + 1, i) != 0)
+            err = err_fail(SCRY_E_NO_MEMORY, "nesting %zu retainers", ntop);
+    }
+    for (size_t i = 0; i < ntop && !err; i++) {
+        /* Up the dominator tree to the super-root (n); a tree has no cycle (dom_retained checked
+         * it), and the walk is bounded by n anyway. */
+        uint32_t d = top[i] < a->n ? a->idom[top[i]] : DOM_UNREACHABLE;
+        uint64_t pos;
+        for (uint32_t steps = 0; d < a->n && steps < a->n; steps++, d = a->idom[d]) {
+            if (d != top[i] && hm_get(&at, (uint64_t)d + 1, &pos)) {
+                outer[i] = (size_t)pos;
+                break;
+            }
+        }
+    }
+    hm_free(&at);
+    return err;
+}
+
+int ha_nest_order(const size_t *outer, size_t ntop, size_t *order, size_t *depth)
+{
+    /* Children lists in list order (built backwards), then a depth-first walk with a stack. */
+    size_t *first = malloc((ntop ? ntop : 1) * sizeof(*first));
+    size_t *next = malloc((ntop ? ntop : 1) * sizeof(*next));
+    size_t *stack = malloc((ntop ? ntop : 1) * sizeof(*stack));
+    size_t *level = malloc((ntop ? ntop : 1) * sizeof(*level));
+    int err = 0;
+    if (!first || !next || !stack || !level) {
+        err = err_fail(SCRY_E_NO_MEMORY, "ordering %zu retainers", ntop);
+        goto out;
+    }
+    for (size_t i = 0; i < ntop; i++)
+        first[i] = HA_NOT_NESTED;
+    size_t top_first = HA_NOT_NESTED;
+    for (size_t i = ntop; i-- > 0;) {
+        size_t *head = outer[i] < ntop ? &first[outer[i]] : &top_first;
+        next[i] = *head;
+        *head = i;
+    }
+    size_t sp = 0, k = 0;
+    for (size_t i = top_first; i != HA_NOT_NESTED; i = next[i]) {
+        stack[sp] = i;
+        level[sp++] = 0;
+        while (sp > 0 && k < ntop) {
+            size_t v = stack[--sp], d = level[sp];
+            order[k] = v;
+            depth[k++] = d;
+            /* The children pushed, then their stretch of the stack reversed: the first child
+             * comes out first. Each retainer is pushed once, so the stack holds at most ntop. */
+            size_t base = sp;
+            for (size_t c = first[v]; c != HA_NOT_NESTED; c = next[c]) {
+                stack[sp] = c;
+                level[sp++] = d + 1;
+            }
+            for (size_t lo = base, hi = sp; hi > lo + 1; lo++, hi--) {
+                size_t t = stack[lo];
+                stack[lo] = stack[hi - 1];
+                stack[hi - 1] = t;
+            }
+        }
+    }
+    if (k < ntop) {
+        /* outer was not a forest (it never is from ha_nest_retainers): the rest unnested. */
+        for (size_t i = 0; i < ntop; i++)
+            first[i] = 0;
+        for (size_t j = 0; j < k; j++)
+            first[order[j]] = 1;
+        for (size_t i = 0; i < ntop; i++)
+            if (!first[i]) {
+                order[k] = i;
+                depth[k++] = 0;
+            }
+    }
+out:
+    free(first);
+    free(next);
+    free(stack);
+    free(level);
+    return err;
+}
+
+uint64_t ha_retainers_total(const struct heap_analysis *a, const uint32_t *top,
+                            const size_t *outer, size_t ntop)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < ntop; i++)
+        if (!outer || outer[i] == HA_NOT_NESTED)
+            sum += a->retained[top[i]];
+    return sum;
 }
 
 static int cmp_type(const void *x, const void *y)

@@ -54,6 +54,27 @@ bool ha_is_structural(const struct heap_analysis *a, uint32_t obj);
  * Writes indexes, largest first; returns how many. */
 size_t ha_top_retainers(const struct heap_analysis *a, size_t k, uint32_t *out);
 
+/* outer[i] of ha_nest_retainers for a retainer that no other listed one dominates. */
+#define HA_NOT_NESTED SIZE_MAX
+
+/* Which listed retainer each one lies inside: outer[i] is the position in top of the nearest
+ * other retainer of top[0..ntop) that dominates top[i] (freeing that one frees top[i] too: a
+ * DataFrame and the block inside it), or HA_NOT_NESTED. A retainer inside another is shown under
+ * it, never beside it, so that no reader adds its bytes twice. O(ntop x dominator-tree depth).
+ * Returns 0 or -SCRY_E_NO_MEMORY. */
+int ha_nest_retainers(const struct heap_analysis *a, const uint32_t *top, size_t ntop,
+                      size_t *outer);
+
+/* The order the retainers are shown in: each one not nested first, in list order, followed by
+ * those inside it (each followed by those inside it in turn), with depth[k] the nesting of
+ * order[k] (0: not nested). order and depth have ntop entries. Returns 0 or -SCRY_E_NO_MEMORY. */
+int ha_nest_order(const size_t *outer, size_t ntop, size_t *order, size_t *depth);
+
+/* What the listed retainers hold together: the retained size of each one that lies inside no
+ * other (the nested ones are already in their outer one's). */
+uint64_t ha_retainers_total(const struct heap_analysis *a, const uint32_t *top,
+                            const size_t *outer, size_t ntop);
+
 /* Per type: instances, shallow bytes, and retained bytes (what would be freed if every instance
  * went away: nested instances are not counted twice). */
 struct ha_type {

@@ -40,15 +40,24 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
     struct aj_line **alines = NULL;
     size_t *nalines = NULL;
     uint32_t *top = calloc(limit ? limit : 1, sizeof(*top));
+    /* Which retainer lies inside which, and the order that shows it (ha_nest_retainers). */
+    size_t *outer = calloc(limit ? limit : 1, sizeof(*outer));
+    size_t *order = calloc(limit ? limit : 1, sizeof(*order));
+    size_t *depth = calloc(limit ? limit : 1, sizeof(*depth));
     memset(&s, 0, sizeof(s));
     memset(&a, 0, sizeof(a));
-    int err = top ? snap_open(path, &s) : err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    int err = top && outer && order && depth ? snap_open(path, &s)
+                                             : err_fail(SCRY_E_NO_MEMORY, "out of memory");
     if (!err)
         err = ha_build(&s, &a);
     if (!err)
         err = ha_types(&a, &types, &ntypes);
     if (!err)
         ntop = ha_top_retainers(&a, limit, top);
+    if (!err)
+        err = ha_nest_retainers(&a, top, ntop, outer);
+    if (!err)
+        err = ha_nest_order(outer, ntop, order, depth);
     if (!err && allocations) {
         err = aj_build(&a, &join);
         alines = calloc(ntop + 1, sizeof(*alines));
@@ -60,6 +69,8 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
     }
     if (!err) {
         struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
+                                        .order = order, .depth = depth,
+                                        .listed_total = ha_retainers_total(&a, top, outer, ntop),
                                         .types = types, .ntypes = ntypes, .limit = limit,
                                         .join = allocations ? &join : NULL, .alines = alines,
                                         .nalines = nalines};
@@ -75,6 +86,9 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
     aj_free(&join);
     free(types);
     free(top);
+    free(outer);
+    free(order);
+    free(depth);
     ha_free(&a);
     snap_close(&s);
     return err;

@@ -861,6 +861,19 @@ static void show_views(const struct run_opts *o, const struct strbuf *json)
         print_view(json, o->outfile, o->threshold, o->malloc_threshold);
 }
 
+/* The run's last line when the machine was oversubscribed: the view (or the page) says it at its
+ * top, which a long view has scrolled away and --no-view never shows, while the shares of system
+ * time it explains are what a person reads last. */
+static void warn_oversubscribed(const struct profile *p)
+{
+    if (!prof_oversubscribed(p))
+        return;
+    struct strbuf w = STRBUF_INIT;
+    profile_text_oversubscribed(&w, p->run_queue_delay_sec, p->run_queue_cpu_sec);
+    fprintf(stderr, "scry: warning: %s\n", w.buf ? w.buf : "");
+    sb_release(&w);
+}
+
 /* --push: the profile of every process so far is read from the part directory (snapshots and
  * parts) at the end of each interval; what it gained since the previous one is the interval's
  * profile. */
@@ -1239,6 +1252,7 @@ static int run(struct run_opts o)
                 san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
                 san_str(o.outfile));
         show_views(&o, &json);
+        warn_oversubscribed(&p);
     }
     /* The profile is written: only now wait (a bounded time) for the pushes still queued. */
     push_end(ps.ps, true);

@@ -171,6 +171,25 @@ static void alloc_summary_json(struct json_writer *w, const struct aj_join *j)
 
 /* ---- analyze ------------------------------------------------------------------------------- */
 
+/* A retainer's type, as many columns wide as width: one inside another listed one is indented
+ * under it, two columns a level, behind a corner. Columns are characters, not bytes (the corner
+ * is three bytes; a cleaned name may hold U+FFFD). */
+static void type_cell(struct strbuf *out, const char *type, size_t depth, size_t width)
+{
+    size_t cols = 0;
+    for (size_t d = 1; d < depth; d++, cols += 2)
+        sb_adds(out, "  ");
+    if (depth) {
+        sb_adds(out, "\u2514 ");
+        cols += 2;
+    }
+    sb_adds(out, type);
+    for (const char *c = type; *c; c++)
+        cols += ((unsigned char)*c & 0xC0) != 0x80;
+    for (; cols < width; cols++)
+        sb_addch(out, ' ');
+}
+
 void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out)
 {
     const struct heap_analysis *a = r->a;
@@ -186,13 +205,16 @@ void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out)
                  " objects (%s) reachable from %u roots\n",
             s->meta.pid, san_str(s->meta.python_version), s->nobjects, s->nedges, b1,
             a->reachable_objects, b2, s->nroots);
-    sb_adds(out, "\nTop retainers by retained size\n");
+    sb_adds(out, "\nTop retainers by retained size (one inside another is shown under it)\n");
     sb_addf(out, "%11s %11s  %-32s %s\n", "retained", "shallow", "type", "root path");
-    for (size_t i = 0; i < ntop; i++) {
+    for (size_t k = 0; k < ntop; k++) {
+        size_t i = r->order ? r->order[k] : k, depth = r->depth ? r->depth[k] : 0;
         uint32_t v = top[i];
         fmt_bytes(a->retained[v], b1, sizeof(b1));
         fmt_bytes(s->objects[v].size, b2, sizeof(b2));
-        sb_addf(out, "%11s %11s  %-32s ", b1, b2, san_str(snap_string(s, s->objects[v].type)));
+        sb_addf(out, "%11s %11s  ", b1, b2);
+        type_cell(out, san_str(snap_string(s, s->objects[v].type)), depth, 32);
+        sb_addch(out, ' ');
         sb_reset(&path);
         ha_path_inline(a, v, &path);
         san_addn(out, path.buf, path.len);
@@ -203,6 +225,13 @@ void heap_analyze_text(const struct heap_analyze_report *r, struct strbuf *out)
     sb_release(&path);
     if (ntop == 0)
         sb_adds(out, "  (none)\n");
+    else {
+        fmt_bytes(r->listed_total, b1, sizeof(b1));
+        sb_addf(out, "%11s held by these retainers together (%.1f%% of the reachable bytes; each "
+                     "byte counted once, in the outermost retainer that holds it)\n",
+                b1, a->reachable_bytes
+                        ? 100.0 * (double)r->listed_total / (double)a->reachable_bytes : 0.0);
+    }
     if (r->join)
         alloc_summary_text(r->join, out);
     sb_adds(out, "\nTypes by retained size\n");
@@ -245,11 +274,25 @@ void heap_analyze_json(const struct heap_analyze_report *r, struct strbuf *out)
     jw_str(&w, s->meta.python_version);
     jw_key(&w, "top_retainers");
     jw_arr_begin(&w);
-    for (size_t i = 0; i < ntop; i++) {
+    /* In the order shown: an entry stays open (its "dominates" array too) while the ones inside
+     * it are written into that array. */
+    size_t open = 0;
+    for (size_t k = 0; k < ntop; k++) {
+        size_t i = r->order ? r->order[k] : k, depth = r->depth ? r->depth[k] : 0;
+        for (; open > depth; open--) {
+            jw_arr_end(&w);
+            jw_obj_end(&w);
+        }
         jw_obj_begin(&w);
         object_fields(&w, a, top[i], &p);
         if (r->join)
             alloc_lines_json(&w, "allocations", r->join, r->alines[i], r->nalines[i]);
+        jw_key(&w, "dominates");
+        jw_arr_begin(&w);
+        open++;
+    }
+    for (; open > 0; open--) {
+        jw_arr_end(&w);
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
@@ -286,6 +329,8 @@ void heap_analyze_json(const struct heap_analyze_report *r, struct strbuf *out)
     jw_uint(&w, a->reachable_objects);
     jw_key(&w, "reachable_bytes");
     jw_uint(&w, a->reachable_bytes);
+    jw_key(&w, "top_retainers_bytes");
+    jw_uint(&w, r->listed_total);
     jw_key(&w, "rss_bytes");
     if (s->meta.rss_bytes)
         jw_uint(&w, s->meta.rss_bytes);

@@ -19,6 +19,11 @@ struct heap_analyze_report {
     const struct heap_analysis *a;
     const uint32_t *top; /* the top retainers, largest first */
     size_t ntop;
+    /* The order shown (ha_nest_order): order[k] a position in top, depth[k] how many listed
+     * retainers it lies inside (its text row indented, its JSON entry in the outer one's
+     * "dominates"); NULL: list order, none nested. */
+    const size_t *order, *depth;
+    uint64_t listed_total; /* ha_retainers_total: what the listed retainers hold, each byte once */
     const struct ha_type *types; /* by retained size */
     size_t ntypes, limit;
     /* --allocations: the join, and per top retainer its allocating lines (NULL: without). */

@@ -615,6 +615,16 @@ static void add_memory_usage(struct strbuf *sb, const struct tprof *tp, double e
     sb_adds(sb, ")\n\n");
 }
 
+void profile_text_oversubscribed(struct strbuf *out, double delay_sec, double cpu_sec)
+{
+    sb_addf(out, "the machine was oversubscribed: the program's threads waited %.3f s for a CPU",
+            delay_sec);
+    if (cpu_sec > 0)
+        sb_addf(out, " (%.0f%% of the %.3f s they ran)", 100 * delay_sec / cpu_sec, cpu_sec);
+    sb_adds(out, "; a thread waiting for a CPU is off it, so that wait counts as system "
+                 "time: system shares may be no I/O or sleep at all");
+}
+
 int profile_text_render(const json_t *root, const struct profile_text_opts *o, struct strbuf *out)
 {
     struct tprof tp;
@@ -679,13 +689,9 @@ int profile_text_render(const json_t *root, const struct profile_text_opts *o, s
         }
         if (o->color)
             sb_adds(out, BOLD);
-        sb_addf(out, "warning: the machine was oversubscribed: the program's threads waited %.3f s "
-                     "for a CPU",
-                delay);
-        if (ran > 0)
-            sb_addf(out, " (%.0f%% of the %.3f s they ran)", 100 * delay / ran, ran);
-        sb_adds(out, "; a thread waiting for a CPU is off it, so that wait counts as system "
-                     "time: system shares may be no I/O or sleep at all\n\n");
+        sb_adds(out, "warning: ");
+        profile_text_oversubscribed(out, delay, ran);
+        sb_adds(out, "\n\n");
         if (o->color)
             sb_adds(out, RESET);
     }

@@ -25,6 +25,11 @@ struct profile_text_opts {
  * says otherwise) gives -SCRY_E_BAD_PROFILE naming the field, and out holds nothing useful. */
 int profile_text_render(const json_t *profile, const struct profile_text_opts *o,
                         struct strbuf *out);
+/* The oversubscription warning's sentence (no "warning: " before it, no newline after it): the
+ * terminal view prints it under its header and `scry run` again as its last line, so the same
+ * words say it wherever a person looks last. delay_sec and cpu_sec are the profile's
+ * run_queue_delay_sec and run_queue_cpu_sec. */
+void profile_text_oversubscribed(struct strbuf *out, double delay_sec, double cpu_sec);
 /* Same from the bytes of a profile file; `what` names it in errors. */
 int profile_text_render_bytes(const char *text, size_t len, const char *what,
                               const struct profile_text_opts *o, struct strbuf *out);

@@ -130,3 +130,48 @@ def test_query_errors(start_target, make_core, python_exe, tmp_path):
     bad.write_bytes(b"SCRYSNAP" + bytes(100))
     cp = run_scry(["analyze", bad, "--json"])
     assert cp.returncode == 1 and json.loads(cp.stdout)["error"]["code"] == "bad_snapshot"
+
+
+def nested(entry):
+    """Every entry inside `entry`, at any depth."""
+    for inner in entry["dominates"]:
+        yield inner
+        yield from nested(inner)
+
+
+def test_analyze_nests_a_dataframes_blocks(start_target, python_exe, tmp_path):
+    """Issue 27, item 9: a DataFrame (tests/targets/heap_pandas.py: a float block and an
+    ExtensionBlock of nullable integers) and the blocks and arrays inside it are never top
+    retainers side by side: they are listed inside it ("dominates"; indented under it in the
+    text), and the total of the list counts their bytes once."""
+    target = start_target(python_exe, "heap_pandas.py")
+    if not target.ready["pandas"]:
+        pytest.skip(f"pandas does not import in {python_exe} (scripts/install-deps.sh test)")
+    heap = tmp_path / "df.heap"
+    cp = run_scry(["dump", "--pid", target.pid, "-o", heap], timeout=120)
+    assert cp.returncode == 0, f"scry dump: rc {cp.returncode}\n{cp.stdout}\n{cp.stderr}"
+    doc = scry_json(["analyze", heap, "--top", "40"])
+    top = doc["top_retainers"]
+    frames = [t for t in top if int(t["address"], 16) == target.ready["df"]]
+    assert len(frames) == 1, [(t["type"], t["path"]) for t in top]
+    frame = frames[0]
+    inside = list(nested(frame))
+    assert any(t["type"].endswith("ExtensionBlock") for t in inside), inside
+    # Nothing under the DataFrame's path stands beside it, and no block is at the top level.
+    for t in top:
+        assert t is frame or not t["path"].startswith(frame["path"]), (t, frame["path"])
+        assert not t["type"].endswith("Block"), t
+    for t in inside:
+        assert t["path"].startswith(frame["path"]) and t["retained"] <= frame["retained"], t
+    # The list's total: each top-level entry once, never one inside another again.
+    total = doc["totals"]["top_retainers_bytes"]
+    assert total == sum(t["retained"] for t in top), (total, top)
+    assert total <= doc["totals"]["reachable_bytes"], doc["totals"]
+
+    text = run_scry(["analyze", heap, "--top", "40"])
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    at = [i for i, line in enumerate(lines) if line.endswith(frame["path"])]
+    assert len(at) == 1, text.stdout
+    block = [line for line in lines[at[0] + 1:] if "ExtensionBlock" in line]
+    assert block and "\u2514 " in block[0], text.stdout

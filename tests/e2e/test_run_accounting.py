@@ -6,7 +6,8 @@ and Debian's static 3.11:
   from outside;
 - a profile taken while the program waited for a CPU (run_oversubscribed.py: pinned to one CPU
   with a busy sibling) is marked `oversubscribed`, and its run-queue delay is what the program
-  reads of its own thread in /proc; a quiet run is not marked.
+  reads of its own thread in /proc; a quiet run is not marked. The marked run's terminal view
+  and its last line on stderr say so in the same words.
 """
 
 import json
@@ -111,8 +112,9 @@ def test_interpreter_shutdown_is_accounted(python, tmp_path):
     assert f"{SHUTDOWN}: " in cp.stdout, cp.stdout
 
 
-def oversubscribed_run(python, mode, tmp_path):
-    ran = run_profiled(python, "run_oversubscribed.py", [mode], outfile=tmp_path / "p.json")
+def oversubscribed_run(python, mode, tmp_path, args=()):
+    ran = run_profiled(python, "run_oversubscribed.py", [mode, *args],
+                       outfile=tmp_path / "p.json")
     ended = time.clock_gettime(time.CLOCK_BOOTTIME)  # the process has ended by now
     assert ran.returncode == 0, ran.describe()
     truth = json.loads(ran.stdout.decode())
@@ -129,31 +131,59 @@ def oversubscribed_run(python, mode, tmp_path):
     cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
                         capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
-    return profile, truth, cp.stdout
+    return profile, truth, cp.stdout, ran.scry_lines, tail
+
+
+def warning_of(profile):
+    """The oversubscription warning's words, as the profile's figures make them."""
+    delay, ran = profile["run_queue_delay_sec"], profile["run_queue_cpu_sec"]
+    return (f"the machine was oversubscribed: the program's threads waited {delay:.3f} s for a "
+            f"CPU ({100 * delay / ran:.0f}% of the {ran:.3f} s they ran); a thread waiting for a "
+            f"CPU is off it, so that wait counts as system time")
 
 
 @pytest.mark.parametrize("python", all_pythons())
 def test_oversubscribed_run_is_marked(python, tmp_path):
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no sched_setaffinity")
-    profile, truth, view = oversubscribed_run(python, "loaded", tmp_path)
+    profile, truth, view, said, _ = oversubscribed_run(python, "loaded", tmp_path)
     # Sharing one CPU with a busy sibling, the loop waited about as long as it ran.
     assert truth["delay_sec"] >= 0.5 * truth["cpu_sec"], truth
     assert profile["oversubscribed"] is True, (profile["run_queue_delay_sec"], truth)
-    assert "warning: the machine was oversubscribed" in view, view
+    # The same words in the terminal view and as the run's last line (issue 27, item 7).
+    assert "warning: " + warning_of(profile) in view, view
+    assert said and said[-1].startswith("scry: warning: " + warning_of(profile)), said
 
 
 @pytest.mark.parametrize("python", all_pythons())
 def test_quiet_run_is_not_marked(python, tmp_path):
-    profile, truth, view = oversubscribed_run(python, "quiet", tmp_path)
+    profile, truth, view, said, _ = oversubscribed_run(python, "quiet", tmp_path)
     ratio = truth["delay_sec"] / truth["cpu_sec"]
     # The machine may be busy with other work: the mark must follow what the program itself
     # saw. Clearly quiet (under 5%): no mark; clearly loaded (over 20%): the mark.
     if ratio < 0.05:
         assert profile["oversubscribed"] is False, (profile["run_queue_delay_sec"], truth)
         assert "the machine was oversubscribed" not in view, view
+        assert not any("oversubscribed" in line for line in said), said
     elif ratio > 0.2:
         assert profile["oversubscribed"] is True, (profile["run_queue_delay_sec"], truth)
+        assert said[-1].startswith("scry: warning: " + warning_of(profile)), said
     else:
         pytest.skip(f"the machine was neither quiet nor loaded (waited {ratio:.0%} of the "
                     f"CPU time): nothing to check")
+
+
+@pytest.mark.parametrize("python", all_pythons())
+def test_profilers_threads_do_not_wait_for_the_program(python, tmp_path):
+    """The run-queue delay is the program's threads' alone: with every thread of the process
+    (the agent's collector too) sharing one CPU with a busy sibling, the collector's waits
+    (0.07-0.4 s here) once added to the program's. The program's one thread cannot have waited
+    more after its own read than the wall time that was left."""
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity")
+    profile, truth, _, _, tail = oversubscribed_run(python, "shared", tmp_path, ["2.0"])
+    if truth["others_delay_sec"] <= tail + 0.02:
+        pytest.skip(f"the agent's threads waited {truth['others_delay_sec']:.3f} s, no more than "
+                    f"the {tail:.3f} s after the program's read: nothing to tell apart")
+    extra = profile["run_queue_delay_sec"] - truth["delay_sec"]
+    assert extra <= tail + 0.005, (extra, tail, truth)

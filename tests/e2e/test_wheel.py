@@ -2,7 +2,7 @@
 interpreter (3.11-3.15 and Debian's static 3.11) gets a fresh virtual environment with only that
 wheel installed (pip --no-index), and `scry run` and `python -m scry run` from there profile the
 bundled example (examples/hotspots.py, copied out of the tree) with nothing of the build tree on
-PATH: the profile is valid and its hottest Python line is the example's pure-Python loop. `scry
+PATH: the profile is valid and the example's pure-Python loop (its two lines) is its hot spot. `scry
 run` does so with the system's copies of the bundled libraries hidden (a private mount namespace,
 where one can be made). The libraries the binary links, and libunwind with its liblzma (loaded by
 the agent for --stacks), come from the wheel; the wrappers hand over the exit status and start
@@ -138,7 +138,7 @@ def _package_dir(venv):
 
 def _profile_example(argv, venv, tmp_path, options=()):
     """Runs `argv run --no-view -o OUT [options] hotspots.py` (a copy, outside the tree) from the
-    venv and returns the checked profile, whose hottest Python line must be the example's loop."""
+    venv and returns the checked profile, whose hot spot must be the example's loop (its lines)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     example = work / EXAMPLE.name
@@ -147,17 +147,28 @@ def _profile_example(argv, venv, tmp_path, options=()):
     cp = _run([*argv, "run", "--no-view", "-o", out, *options, example.name], cwd=work,
               env=_env(venv, tmp_path))
     assert cp.returncode == 0, _describe(cp)
-    assert "warn" not in cp.stderr, _describe(cp)
+    # No warning about the program; one about the machine (oversubscribed: other work held the
+    # CPUs) depends on the load, not on the wheel.
+    warned = [line for line in cp.stderr.splitlines()
+              if "warn" in line and "the machine was oversubscribed" not in line]
+    assert not warned, _describe(cp)
     assert cp.stdout == "done: 3 checksums\n", _describe(cp)
     profile = json.loads(out.read_text())
     check_profile(profile)
     detail = file_detail(profile, example)
     assert detail is not None, f"{example} not among the profile's files: {list(profile['files'])}"
-    hot = max(detail["lines"], key=lambda e: e["n_cpu_percent_python"])
-    assert hot["lineno"] == HOT_LINENO, (
-        f"the hottest Python line is {hot['lineno']} ({hot['n_cpu_percent_python']:.1f}%), not "
-        f"the loop's {HOT_LINENO} ({line_entry(detail, HOT_LINENO)['n_cpu_percent_python']:.1f}%)")
-    assert hot["n_cpu_percent_python"] > 1.0, hot
+    # The loop's Python time is shared between its `for` line and its body, in proportions that
+    # are not determined (load moves them): the two lines together are the hot spot, ahead of
+    # every other line.
+    loop = [HOT_LINENO - 1, HOT_LINENO]
+    assert EXAMPLE.read_text().splitlines()[HOT_LINENO - 2].strip().startswith("for v in values:")
+    in_loop = sum(e["n_cpu_percent_python"] for e in detail["lines"] if e["lineno"] in loop)
+    rest = [e for e in detail["lines"] if e["lineno"] not in loop]
+    hot = max(rest, key=lambda e: e["n_cpu_percent_python"], default=None)
+    assert hot is None or in_loop > hot["n_cpu_percent_python"], (
+        f"line {hot['lineno']} has {hot['n_cpu_percent_python']:.1f}% of Python time, more than "
+        f"the loop's lines {loop} together ({in_loop:.1f}%)")
+    assert in_loop > 1.0, [line_entry(detail, n) for n in loop]
     return profile
 
 

@@ -10,7 +10,11 @@ run_queue_* fields are checked against, and "read_at", CLOCK_BOOTTIME at that re
 after it (exit, finalization) may add to the agent's last read, by at most the wall time from
 then to the end of the process.
 
-Usage: run_oversubscribed.py quiet|loaded [SECONDS]   (default 1.0 s of CPU time in the loop)
+"shared" is "loaded" with every thread of the process pinned to that CPU, a profiler's own
+threads too; "others_delay_sec" is how long the threads that are not Python's waited.
+
+Usage: run_oversubscribed.py quiet|loaded|shared [SECONDS]   (default 1.0 s of CPU time in the
+loop)
 """
 
 import json
@@ -36,12 +40,29 @@ def own_schedstat():
     return int(cpu) / 1e9, int(delay) / 1e9
 
 
+def others_delay():
+    """The run-queue delay of the process's threads that are not Python's (a profiler's)."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != threading.get_native_id():
+            try:
+                with open(f"/proc/self/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[1])
+            except OSError:
+                pass  # ended meanwhile
+    return total / 1e9
+
+
 def main():
     mode = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
     sibling = None
-    if mode == "loaded":
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if mode in ("loaded", "shared"):
+        cpu = {min(os.sched_getaffinity(0))}
+        # shared: every thread of the process on that CPU, the profiler's own too (they are not
+        # the program's: their waits must not count as the program's).
+        for tid in os.listdir("/proc/self/task") if mode == "shared" else [0]:
+            os.sched_setaffinity(int(tid), cpu)
         sibling = subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"])
         time.sleep(0.05)  # the sibling is running before the loop starts
     try:
@@ -51,8 +72,8 @@ def main():
             sibling.kill()
             sibling.wait()
     cpu, delay = own_schedstat()
-    print(json.dumps({"cpu_sec": cpu, "delay_sec": delay, "read_at": time.clock_gettime(time.CLOCK_BOOTTIME)}),
-          flush=True)
+    print(json.dumps({"cpu_sec": cpu, "delay_sec": delay, "others_delay_sec": others_delay(),
+                      "read_at": time.clock_gettime(time.CLOCK_BOOTTIME)}), flush=True)
 
 
 if __name__ == "__main__":

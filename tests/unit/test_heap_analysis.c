@@ -1,13 +1,17 @@
 /* The heap analysis on a synthetic snapshot whose answers are known: retained sizes, the top
  * retainers (structural objects and pass-through holders left out), retaining paths, the type
- * histogram (nested instances of a type counted once), weak references not retaining. */
+ * histogram (nested instances of a type counted once), weak references not retaining, and a top
+ * retainer inside another shown under it and counted once (text and JSON of analyze). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "analysis/heap_analysis.h"
 #include "common/error.h"
 #include "common/fmt.h"
+#include "render/heap_report.h"
 #include "snapshot/snap_writer.h"
 #include "testlib.h"
 
@@ -121,6 +125,72 @@ static void test_analysis(void)
     snap_close(&s);
 }
 
+/* Issue 27, item 9: the blocks K1 and K2 lie inside the frame F (F dominates them), so they are
+ * shown under it, never beside it, and what the list holds together counts them once, in F:
+ * the nesting, the order shown, the text (indented under F) and the JSON (in F's "dominates",
+ * not at the top level; totals.top_retainers_bytes the sum of the top level). */
+static void check_nesting(const struct snap *s, const struct heap_analysis *a, const uint32_t *top,
+                          size_t n)
+{
+    enum { F = 3, K1 = 7, K2 = 8 };
+    size_t outer[16], order[16], depth[16];
+    CHECK_EQ(ha_nest_retainers(a, top, n, outer), 0);
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(outer[i], top[i] == idx(s, K1) || top[i] == idx(s, K2) ? 1 : HA_NOT_NESTED);
+    CHECK_EQ(ha_nest_order(outer, n, order, depth), 0);
+    size_t want_order[] = {0, 1, 4, 5, 2, 3}, want_depth[] = {0, 0, 1, 1, 0, 0};
+    for (size_t k = 0; k < 6; k++) {
+        CHECK_EQ(order[k], want_order[k]);
+        CHECK_EQ(depth[k], want_depth[k]);
+    }
+    uint64_t total = ha_retainers_total(a, top, outer, n);
+    CHECK_EQ(total, a->retained[top[0]] + a->retained[top[1]] + a->retained[top[2]] +
+                        a->retained[top[3]]);
+    CHECK(total <= a->reachable_bytes);
+
+    struct heap_analyze_report r = {.path = "own.heap", .a = a, .top = top, .ntop = n,
+                                    .order = order, .depth = depth, .listed_total = total,
+                                    .limit = 0};
+    struct strbuf sb = STRBUF_INIT;
+    heap_analyze_text(&r, &sb);
+    /* F's row, then the blocks' rows indented under it, then the rest. */
+    const char *f = strstr(sb_str(&sb), "pd.Frame"), *k1 = strstr(sb_str(&sb), "\u2514 pd.Block");
+    CHECK(f && k1 && f < k1);
+    CHECK(strstr(k1 + 1, "\u2514 pd.Block") != NULL);
+    char held[32];
+    fmt_bytes(total, held, sizeof(held));
+    CHECK(strstr(sb_str(&sb), held) != NULL);
+
+    sb_reset(&sb);
+    heap_analyze_json(&r, &sb);
+    json_error_t je;
+    json_t *doc = json_loads(sb_str(&sb), 0, &je);
+    CHECK(doc != NULL);
+    json_t *list = json_object_get(doc, "top_retainers");
+    CHECK_EQ(json_array_size(list), 4);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        const char *type = json_string_value(json_object_get(e, "type"));
+        CHECK(type && strcmp(type, "pd.Block") != 0);
+        sum += (uint64_t)json_integer_value(json_object_get(e, "retained"));
+        json_t *inside = json_object_get(e, "dominates");
+        CHECK(json_is_array(inside));
+        bool frame = strcmp(type, "pd.Frame") == 0;
+        CHECK_EQ(json_array_size(inside), frame ? 2 : 0);
+        for (size_t j = 0; frame && j < 2; j++) {
+            json_t *b = json_array_get(inside, j);
+            CHECK_STR(json_string_value(json_object_get(b, "type")), "pd.Block");
+            CHECK_EQ(json_array_size(json_object_get(b, "dominates")), 0);
+        }
+    }
+    CHECK_EQ(sum, total);
+    json_t *totals = json_object_get(doc, "totals");
+    CHECK_EQ((uint64_t)json_integer_value(json_object_get(totals, "top_retainers_bytes")), total);
+    json_decref(doc);
+    sb_release(&sb);
+}
+
 /* Top retainers look through a holder's own storage:
  *   D -['DF']-> F (Frame 48) -.__dict__-> FD (dict 100) -['_mgr']-> G (Manager 64)
  *     -<inferred>-> T (tuple 56) -[0]-> K1 (Block 50000), -[1]-> K2 (Block 30000)
@@ -177,6 +247,7 @@ static void test_own_storage(void)
     for (size_t i = 0; i < n && i < 6; i++)
         CHECK_EQ(top[i], want[i]);
     CHECK_EQ(a.retained[idx(&s, F)], 48 + 100 + 64 + 56 + 50000 + 30000);
+    check_nesting(&s, &a, top, n);
     struct ha_hop hops[16];
     size_t nh = ha_path(&a, idx(&s, K1), hops, 16);
     CHECK_EQ(nh, 7);

@@ -131,6 +131,28 @@ static void test_few_samples_warned(void)
     sb_release(&sb);
 }
 
+/* The oversubscription warning (issue 27, item 7): the view prints the sentence that `scry run`
+ * repeats as its last line, from the same function, and only when the profile is marked. */
+static void test_oversubscribed_warned(void)
+{
+    struct strbuf sb = STRBUF_INIT, said = STRBUF_INIT;
+    const char *busy = "{\"n_samples\":400,\"oversubscribed\":true,\"run_queue_delay_sec\":0.5,"
+                       "\"run_queue_cpu_sec\":2,\"files\":{\"/a.py\":{\"percent_cpu_time\":100,"
+                       "\"lines\":[{\"lineno\":1,\"line\":\"x\",\"n_cpu_percent_python\":100}]}}}";
+    profile_text_oversubscribed(&said, 0.5, 2.0);
+    CHECK_STR(sb_str(&said), "the machine was oversubscribed: the program's threads waited 0.500 s "
+                             "for a CPU (25% of the 2.000 s they ran); a thread waiting for a CPU "
+                             "is off it, so that wait counts as system time: system shares may be "
+                             "no I/O or sleep at all");
+    CHECK_EQ(render(busy, false, 1, &sb), 0);
+    const char *w = strstr(sb_str(&sb), "warning: ");
+    CHECK(w != NULL && strncmp(w + 9, sb_str(&said), said.len) == 0);
+    CHECK_EQ(render(doc, false, 1, &sb), 0);
+    CHECK(strstr(sb_str(&sb), "oversubscribed") == NULL);
+    sb_release(&sb);
+    sb_release(&said);
+}
+
 static void test_control_characters_neutralised(void)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -205,6 +227,7 @@ static const struct tl_test tests[] = {
     TL(test_small_profile_exact),  TL(test_threshold_zero_shows_all),
     TL(test_high_threshold),       TL(test_color_only_when_asked),
     TL(test_empty_notes),          TL(test_few_samples_warned),
+    TL(test_oversubscribed_warned),
     TL(test_control_characters_neutralised),
     TL(test_not_a_profile),        TL(test_gpu_columns),
 };
