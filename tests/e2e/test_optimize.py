@@ -173,9 +173,13 @@ def hot(work, pythons):
     prof = load_profile(ran)
     name = str((TARGETS / "opt_hot.py").resolve())
     lines = prof["files"][name]["lines"]
-    top = max(lines, key=lambda e: e["n_cpu_percent_python"] + e["n_cpu_percent_c"]
-              + e["n_sys_percent"])
-    assert top["line"].rstrip("\n") == HOT_SOURCE, (top, "the fixture's hot line moved")
+    # The loop's time is shared between its `for` line and its body in a proportion that load
+    # can move: the truth is the two together, and the body is the line the tests ask about.
+    share = {e["line"].rstrip("\n"): e["n_cpu_percent_python"] + e["n_cpu_percent_c"]
+             + e["n_sys_percent"] for e in lines}
+    loop = share.get(HOT_SOURCE, 0) + share.get("    for i in range(n):", 0)
+    assert loop > 0.9 * sum(share.values()), (share, "the fixture's loop is not its hot spot")
+    top = next(e for e in lines if e["line"].rstrip("\n") == HOT_SOURCE)
     return {"path": ran.profile_path, "file": name, "line": top, "profile": prof}
 
 
