@@ -2,8 +2,10 @@
  * this thread alone talks to the server. The queue is a ring of PUSH_QUEUE_SLOTS under one
  * mutex: submitting never waits for the network (a full queue drops its oldest profile), and
  * the sender holds the mutex only to take a profile. The request is Pyroscope's
- * POST /ingest?name=SERVICE{TAGS}&from=&until=&format=pprof&spyName=scry&sampleRate= with a
- * multipart body: the profile and the sample types' configuration (docs/export-formats.md). */
+ * POST /ingest?name=SERVICE{TAGS}&from=&until=&spyName=scry&sampleRate= with a multipart body:
+ * the profile and the sample types' configuration (docs/export-formats.md). No format=pprof:
+ * with it the server takes the whole body for one raw pprof and answers 422 (the multipart
+ * Content-Type is what tells it a pprof comes in parts). */
 #include "cli/push.h"
 
 #include <curl/curl.h>
@@ -248,8 +250,8 @@ enum post_result { POST_SENT, POST_RETRY, POST_REFUSED };
 static enum post_result post(struct pusher *ps, const struct push_item *it)
 {
     char query[128];
-    snprintf(query, sizeof(query), "&from=%lld&until=%lld&format=pprof&spyName=scry&sampleRate=%ld",
-             it->from, it->until, ps->sample_rate);
+    snprintf(query, sizeof(query), "&from=%lld&until=%lld&spyName=scry&sampleRate=%ld", it->from,
+             it->until, ps->sample_rate);
     struct strbuf url = STRBUF_INIT;
     sb_addf(&url, "%s?name=%s%s", ps->ingest, ps->name, query);
     CURL *c = ps->curl;
