@@ -37,8 +37,12 @@ if have_it; then
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "scry: no Go toolchain (go) here: cannot build the Pyroscope server" >&2
+# Go from PATH, else the official tarball's place (CI's shell may not have it on PATH). Debian
+# 12's golang-go (1.19) is older than the module's go 1.22.7, so it is not installed for this.
+go=$(command -v go || true)
+[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
+if [ -z "$go" ]; then
+  echo "scry: no Go toolchain (go 1.22 or later) here: cannot build the Pyroscope server" >&2
   exit 1
 fi
 
@@ -55,16 +59,24 @@ work=$(mktemp -d "$root/build.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 started=$(date +%s)
 
-# The directory of a module in Go's module cache (go mod download -json's "Dir").
+# The directory of a module in Go's module cache (go mod download -json's "Dir"; its "Error",
+# on standard output too, says why when there is none).
 module_dir() {
-  (cd "$work" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$1") |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p'
+  local json dir
+  json=$(cd "$work" && GOWORK=off GOFLAGS=-mod=mod "$go" mod download -json "$1") || true
+  dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "scry: go mod download $1 failed:" \
+      "$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p')" >&2
+    return 1
+  fi
+  echo "$dir"
 }
 echo "scry: building the Pyroscope server v$version into $dest (minutes the first time)" >&2
 src=$(module_dir "$module@v$version")
 api=$(module_dir "$module/api@v$api_version")
-if [ -z "$src" ] || [ -z "$api" ] || [ ! -d "$src/cmd/pyroscope" ] || [ ! -d "$api" ]; then
-  echo "scry: go mod download of $module@v$version or its api module failed" >&2
+if [ ! -d "$src/cmd/pyroscope" ]; then
+  echo "scry: $module@v$version has no cmd/pyroscope" >&2
   exit 1
 fi
 
@@ -75,13 +87,13 @@ rm -rf "$work/src/api"
 cp -R "$api" "$work/src/api"
 chmod -R u+w "$work/src/api"
 (cd "$work/src" &&
-  GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build \
+  GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 "$go" build \
     -ldflags "-X github.com/grafana/pyroscope/pkg/util/build.Version=v$version" \
     -o "$work/pyroscope" ./cmd/pyroscope)
 mv -f "$work/pyroscope" "$bin"
 echo "scry: built the Pyroscope server in $(($(date +%s) - started)) s" >&2
 if ! have_it; then
-  echo "scry: $bin does not say it is version $version" >&2
+  echo "scry: $bin does not say it is version v$version" >&2
   exit 1
 fi
 echo "$bin"
