@@ -586,11 +586,16 @@ void push_profile(struct pusher *ps, struct push_delta *st, const struct profile
         until = from;
     d.start_time_absolute = from;
     d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(ps, err_last_message());
-    else
-        push_submit(ps, &body, from, until);
+    /* Two profiles with a memory profile: Pyroscope names each after its sample types, and
+     * one would put the memory types under `wall` (pprof.h). */
+    for (int part = PPROF_TIME; part <= (d.memory ? PPROF_MEMORY : PPROF_TIME); part++) {
+        struct pprof_opts po = {.exporter = "scry " SCRY_VERSION, .part = part};
+        if (pprof_write(&d, &po, &body) != 0)
+            push_count_dropped(ps, err_last_message());
+        else
+            push_submit(ps, &body, from, until);
+        sb_reset(&body);
+    }
     push_delta_free(st);
     st->prev = cum;
     st->have_prev = true;

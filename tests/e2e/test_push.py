@@ -92,6 +92,12 @@ def multipart_fields(content_type, body):
             for part in msg.iter_parts()}
 
 
+def push_kind(req):
+    """A push's profile: "time" (samples and times, in ns) or "memory" (bytes alone)."""
+    fields = multipart_fields(req["content_type"], req["body"])
+    return "time" if b"nanoseconds" in gzip.decompress(fields["profile"]) else "memory"
+
+
 def measured(stdout):
     m = re.search(rb"elapsed ([0-9.]+) hot ([0-9.]+) rest ([0-9.]+)", stdout)
     assert m, stdout
@@ -121,14 +127,22 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
     sent, made, where, dropped = push_report(ran)
     assert (sent, made, dropped) == (len(reqs), len(reqs), 0), ran.describe()
     assert where == f"http://127.0.0.1:{fake_ingest.port}"
+    # Each interval is two profiles (this is a memory profile, `scry run`'s default): its time,
+    # then its memory, since Pyroscope names a profile after its sample types (`wall` and
+    # `memory`, as Go's); the same interval.
+    kinds = [push_kind(r) for r in reqs]
+    assert kinds == ["time", "memory"] * (len(reqs) // 2), kinds
+    for t, m in zip(reqs[0::2], reqs[1::2]):
+        assert [t["query"][k] for k in ("from", "until")] == \
+            [m["query"][k] for k in ("from", "until")], (t["query"], m["query"])
     # One push per interval the program ran (each a quarter of the interval late, so the one
     # due just before the end may fall after it), and the last one at the end.
     periodic = int(elapsed // interval)
-    assert periodic + 0 <= len(reqs) <= periodic + 2, [r["query"] for r in reqs]
-    assert len(reqs) >= 3
+    assert periodic + 0 <= len(reqs) // 2 <= periodic + 2, [r["query"] for r in reqs]
+    assert len(reqs) // 2 >= 3
 
     prev_until = None
-    paths = []
+    paths, memory_paths = [], []
     for i, r in enumerate(reqs):
         q = r["query"]
         assert r["path"] == "/ingest", r["path"]
@@ -139,9 +153,6 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         assert (q["spyName"], q["sampleRate"]) == ("scry", "100"), q
         frm, until = int(q["from"]), int(q["until"])
         assert before - 1 <= frm < until <= after + 1, (q, before, after)
-        if prev_until is not None:
-            assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
-        prev_until = until
         fields = multipart_fields(r["content_type"], r["body"])
         assert set(fields) == {"profile", "sample_type_config"}, fields.keys()
         config = json.loads(fields["sample_type_config"])
@@ -150,6 +161,12 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         gzip.decompress(fields["profile"])
         path = tmp_path / f"push-{i}.pb.gz"
         path.write_bytes(fields["profile"])
+        if kinds[i] == "memory":
+            memory_paths.append(path)
+            continue
+        if prev_until is not None:
+            assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
+        prev_until = until
         paths.append(path)
         # Every interval's own profile names the hot function first (the last one may be
         # short: only when it has samples enough to say).
@@ -168,6 +185,11 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         assert abs(total_p - total_f) <= tol, (index, text_p, text_f)
         for name, v in rows_f.items():
             assert abs(rows_p.get(name, 0) - v) <= tol + 1e-9, (index, name, text_p, text_f)
+
+    # The memory profiles merged are the run's allocations (each line's bytes rounded per push).
+    total_m, rows_m, text_m = pprof_top(memory_paths, "alloc_space")
+    total_f, rows_f, text_f = pprof_top(final, "alloc_space")
+    assert abs(total_m - total_f) <= len(memory_paths) * (len(rows_f) + 1), (text_m, text_f)
 
     # The split is the program's own: its hot loop's share of the wall time, measured by it.
     total_w, wall, text = pprof_top(paths, "wall")
@@ -318,7 +340,7 @@ def flame_self(fb):
 
 
 def assert_served(server, service, profile_path, tmp_path, start, pushes, total="wall",
-                  tags=(("env", "e2e"),)):
+                  tags=(("env", "e2e"),), memory=False):
     """What a Grafana user sees of the pushes of the service: the profile types (the series'
     names, sample types and units), the labels (service_name, the tags, the spy), and flame
     graphs whose totals and per-function self values are those of scry's own profile (the
@@ -337,7 +359,14 @@ def assert_served(server, service, profile_path, tmp_path, start, pushes, total=
     want = {f"{name}:{t}:{u}:{total}:nanoseconds" for t, u in
             (("samples", "count"), ("python", "nanoseconds"), ("native", "nanoseconds"),
              ("system", "nanoseconds"), (total, "nanoseconds")) if pprof_top(final, t)[0] > 0}
-    assert f"{name}:{total}:nanoseconds:{total}:nanoseconds" in want <= kinds, (want, kinds)
+    assert f"{name}:{total}:nanoseconds:{total}:nanoseconds" in want
+    if memory:
+        # Memory is a profile of its own, named as Go's heap profile is (not under `wall`).
+        alloc, alloc_rows, alloc_text = pprof_top(final, "alloc_space")
+        assert alloc > 0, alloc_text
+        want.add("memory:alloc_space:bytes:space:bytes")
+    assert want <= kinds, (want, kinds)
+    assert all(k.startswith("memory:") for k in kinds if "_space:" in k), kinds
     for s in series:
         assert s["service_name"] == service and s["pyroscope_spy"] == "scry", s
         for k, v in tags:
@@ -367,6 +396,11 @@ def assert_served(server, service, profile_path, tmp_path, start, pushes, total=
         assert abs(served.get(fn, 0) - v * 1e9) <= tol_ns, (fn, served, text)
     fb = server.render(f"{name}:samples:count:{total}:nanoseconds", sel, start, until)
     assert fb["flamebearer"]["numTicks"] == samples > 0, (fb["flamebearer"], samples)
+    if memory:
+        fb = server.render("memory:alloc_space:bytes:space:bytes", sel, start, until)
+        got = fb["flamebearer"]["numTicks"]
+        assert fb["metadata"]["units"] == "bytes", fb["metadata"]
+        assert abs(got - alloc) <= pushes * (len(alloc_rows) + 1), (got, alloc, alloc_text)
 
 
 @pytest.mark.parametrize("total", ["wall", "cpu"])
@@ -386,7 +420,7 @@ def test_push_real_pyroscope(scry, pythons, pyroscope, tmp_path, total):
     assert sent == made >= 3 and dropped == 0, ran.describe()
     # A tag key's '.' is a '_' on the server (a label name has none).
     assert_served(pyroscope, service, out, tmp_path, start, made, total,
-                  tags=(("env", "e2e"), ("zone_name", "a")))
+                  tags=(("env", "e2e"), ("zone_name", "a")), memory=True)
 
 
 # ---- scry record --pid PID --push URL: the same sender, fed by the recorder ----
