@@ -352,6 +352,16 @@ def assert_served(server, service, profile_path, tmp_path, start, pushes, total=
     until = int(time.time()) + 5
     sel = f'{{service_name="{service}"}}'
 
+    total_s, rows, text = pprof_top(final, total)
+    samples, _, _ = pprof_top(final, "samples")
+    tol_ns = 1000 * pushes  # each push's values are rounded to the ns
+    deadline = time.monotonic() + 30
+    while True:
+        fb = server.render(f"{name}:{total}:nanoseconds:{total}:nanoseconds", sel, start, until)
+        got = fb["flamebearer"]["numTicks"]
+        if got >= total_s * 1e9 - tol_ns or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)  # ingested, not yet queryable (a bounded wait: 30 s)
     # Every sample type with a value is a profile type (the server keeps none of all zeros:
     # a workload without native time has no `native`).
     series = server.series(sel, start * 1000, until * 1000)
@@ -372,16 +382,6 @@ def assert_served(server, service, profile_path, tmp_path, start, pushes, total=
         for k, v in tags:
             assert s.get(k) == v, (k, v, s)
 
-    total_s, rows, text = pprof_top(final, total)
-    samples, _, _ = pprof_top(final, "samples")
-    tol_ns = 1000 * pushes  # each push's values are rounded to the ns
-    deadline = time.monotonic() + 30
-    while True:
-        fb = server.render(f"{name}:{total}:nanoseconds:{total}:nanoseconds", sel, start, until)
-        got = fb["flamebearer"]["numTicks"]
-        if got >= total_s * 1e9 - tol_ns or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)  # ingested, not yet queryable
     # Pyroscope's own page shows a `cpu` type as samples at 1e9 a second: seconds.
     units = ("nanoseconds", 100) if total == "wall" else ("samples", 1_000_000_000)
     assert (fb["metadata"]["units"], fb["metadata"]["sampleRate"]) == units, fb["metadata"]
