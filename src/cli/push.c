@@ -85,6 +85,18 @@ bool push_name_char(char c)
            strchr("_.:/@+-", c) != NULL;
 }
 
+/* Whether a tag's key (len bytes) names the label name does on the server, which reads a '.' in
+ * a label name as '_' (Prometheus' label names have no '.'). */
+static bool same_label(const char *key, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((key[i] == '.' ? '_' : key[i]) != (name[i] == '.' ? '_' : name[i]))
+            return false;
+    return true;
+}
+
 int push_check_tag(const char *tag)
 {
     const char *eq = strchr(tag, '=');
@@ -95,9 +107,11 @@ int push_check_tag(const char *tag)
             return cli_usage("--tag '%s': the key is not a label name (a letter or '_', then "
                              "letters, digits, '_' or '.')",
                              tag);
-    if (strncmp(tag, "__", 2) == 0 || (eq - tag == 12 && strncmp(tag, "service_name", 12) == 0))
-        return cli_usage("--tag '%s': the key is reserved (name the service with "
-                         "--service-name)",
+    /* Labels the server sets itself: a tag of the same name would make every push a 422. */
+    if (strncmp(tag, "__", 2) == 0 || same_label(tag, eq - tag, "service_name") ||
+        same_label(tag, eq - tag, "pyroscope_spy"))
+        return cli_usage("--tag '%s': the key is reserved (the server sets service_name, "
+                         "from --service-name, pyroscope_spy and the __ labels)",
                          tag);
     for (const char *c = eq + 1; *c; c++)
         if (!push_name_char(*c))
@@ -544,6 +558,19 @@ int push_check_options(const struct push_cfg *cfg)
     if (cfg->extras && !cfg->url)
         return cli_usage("--push-interval, --tag, --service-name and --push-tenant go with "
                          "--push URL");
+    /* Two tags of one label (the same key, or a.b and a_b) make every push a 422 on the
+     * server: refused before the program starts. Checked tags have their '='. */
+    for (size_t i = 0; i < cfg->ntags; i++)
+        for (size_t j = 0; j < i; j++) {
+            const char *a = cfg->tags[i], *b = cfg->tags[j];
+            size_t len = (size_t)(strchr(b, '=') - b);
+            char key[201];
+            snprintf(key, sizeof(key), "%.*s", (int)len, b);
+            if (same_label(a, (size_t)(strchr(a, '=') - a), key))
+                return cli_usage("--tag '%s' and --tag '%s' name the same label (a '.' in a "
+                                 "key is '_' on the server)",
+                                 b, a);
+        }
     return 0;
 }
 

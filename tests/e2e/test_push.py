@@ -299,6 +299,13 @@ def test_push_server_down(scry, pythons, tmp_path, server):
     (["--push", "http://127.0.0.1:4040", "--tag", "a=b}"], "a label cannot have"),
     (["--push", "http://127.0.0.1:4040", "--tag", "__name__=x"], "reserved"),
     (["--push", "http://127.0.0.1:4040", "--tag", "service_name=x"], "reserved"),
+    # Labels the server sets, and two tags of one label: every push would be a 422.
+    (["--push", "http://127.0.0.1:4040", "--tag", "pyroscope_spy=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "service.name=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "a.b=1", "--tag", "a_b=2"],
+     "--tag 'a.b=1' and --tag 'a_b=2' name the same label"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "env=1", "--tag", "x=2", "--tag", "env=3"],
+     "--tag 'env=1' and --tag 'env=3' name the same label"),
     (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
@@ -515,6 +522,7 @@ def test_record_push_server_down(scry, spawn, tmp_path):
 @pytest.mark.parametrize("options, message", [
     (["--push", "localhost"], "--push needs the URL of a Pyroscope server"),
     (["--push", "http://127.0.0.1:4040", "--push-tenant", "a/b"], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "k.x=1", "--tag", "k_x=1"], "same label"),
     (["--tag", "a=b"], "go with --push"),
 ])
 def test_record_push_usage_errors(scry, tmp_path, options, message):
