@@ -135,15 +135,23 @@ int push_check_tenant(const char *id)
     return 0;
 }
 
+/* A character Pyroscope takes in an application name: one of : / @ + (which a tag's value may
+ * have) makes every push a 400. */
+static bool service_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
 int push_check_service(const char *name)
 {
     size_t len = strlen(name);
     bool ok = len > 0 && len <= 200;
     for (size_t i = 0; ok && i < len; i++)
-        ok = push_name_char(name[i]);
+        ok = service_char(name[i]);
     if (!ok)
         return cli_usage("--service-name needs a name such as my-app (letters, digits and "
-                         "_ . : / @ + - only), not '%s'",
+                         "_ . - only), not '%s'",
                          name);
     return 0;
 }
@@ -584,7 +592,7 @@ void push_default_service(const char *name, char *out, size_t n)
     if (len > 3 && strcmp(out + len - 3, ".py") == 0)
         out[len - 3] = 0;
     for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
+        if (!service_char(*c))
             *c = '_';
     if (!out[0])
         snprintf(out, n, "python");

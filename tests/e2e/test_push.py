@@ -242,6 +242,20 @@ def test_push_tenant_and_auth(scry, fake_ingest, tmp_path, monkeypatch):
     assert b"s3cret-pw" not in ran.stderr and all("s3cret" not in l for l in ran.scry_lines)
 
 
+def test_push_default_service_name(scry, fake_ingest, tmp_path):
+    """Without --service-name the service is the script's name less .py, with every character a
+    Pyroscope application name cannot have (: / @ + and the like: the server answered 400 to
+    every push) made '_'."""
+    script = tmp_path / "my+app@v1:x.y-z.py"
+    script.write_bytes((TARGETS / "push_work.py").read_bytes())
+    ran = run_profiled(preferred_python(), script, args=["0.3", "0"],
+                       outfile=tmp_path / "p.json",
+                       options=["--push", f"http://127.0.0.1:{fake_ingest.port}"])
+    assert ran.returncode == 0, ran.describe()
+    names = {r["query"]["name"] for r in fake_ingest.requests}
+    assert names == {"my_app_v1_x.y-z{}"}, names
+
+
 def closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -307,6 +321,11 @@ def test_push_server_down(scry, pythons, tmp_path, server):
     (["--push", "http://127.0.0.1:4040", "--tag", "env=1", "--tag", "x=2", "--tag", "env=3"],
      "--tag 'env=1' and --tag 'env=3' name the same label"),
     (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
+    # Pyroscope's application names: one of : / @ + made every push a 400.
+    (["--push", "http://127.0.0.1:4040", "--service-name", "team/app"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "app:1"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "app@x"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "a+b"], "--service-name"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-tenant", "a b"], "--push-tenant needs"),
