@@ -67,7 +67,7 @@ def _free_ports(n):
 
 
 class PyroscopeServer:
-    def __init__(self, binary, workdir):
+    def __init__(self, binary, workdir, extra_args=()):
         self.workdir = Path(workdir)
         http, grpc, gossip = _free_ports(3)
         self.url = f"http://127.0.0.1:{http}"
@@ -88,7 +88,8 @@ class PyroscopeServer:
                 "-storage.backend=filesystem", f"-storage.filesystem.dir={data / 'shared'}",
                 f"-pyroscopedb.data-path={data / 'local'}",
                 f"-compactor.data-dir={data / 'compactor'}",
-                "-self-profiling.disable-push=true", "-usage-stats.enabled=false"]
+                "-self-profiling.disable-push=true", "-usage-stats.enabled=false",
+                *extra_args]
         self.started = time.monotonic()
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
@@ -136,30 +137,34 @@ class PyroscopeServer:
         with urllib.request.urlopen(f"{self.url}/pyroscope/render?{query}", timeout=30) as r:
             return json.loads(r.read())
 
-    def querier(self, method, body):
-        """A call of the querier's Connect API (querier.v1.QuerierService/METHOD) in JSON."""
+    def querier(self, method, body, tenant=None):
+        """A call of the querier's Connect API (querier.v1.QuerierService/METHOD) in JSON, as
+        the tenant when one is given (X-Scope-OrgID)."""
+        headers = {"Content-Type": "application/json"}
+        if tenant:
+            headers["X-Scope-OrgID"] = tenant
         req = urllib.request.Request(f"{self.url}/querier.v1.QuerierService/{method}",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+                                     data=json.dumps(body).encode(), headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise AssertionError(f"{method}: HTTP {e.code}: {e.read()[:2000]!r}") from None
 
-    def series(self, selector, start_ms, end_ms):
+    def series(self, selector, start_ms, end_ms, tenant=None):
         """Every series matching the selector: a list of {label: value}."""
-        doc = self.querier("Series", {"matchers": [selector], "start": start_ms, "end": end_ms})
+        doc = self.querier("Series", {"matchers": [selector], "start": start_ms, "end": end_ms},
+                           tenant)
         return [{lp["name"]: lp["value"] for lp in s.get("labels", [])}
                 for s in doc.get("labelsSet", [])]
 
 
-def start_server(tmp_path_factory):
+def start_server(tmp_path_factory, extra_args=()):
     """A ready server; a second try on other ports when the first does not start (a port
     taken between its choice and the server's bind, by another run on the machine)."""
     binary = find_binary()
     for attempt in (1, 2):
-        server = PyroscopeServer(binary, tmp_path_factory.mktemp("pyroscope"))
+        server = PyroscopeServer(binary, tmp_path_factory.mktemp("pyroscope"), extra_args)
         try:
             server.wait_ready()
             return server

@@ -449,6 +449,35 @@ def test_push_real_pyroscope(scry, pythons, pyroscope, tmp_path, total):
                   tags=(("env", "e2e"), ("zone_name", "a")), memory=True)
 
 
+@pytest.fixture(scope="module")
+def pyroscope_tenants(tmp_path_factory):
+    """A Pyroscope server with multi-tenancy on: a push needs X-Scope-OrgID."""
+    server = start_server(tmp_path_factory, ["-auth.multitenancy-enabled=true"])
+    yield server
+    server.stop()
+
+
+def test_push_tenant_real_pyroscope(scry, pythons, pyroscope_tenants, tmp_path):
+    """--push-tenant against a real multi-tenant server: without it every push is refused
+    (401), with it the profiles are the tenant's, and another tenant sees none of them."""
+    base = ["--push", pyroscope_tenants.url, "--push-interval", "5", "--service-name", "ten"]
+    start = int(time.time()) - 5
+    ran = run_profiled(preferred_python(), "push_work.py", args=["0.5", "0"],
+                       outfile=tmp_path / "a.json", options=base)
+    sent, made, _, dropped = push_report(ran)
+    assert sent == 0 and dropped == made >= 1, ran.describe()
+    assert "the server answered HTTP 401" in ran.scry_lines[-1], ran.scry_lines
+    ran = run_profiled(preferred_python(), "push_work.py", args=["0.5", "0"],
+                       outfile=tmp_path / "b.json", options=base + ["--push-tenant", "team-a"])
+    sent, made, _, dropped = push_report(ran)
+    assert sent == made >= 1 and dropped == 0, ran.describe()
+    until = int(time.time()) + 5
+    sel = '{service_name="ten"}'
+    mine = pyroscope_tenants.series(sel, start * 1000, until * 1000, tenant="team-a")
+    assert "wall:wall:nanoseconds:wall:nanoseconds" in {s["__profile_type__"] for s in mine}, mine
+    assert pyroscope_tenants.series(sel, start * 1000, until * 1000, tenant="team-b") == []
+
+
 # ---- scry record --pid PID --push URL: the same sender, fed by the recorder ----
 
 def record_push(spawn, tmp_path, url, options=(), duration="2.2", seconds="8"):
