@@ -63,7 +63,7 @@ started=$(date +%s)
 # on standard output too, says why when there is none).
 module_dir() {
   local json dir
-  json=$(cd "$work" && GOWORK=off GOFLAGS=-mod=mod "$go" mod download -json "$1") || true
+  json=$(cd "$work" && GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local "$go" mod download -json "$1") || true
   dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
   if [ -z "$dir" ] || [ ! -d "$dir" ]; then
     echo "scry: go mod download $1 failed:" \
@@ -87,7 +87,7 @@ rm -rf "$work/src/api"
 cp -R "$api" "$work/src/api"
 chmod -R u+w "$work/src/api"
 (cd "$work/src" &&
-  GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 "$go" build \
+  GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 "$go" build \
     -ldflags "-X github.com/grafana/pyroscope/pkg/util/build.Version=v$version" \
     -o "$work/pyroscope" ./cmd/pyroscope)
 mv -f "$work/pyroscope" "$bin"
