@@ -63,7 +63,8 @@ started=$(date +%s)
 # on standard output too, says why when there is none).
 module_dir() {
   local json dir
-  json=$(cd "$work" && GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local "$go" mod download -json "$1") || true
+  json=$(cd "$work" &&
+    GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local "$go" mod download -json "$1") || true
   dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
   if [ -z "$dir" ] || [ ! -d "$dir" ]; then
     echo "scry: go mod download $1 failed:" \

@@ -74,9 +74,9 @@ class PyroscopeServer:
         data = self.workdir / "data"
         self.log_path = self.workdir / "pyroscope.log"
         argv = [binary, "-target=all",
-                f"-server.http-listen-address=127.0.0.1", f"-server.http-listen-port={http}",
-                f"-server.grpc-listen-address=127.0.0.1", f"-server.grpc-listen-port={grpc}",
-                f"-memberlist.bind-addr=127.0.0.1", f"-memberlist.bind-port={gossip}",
+                "-server.http-listen-address=127.0.0.1", f"-server.http-listen-port={http}",
+                "-server.grpc-listen-address=127.0.0.1", f"-server.grpc-listen-port={grpc}",
+                "-memberlist.bind-addr=127.0.0.1", f"-memberlist.bind-port={gossip}",
                 "-memberlist.advertise-addr=127.0.0.1", f"-memberlist.advertise-port={gossip}",
                 "-ingester.lifecycler.addr=127.0.0.1", "-ingester.lifecycler.ID=scry-e2e",
                 "-distributor.ring.instance-addr=127.0.0.1",
@@ -89,6 +89,8 @@ class PyroscopeServer:
                 f"-pyroscopedb.data-path={data / 'local'}",
                 f"-compactor.data-dir={data / 'compactor'}",
                 "-self-profiling.disable-push=true", "-usage-stats.enabled=false",
+                # /ready waits 15 s more by default (for a rolling update's sake): none here.
+                "-ingester.min-ready-duration=0s",
                 *extra_args]
         self.started = time.monotonic()
         self.log = open(self.log_path, "wb")
