@@ -85,8 +85,8 @@ bool push_name_char(char c)
            strchr("_.:/@+-", c) != NULL;
 }
 
-/* Whether a tag's key (len bytes) names the label name does on the server, which reads a '.' in
- * a label name as '_' (Prometheus' label names have no '.'). */
+/* Whether a tag's key (len bytes) is the label `name` on the server, which reads a '.' in a
+ * label name as '_' (Prometheus' label names have no '.'). */
 static bool same_label(const char *key, size_t len, const char *name)
 {
     if (strlen(name) != len)

@@ -229,7 +229,9 @@ int pprof_write(const struct pdoc *d, const struct pprof_opts *o, struct strbuf 
                                               "alloc_space", "inuse_space"};
     static const char *const units[V_MAX] = {"count", "nanoseconds", "nanoseconds",
                                               "nanoseconds", "nanoseconds", "bytes", "bytes"};
-    bool times = o->part != PPROF_MEMORY, memory = o->part != PPROF_TIME && d->memory;
+    /* The memory part always has its two types (a profile without memory: no samples). */
+    bool times = o->part != PPROF_MEMORY;
+    bool memory = o->part == PPROF_MEMORY || (o->part == PPROF_ALL && d->memory);
     b.first = times ? 0 : V_ALLOC;
     b.nvalues = (memory ? V_MAX : V_ALLOC) - b.first;
     uint64_t type_idx[V_MAX] = {0};

@@ -332,6 +332,25 @@ static void test_pprof_parts(void)
     CHECK_EQ(ps.ntypes, 7);
     CHECK_EQ(ps.nsamples, 3);
     CHECK_STR(ps.period_type, "wall");
+    pdoc_free(&d);
+
+    /* The memory part of a profile not marked as memory: its two types (not none), with what
+     * its lines hold. */
+    char *text = strdup(doc_text);
+    char *m = strstr(text, "\"memory\":true");
+    CHECK(m != NULL);
+    memcpy(m, "\"memory\":0   ", 13);
+    CHECK_EQ(pdoc_load_bytes(&d, text, strlen(text), "t.json"), 0);
+    CHECK(!d.memory);
+    sb_reset(&raw);
+    o.part = PPROF_MEMORY;
+    CHECK_EQ(pprof_write(&d, &o, &raw), 0);
+    pprof_summarize(&raw, &ps);
+    CHECK_EQ(ps.ntypes, 2);
+    CHECK_EQ(ps.nsamples, 1);
+    CHECK_EQ(ps.nvalues, 2);
+    CHECK_STR(ps.default_type, "alloc_space");
+    free(text);
     sb_release(&raw);
     pdoc_free(&d);
 }
