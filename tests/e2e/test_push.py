@@ -168,12 +168,13 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
             assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
         prev_until = until
         paths.append(path)
-        # Every interval's own profile names the hot function first (the last one may be
-        # short: only when it has samples enough to say).
-        total, rows, text = pprof_top(path, "samples")
-        if total >= 20:
-            _, wall, text = pprof_top(path, "wall")
-            assert max(wall, key=wall.get) == "push_hot_loop", text
+
+    # Every interval inside the loop names the hot function first. The first interval also holds
+    # the interpreter's start and the last its end, both of which load can stretch: what they
+    # hold is checked by the merged totals below, not here.
+    for path in paths[1:-1]:
+        _, wall, text = pprof_top(path, "wall")
+        assert max(wall, key=wall.get) == "push_hot_loop", text
 
     # Deltas: merged, the pushes are the whole run's profile, to the sample.
     final = tmp_path / "final.pb.gz"
