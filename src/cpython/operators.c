@@ -176,6 +176,20 @@ static void table_bits(struct py_runtime *rt, const struct py_op_cache *c, uint6
             *bits |= 1ULL << bit[i];
 }
 
+/* Whether head (a type's first bytes) is a type object: ready (Py_TPFLAGS_READY), of type `type`
+ * or of a metaclass whose type is `type`. A stale value-stack slot can point at freed memory
+ * whose "type" is any word: its "slots" must not be taken for an extension's code. */
+static bool is_type(struct py_runtime *rt, const uint8_t *head)
+{
+    uint64_t meta = py_u64_at(head + rt->layout.ob_type), metameta;
+    if (!(py_u64_at(head + rt->layout.tp_flags) & (1ULL << 12)) || !rt->types.type)
+        return false;
+    if (meta == rt->types.type)
+        return true;
+    return meta >= 4096 && rd_read(rt->rd, meta + rt->layout.ob_type, &metameta, 8) == 0 &&
+           metameta == rt->types.type;
+}
+
 /* A type's slot bits, read once: PyTypeObject's fields keep their order on every version (the
  * stable ABI), so they are found from tp_flags' offset, which the layout has. */
 static uint64_t type_bits(struct py_runtime *rt, struct py_op_cache *c, uint64_t type)
@@ -186,7 +200,8 @@ static uint64_t type_bits(struct py_runtime *rt, struct py_op_cache *c, uint64_t
     bits = PY_OPS_KNOWN;
     uint64_t f = rt->layout.tp_flags;
     uint8_t head[512];
-    if (f < 72 || f + 64 > sizeof(head) || rd_read(rt->rd, type, head, f + 64) != 0)
+    if (f < 72 || f + 64 > sizeof(head) || rd_read(rt->rd, type, head, f + 64) != 0 ||
+        !is_type(rt, head))
         goto out;
     static const int nb_index[36] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                      12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
