@@ -27,13 +27,13 @@ CPU_TOLERANCE = 0.10  # a function's profiled CPU time against its own thread_ti
 SAMPLE_SLACK = 0.03   # plus 3 samples' worth at the default 10 ms
 
 
-def run(python, tmp_path, mode):
+def run(python, tmp_path, mode, options=()):
     env = program_env()
     env["PYTHONPATH"] = str(REPO / "python")
     truth_file = tmp_path / "truth.json"
     out = tmp_path / "p.json"
-    argv = [str(a) for a in (SCRY, "run", "--no-view", "--python", python, "-o", out, TARGET,
-                             mode, truth_file)]
+    argv = [str(a) for a in (SCRY, "run", "--no-view", "--python", python, "-o", out, *options,
+                             TARGET, mode, truth_file)]
     cp = subprocess.run(argv, capture_output=True, env=env, timeout=120)
     ran = Ran(argv, cp.returncode, cp.stdout, cp.stderr, profile_path=Path(out))
     assert ran.returncode == 0, ran.describe()
@@ -106,3 +106,14 @@ def test_undecorated_caller_is_left_out_and_the_decorated_callee_keeps_its_helpe
     # caller()'s own 0.5 s is still the program's: inner()'s share is of everything sampled.
     assert cpu_seconds(profile, funcs["inner"]) <= 0.75 * profile["sampled_time_sec"], (
         funcs["inner"], profile["sampled_time_sec"])
+
+
+def test_memory_of_an_undecorated_callee_is_the_calling_lines(python_exe, tmp_path):
+    profile, _ = run(python_exe, tmp_path, "memory")
+    funcs = functions(profile)
+    assert set(funcs) == {"keep"}, list(funcs)
+    mb = {e["lineno"]: e.get("n_malloc_mb", 0) for e in file_detail(profile, TARGET)["lines"]
+          if e.get("n_malloc_mb")}
+    # 40 MiB kept by grow(), to within the sampling window (1 MiB), all on keep()'s call of it.
+    line = MARKERS["keep_grow"][0]
+    assert abs(mb.get(line, 0) - 40) <= 2 and set(mb) == {line}, (line, mb)

@@ -5,6 +5,7 @@
   all_in      decorated all_in() does nothing but call the undecorated helper() (0.8 s)
   caller      undecorated caller() loops 0.5 s itself, then calls the decorated inner(), which
               loops 0.2 s and calls helper() for 0.4 s: only inner()'s lines are the profile's
+  memory      decorated keep() calls the undecorated grow(), which keeps 40 MiB of bytearrays
 Every function is decorated with scry.profile (the builtin @profile records the same table).
 Each piece of work is a counting loop, timed with time.thread_time() around it; the truth (CPU
 seconds per name) is written as JSON to the file argv[2].
@@ -101,6 +102,19 @@ def caller(n):
         note("inner", t0)
 
 
+KEPT = []
+
+
+def grow(mib):
+    for _ in range(mib):
+        KEPT.append(bytearray(1 << 20))
+
+
+@scry.profile
+def keep():
+    grow(40)  # @keep_grow
+
+
 def main(mode, out):
     t0 = time.thread_time()
     if mode == "calling":
@@ -111,6 +125,8 @@ def main(mode, out):
         note("all_in", t0)
     elif mode == "caller":
         caller(work(0.5))
+    elif mode == "memory":
+        keep()
     else:
         raise SystemExit(f"profile_callees: no mode {mode!r}")
     with open(out, "w", encoding="utf-8") as f:
