@@ -104,7 +104,8 @@ def _register(fn):
 
 def profile(fn):
     """@scry.profile: when any function is decorated, the profile reports only decorated
-    functions (their share of the whole program's time). Returns fn unchanged."""
+    functions (their share of the whole program's time); time and memory in undecorated code
+    they call are their calling line's. Returns fn unchanged."""
     if not hasattr(fn, "__code__"):
         return fn
     if _preloaded():

@@ -245,7 +245,9 @@ void ag_control_init(void);
 /* The Python package's way in (control.c): want 1 turns profiling on, 0 off, -1 asks. */
 AG_EXPORT int scry_agent_profiling(int want);
 /* @profile (the builtin, or scry.profile): a decorated function, by its code object's
- * co_filename, co_qualname and co_firstlineno. When the program decorated any, the profile
+ * co_filename, co_qualname and co_firstlineno. When the program decorated any, a sample with a
+ * decorated function on its stack is charged to the innermost one's current line (its calling
+ * line when the sample is in an undecorated callee: collector.c attribute), and the profile
  * reports only those functions (the merge filters: docs/json-schema.md). 0, or -1 if the
  * table is full or this process is not profiled. */
 AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname,
@@ -257,6 +259,11 @@ struct ag_decorated {
 };
 /* A copy of the decorated functions (the part writer's). */
 size_t ag_decorated_copy(struct ag_decorated *out, size_t max);
+/* How many functions are decorated so far (the table only grows: the collector asks entries
+ * [from, to) about a code object it has already asked the first `from` about). Lock-free. */
+size_t ag_decorated_count(void);
+bool ag_decorated_in(size_t from, size_t to, const char *file, const char *qualname,
+                     int firstlineno);
 /* agent.c: this process is profiled (the agent started here, and not in a vfork child). */
 bool ag_agent_active(void);
 int ag_control_poll(void);

@@ -42,6 +42,8 @@ struct ag_code {
     int32_t firstlineno;
     uint32_t file, func;
     const struct py_code_info *ci;
+    size_t dec_seen; /* @profile: the decorated functions it was compared with (a prefix) */
+    bool decorated;
 };
 
 static struct ag_thread *threads; /* AG_MAX_THREADS entries, mmap'd */
@@ -210,14 +212,33 @@ static struct {
     uint32_t n;
 } pychain;
 
+/* @profile: whether the code object is one of the first ndec decorated functions (each is
+ * compared once: the table only grows). */
+static bool code_decorated(const struct ag_code *code, size_t ndec)
+{
+    struct ag_code *c = codes + (code - codes);
+    if (c->dec_seen < ndec) {
+        c->decorated = c->decorated || ag_decorated_in(c->dec_seen, ndec, c->ci->filename,
+                                                       c->ci->qualname, c->firstlineno);
+        c->dec_seen = ndec;
+    }
+    return c->decorated;
+}
+
 /* Finds the first frame whose file is profiled (and, with stacks or chain, all of them: in
- * pychain; interned in stats.stacks with stacks only). */
+ * pychain; interned in stats.stacks with stacks only). When the program decorated functions
+ * with @profile, a sample with one on its stack is charged to the innermost one's current line
+ * instead, whatever its file's rule: time in undecorated code it calls is its calling line's,
+ * as line_profiler and Scalene count it (samples with none go where they went: the merge keeps
+ * only decorated functions' lines, the totals keep everything). */
 static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
 {
     struct ag_sframe *chain = pychain.f;
     uint8_t *group = pychain.group;
     uint32_t n = 0;
-    struct ag_attr a = {.kind = ATTR_NONE};
+    bool want_chain = ag_cfg.stacks || chain_wanted;
+    size_t ndec = ag_decorated_count();
+    struct ag_attr a = {.kind = ATTR_NONE}, dec = {.kind = ATTR_NONE};
     for (uint32_t i = 0; i < s->depth; i++) {
         const struct ag_code *c = resolve(&s->frames[i]);
         if (!c)
@@ -226,15 +247,20 @@ static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
             a.kind = ATTR_EXCLUDED;
             a.file = c->file;
         }
-        if (stats.files[c->file].rule != AG_RULE_PROFILED)
-            continue;
-        int line = frame_line(c, s->frames[i].lasti);
-        if (a.kind != ATTR_LINE)
-            a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
-        if (!ag_cfg.stacks && !chain_wanted)
+        if (ndec && dec.kind == ATTR_NONE && code_decorated(c, ndec))
+            dec = (struct ag_attr){ATTR_LINE, c->file, c->func,
+                                   frame_line(c, s->frames[i].lasti), 0};
+        if (stats.files[c->file].rule == AG_RULE_PROFILED) {
+            int line = frame_line(c, s->frames[i].lasti);
+            if (a.kind != ATTR_LINE)
+                a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
+            if (want_chain || n == 0) {
+                group[n] = s->group[i];
+                chain[n++] = (struct ag_sframe){c->file, c->func, line};
+            }
+        }
+        if (!want_chain && a.kind == ATTR_LINE && (!ndec || dec.kind == ATTR_LINE))
             break;
-        group[n] = s->group[i];
-        chain[n++] = (struct ag_sframe){c->file, c->func, line};
     }
     pychain.n = n;
     if (n > 0) {
@@ -248,6 +274,10 @@ static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
         }
         if (!ag_cfg.stacks || ag_stats_stack(&stats, chain, n, &a.stack))
             a.stack = 0;
+    }
+    if (dec.kind == ATTR_LINE) {
+        dec.stack = a.stack; /* the whole stack, down to the undecorated callee */
+        a = dec;
     }
     return a;
 }

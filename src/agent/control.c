@@ -162,7 +162,9 @@ AG_EXPORT int scry_agent_profiling(int want)
 #define AG_MAX_DECORATED 512
 
 static struct ag_decorated decorated[AG_MAX_DECORATED];
-static size_t ndecorated;
+/* Entries below the count are complete and never change, so the collector reads them without
+ * the lock (a child forked while another thread registered one would wait forever on it). */
+static _Atomic size_t ndecorated;
 static pthread_mutex_t decorated_lock = PTHREAD_MUTEX_INITIALIZER;
 
 AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname,
@@ -182,8 +184,7 @@ AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname
         snprintf(d->file, sizeof(d->file), "%s", file);
         snprintf(d->name, sizeof(d->name), "%s", qualname);
         d->first = firstlineno;
-        atomic_thread_fence(memory_order_release);
-        ndecorated++;
+        atomic_fetch_add_explicit(&ndecorated, 1, memory_order_release);
     } else if (!have) {
         rc = -1;
     }
@@ -196,9 +197,26 @@ size_t ag_decorated_copy(struct ag_decorated *out, size_t max)
     /* The part may be written from a signal handler (SIGTERM) that interrupted a registration:
      * then the table is read without the lock (entries are complete before they are counted). */
     bool locked = pthread_mutex_trylock(&decorated_lock) == 0;
-    size_t n = ndecorated < max ? ndecorated : max;
+    size_t have = atomic_load_explicit(&ndecorated, memory_order_acquire);
+    size_t n = have < max ? have : max;
     memcpy(out, decorated, n * sizeof(*out));
     if (locked)
         pthread_mutex_unlock(&decorated_lock);
     return n;
+}
+
+size_t ag_decorated_count(void)
+{
+    return atomic_load_explicit(&ndecorated, memory_order_acquire);
+}
+
+bool ag_decorated_in(size_t from, size_t to, const char *file, const char *qualname,
+                     int firstlineno)
+{
+    size_t n = ag_decorated_count();
+    for (size_t i = from; i < to && i < n; i++)
+        if (decorated[i].first == firstlineno && strcmp(decorated[i].name, qualname) == 0 &&
+            strcmp(decorated[i].file, file) == 0)
+            return true;
+    return false;
 }
