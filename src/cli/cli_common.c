@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
@@ -97,6 +98,7 @@ int cli_report_error(bool json)
         fflush(stdout);
         sb_release(&sb);
     } else {
+        prog_clear(); /* the message starts its own line, not in the middle of the progress */
         /* Messages quote paths, names and profile keys: cleaned like every text shown. */
         fprintf(stderr, "scry: error: %s [%s]\n", san_str(msg), err_code_name(code));
         if (hint && *hint)
@@ -129,6 +131,7 @@ int cli_option_error(int c, char **argv)
 
 void cli_print(const struct strbuf *buf)
 {
+    prog_clear(); /* stdout may be the terminal the progress line is on */
     errno = 0;
     if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len && !stdout_errno)
         stdout_errno = errno ? errno : EIO;
