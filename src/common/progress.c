@@ -72,7 +72,7 @@ void prog_init(bool quiet)
     const char *env = getenv("SCRY_PROGRESS");
     P.decided = true;
     P.force = env && strcmp(env, "always") == 0;
-    P.on = !quiet && !(env && strcmp(env, "never") == 0) && (P.force || isatty(P.fd) == 1);
+    P.on = !quiet && !(env && strcmp(env, "never") == 0) && isatty(P.fd) == 1;
     P.start_ms = now();
     P.last_ms = 0;
     if (P.on && !P.registered) {
@@ -126,6 +126,10 @@ static void describe(struct strbuf *sb)
         if (P.total)
             sb_addf(sb, " of %llu s", (unsigned long long)P.total);
         break;
+    case PROG_NONE:
+        sb->len -= 2; /* "scry: writing the snapshot..." */
+        sb_adds(sb, "...");
+        return;
     case PROG_COUNT:
         sb_addf(sb, "%llu", (unsigned long long)P.done);
         if (P.total)
@@ -189,8 +193,10 @@ void prog_phase(const char *what, enum prog_unit unit, uint64_t total, const cha
     P.noun = noun;
     P.extra_noun = extra_noun;
     P.done = P.extra = 0;
-    P.last_ms = 0; /* a new phase is shown at once (once the first half second is over) */
-    maybe_draw();
+    P.last_ms = 0; /* a new phase is shown at its first update (once the first half second is
+                      over); one without a count at once */
+    if (unit == PROG_NONE)
+        maybe_draw();
 }
 
 void prog_update(uint64_t done)

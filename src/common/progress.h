@@ -3,7 +3,8 @@
  * 10 times a second, erased when the step ends, before any message, and at exit. It is drawn only
  * when stderr is a terminal and the command was not asked for --json or --quiet, and only once
  * the command has worked for half a second (a quick command shows nothing). SCRY_PROGRESS=never
- * turns it off; SCRY_PROGRESS=always draws it at once and on any stderr (for tests). The text goes
+ * turns it off; SCRY_PROGRESS=always draws it from the start (for tests: still only on a terminal,
+ * never with --json or --quiet). The text goes
  * through the one sanitizer (common/sanitize.h). One line per process: not for threads. */
 #ifndef SCRY_COMMON_PROGRESS_H
 #define SCRY_COMMON_PROGRESS_H
@@ -16,6 +17,7 @@ enum prog_unit {
     PROG_COUNT,   /* items: "1234 objects", "3/40 parts" */
     PROG_BYTES,   /* "12.0 MiB of 40.0 MiB" */
     PROG_SECONDS, /* "5 s of 30 s" */
+    PROG_NONE,    /* the phase's name alone: a step that cannot say how far it is */
 };
 
 /* Decides once, at the start of a command, whether the line may be drawn: not with quiet (the
@@ -23,6 +25,7 @@ enum prog_unit {
  * SCRY_PROGRESS says otherwise. Commands that never call it draw nothing. */
 void prog_init(bool quiet);
 /* A new phase: what is done ("walking objects"), what its count is and its total (0: unknown).
+ * It is drawn at its first update (a PROG_NONE phase, which has none, at once).
  * noun names the items of PROG_COUNT ("objects"); extra_noun, if not NULL, names a second count
  * passed to prog_update2 ("samples"). The strings must outlive the phase. */
 void prog_phase(const char *what, enum prog_unit unit, uint64_t total, const char *noun,
@@ -38,8 +41,8 @@ void prog_done(void);
 void prog_clear(void);
 
 /* For tests: the line goes to fd, time comes from now_ms (NULL: the monotonic clock), the
- * terminal is width columns wide (0: asked of fd), and force draws without a terminal or the
- * first half second. */
+ * terminal is width columns wide (0: asked of fd); drawn whether fd is a terminal or not, from
+ * the start with force (else after the first half second). prog_init decides again. */
 void prog_configure_for_test(int fd, double (*now_ms)(void), int width, bool force);
 
 #endif

@@ -3,6 +3,7 @@
  * message, cut to the terminal's width, its text cleaned by the sanitizer, and nothing at all
  * when quiet or when stderr is not a terminal. Time is a fake clock: no test depends on load. */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,21 +80,27 @@ static void test_totals_and_units(void)
     fake_ms = 1000;
     prog_configure_for_test(pfd[1], fake_now, 80, true);
     prog_phase("copying memory", PROG_BYTES, 4u << 20, NULL, NULL);
-    prog_update(1u << 20); /* within 100 ms of the phase's first line: not drawn */
-    fake_ms += 100;
+    CHECK_STR(drain(), ""); /* drawn at its first update */
     prog_update(1u << 20);
-    CHECK_STR(drain(), "\rscry: copying memory: 0 B of 4.0 MiB (0%)\033[K"
-                       "\rscry: copying memory: 1.0 MiB of 4.0 MiB (25%)\033[K");
+    prog_update(2u << 20); /* within 100 ms of the first line: not drawn */
+    fake_ms += 100;
+    prog_update(3u << 20);
+    CHECK_STR(drain(), "\rscry: copying memory: 1.0 MiB of 4.0 MiB (25%)\033[K"
+                       "\rscry: copying memory: 3.0 MiB of 4.0 MiB (75%)\033[K");
     prog_phase("recording", PROG_SECONDS, 30, NULL, "samples");
+    prog_update(0);
     CHECK_STR(drain(), "\rscry: recording: 0 s of 30 s (0%), 0 samples\033[K");
     fake_ms += 200;
     prog_update2(6, 612);
     CHECK_STR(drain(), "\rscry: recording: 6 s of 30 s (20%), 612 samples\033[K");
     prog_phase("merging", PROG_COUNT, 40, "parts", NULL);
+    prog_update(0);
     fake_ms += 200;
     prog_update(50); /* more than the total: never over 100% */
     CHECK_STR(drain(), "\rscry: merging: 0/40 parts (0%)\033[K"
                        "\rscry: merging: 50/40 parts (100%)\033[K");
+    prog_phase("writing the snapshot", PROG_NONE, 0, NULL, NULL);
+    CHECK_STR(drain(), "\rscry: writing the snapshot...\033[K");
     prog_done();
     CHECK_STR(drain(), "\r\033[K");
 }
@@ -106,6 +113,7 @@ static void test_log_message_erases_first(void)
     fake_ms = 1000;
     prog_configure_for_test(pfd[1], fake_now, 80, true);
     prog_phase("reading", PROG_COUNT, 0, "objects", NULL);
+    prog_update(0);
     log_warn("something");
     fake_ms += 200;
     prog_update(3); /* drawn again after the message */
@@ -122,6 +130,7 @@ static void test_cut_and_sanitized(void)
     fake_ms = 1000;
     prog_configure_for_test(pfd[1], fake_now, 20, true);
     prog_phase("a\033]0;title\007 b", PROG_COUNT, 0, "objects", NULL);
+    prog_update(0);
     /* 19 columns of "scry: a?]0;title? b: 0 objects", the controls shown as '?' */
     CHECK_STR(drain(), "\rscry: a?]0;title? b\033[K");
     prog_done();
@@ -133,29 +142,59 @@ static void test_quiet_and_not_a_terminal(void)
     open_pipe();
     fake_ms = 1000;
     prog_configure_for_test(pfd[1], fake_now, 80, true);
-    unsetenv("SCRY_PROGRESS");
-    prog_init(false); /* a pipe is not a terminal */
+    setenv("SCRY_PROGRESS", "always", 1);
+    prog_init(false); /* a pipe is not a terminal: nothing, even when asked for at once */
     prog_phase("walking", PROG_COUNT, 0, "objects", NULL);
     fake_ms += 5000;
     prog_update(1);
     prog_done();
     CHECK_STR(drain(), "");
-    setenv("SCRY_PROGRESS", "always", 1);
-    prog_init(true); /* --json or --quiet: not even when forced */
+
+    /* a pseudo-terminal is one */
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK(master >= 0);
+    CHECK_EQ(grantpt(master), 0);
+    CHECK_EQ(unlockpt(master), 0);
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+    CHECK(slave >= 0);
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    char buf[256];
+    prog_configure_for_test(slave, fake_now, 80, false);
+    prog_init(true); /* --json or --quiet: nothing on a terminal either */
     prog_phase("walking", PROG_COUNT, 0, "objects", NULL);
-    prog_update(1);
     prog_done();
-    CHECK_STR(drain(), "");
-    prog_init(false); /* forced: drawn on a pipe, for the e2e tests */
+    CHECK(read(master, buf, sizeof(buf)) < 0);
+    prog_configure_for_test(slave, fake_now, 80, false);
+    prog_init(false); /* SCRY_PROGRESS=always: drawn from the start on a terminal */
     prog_phase("walking", PROG_COUNT, 0, "objects", NULL);
+    prog_update(0);
     prog_done();
-    CHECK_STR(drain(), "\rscry: walking: 0 objects\033[K\r\033[K");
+    ssize_t n = read(master, buf, sizeof(buf) - 1);
+    CHECK(n > 0);
+    buf[n > 0 ? n : 0] = 0;
+    CHECK_STR(buf, "\rscry: walking: 0 objects\033[K\r\033[K");
     setenv("SCRY_PROGRESS", "never", 1);
+    prog_configure_for_test(slave, fake_now, 80, false);
     prog_init(false);
     prog_phase("walking", PROG_COUNT, 0, "objects", NULL);
+    fake_ms += 5000;
+    prog_update(1);
     prog_done();
-    CHECK_STR(drain(), "");
+    CHECK(read(master, buf, sizeof(buf)) < 0);
     unsetenv("SCRY_PROGRESS");
+    prog_configure_for_test(slave, fake_now, 80, false);
+    prog_init(false); /* by default: a terminal, after the first half second */
+    prog_phase("walking", PROG_COUNT, 0, "objects", NULL);
+    prog_update(1);
+    CHECK(read(master, buf, sizeof(buf)) < 0);
+    fake_ms += 600;
+    prog_update(2);
+    prog_done();
+    n = read(master, buf, sizeof(buf) - 1);
+    buf[n > 0 ? n : 0] = 0;
+    CHECK_STR(buf, "\rscry: walking: 2 objects\033[K\r\033[K");
+    close(slave);
+    close(master);
 }
 
 static const struct tl_test tests[] = {
