@@ -126,6 +126,11 @@ static void describe(struct strbuf *sb)
         if (P.total)
             sb_addf(sb, " of %llu s", (unsigned long long)P.total);
         break;
+    case PROG_PERCENT: {
+        uint64_t d = P.done > P.total ? P.total : P.done;
+        sb_addf(sb, "%d%%", P.total ? (int)((double)d * 100.0 / (double)P.total) : 0);
+        return;
+    }
     case PROG_NONE:
         sb->len -= 2; /* "scry: writing the snapshot..." */
         sb_adds(sb, "...");

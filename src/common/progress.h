@@ -17,6 +17,7 @@ enum prog_unit {
     PROG_COUNT,   /* items: "1234 objects", "3/40 parts" */
     PROG_BYTES,   /* "12.0 MiB of 40.0 MiB" */
     PROG_SECONDS, /* "5 s of 30 s" */
+    PROG_PERCENT, /* "42%": done of total in units of no meaning to a person */
     PROG_NONE,    /* the phase's name alone: a step that cannot say how far it is */
 };
 
