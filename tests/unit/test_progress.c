@@ -99,6 +99,9 @@ static void test_totals_and_units(void)
     prog_update(50); /* more than the total: never over 100% */
     CHECK_STR(drain(), "\rscry: merging: 0/40 parts (0%)\033[K"
                        "\rscry: merging: 50/40 parts (100%)\033[K");
+    prog_phase("computing dominators", PROG_PERCENT, 300, NULL, NULL);
+    prog_update(100);
+    CHECK_STR(drain(), "\rscry: computing dominators: 33%\033[K");
     prog_phase("writing the snapshot", PROG_NONE, 0, NULL, NULL);
     CHECK_STR(drain(), "\rscry: writing the snapshot...\033[K");
     prog_done();
