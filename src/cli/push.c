@@ -2,8 +2,10 @@
  * this thread alone talks to the server. The queue is a ring of PUSH_QUEUE_SLOTS under one
  * mutex: submitting never waits for the network (a full queue drops its oldest profile), and
  * the sender holds the mutex only to take a profile. The request is Pyroscope's
- * POST /ingest?name=SERVICE{TAGS}&from=&until=&format=pprof&spyName=scry&sampleRate= with a
- * multipart body: the profile and the sample types' configuration (docs/export-formats.md). */
+ * POST /ingest?name=SERVICE{TAGS}&from=&until=&spyName=scry&sampleRate= with a multipart body:
+ * the profile and the sample types' configuration (docs/export-formats.md). No format=pprof:
+ * with it the server takes the whole body for one raw pprof and answers 422 (the multipart
+ * Content-Type is what tells it a pprof comes in parts). */
 #include "cli/push.h"
 
 #include <curl/curl.h>
@@ -83,6 +85,18 @@ bool push_name_char(char c)
            strchr("_.:/@+-", c) != NULL;
 }
 
+/* Whether a tag's key (len bytes) is the label `name` on the server, which reads a '.' in a
+ * label name as '_' (Prometheus' label names have no '.'). */
+static bool same_label(const char *key, size_t len, const char *name)
+{
+    if (strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((key[i] == '.' ? '_' : key[i]) != (name[i] == '.' ? '_' : name[i]))
+            return false;
+    return true;
+}
+
 int push_check_tag(const char *tag)
 {
     const char *eq = strchr(tag, '=');
@@ -93,9 +107,11 @@ int push_check_tag(const char *tag)
             return cli_usage("--tag '%s': the key is not a label name (a letter or '_', then "
                              "letters, digits, '_' or '.')",
                              tag);
-    if (strncmp(tag, "__", 2) == 0 || (eq - tag == 12 && strncmp(tag, "service_name", 12) == 0))
-        return cli_usage("--tag '%s': the key is reserved (name the service with "
-                         "--service-name)",
+    /* Labels the server sets itself: a tag of the same name would make every push a 422. */
+    if (strncmp(tag, "__", 2) == 0 || same_label(tag, eq - tag, "service_name") ||
+        same_label(tag, eq - tag, "pyroscope_spy"))
+        return cli_usage("--tag '%s': the key is reserved (the server sets service_name, "
+                         "from --service-name, pyroscope_spy and the __ labels)",
                          tag);
     for (const char *c = eq + 1; *c; c++)
         if (!push_name_char(*c))
@@ -119,15 +135,23 @@ int push_check_tenant(const char *id)
     return 0;
 }
 
+/* A character Pyroscope takes in an application name: one of : / @ + (which a tag's value may
+ * have) makes every push a 400. */
+static bool service_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+}
+
 int push_check_service(const char *name)
 {
     size_t len = strlen(name);
     bool ok = len > 0 && len <= 200;
     for (size_t i = 0; ok && i < len; i++)
-        ok = push_name_char(name[i]);
+        ok = service_char(name[i]);
     if (!ok)
         return cli_usage("--service-name needs a name such as my-app (letters, digits and "
-                         "_ . : / @ + - only), not '%s'",
+                         "_ . - only), not '%s'",
                          name);
     return 0;
 }
@@ -248,8 +272,8 @@ enum post_result { POST_SENT, POST_RETRY, POST_REFUSED };
 static enum post_result post(struct pusher *ps, const struct push_item *it)
 {
     char query[128];
-    snprintf(query, sizeof(query), "&from=%lld&until=%lld&format=pprof&spyName=scry&sampleRate=%ld",
-             it->from, it->until, ps->sample_rate);
+    snprintf(query, sizeof(query), "&from=%lld&until=%lld&spyName=scry&sampleRate=%ld", it->from,
+             it->until, ps->sample_rate);
     struct strbuf url = STRBUF_INIT;
     sb_addf(&url, "%s?name=%s%s", ps->ingest, ps->name, query);
     CURL *c = ps->curl;
@@ -542,6 +566,19 @@ int push_check_options(const struct push_cfg *cfg)
     if (cfg->extras && !cfg->url)
         return cli_usage("--push-interval, --tag, --service-name and --push-tenant go with "
                          "--push URL");
+    /* Two tags of one label (the same key, or a.b and a_b) make every push a 422 on the
+     * server: refused before the program starts. Checked tags have their '='. */
+    for (size_t i = 0; i < cfg->ntags; i++)
+        for (size_t j = 0; j < i; j++) {
+            const char *a = cfg->tags[i], *b = cfg->tags[j];
+            size_t len = (size_t)(strchr(b, '=') - b);
+            char key[201];
+            snprintf(key, sizeof(key), "%.*s", (int)len, b);
+            if (same_label(a, (size_t)(strchr(a, '=') - a), key))
+                return cli_usage("--tag '%s' and --tag '%s' name the same label (a '.' in a "
+                                 "key is '_' on the server)",
+                                 b, a);
+        }
     return 0;
 }
 
@@ -555,7 +592,7 @@ void push_default_service(const char *name, char *out, size_t n)
     if (len > 3 && strcmp(out + len - 3, ".py") == 0)
         out[len - 3] = 0;
     for (char *c = out; *c; c++)
-        if (!push_name_char(*c))
+        if (!service_char(*c))
             *c = '_';
     if (!out[0])
         snprintf(out, n, "python");
@@ -584,11 +621,16 @@ void push_profile(struct pusher *ps, struct push_delta *st, const struct profile
         until = from;
     d.start_time_absolute = from;
     d.elapsed_sec = until - from;
-    struct pprof_opts po = {.exporter = "scry " SCRY_VERSION};
-    if (pprof_write(&d, &po, &body) != 0)
-        push_count_dropped(ps, err_last_message());
-    else
-        push_submit(ps, &body, from, until);
+    /* Two profiles with a memory profile: Pyroscope names each after its sample types, and
+     * one would put the memory types under `wall` (pprof.h). */
+    for (int part = PPROF_TIME; part <= (d.memory ? PPROF_MEMORY : PPROF_TIME); part++) {
+        struct pprof_opts po = {.exporter = "scry " SCRY_VERSION, .part = part};
+        if (pprof_write(&d, &po, &body) != 0)
+            push_count_dropped(ps, err_last_message());
+        else
+            push_submit(ps, &body, from, until);
+        sb_reset(&body);
+    }
     push_delta_free(st);
     st->prev = cum;
     st->have_prev = true;

@@ -61,7 +61,8 @@ int push_check_options(const struct push_cfg *cfg);
 
 /* Usage errors (-SCRY_E_USAGE, recorded with cli_usage) for a URL that is not
  * http(s)://host[:port][/path] or has a query, a tag that is not key=value with a label name as
- * key, and a service name with characters Pyroscope's application names cannot have. */
+ * key, and a service name with characters Pyroscope's application names cannot have (other than
+ * letters, digits and _ . -). */
 int push_check_url(const char *url);
 /* What url is (no message recorded): http(s)://host[:port][/path] (OK), that with a query or a
  * fragment (QUERY), or anything else (BAD); *user, when user is not NULL, says whether it holds
@@ -73,7 +74,8 @@ int push_check_service(const char *name);
 /* A tenant id (Grafana Mimir/Pyroscope's rule): 1 to 150 letters, digits and ! - _ . * ' ( ),
  * neither "." nor "..". */
 int push_check_tenant(const char *id);
-/* A character of a service name or a tag's value: letters, digits and _ . : / @ + -. */
+/* A character of a tag's value: letters, digits and _ . : / @ + - (a service name has only
+ * letters, digits and _ . -: Pyroscope's application names). */
 bool push_name_char(char c);
 
 struct pusher;

@@ -207,8 +207,10 @@ static struct smp_thread *thread_slot(struct smp_proc *pr, const struct py_threa
 }
 
 /* Whether the innermost frame rests on a call that may be into C (the agent's rule, without
- * the program counter: from outside there is none). */
-static bool on_c_call(struct smp_proc *pr, const struct py_frame *f)
+ * the program counter: from outside there is none), or, on a running thread, on an operator
+ * instruction whose operands' type does the work in C outside the interpreter (numpy's `a @ b`:
+ * cpython/operators.h). */
+static bool on_c_call(struct smp_proc *pr, const struct py_frame *f, bool running)
 {
     uint8_t unit[2];
     if (f->lasti < 0 || (uint64_t)f->lasti >= f->code->nunits)
@@ -216,7 +218,10 @@ static bool on_c_call(struct smp_proc *pr, const struct py_frame *f)
     if (rd_read(pr->rd, f->code->addr + pr->rt.layout.co_code_adaptive + (uint64_t)f->lasti * 2,
                 unit, 2) != 0)
         return false;
-    return py_opcode_is_call(pr->rt.minor, unit[0]);
+    if (py_opcode_is_call(pr->rt.minor, unit[0]))
+        return true;
+    uint64_t slots = py_operator_slots(pr->rt.minor, unit[0], unit[1]);
+    return running && slots && py_operator_in_c(&pr->rt, &pr->ops, f->addr, f->code->addr, slots);
 }
 
 int smp_profiled_frames(struct smp_proc *pr, const struct py_frame *frames, size_t n,
@@ -256,7 +261,7 @@ static int hand_sample(struct smp_set *set, struct smp_proc *pr, struct smp_thre
     uint32_t fr[SMP_MAX_DEPTH][3];
     size_t nprof = 0;
     uint32_t first_file = UINT32_MAX;
-    bool native = n == 0 || on_c_call(pr, &frames[0]);
+    bool native = n == 0 || on_c_call(pr, &frames[0], running);
     int err = smp_profiled_frames(pr, frames, n, fr, NULL, &nprof, &first_file);
     if (err)
         return err;
@@ -303,6 +308,7 @@ static int sample_proc(struct smp_set *set, struct smp_proc *pr, struct py_frame
         /* A code object's memory can be reused by another: forget them now and then. */
         py_code_cache_free(&pr->cc);
         py_code_cache_init(&pr->cc);
+        py_op_cache_clear(&pr->ops); /* type objects too */
         pr->cc_since = now;
     }
     /* Scheduler states first: once stopped (--blocking), every thread looks idle. */
@@ -402,6 +408,7 @@ void smp_proc_free(struct smp_proc *pr, const struct smp_hooks *h)
     if (pr->rd)
         rd_close(pr->rd);
     py_code_cache_free(&pr->cc);
+    py_op_cache_free(&pr->ops);
     json_decref(pr->argv);
     json_decref(pr->file_idx);
     json_decref(pr->files);
@@ -422,6 +429,7 @@ struct smp_proc *smp_proc_open(int pid, const struct smp_opts *o, const struct s
     }
     pr->pid = pid;
     py_code_cache_init(&pr->cc);
+    py_op_cache_init(&pr->ops);
     int err = rd_open_pid(pid, &pr->rd);
     if (!err)
         err = py_runtime_open(pr->rd, &pr->rt);
@@ -478,6 +486,8 @@ static int proc_reopen(struct smp_proc *pr, const struct smp_hooks *h)
         return err;
     py_code_cache_free(&pr->cc);
     py_code_cache_init(&pr->cc);
+    py_op_cache_free(&pr->ops); /* its mappings were the old reader's */
+    py_op_cache_init(&pr->ops);
     if (h->reopen && (err = h->reopen(h->ctx, pr)))
         return err;
     pr->failures = 0;

@@ -20,6 +20,7 @@
 
 #include "cpython/file_filter.h"
 #include "cpython/frames.h"
+#include "cpython/operators.h"
 #include "cpython/runtime.h"
 
 #define SMP_DEFAULT_RATE_HZ 100.0
@@ -57,6 +58,7 @@ struct smp_proc {
     struct rd_reader *rd;
     struct py_runtime rt;
     struct py_code_cache cc;
+    struct py_op_cache ops; /* operator instructions' operand types (cpython/operators.h) */
     uint64_t cc_since;
     struct py_filter filter;
     char cwd[PATH_MAX];

@@ -6,7 +6,8 @@
  * (one sample per distinct stack, leaf first), else one per line (a one-frame stack); memory
  * samples are one per line that allocated, with its line as the only frame. One Function per
  * (file, qualname, first line), one Location per (function, line), no mappings: Python frames
- * have no addresses. */
+ * have no addresses. A push's two parts (pprof.h) hold the time types or the memory types
+ * alone. */
 #include "render/pprof.h"
 
 #include <math.h>
@@ -48,7 +49,7 @@ struct pbuild {
     size_t nlocs, cap_locs;
     struct hashmap loc_index;
     struct strbuf samples; /* encoded Sample fields (each with its key) */
-    size_t nvalues;
+    size_t first, nvalues; /* the sample types written: V_* first .. first + nvalues */
     bool oom;
 };
 
@@ -133,7 +134,7 @@ static void add_sample(struct pbuild *b, const int64_t *locs, size_t nlocs, cons
 {
     struct strbuf s = STRBUF_INIT;
     pb_packed(&s, 1, locs, nlocs);
-    pb_packed(&s, 2, vals, b->nvalues);
+    pb_packed(&s, 2, vals + b->first, b->nvalues);
     pb_bytes(&b->samples, P_SAMPLE, s.buf, s.len);
     sb_release(&s);
 }
@@ -228,14 +229,19 @@ int pprof_write(const struct pdoc *d, const struct pprof_opts *o, struct strbuf 
                                               "alloc_space", "inuse_space"};
     static const char *const units[V_MAX] = {"count", "nanoseconds", "nanoseconds",
                                               "nanoseconds", "nanoseconds", "bytes", "bytes"};
-    b.nvalues = d->memory ? V_MAX : V_ALLOC;
-    uint64_t type_idx[V_MAX];
-    for (size_t i = 0; i < b.nvalues; i++) {
+    /* The memory part always has its two types (a profile without memory: no samples). */
+    bool times = o->part != PPROF_MEMORY;
+    bool memory = o->part == PPROF_MEMORY || (o->part == PPROF_ALL && d->memory);
+    b.first = times ? 0 : V_ALLOC;
+    b.nvalues = (memory ? V_MAX : V_ALLOC) - b.first;
+    uint64_t type_idx[V_MAX] = {0};
+    for (size_t i = b.first; i < b.first + b.nvalues; i++) {
         type_idx[i] = internz(&b, i == V_TOTAL ? total : kinds[i]);
         value_type(&msg, P_SAMPLE_TYPE, type_idx[i], internz(&b, units[i]));
     }
-    add_cpu_samples(&b, d);
-    if (d->memory)
+    if (times)
+        add_cpu_samples(&b, d);
+    if (memory)
         add_memory_samples(&b, d);
     sb_add(&msg, b.samples.buf, b.samples.len);
     for (size_t i = 0; i < b.nlocs; i++) {
@@ -260,17 +266,21 @@ int pprof_write(const struct pdoc *d, const struct pprof_opts *o, struct strbuf 
     }
     uint64_t comment = internz(&b, o->exporter ? o->exporter : "scry");
     uint64_t program = d->program[0] ? internz(&b, d->program) : 0;
-    uint64_t total_unit = internz(&b, "nanoseconds");
+    /* The period: the sampling interval in ns; memory has no period of its own (its samples
+     * are taken at thresholds), and names Go's heap profile's type for Pyroscope's sake. */
+    uint64_t period_type = times ? type_idx[V_TOTAL] : internz(&b, "space");
+    uint64_t period_unit = internz(&b, times ? "nanoseconds" : "bytes");
     for (size_t i = 0; i < b.nstrs; i++)
         pb_bytes(&msg, P_STRING_TABLE, b.strs[i].s, b.strs[i].len);
     if (d->start_time_absolute > 0)
         pb_int(&msg, P_TIME_NANOS, ns(d->start_time_absolute));
     pb_int(&msg, P_DURATION_NANOS, ns(d->elapsed_sec));
-    value_type(&msg, P_PERIOD_TYPE, type_idx[V_TOTAL], total_unit);
-    pb_int(&msg, P_PERIOD, ns(d->sampling_rate_sec));
+    value_type(&msg, P_PERIOD_TYPE, period_type, period_unit);
+    if (times)
+        pb_int(&msg, P_PERIOD, ns(d->sampling_rate_sec));
     int64_t comments[2] = {(int64_t)comment, (int64_t)program};
     pb_packed(&msg, P_COMMENT, comments, program ? 2 : 1);
-    pb_uint(&msg, P_DEFAULT_SAMPLE_TYPE, type_idx[V_TOTAL]);
+    pb_uint(&msg, P_DEFAULT_SAMPLE_TYPE, type_idx[times ? V_TOTAL : V_ALLOC]);
     if (b.oom) {
         err = err_fail(SCRY_E_NO_MEMORY, "out of memory writing the pprof profile");
         goto out;

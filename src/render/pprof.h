@@ -9,9 +9,19 @@
 #include "analysis/profile_doc.h"
 #include "common/strbuf.h"
 
+/* Which sample types a profile holds. The export has them all; a push sends the time types and
+ * the memory types as two profiles, since Pyroscope names a profile (its `__name__`) after its
+ * sample types: one pprof would put memory under `wall`, Go's under `memory`. */
+enum pprof_part {
+    PPROF_ALL,    /* the time types, and the memory types with a memory profile */
+    PPROF_TIME,   /* samples, python, native, system, wall (or cpu); period wall (cpu) in ns */
+    PPROF_MEMORY, /* alloc_space, inuse_space; period type space/bytes, as Go's heap profile */
+};
+
 struct pprof_opts {
     const char *exporter; /* "scry VERSION", written as a comment */
     bool raw;             /* the serialized message without gzip (tests) */
+    enum pprof_part part;
 };
 
 /* Writes the profile; 0 or a negative error (recorded). */

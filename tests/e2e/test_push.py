@@ -5,8 +5,12 @@ multipart body (the gzipped pprof profile and the sample types' configuration), 
 pprof` reads every pushed profile. The pushes are deltas: merged, they must equal the whole
 run's profile exactly, and the hot function's share must be what the program measured itself.
 A server that refuses connections, or accepts them and never answers, must not slow the
-program, change its output or its exit status. A real Pyroscope server is used when one is
-installed (`pyroscope` on PATH or $SCRY_PYROSCOPE); it cannot be built here (see the skip).
+program, change its output or its exit status.
+
+The fake server checks the requests' shape; a real Grafana Pyroscope server (v1.9.0, built by
+scripts/install-pyroscope.sh and started once per session by tests/e2e/pyroscope_server.py)
+checks that it takes them and shows what scry measured, as Grafana would query it: the profile
+types, the labels and the flame graphs' values, for `scry run --push` and `scry record --push`.
 """
 
 import base64
@@ -15,20 +19,18 @@ import email.policy
 import gzip
 import http.server
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
 import time
 import urllib.parse
-import urllib.request
 
 import pytest
 
 from conftest import SCRY, TARGETS, load_profile, run_profiled, run_scry, preferred_python
 from test_export import pprof_top
+from pyroscope_server import start_server
 
 REPORT = re.compile(r"^scry: push: (\d+) of (\d+) profiles sent to (\S+), (\d+) dropped")
 FLUSH_SEC = 3.0  # PUSH_FLUSH_SEC in src/cli/push.h
@@ -90,6 +92,12 @@ def multipart_fields(content_type, body):
             for part in msg.iter_parts()}
 
 
+def push_kind(req):
+    """A push's profile: "time" (samples and times, in ns) or "memory" (bytes alone)."""
+    fields = multipart_fields(req["content_type"], req["body"])
+    return "time" if b"nanoseconds" in gzip.decompress(fields["profile"]) else "memory"
+
+
 def measured(stdout):
     m = re.search(rb"elapsed ([0-9.]+) hot ([0-9.]+) rest ([0-9.]+)", stdout)
     assert m, stdout
@@ -119,25 +127,32 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
     sent, made, where, dropped = push_report(ran)
     assert (sent, made, dropped) == (len(reqs), len(reqs), 0), ran.describe()
     assert where == f"http://127.0.0.1:{fake_ingest.port}"
+    # Each interval is two profiles (this is a memory profile, `scry run`'s default): its time,
+    # then its memory, since Pyroscope names a profile after its sample types (`wall` and
+    # `memory`, as Go's); the same interval.
+    kinds = [push_kind(r) for r in reqs]
+    assert kinds == ["time", "memory"] * (len(reqs) // 2), kinds
+    for t, m in zip(reqs[0::2], reqs[1::2]):
+        assert [t["query"][k] for k in ("from", "until")] == \
+            [m["query"][k] for k in ("from", "until")], (t["query"], m["query"])
     # One push per interval the program ran (each a quarter of the interval late, so the one
     # due just before the end may fall after it), and the last one at the end.
     periodic = int(elapsed // interval)
-    assert periodic + 0 <= len(reqs) <= periodic + 2, [r["query"] for r in reqs]
-    assert len(reqs) >= 3
+    assert periodic + 0 <= len(reqs) // 2 <= periodic + 2, [r["query"] for r in reqs]
+    assert len(reqs) // 2 >= 3
 
     prev_until = None
-    paths = []
+    paths, memory_paths = [], []
     for i, r in enumerate(reqs):
         q = r["query"]
         assert r["path"] == "/ingest", r["path"]
         assert "x-scope-orgid" not in r["headers"] and "authorization" not in r["headers"]
         assert q["name"] == "svc-1{env=test,zone=a.b}", q
-        assert (q["format"], q["spyName"], q["sampleRate"]) == ("pprof", "scry", "100"), q
+        # No format=pprof: with it a real server reads the multipart body as one raw pprof.
+        assert "format" not in q, q
+        assert (q["spyName"], q["sampleRate"]) == ("scry", "100"), q
         frm, until = int(q["from"]), int(q["until"])
         assert before - 1 <= frm < until <= after + 1, (q, before, after)
-        if prev_until is not None:
-            assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
-        prev_until = until
         fields = multipart_fields(r["content_type"], r["body"])
         assert set(fields) == {"profile", "sample_type_config"}, fields.keys()
         config = json.loads(fields["sample_type_config"])
@@ -146,13 +161,20 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         gzip.decompress(fields["profile"])
         path = tmp_path / f"push-{i}.pb.gz"
         path.write_bytes(fields["profile"])
+        if kinds[i] == "memory":
+            memory_paths.append(path)
+            continue
+        if prev_until is not None:
+            assert abs(frm - prev_until) <= 1, [x["query"] for x in reqs]
+        prev_until = until
         paths.append(path)
-        # Every interval's own profile names the hot function first (the last one may be
-        # short: only when it has samples enough to say).
-        total, rows, text = pprof_top(path, "samples")
-        if total >= 20:
-            _, wall, text = pprof_top(path, "wall")
-            assert max(wall, key=wall.get) == "push_hot_loop", text
+
+    # Every interval inside the loop names the hot function first. The first interval also holds
+    # the interpreter's start and the last its end, both of which load can stretch: what they
+    # hold is checked by the merged totals below, not here.
+    for path in paths[1:-1]:
+        _, wall, text = pprof_top(path, "wall")
+        assert max(wall, key=wall.get) == "push_hot_loop", text
 
     # Deltas: merged, the pushes are the whole run's profile, to the sample.
     final = tmp_path / "final.pb.gz"
@@ -164,6 +186,11 @@ def test_push_to_ingest(scry, python_exe, fake_ingest, tmp_path):
         assert abs(total_p - total_f) <= tol, (index, text_p, text_f)
         for name, v in rows_f.items():
             assert abs(rows_p.get(name, 0) - v) <= tol + 1e-9, (index, name, text_p, text_f)
+
+    # The memory profiles merged are the run's allocations (each line's bytes rounded per push).
+    total_m, rows_m, text_m = pprof_top(memory_paths, "alloc_space")
+    total_f, rows_f, text_f = pprof_top(final, "alloc_space")
+    assert abs(total_m - total_f) <= len(memory_paths) * (len(rows_f) + 1), (text_m, text_f)
 
     # The split is the program's own: its hot loop's share of the wall time, measured by it.
     total_w, wall, text = pprof_top(paths, "wall")
@@ -214,6 +241,20 @@ def test_push_tenant_and_auth(scry, fake_ingest, tmp_path, monkeypatch):
         assert r["headers"].get("x-scope-orgid") == "team-a_1", r["headers"]
         assert r["headers"].get("authorization") == want, r["headers"]
     assert b"s3cret-pw" not in ran.stderr and all("s3cret" not in l for l in ran.scry_lines)
+
+
+def test_push_default_service_name(scry, fake_ingest, tmp_path):
+    """Without --service-name the service is the script's name less .py, with every character a
+    Pyroscope application name cannot have (: / @ + and the like: the server answered 400 to
+    every push) made '_'."""
+    script = tmp_path / "my+app@v1:x.y-z.py"
+    script.write_bytes((TARGETS / "push_work.py").read_bytes())
+    ran = run_profiled(preferred_python(), script, args=["0.3", "0"],
+                       outfile=tmp_path / "p.json",
+                       options=["--push", f"http://127.0.0.1:{fake_ingest.port}"])
+    assert ran.returncode == 0, ran.describe()
+    names = {r["query"]["name"] for r in fake_ingest.requests}
+    assert names == {"my_app_v1_x.y-z{}"}, names
 
 
 def closed_port():
@@ -273,7 +314,19 @@ def test_push_server_down(scry, pythons, tmp_path, server):
     (["--push", "http://127.0.0.1:4040", "--tag", "a=b}"], "a label cannot have"),
     (["--push", "http://127.0.0.1:4040", "--tag", "__name__=x"], "reserved"),
     (["--push", "http://127.0.0.1:4040", "--tag", "service_name=x"], "reserved"),
+    # Labels the server sets, and two tags of one label: every push would be a 422.
+    (["--push", "http://127.0.0.1:4040", "--tag", "pyroscope_spy=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "service.name=x"], "reserved"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "a.b=1", "--tag", "a_b=2"],
+     "--tag 'a.b=1' and --tag 'a_b=2' name the same label"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "env=1", "--tag", "x=2", "--tag", "env=3"],
+     "--tag 'env=1' and --tag 'env=3' name the same label"),
     (["--push", "http://127.0.0.1:4040", "--service-name", "a b"], "--service-name"),
+    # Pyroscope's application names: one of : / @ + made every push a 400.
+    (["--push", "http://127.0.0.1:4040", "--service-name", "team/app"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "app:1"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "app@x"], "--service-name"),
+    (["--push", "http://127.0.0.1:4040", "--service-name", "a+b"], "--service-name"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "0"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-interval", "x"], "--push-interval"),
     (["--push", "http://127.0.0.1:4040", "--push-tenant", "a b"], "--push-tenant needs"),
@@ -291,56 +344,139 @@ def test_push_usage_errors(scry, tmp_path, options, message):
     assert not out.exists()
 
 
-def test_push_real_pyroscope(scry, pythons, tmp_path):
-    """A real server receives the pushes and answers a query with the hot function."""
-    server = os.environ.get("SCRY_PYROSCOPE") or shutil.which("pyroscope")
-    if not server:
-        pytest.skip("no Pyroscope server here: `go install github.com/grafana/pyroscope/cmd/"
-                    "pyroscope` cannot build it on this machine (the module proxy it reaches "
-                    "refuses github.com/grafana/pyroscope: 403, not served); set "
-                    "$SCRY_PYROSCOPE to a pyroscope binary to run this test")
-    python = preferred_python()
-    port = closed_port()
-    # Its data goes to ./data (the default local storage), in the test's directory.
-    proc = subprocess.Popen([server, f"-server.http-listen-port={port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, "pyroscope did not start"
-            time.sleep(0.5)
-        start = int(time.time()) - 5
-        ran = run_profiled(python, "push_work.py", args=["3", "0"], outfile=tmp_path / "p.json",
-                           options=["--push", base, "--push-interval", "1",
-                                    "--service-name", "scry-e2e"])
-        assert ran.returncode == 0, ran.describe()
-        sent, made, _, dropped = push_report(ran)
-        assert sent == made and dropped == 0, ran.describe()
-        query = urllib.parse.urlencode({"query": "scry-e2e.wall{}", "from": start,
-                                        "until": int(time.time()) + 5, "format": "json"})
-        deadline = time.monotonic() + 30
-        while True:
-            with urllib.request.urlopen(f"{base}/pyroscope/render?{query}", timeout=10) as r:
-                doc = json.loads(r.read())
-            names = doc.get("flamebearer", {}).get("names", [])
-            if "push_hot_loop" in " ".join(names) or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert any("push_hot_loop" in n for n in names), doc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+# ---- a real Grafana Pyroscope server (tests/e2e/pyroscope_server.py) ----
+
+@pytest.fixture(scope="session")
+def pyroscope(tmp_path_factory):
+    """One Pyroscope v1.9.0 server for the session, on a free port of 127.0.0.1; every test
+    pushes under a service name of its own."""
+    server = start_server(tmp_path_factory)
+    yield server
+    server.stop()
+
+
+def flame_self(fb):
+    """{function: self value} of a flamebearer flame graph (levels of [offset, total, self,
+    name] quadruples)."""
+    names, out = fb["flamebearer"]["names"], {}
+    for level in fb["flamebearer"]["levels"]:
+        for i in range(0, len(level), 4):
+            name = names[level[i + 3]]
+            out[name] = out.get(name, 0) + level[i + 2]
+    return out
+
+
+def assert_served(server, service, profile_path, tmp_path, start, pushes, total="wall",
+                  tags=(("env", "e2e"),), memory=False):
+    """What a Grafana user sees of the pushes of the service: the profile types (the series'
+    names, sample types and units), the labels (service_name, the tags, the spy), and flame
+    graphs whose totals and per-function self values are those of scry's own profile (the
+    pushes' sum): the time to the nanosecond per push, the samples exactly."""
+    final = tmp_path / "final.pb.gz"
+    cp = run_scry(["view", "--format", "pprof", "-o", final, profile_path])
+    assert cp.returncode == 0, cp.stderr
+    name = "wall" if total == "wall" else "process_cpu"
+    until = int(time.time()) + 5
+    sel = f'{{service_name="{service}"}}'
+
+    total_s, rows, text = pprof_top(final, total)
+    samples, _, _ = pprof_top(final, "samples")
+    tol_ns = 1000 * pushes  # each push's values are rounded to the ns
+    deadline = time.monotonic() + 30
+    while True:
+        fb = server.render(f"{name}:{total}:nanoseconds:{total}:nanoseconds", sel, start, until)
+        got = fb["flamebearer"]["numTicks"]
+        if got >= total_s * 1e9 - tol_ns or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)  # ingested, not yet queryable (a bounded wait: 30 s)
+    # Every sample type with a value is a profile type (the server keeps none of all zeros:
+    # a workload without native time has no `native`).
+    series = server.series(sel, start * 1000, until * 1000)
+    kinds = {s["__profile_type__"] for s in series}
+    want = {f"{name}:{t}:{u}:{total}:nanoseconds" for t, u in
+            (("samples", "count"), ("python", "nanoseconds"), ("native", "nanoseconds"),
+             ("system", "nanoseconds"), (total, "nanoseconds")) if pprof_top(final, t)[0] > 0}
+    assert f"{name}:{total}:nanoseconds:{total}:nanoseconds" in want
+    if memory:
+        # Memory is a profile of its own, named as Go's heap profile is (not under `wall`).
+        alloc, alloc_rows, alloc_text = pprof_top(final, "alloc_space")
+        assert alloc > 0, alloc_text
+        want.add("memory:alloc_space:bytes:space:bytes")
+    assert want <= kinds, (want, kinds)
+    assert all(k.startswith("memory:") for k in kinds if "_space:" in k), kinds
+    for s in series:
+        assert s["service_name"] == service and s["pyroscope_spy"] == "scry", s
+        for k, v in tags:
+            assert s.get(k) == v, (k, v, s)
+
+    # Pyroscope's own page shows a `cpu` type as samples at 1e9 a second: seconds.
+    units = ("nanoseconds", 100) if total == "wall" else ("samples", 1_000_000_000)
+    assert (fb["metadata"]["units"], fb["metadata"]["sampleRate"]) == units, fb["metadata"]
+    assert abs(got - total_s * 1e9) <= tol_ns, (got, total_s, text)
+    served = flame_self(fb)
+    assert max(served, key=served.get) == "push_hot_loop", served
+    # pprof's report shortens a name in angle brackets (`<module>`, `<interpreter shutdown>`)
+    # to `<unknown>`: those are compared together.
+    for fn in [fn for fn in served if fn.startswith("<")]:
+        served["<unknown>"] = served.get("<unknown>", 0) + served.pop(fn)
+    for fn, v in rows.items():
+        assert abs(served.get(fn, 0) - v * 1e9) <= tol_ns, (fn, served, text)
+    fb = server.render(f"{name}:samples:count:{total}:nanoseconds", sel, start, until)
+    assert fb["flamebearer"]["numTicks"] == samples > 0, (fb["flamebearer"], samples)
+    if memory:
+        fb = server.render("memory:alloc_space:bytes:space:bytes", sel, start, until)
+        got = fb["flamebearer"]["numTicks"]
+        assert fb["metadata"]["units"] == "bytes", fb["metadata"]
+        assert abs(got - alloc) <= pushes * (len(alloc_rows) + 1), (got, alloc, alloc_text)
+
+
+@pytest.mark.parametrize("total", ["wall", "cpu"])
+def test_push_real_pyroscope(scry, pythons, pyroscope, tmp_path, total):
+    """A real Pyroscope server takes every push (the multipart form without format=pprof: with
+    it, v1.9.0 answered 422 to all) and shows what scry measured (assert_served)."""
+    service = f"scry-run-{total}"
+    start = int(time.time()) - 5
+    out = tmp_path / "p.json"
+    ran = run_profiled(preferred_python(), "push_work.py", args=["3", "0"], outfile=out,
+                       options=["--push", pyroscope.url, "--push-interval", "1",
+                                "--service-name", service, "--tag", "env=e2e",
+                                "--tag", "zone.name=a"]
+                       + (["--use-virtual-time"] if total == "cpu" else []))
+    assert ran.returncode == 0, ran.describe()
+    sent, made, where, dropped = push_report(ran)
+    assert sent == made >= 3 and dropped == 0, ran.describe()
+    # A tag key's '.' is a '_' on the server (a label name has none).
+    assert_served(pyroscope, service, out, tmp_path, start, made, total,
+                  tags=(("env", "e2e"), ("zone_name", "a")), memory=True)
+
+
+@pytest.fixture(scope="module")
+def pyroscope_tenants(tmp_path_factory):
+    """A Pyroscope server with multi-tenancy on: a push needs X-Scope-OrgID."""
+    server = start_server(tmp_path_factory, ["-auth.multitenancy-enabled=true"])
+    yield server
+    server.stop()
+
+
+def test_push_tenant_real_pyroscope(scry, pythons, pyroscope_tenants, tmp_path):
+    """--push-tenant against a real multi-tenant server: without it every push is refused
+    (401), with it the profiles are the tenant's, and another tenant sees none of them."""
+    base = ["--push", pyroscope_tenants.url, "--push-interval", "5", "--service-name", "ten"]
+    start = int(time.time()) - 5
+    ran = run_profiled(preferred_python(), "push_work.py", args=["0.5", "0"],
+                       outfile=tmp_path / "a.json", options=base)
+    sent, made, _, dropped = push_report(ran)
+    assert sent == 0 and dropped == made >= 1, ran.describe()
+    assert "the server answered HTTP 401" in ran.scry_lines[-1], ran.scry_lines
+    ran = run_profiled(preferred_python(), "push_work.py", args=["0.5", "0"],
+                       outfile=tmp_path / "b.json", options=base + ["--push-tenant", "team-a"])
+    sent, made, _, dropped = push_report(ran)
+    assert sent == made >= 1 and dropped == 0, ran.describe()
+    until = int(time.time()) + 5
+    sel = '{service_name="ten"}'
+    mine = pyroscope_tenants.series(sel, start * 1000, until * 1000, tenant="team-a")
+    assert "wall:wall:nanoseconds:wall:nanoseconds" in {s["__profile_type__"] for s in mine}, mine
+    assert pyroscope_tenants.series(sel, start * 1000, until * 1000, tenant="team-b") == []
 
 
 # ---- scry record --pid PID --push URL: the same sender, fed by the recorder ----
@@ -383,7 +519,7 @@ def test_record_push(scry, spawn, fake_ingest, tmp_path):
         q = r["query"]
         assert r["path"] == "/ingest" and q["name"] == "rec-svc{env=rec}", (r["path"], q)
         assert r["headers"].get("x-scope-orgid") == "team-r", r["headers"]
-        assert (q["format"], q["sampleRate"]) == ("pprof", "100"), q
+        assert "format" not in q and q["sampleRate"] == "100", q
         if prev_until is not None:
             assert abs(int(q["from"]) - prev_until) <= 1, [x["query"] for x in reqs]
         prev_until = int(q["until"])
@@ -404,6 +540,21 @@ def test_record_push(scry, spawn, fake_ingest, tmp_path):
     assert max(wall, key=wall.get) == "push_hot_loop", text
 
 
+def test_record_push_real_pyroscope(scry, spawn, pyroscope, tmp_path):
+    """`scry record --push` to a real Pyroscope server: every push taken (422 before the fix),
+    and the server shows the recording's profile (assert_served)."""
+    service = "scry-record"
+    start = int(time.time()) - 5
+    cp, _, out, target = record_push(spawn, tmp_path, pyroscope.url,
+                                     ["--push-interval", "0.5", "--service-name", service,
+                                      "--tag", "env=e2e"])
+    assert cp.returncode == 0, cp.stderr
+    assert target.poll() is None, "recording with --push ended the target"
+    sent, made, _, dropped = report_of(cp.stderr)
+    assert sent == made >= 4 and dropped == 0, cp.stderr
+    assert_served(pyroscope, service, out, tmp_path, start, made)
+
+
 def test_record_push_server_down(scry, spawn, tmp_path):
     """A server that refuses connections neither slows the recording down nor holds scry
     past FLUSH_SEC after it; the profile is written, the drops are reported."""
@@ -420,6 +571,7 @@ def test_record_push_server_down(scry, spawn, tmp_path):
 @pytest.mark.parametrize("options, message", [
     (["--push", "localhost"], "--push needs the URL of a Pyroscope server"),
     (["--push", "http://127.0.0.1:4040", "--push-tenant", "a/b"], "--push-tenant needs"),
+    (["--push", "http://127.0.0.1:4040", "--tag", "k.x=1", "--tag", "k_x=1"], "same label"),
     (["--tag", "a=b"], "go with --push"),
 ])
 def test_record_push_usage_errors(scry, tmp_path, options, message):

@@ -243,6 +243,118 @@ out:
     pdoc_free(&d);
 }
 
+/* A push's two parts (pprof.h): the time types alone, and the memory types alone with Go's
+ * heap profile's period type (space/bytes), so that Pyroscope names them `wall` and `memory`. */
+struct pprof_summary {
+    size_t ntypes, nsamples, nvalues; /* nvalues: of every sample (SIZE_MAX when they differ) */
+    int64_t sums[8];
+    char period_type[16], default_type[16];
+};
+
+static void pprof_summarize(const struct strbuf *raw, struct pprof_summary *ps)
+{
+    static struct field fs[4096];
+    const char *strs[64];
+    size_t lens[64], nstr = 0;
+    uint64_t period = 0, deflt = 0;
+    memset(ps, 0, sizeof(*ps));
+    size_t n = fields((const unsigned char *)raw->buf, raw->len, fs, 4096);
+    CHECK(n != SIZE_MAX);
+    for (size_t i = 0; n != SIZE_MAX && i < n; i++) {
+        if (fs[i].num == 6 && nstr < 64) {
+            strs[nstr] = (const char *)fs[i].p;
+            lens[nstr++] = fs[i].len;
+        }
+        ps->ntypes += fs[i].num == 1;
+        if (fs[i].num == 14)
+            deflt = fs[i].v;
+        if (fs[i].num == 11) {
+            struct field vt[2];
+            CHECK(fields(fs[i].p, fs[i].len, vt, 2) == 2);
+            period = vt[0].v;
+        }
+        if (fs[i].num != 2)
+            continue;
+        ps->nsamples++;
+        struct field sf[2];
+        CHECK(fields(fs[i].p, fs[i].len, sf, 2) == 2);
+        size_t k = 0;
+        uint64_t v;
+        for (size_t at = 0, a; at < sf[1].len && k < 8; at += a, k++) {
+            a = read_varint(sf[1].p + at, sf[1].len - at, &v);
+            CHECK(a > 0);
+            if (!a)
+                break;
+            ps->sums[k] += (int64_t)v;
+        }
+        ps->nvalues = ps->nsamples == 1 || ps->nvalues == k ? k : SIZE_MAX;
+    }
+    if (period < nstr && lens[period] < sizeof(ps->period_type))
+        memcpy(ps->period_type, strs[period], lens[period]);
+    if (deflt < nstr && lens[deflt] < sizeof(ps->default_type))
+        memcpy(ps->default_type, strs[deflt], lens[deflt]);
+}
+
+static void test_pprof_parts(void)
+{
+    struct pdoc d;
+    CHECK_EQ(pdoc_load_bytes(&d, doc_text, strlen(doc_text), "t.json"), 0);
+    struct strbuf raw = STRBUF_INIT;
+    struct pprof_summary ps;
+    struct pprof_opts o = {.exporter = "scry test", .raw = true, .part = PPROF_TIME};
+    CHECK_EQ(pprof_write(&d, &o, &raw), 0);
+    pprof_summarize(&raw, &ps);
+    CHECK_EQ(ps.ntypes, 5); /* samples python native system wall */
+    CHECK_EQ(ps.nsamples, 2);
+    CHECK_EQ(ps.nvalues, 5);
+    CHECK_EQ(ps.sums[0], 200);
+    CHECK_EQ(ps.sums[4], 2000000000);
+    CHECK_STR(ps.period_type, "wall");
+    CHECK_STR(ps.default_type, "wall");
+
+    sb_reset(&raw);
+    o.part = PPROF_MEMORY;
+    CHECK_EQ(pprof_write(&d, &o, &raw), 0);
+    pprof_summarize(&raw, &ps);
+    CHECK_EQ(ps.ntypes, 2); /* alloc_space inuse_space */
+    CHECK_EQ(ps.nsamples, 1);
+    CHECK_EQ(ps.nvalues, 2);
+    CHECK_EQ(ps.sums[0], 2 * 1048576);
+    CHECK_EQ(ps.sums[1], 1048576);
+    CHECK_STR(ps.period_type, "space");
+    CHECK_STR(ps.default_type, "alloc_space");
+
+    /* The export (PPROF_ALL) is unchanged: all seven types in one profile. */
+    sb_reset(&raw);
+    o.part = PPROF_ALL;
+    CHECK_EQ(pprof_write(&d, &o, &raw), 0);
+    pprof_summarize(&raw, &ps);
+    CHECK_EQ(ps.ntypes, 7);
+    CHECK_EQ(ps.nsamples, 3);
+    CHECK_STR(ps.period_type, "wall");
+    pdoc_free(&d);
+
+    /* The memory part of a profile not marked as memory: its two types (not none), with what
+     * its lines hold. */
+    char *text = strdup(doc_text);
+    char *m = strstr(text, "\"memory\":true");
+    CHECK(m != NULL);
+    memcpy(m, "\"memory\":0   ", 13);
+    CHECK_EQ(pdoc_load_bytes(&d, text, strlen(text), "t.json"), 0);
+    CHECK(!d.memory);
+    sb_reset(&raw);
+    o.part = PPROF_MEMORY;
+    CHECK_EQ(pprof_write(&d, &o, &raw), 0);
+    pprof_summarize(&raw, &ps);
+    CHECK_EQ(ps.ntypes, 2);
+    CHECK_EQ(ps.nsamples, 1);
+    CHECK_EQ(ps.nvalues, 2);
+    CHECK_STR(ps.default_type, "alloc_space");
+    free(text);
+    sb_release(&raw);
+    pdoc_free(&d);
+}
+
 static void test_trace_and_firefox_parse(void)
 {
     struct pdoc d;
@@ -391,6 +503,7 @@ static const struct tl_test tests[] = {
     TL(test_varints),
     TL(test_doc_model),
     TL(test_pprof_decoded),
+    TL(test_pprof_parts),
     TL(test_trace_and_firefox_parse),
     TL(test_compare_error_model),
 };

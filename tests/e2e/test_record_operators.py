@@ -1,0 +1,92 @@
+"""Operators from outside (issue 27 item 3): `c = a @ b` on numpy arrays is numpy's C code,
+run by the eval loop's BINARY_OP with no call on the stack; `scry record --pid` and `scry top`
+must call it native, as `scry run` does, while a pure-Python operator (`x = x + 1` on ints, a
+class whose `@` is a Python method) stays Python.
+
+The target (tests/targets/record_operators.py) spends about a third of its CPU time on each; its
+truth is what each line does, so the shares are checked per line (>= 70% of the line's own kind),
+not against a clock. Run on every installed interpreter with numpy (skipped without)."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (TARGETS, check_profile, describe_entry, file_detail, line_entry,
+                      line_total, preferred_python, run_scry, split_of)
+from test_top import parse_screen, row_named
+
+TARGET = TARGETS / "record_operators.py"
+FREE_THREADED = True  # the sampler reads 3.13t too
+
+
+def numpy_or_skip(python):
+    if subprocess.run([str(python), "-c", "import numpy"], capture_output=True).returncode:
+        pytest.skip(f"numpy is not installed for {python} (scripts/install-deps.sh packages)")
+
+
+@pytest.fixture
+def operators_target(tmp_path):
+    started = []
+
+    def start(python):
+        numpy_or_skip(python)
+        stop = tmp_path / f"stop-{time.monotonic_ns()}"
+        # One BLAS thread: the product runs on the sampled thread (not in a pool it waits on).
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                   MKL_NUM_THREADS="1")
+        proc = subprocess.Popen([str(python), str(TARGET), "60", str(stop)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append((proc, stop))
+        line = proc.stdout.readline()
+        assert line, f"the target printed nothing; stderr:\n{proc.stderr.read()}"
+        ready = json.loads(line)
+        assert ready["pid"] == proc.pid
+        return proc, ready
+
+    yield start
+    for proc, stop in started:
+        stop.touch()
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def test_record_calls_a_c_types_operator_native(python_exe, operators_target, tmp_path):
+    proc, ready = operators_target(python_exe)
+    out = tmp_path / "rec.json"
+    cp = run_scry(["record", "--pid", proc.pid, "--duration", "3", "-o", out], timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    profile = json.loads(Path(out).read_text())
+    check_profile(profile)
+    detail = file_detail(profile, TARGET)
+    assert detail is not None, sorted(profile["files"])
+    lines = {name: line_entry(detail, n) for name, n in ready["lines"].items()}
+    for name in lines:
+        assert lines[name]["n_samples"] >= 5, f"{name}: {describe_entry(lines[name])}"
+    matmul = lines["matmul"]
+    assert split_of(matmul)[1] >= 0.70, f"numpy's a @ b: {describe_entry(matmul)}"
+    intadd = lines["intadd"]
+    assert split_of(intadd)[0] >= 0.70, f"x = x + 1: {describe_entry(intadd)}"
+    # A class's Python __matmul__: the `@` line (the slot wrapper, the call) and the method's.
+    py = sum(lines[n]["n_cpu_percent_python"] for n in ("pymatmul", "pybody"))
+    total = sum(line_total(lines[n]) for n in ("pymatmul", "pybody"))
+    assert py >= 0.70 * total, (f"Python __matmul__: {describe_entry(lines['pymatmul'])}; "
+                                f"{describe_entry(lines['pybody'])}")
+
+
+def test_top_calls_a_c_types_operator_native(operators_target):
+    proc, _ = operators_target(preferred_python())
+    env = dict(os.environ, COLUMNS="120", LINES="40")
+    cp = run_scry(["top", "--pid", proc.pid, "--once", "--duration", "2.5"], timeout=30, env=env)
+    assert cp.returncode == 0, cp.stderr
+    _, _, rows = parse_screen(cp.stdout)
+    assert row_named(rows, "matmul_part")["Nat%"] >= 70, rows
+    assert row_named(rows, "intadd_part")["Py%"] >= 70, rows
+    assert row_named(rows, "pymatmul_part")["Py%"] >= 70, rows
+    assert row_named(rows, "Vec.__matmul__")["Py%"] >= 70, rows
