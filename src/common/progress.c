@@ -4,6 +4,7 @@
 #include "progress.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -18,6 +19,10 @@
 #define PROG_FIRST_MS 500.0  /* a command quicker than this shows nothing */
 #define PROG_EVERY_MS 100.0  /* at most 10 redraws a second */
 #define PROG_MAX_COLS 200
+
+/* Held while the line is written or erased: a warning logged by another thread (run's and
+ * record's push sender) erases it through log.c's hook while the main thread may be drawing. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
     bool decided, on, force, shown, registered;
@@ -166,8 +171,10 @@ static void draw(void)
     san_addn(&line, text.buf ? text.buf : "", text.len);
     sb_adds(&line, "\033[K");
     if (!sb_failed(&line)) {
+        pthread_mutex_lock(&lock);
         put(line.buf, line.len);
         P.shown = true;
+        pthread_mutex_unlock(&lock);
     }
     sb_release(&text);
     sb_release(&line);
@@ -219,11 +226,13 @@ void prog_update2(uint64_t done, uint64_t extra)
 
 void prog_clear(void)
 {
-    if (!P.shown)
-        return;
-    P.shown = false;
-    P.last_ms = 0;
-    put("\r\033[K", 4);
+    pthread_mutex_lock(&lock);
+    if (P.shown) {
+        P.shown = false;
+        P.last_ms = 0;
+        put("\r\033[K", 4);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void prog_done(void)

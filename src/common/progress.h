@@ -5,7 +5,8 @@
  * the command has worked for half a second (a quick command shows nothing). SCRY_PROGRESS=never
  * turns it off; SCRY_PROGRESS=always draws it from the start (for tests: still only on a terminal,
  * never with --json or --quiet). The text goes
- * through the one sanitizer (common/sanitize.h). One line per process: not for threads. */
+ * through the one sanitizer (common/sanitize.h). One line per process, drawn by one thread; any
+ * thread's log message erases it first. */
 #ifndef SCRY_COMMON_PROGRESS_H
 #define SCRY_COMMON_PROGRESS_H
 
