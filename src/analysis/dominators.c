@@ -74,6 +74,23 @@ static inline uint32_t lt_eval(uint32_t v, uint32_t last, uint32_t *anc, uint32_
 int dom_compute(uint32_t n, const uint32_t *succ_off, const uint32_t *succ, const uint32_t *roots,
                 uint32_t nroots, uint32_t *idom)
 {
+    return dom_compute_progress(n, succ_off, succ, roots, nroots, idom, NULL, NULL);
+}
+
+#define PROGRESS_EVERY 65536u
+
+/* Pass k (0-2) of 3 is done of m nodes through: reported as a share of 3n. */
+static void report(void (*progress)(void *, uint64_t, uint64_t), void *ctx, uint32_t n,
+                   unsigned k, uint64_t done, uint64_t m)
+{
+    if (progress && m)
+        progress(ctx, (uint64_t)k * n + done * n / m, 3 * (uint64_t)n);
+}
+
+int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *succ,
+                         const uint32_t *roots, uint32_t nroots, uint32_t *idom,
+                         void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
     if (n > DOM_MAX_NODES)
         return err_fail(SCRY_E_BAD_SNAPSHOT, "graph of %u nodes: at most %u supported", n,
                         DOM_MAX_NODES);
@@ -140,6 +157,8 @@ int dom_compute(uint32_t n, const uint32_t *succ_off, const uint32_t *succ, cons
         cur[m] = lo;
         npred[m] = 0;
         u = m++;
+        if ((m & (PROGRESS_EVERY - 1)) == 0)
+            report(progress, ctx, n, 0, m, n); /* the reachable ones: n at most */
     }
 
     /* 2. Predecessor lists in DFS numbers, without tree edges: prefix sums of the counts, then
@@ -165,6 +184,8 @@ int dom_compute(uint32_t n, const uint32_t *succ_off, const uint32_t *succ, cons
     }
     for (uint32_t i = 1; i < m; i++) {
         uint32_t v = vert[i];
+        if ((i & (PROGRESS_EVERY - 1)) == 0)
+            report(progress, ctx, n, 1, i, m);
         if (i + 2 * AHEAD < m)
             PREFETCH(&succ_off[vert[i + 2 * AHEAD]]);
         if (i + AHEAD < m) {
@@ -188,6 +209,8 @@ int dom_compute(uint32_t n, const uint32_t *succ_off, const uint32_t *succ, cons
         label[i] = NONE; /* empty buckets */
     uint32_t *semi = ps + 1; /* semi[w] replaces ps[w + 1], the end of w's list, once w is done */
     for (uint32_t w = m - 1; w > 0; w--) {
+        if ((w & (PROGRESS_EVERY - 1)) == 0)
+            report(progress, ctx, n, 2, m - w, m);
         uint32_t start = ps[w], end = ps[w + 1], p = anc[w];
         uint32_t s = p;
         for (uint32_t k = start; k < end; k++) {

@@ -41,6 +41,12 @@
  * snapshot), or -SCRY_E_NO_MEMORY. */
 int dom_compute(uint32_t n, const uint32_t *succ_off, const uint32_t *succ, const uint32_t *roots,
                 uint32_t nroots, uint32_t *idom);
+/* dom_compute, telling progress (if not NULL) how far it is every 65536 nodes of each pass: done
+ * of total, a measure of the work (3n: the search, the predecessor lists, the semi-dominators).
+ * It is how a command shows a computation of minutes; this file knows no terminal. */
+int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *succ,
+                         const uint32_t *roots, uint32_t nroots, uint32_t *idom,
+                         void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
 
 /* Retained sizes from dom_compute's idom: retained[v] = shallow[v] + the retained sizes of the
  * nodes v immediately dominates; 0 for unreachable nodes. Needs no order: a node is finished when

@@ -56,6 +56,26 @@ static int strong_graph(const struct snap *s, uint32_t **off_own, uint32_t **suc
 
 int ha_build(const struct snap *s, struct heap_analysis *a)
 {
+    return ha_build_progress(s, a, NULL, NULL);
+}
+
+struct dom_progress {
+    void (*fn)(void *ctx, enum ha_step step, uint64_t done, uint64_t total);
+    void *ctx;
+};
+
+static void dom_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct dom_progress *p = ctx;
+    p->fn(p->ctx, HA_STEP_DOMINATORS, done, total);
+}
+
+int ha_build_progress(const struct snap *s, struct heap_analysis *a,
+                      void (*progress)(void *ctx, enum ha_step step, uint64_t done,
+                                       uint64_t total),
+                      void *ctx)
+{
+    struct dom_progress dp = {progress, ctx};
     memset(a, 0, sizeof(*a));
     a->s = s;
     a->n = s->nobjects;
@@ -63,6 +83,8 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     uint32_t *off_own = NULL, *succ_own = NULL, *roots = NULL, *queue = NULL;
     const uint32_t *off = NULL, *succ = NULL;
     uint64_t *shallow = NULL;
+    if (progress)
+        progress(ctx, HA_STEP_GRAPH, 0, 0);
     int err = strong_graph(s, &off_own, &succ_own, &off, &succ, &a->weak_edges);
     if (err)
         return err;
@@ -86,9 +108,14 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
         a->root_label[o] = s->roots[r].label;
         roots[nroots++] = o;
     }
-    err = dom_compute(n, off, succ, roots, nroots, a->idom);
+    if (progress)
+        progress(ctx, HA_STEP_DOMINATORS, 0, 3 * (uint64_t)n);
+    err = dom_compute_progress(n, off, succ, roots, nroots, a->idom,
+                               progress ? dom_progress : NULL, &dp);
     if (err)
         goto out;
+    if (progress)
+        progress(ctx, HA_STEP_RETAINED, 0, 0);
     a->retained = xcalloc(n, sizeof(*a->retained));
     shallow = xcalloc(n, sizeof(*shallow));
     if (!a->retained || !shallow) {

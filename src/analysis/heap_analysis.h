@@ -27,6 +27,14 @@ struct heap_analysis {
 /* Runs the whole analysis (O(objects + references)). Returns 0, -SCRY_E_NO_MEMORY, or
  * -SCRY_E_BAD_SNAPSHOT if the graph is inconsistent. */
 int ha_build(const struct snap *s, struct heap_analysis *out);
+/* The steps of ha_build that take long on a big heap, for a command's progress line. */
+enum ha_step { HA_STEP_GRAPH, HA_STEP_DOMINATORS, HA_STEP_RETAINED };
+/* ha_build, telling progress (if not NULL) each step as it starts (done 0) and how far the
+ * dominators are (done of total, dom_compute_progress's measure; 0 of 0 for the other steps). */
+int ha_build_progress(const struct snap *s, struct heap_analysis *out,
+                      void (*progress)(void *ctx, enum ha_step step, uint64_t done,
+                                       uint64_t total),
+                      void *ctx);
 void ha_free(struct heap_analysis *a);
 
 /* The object's retaining path as one line, root first: `sys.modules['app'].__dict__['CACHE']`.

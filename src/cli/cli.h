@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -128,10 +129,14 @@ int cli_parse_window(const char *s, unsigned long long *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
 /* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets
- * *help), and --allocations where allocations is not NULL. Returns 0, or -SCRY_E_USAGE
- * (recorded with cli_usage) for the handler to return. */
+ * *help), --allocations where allocations is not NULL, -q/--quiet where quiet is not NULL.
+ * Returns 0, or -SCRY_E_USAGE (recorded with cli_usage) for the handler to return. */
 int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
-                             bool *allocations);
+                             bool *allocations, bool *quiet);
+/* ha_build_progress's callback for analyze and diff: each step on the progress line
+ * (common/progress.h); ctx is an int, 0 at the start, that remembers the step shown. */
+enum ha_step;
+void cli_heap_progress(void *ctx, enum ha_step step, uint64_t done, uint64_t total);
 /* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Records a
  * usage error unless exactly one was given (returns -SCRY_E_USAGE then, else 0). */
 struct rd_reader;

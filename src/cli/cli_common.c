@@ -13,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/heap_analysis.h"
 #include "analysis/stacks.h"
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
@@ -97,6 +99,7 @@ int cli_report_error(bool json)
         fflush(stdout);
         sb_release(&sb);
     } else {
+        prog_clear(); /* the message starts its own line, not in the middle of the progress */
         /* Messages quote paths, names and profile keys: cleaned like every text shown. */
         fprintf(stderr, "scry: error: %s [%s]\n", san_str(msg), err_code_name(code));
         if (hint && *hint)
@@ -129,6 +132,7 @@ int cli_option_error(int c, char **argv)
 
 void cli_print(const struct strbuf *buf)
 {
+    prog_clear(); /* stdout may be the terminal the progress line is on */
     errno = 0;
     if (buf->len && fwrite(buf->buf, 1, buf->len, stdout) != buf->len && !stdout_errno)
         stdout_errno = errno ? errno : EIO;
@@ -246,7 +250,7 @@ int cli_read_file(const char *path, char **data, size_t *len)
 }
 
 int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
-                             bool *allocations)
+                             bool *allocations, bool *quiet)
 {
     *help = false;
     static const struct option longopts[] = {
@@ -254,15 +258,18 @@ int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool 
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {"allocations", no_argument, NULL, 'a'},
+        {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     if (allocations)
         *allocations = false;
+    if (quiet)
+        *quiet = false;
     *json = cli_wants_json(argc, argv);
     int c;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":t:jh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, quiet ? ":t:jqh" : ":t:jh", longopts, NULL)) != -1) {
         switch (c) {
         case 't': {
             char *end;
@@ -283,11 +290,33 @@ int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool 
                 break;
             }
             return cli_usage("--allocations applies to scry analyze, not here");
+        case 'q':
+            if (quiet) {
+                *quiet = true;
+                break;
+            }
+            return cli_option_error(c, argv);
         default:
             return cli_option_error(c, argv);
         }
     }
     return 0;
+}
+
+void cli_heap_progress(void *ctx, enum ha_step step, uint64_t done, uint64_t total)
+{
+    int *shown = ctx;
+    if (*shown != (int)step + 1) {
+        *shown = (int)step + 1;
+        if (step == HA_STEP_GRAPH)
+            prog_phase("reading the references", PROG_NONE, 0, NULL, NULL);
+        else if (step == HA_STEP_DOMINATORS)
+            prog_phase("computing dominators", PROG_PERCENT, total, NULL, NULL);
+        else
+            prog_phase("retained sizes and paths", PROG_NONE, 0, NULL, NULL);
+    }
+    if (step == HA_STEP_DOMINATORS)
+        prog_update(done);
 }
 
 int cli_check_target(int pid, const char *core, const char *exe)

@@ -12,10 +12,11 @@
 #include "cli/cli.h"
 #include "cli/reports.h"
 #include "common/error.h"
+#include "common/progress.h"
 #include "render/heap_report.h"
 
 const char cmd_analyze_usage[] =
-    "usage: scry analyze [--top N] [--allocations] [--json] app.heap\n"
+    "usage: scry analyze [--top N] [--allocations] [--json] [--quiet] app.heap\n"
     "\n"
     "Computes the dominator tree of a heap snapshot (scry dump) and prints the objects that\n"
     "retain the most memory, with their retained and shallow sizes, type and the path from a\n"
@@ -26,7 +27,8 @@ const char cmd_analyze_usage[] =
     "      --allocations   under each retainer, the lines that allocated what it retains\n"
     "                      (bytes, share, sampling error): a snapshot of a program under\n"
     "                      scry run (docs/allocations.md)\n"
-    "      --json          one JSON document on stdout (docs/json-schema.md)\n";
+    "      --json          one JSON document on stdout (docs/json-schema.md)\n"
+    "  -q, --quiet         no progress line on the terminal while it reads and computes\n";
 
 /* The report, with each retainer's allocating lines when allocations (docs/allocations.md). */
 static int analyze_report(const char *path, size_t limit, bool allocations, bool json,
@@ -46,10 +48,13 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
     size_t *depth = calloc(limit ? limit : 1, sizeof(*depth));
     memset(&s, 0, sizeof(s));
     memset(&a, 0, sizeof(a));
+    /* the progress line (common/progress.h: only where the command asked for it) */
+    int shown = 0;
+    prog_phase("reading the snapshot", PROG_NONE, 0, NULL, NULL);
     int err = top && outer && order && depth ? snap_open(path, &s)
                                              : err_fail(SCRY_E_NO_MEMORY, "out of memory");
     if (!err)
-        err = ha_build(&s, &a);
+        err = ha_build_progress(&s, &a, cli_heap_progress, &shown);
     if (!err)
         err = ha_types(&a, &types, &ntypes);
     if (!err)
@@ -59,6 +64,7 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
     if (!err)
         err = ha_nest_order(outer, ntop, order, depth);
     if (!err && allocations) {
+        prog_phase("joining the allocation samples", PROG_NONE, 0, NULL, NULL);
         err = aj_build(&a, &join);
         alines = calloc(ntop + 1, sizeof(*alines));
         nalines = calloc(ntop + 1, sizeof(*nalines));
@@ -67,6 +73,7 @@ static int analyze_report(const char *path, size_t limit, bool allocations, bool
         for (size_t i = 0; i < ntop && !err; i++)
             err = aj_lines_retained_by(&join, top[i], &alines[i], &nalines[i]);
     }
+    prog_done();
     if (!err) {
         struct heap_analyze_report r = {.path = path, .a = &a, .top = top, .ntop = ntop,
                                         .order = order, .depth = depth,
@@ -101,13 +108,15 @@ int cli_analyze_report(const char *path, size_t limit, bool json, struct strbuf 
 
 int cmd_analyze(int argc, char **argv)
 {
-    bool json, help, allocations;
+    bool json, help, allocations, quiet;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations);
+    int parsed =
+        cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations, &quiet);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 1)
         return cli_usage("give one snapshot file (scry analyze app.heap)");
+    prog_init(json || quiet);
     struct strbuf out = STRBUF_INIT;
     return cli_finish_report(analyze_report(argv[optind], (size_t)limit, allocations, json, &out),
                              &out, json);

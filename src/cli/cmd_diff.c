@@ -13,10 +13,11 @@
 #include "cli/cli.h"
 #include "cli/reports.h"
 #include "common/error.h"
+#include "common/progress.h"
 #include "render/heap_report.h"
 
 const char cmd_diff_usage[] =
-    "usage: scry diff [--top N] [--json] before.heap after.heap\n"
+    "usage: scry diff [--top N] [--json] [--quiet] before.heap after.heap\n"
     "\n"
     "Compares two heap snapshots (scry dump) of a process: the retaining sites whose retained\n"
     "size grew the most (merged retaining paths, as the frames of 'scry flamegraph'), the types\n"
@@ -25,7 +26,8 @@ const char cmd_diff_usage[] =
     "'scry flamegraph --diff before.heap after.heap -o diff.svg' draws the same comparison.\n"
     "\n"
     "      --top N    how many sites and types to list (default 20)\n"
-    "      --json     one JSON document on stdout (docs/json-schema.md)\n";
+    "      --json     one JSON document on stdout (docs/json-schema.md)\n"
+    "  -q, --quiet    no progress line on the terminal while it reads and compares\n";
 
 /* What each side is, for the totals. */
 struct side {
@@ -44,15 +46,21 @@ int cli_diff_report(const char *before, const char *after, size_t limit, bool js
     memset(&d, 0, sizeof(d));
     b.path = before;
     a.path = after;
+    /* the progress line (common/progress.h: only where the command asked for it) */
+    int shown_b = 0, shown_a = 0;
+    prog_phase("reading the first snapshot", PROG_NONE, 0, NULL, NULL);
     int err = snap_open(b.path, &b.s);
     if (!err)
-        err = ha_build(&b.s, &b.a);
+        err = ha_build_progress(&b.s, &b.a, cli_heap_progress, &shown_b);
+    prog_phase("reading the second snapshot", PROG_NONE, 0, NULL, NULL);
     if (!err)
         err = snap_open(a.path, &a.s);
     if (!err)
-        err = ha_build(&a.s, &a.a);
+        err = ha_build_progress(&a.s, &a.a, cli_heap_progress, &shown_a);
+    prog_phase("matching objects", PROG_NONE, 0, NULL, NULL);
     if (!err)
         err = hd_build(&b.a, &a.a, &d);
+    prog_done();
     if (!err) {
         struct heap_diff_report r = {.before = {b.path, &b.a}, .after = {a.path, &a.a}, .d = &d,
                                      .limit = limit};
@@ -71,13 +79,14 @@ int cli_diff_report(const char *before, const char *after, size_t limit, bool js
 
 int cmd_diff(int argc, char **argv)
 {
-    bool json, help;
+    bool json, help, quiet;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL);
+    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL, &quiet);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 2)
         return cli_usage("give two snapshot files (scry diff before.heap after.heap)");
+    prog_init(json || quiet);
     struct strbuf out = STRBUF_INIT;
     return cli_finish_report(
         cli_diff_report(argv[optind], argv[optind + 1], (size_t)limit, json, &out), &out, json);

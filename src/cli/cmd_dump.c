@@ -18,6 +18,7 @@
 #include "common/hashmap.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "cpython/heap_walk.h"
 #include "cpython/memcache.h"
@@ -47,9 +48,9 @@ _Static_assert((int)HW_OBJ_TYPE == (int)SNAP_OBJ_TYPE, "HW_OBJ_TYPE differs from
 
 const char cmd_dump_usage[] =
     "usage: scry dump --pid PID -o FILE [--capture-contents [--max-str N]] [--allocations F]\n"
-    "                 [--json]\n"
+    "                 [--json] [--quiet]\n"
     "       scry dump --core FILE [--exe PYTHON] -o FILE [--capture-contents [--max-str N]]\n"
-    "                 [--json]\n"
+    "                 [--json] [--quiet]\n"
     "\n"
     "Writes a heap snapshot: every object of every interpreter reachable from the garbage\n"
     "collector's lists and from the roots (sys.modules, the sys and builtins dicts, each\n"
@@ -71,12 +72,13 @@ const char cmd_dump_usage[] =
     "      --allocations F     store the live allocation samples of F, written by 'scry record\n"
     "                          --pid PID --allocations -o F' from the same process\n"
     "  -j, --json              print what was written as a JSON document (docs/json-schema.md)\n"
+    "  -q, --quiet             no progress line on the terminal while it copies, walks, writes\n"
     "      --graph FILE        also write the graph as JSON lines (for tests and debugging)\n";
 
 struct dump_opts {
     int pid;
     const char *core, *exe, *output, *graph, *alloc_file;
-    bool json, capture;
+    bool json, capture, quiet;
     size_t max_str;
     /* the live allocation samples from elsewhere than a run's agent (record --allocations) */
     int (*ask)(void *ctx, struct alloc_table *t);
@@ -92,6 +94,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
         {"exe", required_argument, NULL, 'e'},
         {"output", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
         {"capture-contents", no_argument, NULL, OPT_CAPTURE},
         {"max-str", required_argument, NULL, OPT_MAX_STR},
         {"graph", required_argument, NULL, OPT_GRAPH},
@@ -107,7 +110,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:c:e:o:jh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:c:e:o:jqh", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (!cli_parse_pid(optarg, &o->pid))
@@ -124,6 +127,9 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
             break;
         case 'j':
             o->json = true;
+            break;
+        case 'q':
+            o->quiet = true;
             break;
         case OPT_CAPTURE:
             o->capture = true;
@@ -328,13 +334,30 @@ static uint64_t copy_budget(void)
     return (uint64_t)kb * 1024 / 2;
 }
 
+/* The walker's progress on the terminal (common/progress.h: drawn only where the command asked
+ * for it), a new line for each phase. */
+static void walk_progress(void *ctx, enum hw_progress_phase phase, uint64_t done, uint64_t total)
+{
+    int *shown = ctx;
+    if (*shown != (int)phase + 1) {
+        *shown = (int)phase + 1;
+        if (phase == HW_PROGRESS_COPY)
+            prog_phase("copying the target's memory", PROG_BYTES, total, NULL, NULL);
+        else
+            prog_phase("walking objects", PROG_COUNT, 0, "objects", NULL);
+    }
+    prog_update(done);
+}
+
 /* Stops the target, walks its heap into the writer and resumes it, on every path. The walker
  * copies the writable memory and lets the target go before it walks, when memory allows. A
  * collection in progress (its lists are rearranged) is waited out: resume, sleep, try again. */
 static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_opts *o,
                 const struct hw_sink *sink, struct dump_result *res)
 {
-    struct hw_options hopt = {.capture_contents = o->capture, .max_str = o->max_str};
+    int shown = 0;
+    struct hw_options hopt = {.capture_contents = o->capture, .max_str = o->max_str,
+                              .progress = walk_progress, .progress_ctx = &shown};
     uint64_t budget = copy_budget();
     int err = 0;
     /* The copy's memory is mapped and faulted in while the target still runs: the stop only
@@ -630,7 +653,9 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     snap_set_meta(ds.w, &meta);
     struct snap_writer *w = ds.w;
     ds.w = NULL;
+    prog_phase("writing the snapshot", PROG_NONE, 0, NULL, NULL);
     err = snap_writer_close(w, &res.ws);
+    prog_done();
     if (err)
         goto fail;
     if (res.ws.dropped_edges)
@@ -643,6 +668,7 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
         print_text(o, &rt, rd_pid(rd), &res, out);
     goto out;
 fail:
+    prog_done();
     cli_target_error(o->pid);
     snap_writer_abort(ds.w);
     if (ds.graph)
@@ -682,5 +708,6 @@ int cmd_dump(int argc, char **argv)
     int parsed = parse(argc, argv, &o, &help);
     if (parsed || help) /* a usage error is reported by the dispatcher */
         return parsed ? parsed : cli_help();
+    prog_init(o.json || o.quiet);
     return cli_finish_report(dump_report(&o, &out), &out, o.json);
 }

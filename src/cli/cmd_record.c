@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "common/sstream.h"
 #include "render/profile_json.h"
@@ -79,6 +80,7 @@ const char cmd_record_usage[] =
     "                                  script's directory, else the process's working directory)\n"
     "      --timeline                  also keep each sample's time and thread (the per-thread\n"
     "                                  timelines of view --format trace and firefox)\n"
+    "  -q, --quiet                     no progress line (elapsed time, samples) on the terminal\n"
     PUSH_OPTIONS_HELP
     ;
 
@@ -92,6 +94,7 @@ struct rec_opts {
     bool memory;
     struct record_memory_opts mem; /* --heap-at-end, --allocation-sampling-window */
     bool timeline;        /* --timeline: the sample stream */
+    bool quiet;           /* --quiet: no progress line */
     struct push_cfg push; /* push.url NULL: no --push */
 };
 
@@ -103,6 +106,7 @@ struct rec_run {
     struct push_delta delta;
     const struct profile_json_opts *jo;
     double next_push; /* CLOCK_MONOTONIC seconds */
+    uint64_t samples, start_ns; /* for the progress line */
 };
 
 struct rec_line {
@@ -157,6 +161,7 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
         {"service-name", required_argument, NULL, O_SERVICE},
         {"push-tenant", required_argument, NULL, O_TENANT},
         {"timeline", no_argument, NULL, O_TIMELINE},
+        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -171,7 +176,7 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:o:r:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:d:o:r:qh", longopts, NULL)) != -1) {
         int shared = smp_parse_option(c, optarg, &o->s, &o->pid);
         if (shared < 0)
             return shared;
@@ -203,6 +208,9 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
             break;
         case O_TIMELINE:
             o->timeline = true;
+            break;
+        case 'q':
+            o->quiet = true;
             break;
         case O_PUSH:
         case O_PUSH_INTERVAL:
@@ -431,6 +439,7 @@ static void stream_note(struct smp_proc *pr, const struct smp_sample *s, int cat
 static int rec_sample(void *ctx, struct smp_proc *pr, const struct smp_sample *s)
 {
     const struct rec_opts *o = ((const struct rec_run *)ctx)->o;
+    ((struct rec_run *)ctx)->samples++;
     struct rec_data *d = pr->user;
     const uint32_t(*fr)[3] = s->fr;
     int err;
@@ -660,7 +669,9 @@ static int rec_tick(void *ctx, const char **why)
 {
     (void)why;
     struct rec_run *r = ctx;
-    double now = (double)smp_mono_ns() / 1e9;
+    uint64_t now_ns = smp_mono_ns();
+    prog_update2((now_ns - r->start_ns) / 1000000000u, r->samples);
+    double now = (double)now_ns / 1e9;
     if (!r->ps || now < r->next_push)
         return 0;
     while (r->next_push <= now)
@@ -762,10 +773,16 @@ static int record(struct rec_opts *op)
             o.s.native ? ", stopping it to unwind native frames"
                        : o.s.blocking ? ", stopping it" : "");
     const char *why = "the duration ended";
+    /* The progress line (common/progress.h): the time recorded (of --duration) and the samples,
+     * then the merge and the write; erased before the last line. */
+    prog_init(o.quiet);
+    run.start_ns = smp_mono_ns();
+    prog_phase("recording", PROG_SECONDS, (uint64_t)(o.s.duration + 0.999), NULL, "samples");
     int err = smp_loop(&set, &why);
 
     struct profile p;
     prof_init(&p);
+    prog_phase("merging and writing the profile", PROG_NONE, 0, NULL, NULL);
     if (!err)
         err = merge_procs(&set, &o, &p);
     int status = CLI_EXIT_OK;
@@ -774,6 +791,7 @@ static int record(struct rec_opts *op)
         if (run.ps)
             push_profile(run.ps, &run.delta, &p, &jo); /* the last interval */
         err = cli_profile_write(&p, &jo, &out);
+        prog_done();
         if (!err)
             fprintf(stderr,
                     "scry: %s: wrote %s (%llu samples over %.3f s); view it with: scry view "

@@ -31,6 +31,7 @@
 #include "common/infile.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "render/pprof.h"
 #include "render/profile_json.h"
@@ -649,7 +650,11 @@ static void read_parts(struct profile *p, const char *dir, pid_t child, bool sna
      * parts read are known by then. */
     long *have = calloc(n + 1, sizeof(*have));
     size_t nhave = 0;
+    if (!snapshots) /* the merge at the end: while the program runs, its terminal is its own */
+        prog_phase("merging the parts", PROG_COUNT, n, "parts", NULL);
     for (size_t i = 0; i < n; i++) {
+        if (!snapshots)
+            prog_update(i);
         long pid = strtol(names[i] + (names[i][0] == '.' ? 6 : 5), NULL, 10);
         bool skip = false;
         for (size_t j = 0; names[i][0] == 's' && j < nhave && !skip; j++)
@@ -671,16 +676,21 @@ static void read_parts(struct profile *p, const char *dir, pid_t child, bool sna
             if (names[i][0] == '.' && (len < 2 || memcmp(data + len - 2, "}\n", 2) != 0))
                 ; /* still being written, or never: not a part */
             else if (prof_add_part_text(p, data, len, names[i], child) != 0) {
-                if (!snapshots)
+                if (!snapshots) {
+                    prog_clear();
                     fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
+                }
             } else if (have)
                 have[nhave++] = pid;
             free(data);
         } else if (!snapshots) {
+            prog_clear();
             fprintf(stderr, "scry: warning: %s; skipped\n", san_str(err_last_message()));
         }
         free(names[i]);
     }
+    if (!snapshots)
+        prog_update(n);
     free(have);
     free(names);
 }
@@ -1213,6 +1223,9 @@ static int run(struct run_opts o)
     wait_for_lingering(part_dir);
     if (ps.ps)
         push_window(&ps); /* the last interval, from the parts */
+    /* The merge of many parts, the sources and the document take seconds: a progress line
+     * (common/progress.h), not with --json or --no-view, erased before the view. */
+    prog_init(o.no_view);
     read_parts(&p, part_dir, pid, false);
     remove_part_dir(part_dir);
     prof_finish(&p);
@@ -1227,7 +1240,9 @@ static int run(struct run_opts o)
                                   "it could write its profile data: nothing was recorded",
                                   WTERMSIG(st), strsignal(WTERMSIG(st)), ran);
     }
+    prog_phase("reading the sources", PROG_NONE, 0, NULL, NULL);
     cli_profile_read_sources(&p);
+    prog_done();
     if (p.memory_unsupported)
         fprintf(stderr, "scry: warning: memory was not profiled: Python %s is a free-threaded "
                         "build whose allocator's (mimalloc's) blocks scry does not know how to "
@@ -1235,7 +1250,9 @@ static int run(struct run_opts o)
                         "as with --cpu-only\n",
                 san_str(p.python_version ? p.python_version : "?"));
 
+    prog_phase("writing the profile", PROG_NONE, 0, NULL, NULL);
     profile_json_write(&p, &jo, &json);
+    prog_done();
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
     int werr = outfile_write(&out, json.buf ? json.buf : "", json.len);
     if (werr)

@@ -8,6 +8,12 @@
 #include <unistd.h>
 
 static int threshold = -1;
+static void (*before_write)(void);
+
+void log_set_before_write(void (*fn)(void))
+{
+    before_write = fn;
+}
 
 static int parse_level(const char *s)
 {
@@ -46,6 +52,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
     if (len > sizeof(buf) - 2)
         len = sizeof(buf) - 2;
     buf[len++] = '\n';
+    if (before_write)
+        before_write();
     ssize_t w = write(2, buf, len);
     (void)w;
 }

@@ -7,6 +7,9 @@ enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int log_enabled(enum log_level level);
+/* fn is called before each message is written: the CLI's progress line (common/progress.h) is
+ * erased so that the message does not land in the middle of it. NULL: nothing. */
+void log_set_before_write(void (*fn)(void));
 
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

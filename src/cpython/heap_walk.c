@@ -574,6 +574,12 @@ static void let_go(struct hw *w)
     }
 }
 
+static void copy_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct hw *w = ctx;
+    w->opt->progress(w->opt->progress_ctx, HW_PROGRESS_COPY, done, total);
+}
+
 static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
                      const struct hw_sink *sink, struct hw_stats *stats, uint64_t max_copy,
                      void (*resume)(void *ctx), void *resume_ctx)
@@ -604,6 +610,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     bool copied = false;
     if (resume) {
         mc_use_pool(&w.mc, opt->copy_pool);
+        w.mc.progress = opt->progress ? copy_progress : NULL;
+        w.mc.progress_ctx = &w;
         err = mc_prefetch_writable(&w.mc, max_copy);
         if (err < 0)
             goto out;
@@ -674,7 +682,9 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         goto out;
 
     t_seeds = now_ms();
-    while (w.nstack) {
+    for (unsigned n = 0; w.nstack; n++) {
+        if (opt->progress && (n & 4095) == 0)
+            opt->progress(opt->progress_ctx, HW_PROGRESS_OBJECTS, stats->objects, 0);
         uint64_t v = w.stack[--w.nstack], addr = w.stack[--w.nstack];
         if (opt->capture_contents) /* sensitivity may have been learnt since the push */
             v = current_flags(&w, addr, v);

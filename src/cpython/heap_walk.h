@@ -66,10 +66,18 @@ struct hw_sink {
 
 struct mc_pool;
 
+/* What a progress report counts: bytes of the target's memory copied (of total), or objects
+ * reported so far (total 0: not known before the end). */
+enum hw_progress_phase { HW_PROGRESS_COPY, HW_PROGRESS_OBJECTS };
+
 struct hw_options {
     bool capture_contents;
     size_t max_str;     /* cap on captured contents, bytes */
     struct mc_pool *copy_pool; /* hw_walk_resuming: memory prepared for the copy, or NULL */
+    /* Optional (NULL: none): how far the walk is, every 4 MiB copied and every 4096 objects,
+     * so that a command can show it; the walker itself knows no terminal. */
+    void (*progress)(void *ctx, enum hw_progress_phase phase, uint64_t done, uint64_t total);
+    void *progress_ctx;
 };
 
 struct hw_stats {

@@ -213,6 +213,22 @@ static int copy_block(void *ctx, uint64_t index, bool zero)
     return 0;
 }
 
+struct copy_progress {
+    struct memcache *mc;
+    uint64_t done, total; /* blocks */
+};
+
+/* copy_block, with a progress report every 64 blocks (4 MiB): a copy of gigabytes takes
+ * seconds. Only copied blocks count, as count_copied counted the total. */
+static int copy_block_reporting(void *ctx, uint64_t index, bool zero)
+{
+    struct copy_progress *c = ctx;
+    int err = copy_block(c->mc, index, zero);
+    if (!err && !zero && (++c->done & 63) == 0)
+        c->mc->progress(c->mc->progress_ctx, c->done * MC_BLOCK_SIZE, c->total * MC_BLOCK_SIZE);
+    return err;
+}
+
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
 {
     uint64_t blocks = 0;
@@ -221,7 +237,10 @@ int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
     if (total > max_bytes || total + mc->bytes > mc->max_bytes)
         return 1;
     mc->pinned = true; /* the copy is the only consistent view left once the target runs */
-    if (writable_blocks(mc->rd, copy_block, mc) != 0)
+    struct copy_progress cp = {mc, 0, blocks};
+    int err = mc->progress ? writable_blocks(mc->rd, copy_block_reporting, &cp)
+                           : writable_blocks(mc->rd, copy_block, mc);
+    if (err != 0)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory copying the target's memory");
     return 0;
 }

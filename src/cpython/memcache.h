@@ -46,6 +46,9 @@ struct memcache {
     bool pinned; /* blocks are never dropped (mc_prefetch_writable made them) */
     struct mc_block *zero; /* all zeros: every untouched block of anonymous memory in the copy */
     uint64_t block_reads, direct_reads;
+    /* mc_prefetch_writable's progress, every 64 blocks (NULL: none) */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 };
 
 /* max_bytes: memory the copies may take before the cache is emptied (0: 2 GiB). */

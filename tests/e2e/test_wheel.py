@@ -51,10 +51,20 @@ def _describe(cp):
     return f"{' '.join(map(str, cp.args))} (rc {cp.returncode})\n{cp.stdout}\n{cp.stderr}"
 
 
+def _say(config, text):
+    """A line on the terminal before a slow step (a minute of silence looks like a hang): past
+    pytest's capture, which would hold it until the test ends."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    with capman.global_and_fixture_disabled():
+        sys.stderr.write(f"\nscry: {text}\n")
+        sys.stderr.flush()
+
+
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory):
+def wheel(tmp_path_factory, pytestconfig):
     """The manylinux wheel, made once by `make wheel` from the build SCRY belongs to."""
     env = dict(os.environ, BUILD=str(BUILD), PYTHON=sys.executable)
+    _say(pytestconfig, "test_wheel: the wheel's build tools, then the wheel (about a minute)...")
     tools = _run([REPO / "scripts" / "install-deps.sh", "wheel"], timeout=SLOW_S, cwd=REPO,
                  env=env)
     if tools.returncode != 0:
@@ -93,7 +103,7 @@ def _interpreters():
 
 
 @pytest.fixture(scope="session")
-def venvs(tmp_path_factory, wheel):
+def venvs(tmp_path_factory, wheel, pytestconfig):
     """venvs(python) -> Path of a fresh virtual environment of that interpreter with the wheel
     installed (made once per interpreter and session)."""
     made = {}
@@ -104,6 +114,8 @@ def venvs(tmp_path_factory, wheel):
                 pytest.skip(f"{python} has no ensurepip: it cannot make a virtual environment "
                             f"with pip (Debian: python3-venv)")
             venv = tmp_path_factory.mktemp("venv")
+            _say(pytestconfig, f"test_wheel: a virtual environment of {python} with the wheel "
+                               f"(10-30 s)...")
             cp = _run([python, "-m", "venv", venv], timeout=SLOW_S)
             assert cp.returncode == 0, _describe(cp)
             cp = _run([venv / "bin" / "pip", "install", "--no-index", "--no-deps",
