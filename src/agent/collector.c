@@ -195,11 +195,10 @@ struct ag_attr {
 static int frame_line(const struct ag_code *c, int32_t lasti)
 {
     const struct py_code_info *ci = c->ci;
-    int line = ci->linetable
-                   ? py_linetable_line(ci->linetable, ci->linetable_len, ci->firstlineno, lasti)
-                   : -1;
-    /* Line 0 is the RESUME that opens a module's code (3.12+): the module's first line. */
-    return line <= 0 ? ci->firstlineno : line;
+    int line = ci->linetable ? py_linetable_frame_line(ci->linetable, ci->linetable_len,
+                                                       ci->firstlineno, lasti)
+                             : -1;
+    return line < 0 ? ci->firstlineno : line; /* malformed there: the code's first line */
 }
 
 /* With stacks: the profiled frames of the sample being processed, outermost first, and the C
