@@ -210,13 +210,18 @@ static struct {
 } pychain;
 
 /* Finds the first frame whose file is profiled (and, with stacks or chain, all of them: in
- * pychain; interned in stats.stacks with stacks only). */
+ * pychain; interned in stats.stacks with stacks only). Its line belongs to the outermost of the
+ * profiled frames around it that run that same line of that file: a generator expression,
+ * comprehension or lambda called from the line that holds it runs on its caller's line, and
+ * charging the caller whichever frame a sample caught keeps a line's function the same in every
+ * sample (its memory record takes the function of its first sample). */
 static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
 {
     struct ag_sframe *chain = pychain.f;
     uint8_t *group = pychain.group;
     uint32_t n = 0;
     struct ag_attr a = {.kind = ATTR_NONE};
+    bool owner_open = false; /* the next profiled frame may still own a's line */
     for (uint32_t i = 0; i < s->depth; i++) {
         const struct ag_code *c = resolve(&s->frames[i]);
         if (!c)
@@ -228,9 +233,15 @@ static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
         if (stats.files[c->file].rule != AG_RULE_PROFILED)
             continue;
         int line = frame_line(c, s->frames[i].lasti);
-        if (a.kind != ATTR_LINE)
+        if (a.kind != ATTR_LINE) {
             a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
-        if (!ag_cfg.stacks && !chain_wanted)
+            owner_open = true;
+        } else if (owner_open && c->file == a.file && line == a.line) {
+            a.func = c->func;
+        } else {
+            owner_open = false;
+        }
+        if (!ag_cfg.stacks && !chain_wanted && !owner_open)
             break;
         group[n] = s->group[i];
         chain[n++] = (struct ag_sframe){c->file, c->func, line};
