@@ -197,11 +197,10 @@ struct ag_attr {
 static int frame_line(const struct ag_code *c, int32_t lasti)
 {
     const struct py_code_info *ci = c->ci;
-    int line = ci->linetable
-                   ? py_linetable_line(ci->linetable, ci->linetable_len, ci->firstlineno, lasti)
-                   : -1;
-    /* Line 0 is the RESUME that opens a module's code (3.12+): the module's first line. */
-    return line <= 0 ? ci->firstlineno : line;
+    int line = ci->linetable ? py_linetable_frame_line(ci->linetable, ci->linetable_len,
+                                                       ci->firstlineno, lasti)
+                             : -1;
+    return line < 0 ? ci->firstlineno : line; /* malformed there: the code's first line */
 }
 
 /* With stacks: the profiled frames of the sample being processed, outermost first, and the C
@@ -226,11 +225,15 @@ static bool code_decorated(const struct ag_code *code, size_t ndec)
 }
 
 /* Finds the first frame whose file is profiled (and, with stacks or chain, all of them: in
- * pychain; interned in stats.stacks with stacks only). When the program decorated functions
- * with @profile, a sample with one on its stack is charged to the innermost one's current line
- * instead, whatever its file's rule: time in undecorated code it calls is its calling line's,
- * as line_profiler and Scalene count it (samples with none go where they went: the merge keeps
- * only decorated functions' lines, the totals keep everything). */
+ * pychain; interned in stats.stacks with stacks only). Its line belongs to the outermost of the
+ * profiled frames around it that run that same line of that file: a generator expression,
+ * comprehension or lambda called from the line that holds it runs on its caller's line, and
+ * charging the caller whichever frame a sample caught keeps a line's function the same in every
+ * sample (its memory record takes the function of its first sample). When the program decorated
+ * functions with @profile, a sample with one on its stack is charged to the innermost one's
+ * current line instead, whatever its file's rule: time in undecorated code it calls is its
+ * calling line's, as line_profiler and Scalene count it (samples with none go where they went:
+ * the merge keeps only decorated functions' lines, the totals keep everything). */
 static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
 {
     struct ag_sframe *chain = pychain.f;
@@ -239,6 +242,7 @@ static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
     bool want_chain = ag_cfg.stacks || chain_wanted;
     size_t ndec = ag_decorated_count();
     struct ag_attr a = {.kind = ATTR_NONE}, dec = {.kind = ATTR_NONE};
+    bool owner_open = false; /* the next profiled frame may still own a's line */
     for (uint32_t i = 0; i < s->depth; i++) {
         const struct ag_code *c = resolve(&s->frames[i]);
         if (!c)
@@ -252,14 +256,20 @@ static struct ag_attr attribute(const struct ag_sample *s, bool chain_wanted)
                                    frame_line(c, s->frames[i].lasti), 0};
         if (stats.files[c->file].rule == AG_RULE_PROFILED) {
             int line = frame_line(c, s->frames[i].lasti);
-            if (a.kind != ATTR_LINE)
+            if (a.kind != ATTR_LINE) {
                 a = (struct ag_attr){ATTR_LINE, c->file, c->func, line, 0};
+                owner_open = true;
+            } else if (owner_open && c->file == a.file && line == a.line) {
+                a.func = c->func;
+            } else {
+                owner_open = false;
+            }
             if (want_chain || n == 0) {
                 group[n] = s->group[i];
                 chain[n++] = (struct ag_sframe){c->file, c->func, line};
             }
         }
-        if (!want_chain && a.kind == ATTR_LINE && (!ndec || dec.kind == ATTR_LINE))
+        if (!want_chain && a.kind == ATTR_LINE && !owner_open && (!ndec || dec.kind == ATTR_LINE))
             break;
     }
     pychain.n = n;

@@ -48,8 +48,10 @@ void ag_mem_stats_init(struct ag_mem_stats *m)
 
 void ag_mem_stats_free(struct ag_mem_stats *m)
 {
-    for (size_t i = 0; i < m->nlines; i++)
+    for (size_t i = 0; i < m->nlines; i++) {
         free(m->lines[i].timeline);
+        free(m->lines[i].grow);
+    }
     free(m->lines);
     free(m->live);
     hm_free(&m->live_by_seq);
@@ -73,6 +75,32 @@ static struct ag_mline *line_of(struct ag_mem_stats *m, const struct ag_mwhere *
     struct ag_mline *l = &m->lines[m->nlines++];
     *l = (struct ag_mline){.file = w->file, .func = w->func, .line = w->line, .timeline = tl};
     return l;
+}
+
+/* The line's live bytes rose (a malloc sample at t): a new top is one more step of its growth.
+ * Out of memory, the growth keeps its count without its times (and cannot be judged). */
+static void grow_rose(struct ag_mline *l, uint64_t t)
+{
+    if (l->live_bytes <= l->grow_top)
+        return;
+    l->grow_top = l->live_bytes;
+    l->grow_rises++;
+    if (!l->grow)
+        l->grow = calloc(1, sizeof(*l->grow));
+    if (l->grow)
+        ag_timeline_add(l->grow, t, l->live_bytes);
+}
+
+/* The line's live bytes went down (a free sample): below half their top, what grew is
+ * gone (a cache trimmed back, a buffer replaced), and its growth starts again from there. */
+static void grow_fell(struct ag_mline *l)
+{
+    if (l->live_bytes >= l->grow_top / 2)
+        return;
+    l->grow_top = l->live_bytes;
+    l->grow_rises = 0;
+    if (l->grow)
+        memset(l->grow, 0, sizeof(*l->grow));
 }
 
 static void close_execution(struct ag_mline *l)
@@ -144,6 +172,7 @@ static uint64_t forget_live(struct ag_mem_stats *m, uint64_t seq, uint64_t freed
         struct ag_mline *l = &m->lines[r->line];
         l->live_bytes = l->live_bytes > r->held ? l->live_bytes - r->held : 0;
         l->cur = l->cur > r->held ? l->cur - r->held : 0;
+        grow_fell(l);
     }
     for (int k = 0; k < m->npending; k++)
         if (m->pending[k].seq == seq) {
@@ -187,6 +216,8 @@ void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes)
         return;
     struct ag_mline *l = &m->lines[r->line];
     l->live_bytes += bytes;
+    if (l->live_bytes > l->grow_top) /* pages of a mapping: held, but no sample of growth */
+        l->grow_top = l->live_bytes;
     if (!l->open) /* found after the execution that touched them: in no execution's peak */
         return;
     l->cur += bytes;
@@ -266,6 +297,7 @@ void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
     moved_to(m, s->tid, l);
     if (s->kind == AG_M_MALLOC) {
         l->live_bytes += held;
+        grow_rose(l, t);
         l->malloc_bytes += bytes;
         l->python_bytes += s->python_bytes;
         l->malloc_samples++;
@@ -307,4 +339,29 @@ void ag_mem_finish(struct ag_mem_stats *m)
     }
     ag_timeline_flush(&m->timeline);
     hm_clear(&m->last_by_tid);
+}
+
+/* The value of the growth's last point at or before t (0: none). */
+static uint64_t grow_value_at(const struct ag_timeline *g, uint64_t t)
+{
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < g->n && g->t[i] <= t; i++)
+        v = g->v[i];
+    if (g->pend_count && g->pend_t <= t)
+        v = g->pend_v;
+    return v;
+}
+
+uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t end_ns)
+{
+    const struct ag_timeline *g = l->grow;
+    if (!ag_leak_on || !g || !l->grow_rises || (!g->n && !g->pend_count) || !end_ns)
+        return 0;
+    uint64_t first = g->n ? g->t[0] : g->pend_t;
+    uint64_t last = g->pend_count ? g->pend_t : g->t[g->n - 1];
+    uint64_t top = l->grow_top, mid = grow_value_at(g, end_ns / 2);
+    bool held = l->live_bytes >= top - top / 4;
+    bool from_first_half = first <= end_ns / 2, to_last_quarter = last >= end_ns - end_ns / 4;
+    bool grew_late = mid <= top - top / 5; /* a full cache that only wobbles did not */
+    return held && from_first_half && to_last_quarter && grew_late ? l->grow_rises : 0;
 }

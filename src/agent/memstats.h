@@ -39,6 +39,11 @@ struct ag_mline {
     uint64_t leak_mallocs, leak_frees;
     uint64_t live_bytes; /* its malloc samples whose allocation is still there */
     struct ag_timeline *timeline;
+    /* Its own growth since its live bytes last fell back below half their top (a cache
+     * trimmed): the top, the malloc samples that raised it, and [time, live bytes] of each
+     * (NULL until the first; emptied when they fall back). The leak rule reads them. */
+    uint64_t grow_top, grow_rises;
+    struct ag_timeline *grow;
 };
 
 /* A malloc sample whose allocation has not been freed (as far as the collector knows). */
@@ -109,5 +114,10 @@ void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes);
 void ag_mem_end_batch(struct ag_mem_stats *m);
 /* Ends every open execution and completes the timelines (before writing the part). */
 void ag_mem_finish(struct ag_mem_stats *m);
+/* The leak rule of one line at end_ns (ns since the process started): the malloc samples that
+ * raised its live bytes, when they grew from the first half of the run to its last quarter, by
+ * a fifth at least over the second half, and at least three quarters of the top are still held;
+ * 0 otherwise (docs/agent-protocol.md, "Memory"). */
+uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t end_ns);
 
 #endif

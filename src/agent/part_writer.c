@@ -122,7 +122,7 @@ static void key_uint(struct json_writer *w, const char *key, uint64_t v)
 }
 
 /* memory and memory_lines (docs/agent-protocol.md, "Memory"). */
-static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
+static void write_memory(const struct ag_mem_stats *m, uint64_t end_ns, struct json_writer *w)
 {
     jw_key(w, "memory");
     jw_obj_begin(w);
@@ -172,6 +172,7 @@ static void write_memory(const struct ag_mem_stats *m, struct json_writer *w)
             jw_uint(w, nums[k]);
         write_timeline(w, l->timeline);
         jw_uint(w, l->live_bytes);
+        jw_uint(w, ag_mem_growth_rises(l, end_ns));
         jw_arr_end(w);
     }
     jw_arr_end(w);
@@ -394,7 +395,7 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     if (ag_cfg.stacks && ag_unwind_ok)
         write_native(st, w);
     if (mem)
-        write_memory(mem, w);
+        write_memory(mem, elapsed_sec > 0 ? (uint64_t)(elapsed_sec * 1e9) : 0, w);
     write_gpu(st, w);
     jw_key(w, "excluded");
     jw_arr_begin(w);

@@ -144,7 +144,8 @@ static const struct entry_rule line_rule = {3, line_sub, -1, line_sub};
 static const int stack_sub[] = {1, 2, 3, 4, 5, -1};
 static const struct entry_rule stack_rule = {0, stack_sub, -1, stack_sub};
 /* memory_lines: [file, line, func, malloc_bytes, python_bytes, malloc_samples, free_bytes,
- * peak, hw_sum, execs, copy_bytes, leak_mallocs, leak_frees, timeline, live_bytes] */
+ * peak, hw_sum, execs, copy_bytes, leak_mallocs, leak_frees, timeline, live_bytes,
+ * growth_rises (a judgement at the window's end, kept as it is)] */
 static const int mline_sub[] = {3, 4, 5, 6, 8, 9, 10, 11, 12, -1};
 static const int mline_empty[] = {3, 6, 10, -1};
 static const struct entry_rule mline_rule = {2, mline_sub, 13, mline_empty};

@@ -70,6 +70,10 @@ struct prof_line {
         execs, copy_bytes, leak_mallocs, leak_frees;
     /* Bytes of its malloc samples never freed, wherever the free happened. */
     uint64_t live_bytes;
+    /* The leak rule of its own growth (parts that judge it: growth_known): the malloc samples
+     * that raised its live bytes until the end, the most of any part; 0: no steady growth. */
+    bool growth_known;
+    uint64_t growth_rises;
     /* GPU (parts with `gpu_lines`), summed over parts: the seconds its samples stood for while a
      * GPU reading was there, those seconds weighted by the load (0..1) and by the memory (MiB);
      * the largest memory reading of any part. */

@@ -187,8 +187,8 @@ static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64
     out->code = ci;
     out->lasti = py_fw_lasti(&c->fw, code, py_u64_at(fr + L->fr_instr));
     out->group = 0;
-    out->line = ci->linetable ? py_linetable_line(ci->linetable, ci->linetable_len,
-                                                  ci->firstlineno, out->lasti)
+    out->line = ci->linetable ? py_linetable_frame_line(ci->linetable, ci->linetable_len,
+                                                        ci->firstlineno, out->lasti)
                               : -1;
     if (!suspended)
         return true; /* not started: awaits nothing; running: its value stack is moving */

@@ -165,8 +165,8 @@ static int stack_walk(struct py_runtime *rt, struct py_code_cache *cc, const str
         frames[n].lasti = lasti;
         frames[n].group = raw[i].group;
         frames[n].line = ci->linetable
-                             ? py_linetable_line(ci->linetable, ci->linetable_len,
-                                                 ci->firstlineno, lasti)
+                             ? py_linetable_frame_line(ci->linetable, ci->linetable_len,
+                                                       ci->firstlineno, lasti)
                              : -1;
         n++;
     }

@@ -41,7 +41,9 @@ static int32_t lt_svarint(struct lt_reader *r)
     return (u & 1) ? -(int32_t)(u >> 1) : (int32_t)(u >> 1);
 }
 
-int py_linetable_line(const uint8_t *table, size_t len, int firstlineno, int64_t unit)
+/* carry: a unit without a location takes the line of the last entry with one before it (the
+ * first line before any), as a frame resting there still shows the line it was on. */
+static int decode(const uint8_t *table, size_t len, int firstlineno, int64_t unit, bool carry)
 {
     if (unit < 0)
         return firstlineno;
@@ -82,8 +84,19 @@ int py_linetable_line(const uint8_t *table, size_t len, int firstlineno, int64_t
         if (r.bad)
             return -1;
         if (unit < addr + units)
-            return has_line && line >= 0 && line <= INT32_MAX ? (int)line : -1;
+            return (has_line || carry) && line >= 0 && line <= INT32_MAX ? (int)line : -1;
         addr += units;
     }
     return -1;
+}
+
+int py_linetable_line(const uint8_t *table, size_t len, int firstlineno, int64_t unit)
+{
+    return decode(table, len, firstlineno, unit, false);
+}
+
+int py_linetable_frame_line(const uint8_t *table, size_t len, int firstlineno, int64_t unit)
+{
+    int line = decode(table, len, firstlineno, unit, true);
+    return line == 0 ? firstlineno : line; /* 3.12+: the RESUME that opens a module's code */
 }

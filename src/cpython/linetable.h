@@ -12,4 +12,13 @@
  * frame that has not started) gives firstlineno, as CPython does. */
 int py_linetable_line(const uint8_t *table, size_t len, int firstlineno, int64_t unit);
 
+/* The line a frame resting at `unit` is on, for samples and stacks: py_linetable_line's, except
+ * that an instruction the table gives no line (3.11's COPY_FREE_VARS and MAKE_CELL before the
+ * first line, the JUMP_BACKWARD that closes a loop after an `if`, an exception handler's
+ * PUSH_EXC_INFO) is on the line of the last instruction before it that has one, or on
+ * firstlineno when none does: CPython's line of the frame there, never line 0 (the line 0 of
+ * the RESUME that opens a module's code on 3.12+ is firstlineno too). -1 only when
+ * the table is malformed there or unit is past its end. */
+int py_linetable_frame_line(const uint8_t *table, size_t len, int firstlineno, int64_t unit);
+
 #endif

@@ -33,6 +33,8 @@ struct row {
     uint64_t malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, hw_sum_bytes,
         execs, copy_bytes, leak_mallocs, leak_frees;
     uint64_t kept_bytes; /* the sum of its lines' line_kept() */
+    bool growth_known;      /* some line's part judged its own growth (agent-protocol.md) */
+    uint64_t growth_rises;  /* the most of its lines' */
     double gpu_sec, gpu_load_sec, gpu_mem_mb_sec, gpu_peak_mb; /* peak: the largest */
     struct prof_timeline tl;
 };
@@ -75,6 +77,9 @@ static void row_add(struct row *r, const struct prof_line *l)
     r->leak_mallocs += l->leak_mallocs;
     r->leak_frees += l->leak_frees;
     r->kept_bytes += line_kept(l);
+    r->growth_known |= l->growth_known;
+    if (l->growth_rises > r->growth_rises)
+        r->growth_rises = l->growth_rises;
     r->gpu_sec += l->gpu_sec;
     r->gpu_load_sec += l->gpu_load_sec;
     r->gpu_mem_mb_sec += l->gpu_mem_mb_sec;
@@ -288,10 +293,14 @@ static int cmp_funcrow(const void *a, const void *b, void *prof)
     return strcmp(fx->qualname, fy->qualname);
 }
 
-/* Laplace's rule of succession over the line's peak-setting allocations: each one freed later
- * is a success (docs/json-schema.md, "leaks"). */
+/* Laplace's rule of succession (docs/json-schema.md, "leaks"): over the samples that raised the
+ * line's own live bytes until the end, none reclaimed (they are still held); from parts that do
+ * not judge a line's growth, over its allocations that set a new peak of the process, each one
+ * freed later a success. */
 static double leak_likelihood(const struct row *r)
 {
+    if (r->growth_known)
+        return 1.0 - 1.0 / (double)(r->growth_rises + 2);
     return 1.0 - (double)(r->leak_frees + 1) / (double)(r->leak_mallocs - r->leak_frees + 2);
 }
 
@@ -311,8 +320,14 @@ static bool grew_late(const struct row *r, double elapsed_sec)
 
 static bool leak_reported(const struct row *r, double growth_rate, double elapsed_sec)
 {
+    if (growth_rate < LEAK_GROWTH_PERCENT)
+        return false;
+    /* Its own growth, whatever the process's peak: a steady leak beside a cache that sets the
+     * peaks is one, the cache trimmed back is not. 18 rises: exactly 0.95, in integers. */
+    if (r->growth_known)
+        return 20 <= r->growth_rises + 2;
     /* In integers, so that exactly 0.95 (18 unfreed of 18) is in: 1 - (f+1)/(m-f+2) >= 0.95. */
-    return r->leak_mallocs > 0 && growth_rate >= LEAK_GROWTH_PERCENT &&
+    return r->leak_mallocs > 0 &&
            20 * (r->leak_frees + 1) <= r->leak_mallocs - r->leak_frees + 2 &&
            grew_late(r, elapsed_sec);
 }

@@ -291,6 +291,41 @@ def test_a_child_that_execs_python_is_read_afresh(tmp_path):
     assert sum(line_total(e) for e in detail["lines"]) > 50, detail["lines"]
 
 
+def test_frames_at_their_start_are_on_a_line(python_exe, tmp_path):
+    """Issue 27 item 6: a frame on its first instructions (MAKE_CELL, COPY_FREE_VARS,
+    RETURN_GENERATOR, RESUME, 3.11's prev_instr before the code) or on an instruction the
+    location table gives no line (3.11's jump that closes a loop after an `if`) is on the line
+    CPython gives it: no sample on line 0, every sample on a line of code of the target."""
+    target = TARGETS / "record_tiny_calls.py"
+    stop = tmp_path / "stop"
+    proc = subprocess.Popen([str(python_exe), str(target), "60", str(stop)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["pid"] == proc.pid, proc.stderr.read()
+        out = tmp_path / "tiny.json"
+        _, profile = record(str(proc.pid), str(out), "--duration", "2", "--rate", "2000")
+    finally:
+        stop.touch()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr.read()
+    detail = file_detail(profile, target)
+    assert detail, f"no samples in the target: {list(profile['files'])}"
+    source = target.read_text().splitlines()
+    sampled = [e for e in detail["lines"] if e["n_samples"] > 0]
+    assert sum(e["n_samples"] for e in sampled) >= 500, "too few samples to mean anything"
+    for e in sampled:
+        n = e["lineno"]
+        assert 1 <= n <= len(source), f"{e['n_samples']} samples on line {n}"
+        code = source[n - 1].strip()
+        assert code and not code.startswith(("#", '"')), (
+            f"{e['n_samples']} samples on line {n}, which holds no code: {code!r}")
+    for name, d in profile["files"].items():
+        if name.startswith("<"):
+            continue  # <native> and the like have no lines (line 0 by definition)
+        zero = [e["n_samples"] for e in d["lines"] if e["lineno"] == 0 and e["n_samples"]]
+        assert not zero, f"{name}: {zero} samples on line 0"
+
+
 def check_error(argv, code):
     cp = run_scry(argv)
     assert cp.returncode == 1, cp.stderr

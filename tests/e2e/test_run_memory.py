@@ -8,6 +8,7 @@ The ground truth is in tests/targets/mem_*.py, whose lines carry `# @name` marke
   time by another; numpy arrays and libc malloc through ctypes (native); 2 million small strs
   (Python); 500 MiB copied by slice assignment (a memcpy, checked with an LD_PRELOAD counter);
 - mem_leak.py: a loop that leaks 5 MiB a round and two that do not (each in its own process);
+- mem_cache_leak.py: a steady leak beside a cache that sets the peaks and is trimmed back;
 - mem_native_thread.py: 64 MiB malloc'ed by a raw pthread (native_alloc_thread.c, built here);
 - mem_stress.py: 16 threads allocating and freeing concurrently;
 - mem_children.py: memory allocated by a forked child and by spawned multiprocessing children.
@@ -50,6 +51,7 @@ NATIVE = "<native>"
 
 LINES = TARGETS / "mem_lines.py"
 LEAK = TARGETS / "mem_leak.py"
+CACHE_LEAK = TARGETS / "mem_cache_leak.py"
 NATIVE_THREAD = TARGETS / "mem_native_thread.py"
 STRESS = TARGETS / "mem_stress.py"
 CHILDREN = TARGETS / "mem_children.py"
@@ -548,6 +550,27 @@ def test_table_growing_until_the_end_is_flagged(mem_run, python_exe):
     leak = detail["leaks"].get(str(lineno))
     assert leak is not None and leak["likelihood"] >= MIN_LEAK_LIKELIHOOD, (
         f"line {lineno} grows until the end: {detail['leaks']}; {describe(e)}")
+
+
+def test_steady_leak_beside_a_trimmed_cache(mem_run, python_exe):
+    """Issue 27 item 1: the history line leaks 20 KiB a request until the end and is reported
+    although the cache line beside it sets the process's new peaks; the cache, trimmed back
+    every 250 requests (100 responses, 20 MiB, still cached at exit), is not."""
+    ran = mem_run(python_exe, CACHE_LEAK)
+    want = "cache_leak: 4100 requests, 100 cached, 83968000 bytes of history\n"
+    assert (ran.returncode, ran.stdout.decode(), ran.stderr) == (0, want, b""), ran.describe()
+    profile = load_memory_profile(ran)
+    detail = detail_of(profile, CACHE_LEAK, ran)
+    history, cache = marker(CACHE_LEAK, "history"), marker(CACHE_LEAK, "cache")
+    e = mem_line(detail, history)
+    # The rule had something to see: the history kept tens of MB, the cache allocated ~800 MB.
+    assert e["n_growth_mb"] >= 40, describe(e)
+    assert mem_line(detail, cache)["n_malloc_mb"] >= 400, describe(mem_line(detail, cache))
+    leak = detail["leaks"].get(str(history))
+    assert leak is not None, f"line {history} (history) is not in leaks: {detail['leaks']}"
+    assert leak["likelihood"] >= MIN_LEAK_LIKELIHOOD and leak["velocity_mb_s"] > 0, leak
+    assert str(cache) not in detail["leaks"], f"the trimmed cache is flagged: {detail['leaks']}"
+    assert set(detail["leaks"]) == {str(history)}, f"other lines flagged: {detail['leaks']}"
 
 
 def test_footprint_spans_the_whole_run(mem_run, python_exe):

@@ -220,6 +220,51 @@ static void test_real_python312_table(void)
     CHECK_EQ(line_at(real312, sizeof(real312), 501, 48), -1);
 }
 
+static int frame_line_at(const uint8_t *t, size_t len, int first, int64_t unit)
+{
+    uint8_t *p = copy_exact(t, len);
+    if (!p)
+        return -2;
+    int r = py_linetable_frame_line(p, len, first, unit);
+    free(p);
+    return r;
+}
+
+/* Issue 27 item 6: the line a sampled frame is on. An instruction without a location is on the
+ * line of the last one before it that has one, on firstlineno when none does (3.11's MAKE_CELL
+ * and COPY_FREE_VARS before RESUME); 3.12+'s line 0 of a module's RESUME is firstlineno; never
+ * line 0 or "no line" for a well-formed table. */
+static void test_frame_line(void)
+{
+    for (int u = 0; u < 32; u++) {
+        int want = all_kinds_lines[u] >= 0 ? all_kinds_lines[u] : 108; /* units 10-13 carry */
+        CHECK_EQ(frame_line_at(all_kinds, sizeof(all_kinds), 100, u), want);
+    }
+    CHECK_EQ(frame_line_at(all_kinds, sizeof(all_kinds), 100, -1), 100); /* not started */
+    CHECK_EQ(frame_line_at(all_kinds, sizeof(all_kinds), 100, 32), -1);  /* past the end */
+    /* def f(): a cell (MAKE_CELL, no location), RESUME on line 7, then line 8 (3.11 and 3.12). */
+    static const uint8_t cell[] = {E(15, 1), E(13, 1), 0x00, E(13, 2), 0x02};
+    CHECK_EQ(line_at(cell, sizeof(cell), 7, 0), -1);
+    CHECK_EQ(frame_line_at(cell, sizeof(cell), 7, 0), 7);
+    CHECK_EQ(frame_line_at(cell, sizeof(cell), 7, 1), 7);
+    CHECK_EQ(frame_line_at(cell, sizeof(cell), 7, 2), 8);
+    /* 3.11's `for x in xs: if x: n += 1` (line 4), then line 5: the JUMP_BACKWARD that closes
+     * the loop has no location. */
+    static const uint8_t loop[] = {E(13, 2), 0x00, E(13, 3), 0x04, E(13, 2), 0x02,
+                                   E(15, 1), E(13, 2), 0x02};
+    CHECK_EQ(line_at(loop, sizeof(loop), 1, 7), -1);
+    CHECK_EQ(frame_line_at(loop, sizeof(loop), 1, 7), 4);
+    CHECK_EQ(frame_line_at(loop, sizeof(loop), 1, 8), 5);
+    /* A module's code on 3.12+: RESUME on line 0, then line 1. */
+    static const uint8_t module[] = {E(13, 1), 0x03, E(13, 2), 0x02};
+    CHECK_EQ(line_at(module, sizeof(module), 1, 0), 0);
+    CHECK_EQ(frame_line_at(module, sizeof(module), 1, 0), 1);
+    CHECK_EQ(frame_line_at(module, sizeof(module), 1, 1), 1);
+    /* Malformed stays -1. */
+    static const uint8_t lost[] = {0x01, 0x02};
+    CHECK_EQ(frame_line_at(lost, sizeof(lost), 1, 0), -1);
+}
+
 static const struct tl_test tests[] = {
     TL(test_every_entry_kind),
     TL(test_short_forms_keep_line),
@@ -229,6 +274,7 @@ static const struct tl_test tests[] = {
     TL(test_negative_unit_and_past_end),
     TL(test_truncated_tables),
     TL(test_malformed),
+    TL(test_frame_line),
     TL(test_real_python312_table),
 };
 TL_MAIN(tests)

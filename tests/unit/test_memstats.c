@@ -34,7 +34,7 @@ static void record(struct ag_mem_stats *m, enum ag_mem_kind kind, uint64_t bytes
     s.time_ns = 1000 + s.seq;
     s.tid = tid;
     struct ag_mwhere w = {AG_MW_LINE, false, file, 0, line, 0};
-    ag_mem_record(m, &s, &w, 0);
+    ag_mem_record(m, &s, &w, 1000); /* the process started at 1000: a sample's time is seq */
 }
 
 /* A malloc sample of bytes whose heap grew as much; its seq. */
@@ -326,6 +326,73 @@ static void test_freed_by_another_thread(void)
     ag_mem_stats_free(&m);
 }
 
+/* Issue 27 item 1: each line's own growth, whatever sets the process's peaks. A handler keeps a
+ * 1 MiB record a request (line 80, never freed) beside a 5 MiB response cached a request (line
+ * 81) and cleared every 25 requests (line 82): the record's line grew to the end and is held
+ * (every one of its samples raised it), the cache's fell back at each clearing. */
+static void test_growth_steady_leak_beside_trimmed_cache(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t cached[25];
+    int ncached = 0;
+    next_seq = 0; /* the run starts: times are seqs */
+    for (int i = 0; i < 210; i++) {
+        cached[ncached++] = sample(&m, 5 * MB, 0, 1, 0, 81);
+        sample(&m, MB, 0, 1, 0, 80);
+        if (ncached == 25) {
+            for (int k = 0; k < ncached; k++)
+                sample_free(&m, cached[k], -(int64_t)(5 * MB), 1, 0, 82);
+            ncached = 0;
+        }
+        ag_mem_end_batch(&m);
+    }
+    ag_mem_finish(&m);
+    uint64_t end = next_seq; /* ns since the start: the seq of the next sample */
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 80), end), 210);
+    CHECK_EQ_U64(line(&m, 81)->live_bytes, 10 * 5 * MB); /* held at the end, yet trimmed */
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 81), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 82), end), 0);
+    ag_mem_stats_free(&m);
+}
+
+/* No steady growth to the end: a table built in the first tenth and kept (line 90); a cache
+ * filled in the first fifth that then replaces its oldest entry (line 91: it wobbles at its
+ * size, each new entry a new top now and then); a list that grows to the end and is let go
+ * just before it (line 92: not held at exit); and with the detector off, the leak (line 93). */
+static void test_growth_that_is_no_leak(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t lru[20], grown[200];
+    next_seq = 0;
+    for (int i = 0; i < 200; i++) {
+        if (i < 20)
+            sample(&m, MB, 0, 1, 0, 90);
+        if (i < 20) {
+            lru[i] = sample(&m, MB, 0, 1, 0, 91);
+        } else { /* the oldest goes before the new one comes: the size never passes 20 MiB */
+            sample_free(&m, lru[i % 20], -(int64_t)MB, 1, 0, 91);
+            lru[i % 20] = sample(&m, MB, 0, 1, 0, 91);
+        }
+        grown[i] = sample(&m, MB, 0, 1, 0, 92);
+        sample(&m, MB, 0, 1, 0, 93);
+        ag_mem_end_batch(&m);
+    }
+    for (int i = 0; i < 200; i++)
+        sample_free(&m, grown[i], -(int64_t)MB, 1, 0, 94);
+    ag_mem_finish(&m);
+    uint64_t end = next_seq;
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 90), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 91), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 92), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), end), 200); /* a leak, as a control */
+    ag_leak_on = false;
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), end), 0);
+    ag_leak_on = true;
+    ag_mem_stats_free(&m);
+}
+
 static const struct tl_test tests[] = {
     TL(test_kept_allocations),   TL(test_churn_on_one_line),
     TL(test_alloc_here_free_there), TL(test_threads_keep_their_lines),
@@ -333,5 +400,6 @@ static const struct tl_test tests[] = {
     TL(test_leak_candidates),    TL(test_leak_gate_and_batches),
     TL(test_free_takes_its_sample), TL(test_block_samples_go_together),
     TL(test_mapping_holds_its_resident_pages), TL(test_freed_by_another_thread),
+    TL(test_growth_steady_leak_beside_trimmed_cache), TL(test_growth_that_is_no_leak),
 };
 TL_MAIN(tests)

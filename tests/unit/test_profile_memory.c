@@ -481,6 +481,47 @@ static void test_leak_rule_late_growth(void)
     sb_release(&sb);
 }
 
+/* Issue 27 item 1: a part that judges its lines' own growth (growth_rises, the 16th item) is
+ * taken at its word: 18 rises are exactly 0.95 and reported, 17 are not, and 0 is no leak
+ * whatever the peaks said (30 unfreed new peaks, which alone would be reported). */
+static void test_leak_rule_own_growth(void)
+{
+    static const struct {
+        int leak_mallocs, rises;
+        bool reported;
+    } cases[] = {{0, 18, true}, {0, 17, false}, {30, 0, false}, {30, 40, true}};
+    struct strbuf sb = STRBUF_INIT;
+    json_error_t err;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char part[1024];
+        /* the timeline's last point is early: the old rule's lateness is not what decides */
+        snprintf(part, sizeof(part),
+                 "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":7,\"elapsed_sec\":4,"
+                 "\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,\"samples\":1},"
+                 "\"files\":[\"/a.py\"],\"functions\":[[\"f\",0,1]],\"lines\":[],"
+                 "\"memory\":{\"malloc_bytes\":%lld,\"free_bytes\":0},\"memory_lines\":"
+                 "[[0,3,0,%lld,0,1,0,1,1,1,0,%d,0,[[100000000,1048576]],%lld,%d]]}",
+                 8 * MB, 8 * MB, cases[i].leak_mallocs, 8 * MB, cases[i].rises);
+        struct profile p;
+        prof_init(&p);
+        CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", 7), 0);
+        prof_finish(&p);
+        struct profile_json_opts o = {.version = "1"};
+        sb_reset(&sb);
+        profile_json_write(&p, &o, &sb);
+        prof_free(&p);
+        json_t *d = json_loads(sb_str(&sb), 0, &err);
+        CHECK(d != NULL);
+        const json_t *lk = d ? json_object_get(leaks_of(d), "3") : NULL;
+        if ((lk != NULL) != cases[i].reported)
+            tl_fail(__FILE__, __LINE__, "case %zu: reported %d", i, lk != NULL);
+        if (lk)
+            CHECK(tl_json_num(lk, "likelihood") == 1.0 - 1.0 / (cases[i].rises + 2.0));
+        json_decref(d);
+    }
+    sb_release(&sb);
+}
+
 #define MEM_HEAD                                                                                   \
     "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":5,"                                    \
     "\"totals\":{\"python_sec\":0,\"native_sec\":0,\"sys_sec\":0,\"samples\":0},"                  \
@@ -506,7 +547,9 @@ static void test_bad_memory_keys(void)
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,\"1\",0,1,1,1,0,0,0,[],1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[[5,-5]],1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],-1]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1,1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,-1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,0.5]]}",
     };
     struct profile p;
     prof_init(&p);
@@ -613,7 +656,7 @@ static void test_text(void)
 static const struct tl_test tests[] = {
     TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
-    TL(test_leak_rule), TL(test_leak_rule_late_growth),
+    TL(test_leak_rule), TL(test_leak_rule_late_growth), TL(test_leak_rule_own_growth),
     TL(test_reduced_keeps_memory), TL(test_reduced_malloc_threshold), TL(test_bad_memory_keys),
     TL(test_cpu_only_unchanged),
 };
