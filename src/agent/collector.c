@@ -435,8 +435,8 @@ static void drain_memory(bool flush)
     struct ag_mem_sample *s;
     while ((s = ag_memq_peek())) {
         struct ag_mwhere w = {.kind = AG_MW_FOOTPRINT_ONLY};
-        if (s->kind == AG_M_NET) {
-            /* the footprint only */
+        if (s->kind == AG_M_NET || s->kind == AG_M_MOVE) {
+            /* the footprint only, or where a sample's block is now */
         } else if (s->mflags & AG_M_NO_PYTHON) {
             native_where(&w);
         } else if (!(s->mflags & AG_M_STARTUP)) {

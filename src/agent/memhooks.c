@@ -352,15 +352,26 @@ static void realloc_begin(struct ag_mem_tls *t, void *old)
     t->rl_tracked = old && ag_memq_take_tracked((uint64_t)(uintptr_t)old, &t->rl_seq);
 }
 
-/* After it: the sample follows its block to p (back to old on failure). */
-static void realloc_keep(struct ag_mem_tls *t, void *old, void *p)
+/* After it: the sample follows its block to p (back to old on failure), and the collector is
+ * told where the block is now and its size there (a move sample): the samples of the block,
+ * those of its growth included, join the block where it lives when the heap is dumped, not where
+ * each was taken (docs/allocations.md, "realloc"). A move that cannot be queued (queue full)
+ * leaves them at the old address: unmatched at a dump, still charged to their lines. */
+static void realloc_keep(struct ag_mem_tls *t, void *old, void *p, uint64_t size)
 {
     if (!t->rl_tracked)
         return;
     t->rl_tracked = false;
     uint64_t at = (uint64_t)(uintptr_t)(p ? p : old);
-    if (!ag_memq_retrack(at, t->rl_seq))
+    if (!ag_memq_retrack(at, t->rl_seq)) {
         attribute_free(t, t->rl_seq, NULL); /* no room where it went: counted as gone */
+        return;
+    }
+    if (!p)
+        return;
+    t->guard++;
+    (void)ag_memq_emit(AG_M_MOVE, 0, 0, 0, at, size, t->rl_seq, my_tid());
+    t->guard--;
 }
 
 void ag_mem_py_realloc_begin(void *old)
@@ -392,7 +403,7 @@ void ag_mem_py_realloc_end(void *old, void *p, size_t n)
         return;
     t->rl_active = false;
     int saved = errno;
-    realloc_keep(t, old, p);
+    realloc_keep(t, old, p, n);
     if (p) {
         /* Growth: what the C library's realloc changed (a block above pymalloc's limit), else
          * the new size less the old block's (copied when pymalloc moved it), else nothing (the
@@ -491,10 +502,10 @@ AG_EXPORT void *realloc(void *old, size_t n)
     errno = saved;
     void *p = real.realloc(old, n);
     saved = errno;
+    uint64_t after = p ? real.usable(p) : 0;
     if (!pymem)
-        realloc_keep(t, old, p);
+        realloc_keep(t, old, p, after);
     if (p) { /* on failure the old block is untouched */
-        uint64_t after = real.usable(p);
         int64_t delta = (int64_t)after - (int64_t)before;
         if (pymem && old && t->rl_active) {
             t->rl_seen = true;
@@ -659,7 +670,7 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
     if (count) {
         KEEP_ERRNO_BEGIN;
         if (!pymem)
-            realloc_keep(t, old, p == MAP_FAILED ? NULL : p);
+            realloc_keep(t, old, p == MAP_FAILED ? NULL : p, page_round(newlen));
         uint64_t resident = 0, had = 0;
         if (p != MAP_FAILED)
             had = ag_maps_remove((uint64_t)(uintptr_t)old, page_round(oldlen), &resident);

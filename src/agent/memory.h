@@ -42,8 +42,10 @@ extern bool ag_leak_on;         /* SCRY_LEAK_DETECTOR */
 
 /* AG_M_MALLOC: an allocation carrying sampling points (bytes: what it stands for); AG_M_FREE:
  * the allocation of an earlier malloc sample (freed_seq) was freed; AG_M_NET: the thread's
- * heap moved by a window since its last sample, nothing to charge to a line; AG_M_COPY. */
-enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY, AG_M_NET };
+ * heap moved by a window since its last sample, nothing to charge to a line; AG_M_COPY; AG_M_MOVE:
+ * a realloc moved or resized the block of malloc sample freed_seq to ptr, now size bytes (its
+ * samples must join the block where it is at a heap dump, not where it was first sampled). */
+enum ag_mem_kind { AG_M_MALLOC, AG_M_FREE, AG_M_COPY, AG_M_NET, AG_M_MOVE };
 
 enum ag_mem_flags {
     AG_M_STARTUP = 1,   /* before the interpreter ran Python code, or in its main thread with no
@@ -62,12 +64,13 @@ struct ag_mem_sample {
     uint32_t kind, mflags;
     uint64_t bytes, python_bytes; /* the estimate this sample stands for, Python's part */
     int64_t net;       /* the thread's allocated minus freed bytes since its previous sample */
-    uint64_t freed_seq; /* free samples: the malloc sample whose allocation this was; malloc
-                           samples: 1 + an earlier malloc sample of the same block (a realloc's
-                           growth, or a block whose free was not seen), 0 if none: the two go
-                           together when the block is freed */
-    uint64_t ptr;  /* malloc samples: the allocation sampled */
-    uint64_t size; /* malloc samples: the block's size at ptr (requested, usable or mapped) */
+    uint64_t freed_seq; /* free and move samples: the malloc sample whose allocation this was;
+                           malloc samples: 1 + an earlier malloc sample of the same block (a
+                           realloc's growth, or a block whose free was not seen), 0 if none: the
+                           two go together when the block is freed */
+    uint64_t ptr;  /* malloc samples: the allocation sampled; move samples: where it is now */
+    uint64_t size; /* malloc and move samples: the block's size at ptr (requested, usable or
+                      mapped) */
     uint64_t time_ns; /* CLOCK_MONOTONIC */
     int tid;
     struct ag_sample s; /* the thread's Python stack (weight unused) */

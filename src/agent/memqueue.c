@@ -215,8 +215,9 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
     if (!slots)
         return false;
     bool python = atomic_load_explicit(&ag_mem_python_ready, memory_order_acquire);
-    /* A net sample is for the footprint only: no stack. */
-    uint64_t tstate = python && kind != AG_M_NET ? gilstate() : 0;
+    /* A net sample is for the footprint only, a move for the collector's record: no stack. */
+    bool stackless = kind == AG_M_NET || kind == AG_M_MOVE;
+    uint64_t tstate = python && !stackless ? gilstate() : 0;
     int sc = -1;
     if (tstate && (sc = take_scratch()) < 0) {
         atomic_fetch_add_explicit(&ag_memq_deferred, 1, memory_order_relaxed);
@@ -252,7 +253,7 @@ bool ag_memq_emit(enum ag_mem_kind kind, uint64_t bytes, uint64_t python_bytes, 
      * the threads the interpreter starts, where it is the interpreter's own work (compiling
      * the script; a new thread's frame stack, 16 KiB before its first frame: 6 MB of <native>
      * for 400 threads) and counts in the footprint only. */
-    if (python && m->s.depth == 0 && kind != AG_M_NET)
+    if (python && m->s.depth == 0 && !stackless)
         m->mflags |= tid == ag_pid || ag_mtls.py_thread ? AG_M_STARTUP : AG_M_NO_PYTHON;
     if (kind == AG_M_MALLOC)
         track_sample(m, h);

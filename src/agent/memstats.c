@@ -205,6 +205,19 @@ static uint64_t freed(struct ag_mem_stats *m, uint64_t seq, uint64_t freed_at)
     return bytes;
 }
 
+/* A realloc moved or resized the block of sample seq: its samples (the growth samples carry the
+ * earlier ones, as for a free) are at ptr now, size bytes, for the heap join. */
+static void moved(struct ag_mem_stats *m, uint64_t seq, uint64_t ptr, uint64_t size)
+{
+    uint64_t next = seq + 1, idx;
+    while (next && hm_get(&m->live_by_seq, next, &idx)) {
+        struct ag_live *r = &m->live[idx - 1];
+        r->ptr = ptr;
+        r->size = size;
+        next = r->prev && r->prev < next ? r->prev : 0;
+    }
+}
+
 void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes)
 {
     uint64_t idx;
@@ -256,6 +269,10 @@ void ag_mem_resident(struct ag_mem_stats *m, uint64_t bytes, uint64_t t_ns)
 void ag_mem_record(struct ag_mem_stats *m, const struct ag_mem_sample *s,
                    const struct ag_mwhere *w, uint64_t start_ns)
 {
+    if (s->kind == AG_M_MOVE) {
+        moved(m, s->freed_seq, s->ptr, s->size);
+        return;
+    }
     struct ag_mline *l = w->kind == AG_MW_LINE && s->kind != AG_M_NET ? line_of(m, w) : NULL;
     if (s->kind == AG_M_COPY) {
         m->copy_samples++;

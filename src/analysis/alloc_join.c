@@ -114,7 +114,10 @@ static int acc_sample(struct line_acc *acc, uint32_t i)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     l->bytes += b->weight;
     l->samples++;
-    if (b->size < acc->s->alloc_window)
+    /* Exact only when the block was counted at its size: one of the window or more allocated
+     * whole. A block that realloc grew (its samples moved with it) is that large too, but each
+     * of its growth's points weighs the window: sampled. */
+    if (b->size < acc->s->alloc_window || b->weight != b->size)
         l->small++;
     return 0;
 }

@@ -37,7 +37,8 @@ struct aj_line {
     uint32_t file, func, line; /* string ids of the snapshot, line number */
     uint64_t bytes;            /* the sum of the samples' weights */
     uint64_t samples;
-    uint64_t small; /* samples of blocks below the window: the only ones with sampling error */
+    uint64_t small; /* samples not counted at their block's exact size (blocks below the window,
+                       a grown block's growth points): the only ones with sampling error */
     uint64_t error; /* the sampling error of bytes (one standard deviation): W x sqrt(small) */
     uint64_t arena_bytes; /* of bytes: small objects credited by the arena they lie in */
 };

@@ -373,11 +373,70 @@ static void test_arenas(void)
     snap_close(&s);
 }
 
+/* A buffer grown by realloc: its samples are at the block's address with the block's size (4
+ * MiB, above the window), but each growth that carried a point weighs a window: those are
+ * sampled, with sampling error, not counted exactly as a block of the window or more is (its
+ * weight is its size). Before, every sample of a block of the window or more counted as exact:
+ * "+-0 B" on a grown buffer's line. */
+static void test_grown_buffer_has_sampling_error(void)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/grown.heap", tl_tmpdir());
+    struct snap_writer *w;
+    const uint64_t G = 0x500000, E = 0x900000, MIB4 = 4 << 20;
+    CHECK_EQ(snap_writer_open(path, &w), 0);
+    CHECK_EQ(snap_add_object(w, 0x100000, "builtins.module", 72, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, 0x200000, "builtins.dict", 200, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, G, "builtins.bytes", MIB4, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_object(w, E, "builtins.bytes", MIB4, 0, NULL, 0), 0);
+    CHECK_EQ(snap_add_edge(w, 0x100000, 0x200000, SNAP_EDGE_ATTR, ".__dict__"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x200000, G, SNAP_EDGE_DICT_VALUE, "['G']"), 0);
+    CHECK_EQ(snap_add_edge(w, 0x200000, E, SNAP_EDGE_DICT_VALUE, "['E']"), 0);
+    CHECK_EQ(snap_add_root(w, 0x100000, "sys.modules['app']"), 0);
+    struct snap_meta meta = {.pid = 7, .python_version = "3.12.1"};
+    snap_set_meta(w, &meta);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "grow", 10), 0);
+    CHECK_EQ(snap_add_alloc_frame(w, "app.py", "whole", 20), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 0, 1), 0);
+    CHECK_EQ(snap_add_alloc_stack(w, 1, 1), 0);
+    for (int k = 0; k < 4; k++) /* four growth points of G, moved with it */
+        CHECK_EQ(snap_add_alloc_sample(w, G, MIB4, 65536, 0), 0);
+    CHECK_EQ(snap_add_alloc_sample(w, E, MIB4, MIB4, 1), 0); /* E: allocated whole, exact */
+    snap_set_alloc_info(w, 65536, 0);
+    CHECK_EQ(snap_writer_close(w, NULL), 0);
+
+    struct snap s;
+    struct heap_analysis a;
+    struct aj_join j;
+    CHECK_EQ(snap_open(path, &s), 0);
+    CHECK_EQ(ha_build(&s, &a), 0);
+    CHECK_EQ(aj_build(&a, &j), 0);
+    CHECK_EQ(j.matched, 5);
+    struct aj_line *l;
+    size_t n;
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, G), &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].line, 10);
+    CHECK_EQ(l[0].bytes, 4 * 65536);
+    CHECK_EQ(l[0].small, 4);
+    CHECK_EQ(l[0].error, 2 * 65536); /* W x sqrt(4) */
+    free(l);
+    CHECK_EQ(aj_lines_retained_by(&j, snap_find(&s, E), &l, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(l[0].bytes, MIB4);
+    CHECK_EQ(l[0].error, 0);
+    free(l);
+    aj_free(&j);
+    ha_free(&a);
+    snap_close(&s);
+}
+
 static const struct tl_test tests[] = {
     TL(test_join),
     TL(test_buffers),
     TL(test_arenas),
     TL(test_writer_checks),
     TL(test_without_allocations),
+    TL(test_grown_buffer_has_sampling_error),
 };
 TL_MAIN(tests)

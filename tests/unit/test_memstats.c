@@ -274,6 +274,40 @@ static void test_block_samples_go_together(void)
     ag_mem_stats_free(&m);
 }
 
+/* A realloc moved (or resized) the block of a chain of samples (a move sample names the newest):
+ * every sample of the block is at the new address and size for the heap join, and nothing else
+ * changes (no line, footprint or count); a sample of another block stays where it was. */
+static void test_block_samples_move_together(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t other = sample(&m, MB, MB, 2, 0, 40);
+    uint64_t first = sample(&m, 3 * MB, 3 * MB, 2, 0, 50);
+    record(&m, AG_M_MALLOC, 2 * MB, 2 * MB, (int64_t)(2 * MB), first + 1, 2, 0, 50);
+    uint64_t growth = next_seq - 1, footprint = m.footprint, samples = m.alloc_samples;
+    static struct ag_mem_sample mv;
+    mv.seq = next_seq++;
+    mv.kind = AG_M_MOVE;
+    mv.freed_seq = growth;
+    mv.ptr = 0x7f0000000000ULL;
+    mv.size = 5 * MB;
+    struct ag_mwhere w = {.kind = AG_MW_FOOTPRINT_ONLY};
+    ag_mem_record(&m, &mv, &w, 0);
+    CHECK_EQ_U64(m.nlive, 3);
+    for (size_t i = 0; i < m.nlive; i++) {
+        const struct ag_live *r = &m.live[i];
+        bool moved = r->seq == first || r->seq == growth;
+        CHECK_EQ_U64(r->ptr, moved ? 0x7f0000000000ULL : 0x1000 + other * 16);
+        CHECK_EQ_U64(r->size, moved ? 5 * MB : 0);
+    }
+    CHECK_EQ_U64(m.footprint, footprint);
+    CHECK_EQ_U64(m.alloc_samples, samples);
+    CHECK_EQ_U64(line(&m, 50)->live_bytes, 5 * MB);
+    sample_free(&m, growth, -(int64_t)(5 * MB), 1, 0, 51); /* the block's free takes both */
+    CHECK_EQ_U64(m.nlive, 1);
+    ag_mem_stats_free(&m);
+}
+
 /* A mapping's line holds its pages found resident, not its length (which it allocated): 32 MiB
  * mapped with 3 MiB touched keeps 3 MiB; what its sample stood for beyond the mapping (bytes
  * that waited for a sample) is held as any block's. Its free takes the length off the totals
@@ -399,6 +433,7 @@ static const struct tl_test tests[] = {
     TL(test_footprint_clamped),  TL(test_timeline_bounded_keeps_max),
     TL(test_leak_candidates),    TL(test_leak_gate_and_batches),
     TL(test_free_takes_its_sample), TL(test_block_samples_go_together),
+    TL(test_block_samples_move_together),
     TL(test_mapping_holds_its_resident_pages), TL(test_freed_by_another_thread),
     TL(test_growth_steady_leak_beside_trimmed_cache), TL(test_growth_that_is_no_leak),
 };
