@@ -81,6 +81,8 @@ static struct ag_mline *line_of(struct ag_mem_stats *m, const struct ag_mwhere *
  * Out of memory, the growth keeps its count without its times (and cannot be judged). */
 static void grow_rose(struct ag_mline *l, uint64_t t)
 {
+    if (l->live_bytes > l->max_live)
+        l->max_live = l->live_bytes;
     if (l->live_bytes <= l->grow_top)
         return;
     l->grow_top = l->live_bytes;
@@ -229,6 +231,8 @@ void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes)
         return;
     struct ag_mline *l = &m->lines[r->line];
     l->live_bytes += bytes;
+    if (l->live_bytes > l->max_live)
+        l->max_live = l->live_bytes;
     if (l->live_bytes > l->grow_top) /* pages of a mapping: held, but no sample of growth */
         l->grow_top = l->live_bytes;
     if (!l->open) /* found after the execution that touched them: in no execution's peak */

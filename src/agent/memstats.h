@@ -38,6 +38,9 @@ struct ag_mline {
     uint64_t peak, hw_sum, execs;
     uint64_t leak_mallocs, leak_frees;
     uint64_t live_bytes; /* its malloc samples whose allocation is still there */
+    /* The most live_bytes ever were: the most the line held at once (a cache before each trim),
+     * where peak is one execution's net (docs/json-schema.md, n_max_held_mb). */
+    uint64_t max_live;
     struct ag_timeline *timeline;
     /* Its own growth since its live bytes last fell back below half their top (a cache
      * trimmed): the top, the malloc samples that raised it, and [time, live bytes] of each

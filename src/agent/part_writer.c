@@ -173,6 +173,7 @@ static void write_memory(const struct ag_mem_stats *m, uint64_t end_ns, struct j
         write_timeline(w, l->timeline);
         jw_uint(w, l->live_bytes);
         jw_uint(w, ag_mem_growth_rises(l, end_ns));
+        jw_uint(w, l->max_live);
         jw_arr_end(w);
     }
     jw_arr_end(w);

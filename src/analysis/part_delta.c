@@ -145,7 +145,7 @@ static const int stack_sub[] = {1, 2, 3, 4, 5, -1};
 static const struct entry_rule stack_rule = {0, stack_sub, -1, stack_sub};
 /* memory_lines: [file, line, func, malloc_bytes, python_bytes, malloc_samples, free_bytes,
  * peak, hw_sum, execs, copy_bytes, leak_mallocs, leak_frees, timeline, live_bytes,
- * growth_rises (a judgement at the window's end, kept as it is)] */
+ * growth_rises (a judgement at the window's end, kept as it is), max_live (window_peak)] */
 static const int mline_sub[] = {3, 4, 5, 6, 8, 9, 10, 11, 12, -1};
 static const int mline_empty[] = {3, 6, 10, -1};
 static const struct entry_rule mline_rule = {2, mline_sub, 13, mline_empty};
@@ -180,6 +180,15 @@ static void window_peak(json_t *e, const json_t *old)
     double allocated = num(json_array_get(e, 3));
     if (peak <= was && peak > allocated)
         json_array_set_new(e, 7, json_integer((json_int_t)llround(allocated)));
+    /* The most held at once: after's when it rose in the window; otherwise the most known
+     * held in it, at its start or at its end (a lower bound). */
+    if (json_array_size(e) > 16 && json_array_size(old) > 16) {
+        double top = num(json_array_get(e, 16)), top_was = num(json_array_get(old, 16));
+        double at_start = num(json_array_get(old, 14)), at_end = num(json_array_get(e, 14));
+        if (top <= top_was)
+            json_array_set_new(e, 16, json_integer((json_int_t)llround(
+                                          at_start > at_end ? at_start : at_end)));
+    }
 }
 
 /* gpu_lines: [file, line, func, seconds, load-weighted seconds, MiB-weighted seconds, peak MiB] */

@@ -217,7 +217,7 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
     for (size_t i = 0; i < json_array_size(ml); i++) {
         const json_t *l = json_array_get(ml, i);
         size_t n = json_array_size(l);
-        bool ok = json_is_array(l) && (n == 15 || n == 16) &&
+        bool ok = json_is_array(l) && n >= 15 && n <= 17 &&
                   is_count(json_array_get(l, 0), (int64_t)nfiles - 1) &&
                   is_count(json_array_get(l, 1), PROF_MAX_LINE) &&
                   is_count(json_array_get(l, 2), (int64_t)nfuncs - 1) &&
@@ -233,8 +233,8 @@ static int check_memory(const json_t *part, const char *what, size_t nfiles, siz
                        "memory_lines[%zu] is not [file index, line, function index, "
                        "malloc_bytes, python_bytes, malloc_samples, free_bytes, peak_bytes, "
                        "hw_sum_bytes, execs, copy_bytes, leak_mallocs, leak_frees <= "
-                       "leak_mallocs, [[ns, bytes], ...], live_bytes(, growth_rises)] with "
-                       "indexes in range",
+                       "leak_mallocs, [[ns, bytes], ...], live_bytes(, growth_rises(, "
+                       "max_live_bytes))] with indexes in range",
                        i);
     }
     return 0;
@@ -902,8 +902,8 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
 {
     for (size_t i = 0; i < json_array_size(ml); i++) {
         const json_t *e = json_array_get(ml, i);
-        uint64_t v[16];
-        for (size_t k = 3; k < 16; k++) /* growth_rises (15) may be absent: 0 */
+        uint64_t v[17];
+        for (size_t k = 3; k < 17; k++) /* growth_rises (15), max_live (16) may be absent: 0 */
             v[k] = (uint64_t)json_integer_value(json_array_get(e, k));
         struct prof_line *l;
         int err = entry_line(p, e, fmap, umap, &l);
@@ -925,6 +925,13 @@ static int merge_memory_lines(struct profile *p, const json_t *ml, const uint32_
             l->growth_known = true;
             if (v[15] > l->growth_rises)
                 l->growth_rises = v[15];
+        }
+        /* The most one process held at once: a lower bound of what the processes held
+         * together (their tops need not coincide), docs/json-schema.md. */
+        if (json_array_size(e) > 16) {
+            l->held_known = true;
+            if (v[16] > l->max_held_bytes)
+                l->max_held_bytes = v[16];
         }
         if ((err = add_points(&l->timeline, json_array_get(e, 13), start_ns)))
             return err;

@@ -74,6 +74,10 @@ struct prof_line {
      * that raised its live bytes until the end, the most of any part; 0: no steady growth. */
     bool growth_known;
     uint64_t growth_rises;
+    /* The most its live bytes were at once in one process, the most of any part (parts that
+     * write it: held_known); peak_bytes is one execution's net. */
+    bool held_known;
+    uint64_t max_held_bytes;
     /* GPU (parts with `gpu_lines`), summed over parts: the seconds its samples stood for while a
      * GPU reading was there, those seconds weighted by the load (0..1) and by the memory (MiB);
      * the largest memory reading of any part. */

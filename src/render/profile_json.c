@@ -35,6 +35,8 @@ struct row {
     uint64_t kept_bytes; /* the sum of its lines' line_kept() */
     bool growth_known;      /* some line's part judged its own growth (agent-protocol.md) */
     uint64_t growth_rises;  /* the most of its lines' */
+    bool held_known;        /* some line's part wrote the most it held at once */
+    uint64_t max_held_bytes; /* the most of its lines' (a function: a lower bound) */
     double gpu_sec, gpu_load_sec, gpu_mem_mb_sec, gpu_peak_mb; /* peak: the largest */
     struct prof_timeline tl;
 };
@@ -80,6 +82,9 @@ static void row_add(struct row *r, const struct prof_line *l)
     r->growth_known |= l->growth_known;
     if (l->growth_rises > r->growth_rises)
         r->growth_rises = l->growth_rises;
+    r->held_known |= l->held_known;
+    if (l->max_held_bytes > r->max_held_bytes)
+        r->max_held_bytes = l->max_held_bytes;
     r->gpu_sec += l->gpu_sec;
     r->gpu_load_sec += l->gpu_load_sec;
     r->gpu_mem_mb_sec += l->gpu_mem_mb_sec;
@@ -181,6 +186,10 @@ static void memory_fields(struct json_writer *w, struct row *r, const struct wct
     jw_double(w, elapsed > 0 ? (double)r->copy_bytes / MIB / elapsed : 0);
     jw_key(w, "n_free_mb");
     jw_double(w, (double)r->free_bytes / MIB);
+    if (r->held_known) { /* absent from profiles of older agents */
+        jw_key(w, "n_max_held_mb");
+        jw_double(w, (double)r->max_held_bytes / MIB);
+    }
     prof_timeline_reduce(&r->tl, PROF_MAX_POINTS);
     jw_key(w, "memory_samples");
     write_timeline(w, &r->tl);

@@ -427,6 +427,33 @@ static void test_growth_that_is_no_leak(void)
     ag_mem_stats_free(&m);
 }
 
+/* Issue 27 item 8: a cache line that adds 1 MiB an execution (the loop's other line runs
+ * between them) grows to 100 MiB, is trimmed to 10 and grows again to 50: the most it held at
+ * once is 100 MiB, while one execution's peak (Scalene's n_peak_mb) is 1 MiB. */
+static void test_max_held_over_trims(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    uint64_t cached[100];
+    for (int i = 0; i < 100; i++) {
+        cached[i] = sample(&m, MB, 0, 1, 0, 100);
+        sample(&m, 4096, 0, 1, 0, 101); /* the loop's next line: the execution is over */
+    }
+    for (int i = 10; i < 100; i++)
+        sample_free(&m, cached[i], -(int64_t)MB, 1, 0, 102);
+    for (int i = 0; i < 40; i++) {
+        sample(&m, MB, 0, 1, 0, 100);
+        sample(&m, 4096, 0, 1, 0, 101);
+    }
+    ag_mem_finish(&m);
+    const struct ag_mline *l = line(&m, 100);
+    CHECK_EQ_U64(l->live_bytes, 50 * MB);
+    CHECK_EQ_U64(l->max_live, 100 * MB);
+    CHECK_EQ_U64(l->peak, MB);
+    CHECK_EQ_U64(line(&m, 102)->max_live, 0); /* the line that frees holds nothing */
+    ag_mem_stats_free(&m);
+}
+
 static const struct tl_test tests[] = {
     TL(test_kept_allocations),   TL(test_churn_on_one_line),
     TL(test_alloc_here_free_there), TL(test_threads_keep_their_lines),
@@ -436,5 +463,6 @@ static const struct tl_test tests[] = {
     TL(test_block_samples_move_together),
     TL(test_mapping_holds_its_resident_pages), TL(test_freed_by_another_thread),
     TL(test_growth_steady_leak_beside_trimmed_cache), TL(test_growth_that_is_no_leak),
+    TL(test_max_held_over_trims),
 };
 TL_MAIN(tests)
