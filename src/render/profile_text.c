@@ -36,6 +36,8 @@ struct trow {
     double gpu_pct, gpu_peak_mb; /* read only when the profile has GPU data */
     /* Memory (read only when the profile has memory): MB, fractions, MB/s. */
     double malloc_mb, pyfrac, growth_mb, peak_mb, usage, copy_mb_s;
+    bool has_held;  /* n_max_held_mb is there (profiles of older agents lack it) */
+    double held_mb; /* the most its lines held at once */
     const json_t *samples; /* memory_samples, [[ns, MB], ...] */
 };
 
@@ -57,6 +59,7 @@ struct tprof {
     struct tfile *files;
     size_t nfiles;
     bool memory;
+    bool held; /* some row has n_max_held_mb: the "most held" column */
     bool gpu;
     double malloc_min_mb; /* profile_text_opts.malloc_threshold_mb */
     double max_footprint_mb, growth_rate, native_mb;
@@ -119,6 +122,12 @@ static int read_memory(const json_t *r, struct trow *row, const char *ctx)
         (err = get_num(r, "n_usage_fraction", &row->usage, ctx)) ||
         (err = get_num(r, "n_copy_mb_s", &row->copy_mb_s, ctx)))
         return err;
+    const json_t *held = json_object_get(r, "n_max_held_mb");
+    if (held && !json_is_null(held)) {
+        if ((err = get_num(r, "n_max_held_mb", &row->held_mb, ctx)))
+            return err;
+        row->has_held = true;
+    }
     return get_samples(r, "memory_samples", &row->samples, ctx);
 }
 
@@ -293,6 +302,8 @@ static int load(const json_t *root, struct tprof *tp)
         if (!err)
             err = read_rows(json_object_get(f, "functions"), sub, tp, &tf->funcs,
                             &tf->nfuncs);
+        for (size_t i = 0; !err && i < tf->nlines; i++)
+            tp->held |= tf->lines[i].has_held;
         if (!err && tp->memory)
             err = read_leaks(json_object_get(f, "leaks"), ctx, tf);
         if (err)
@@ -439,6 +450,12 @@ static void add_memory_cells(struct strbuf *sb, const struct tprof *tp, const st
     if (r->copy_mb_s >= 0.5)
         snprintf(copy, sizeof(copy), "%.0f", r->copy_mb_s);
     sb_addf(sb, " %6s │ %6s │ %6s │ ", py, net, peak);
+    if (tp->held) {
+        char held[16] = "";
+        if (r->has_held)
+            size_cell(held, sizeof(held), r->held_mb);
+        sb_addf(sb, "%6s │ ", held);
+    }
     /* The bars are 3 bytes each but one column wide: pad by hand. */
     size_t bars = add_spark(sb, r->samples, SPARK_ROW, tp->max_footprint_mb);
     sb_addf(sb, "%*s %4s │ %6s │", (int)(SPARK_ROW - bars), "", use, copy);
@@ -484,13 +501,17 @@ static void add_row(struct strbuf *sb, const struct profile_text_opts *o, const 
 /* One row of the table's frame: the CPU columns' cells, then the GPU and the memory ones when the
  * profile has them. */
 static void frame_row(struct strbuf *sb, const struct tprof *tp, const char *cpu, const char *gpu,
-                      const char *memory)
+                      const char *memory, const char *held, const char *memory_rest)
 {
     sb_adds(sb, cpu);
     if (tp->gpu)
         sb_adds(sb, gpu);
-    if (tp->memory)
-        sb_adds(sb, memory);
+    if (!tp->memory)
+        return;
+    sb_adds(sb, memory);
+    if (tp->held)
+        sb_adds(sb, held);
+    sb_adds(sb, memory_rest);
 }
 
 static void add_header(struct strbuf *sb, const struct profile_text_opts *o,
@@ -499,14 +520,14 @@ static void add_header(struct strbuf *sb, const struct profile_text_opts *o,
     if (o->color)
         sb_adds(sb, BOLD);
     frame_row(sb, tp, "       │   Time │        │        │", "    GPU │        │",
-              " Memory │        │        │                │   Copy │");
+              " Memory │        │        │", "   most │", "                │   Copy │");
     frame_row(sb, tp, "\n  Line │ Python │ native │ system │", "   util │ memory │",
-              " Python │ net MB │   peak │ timeline/%     │   MB/s │");
+              " Python │ net MB │   peak │", "   held │", " timeline/%     │   MB/s │");
     sb_addf(sb, " %s\n", last);
     if (o->color)
         sb_adds(sb, RESET);
     frame_row(sb, tp, "───────┼────────┼────────┼────────┼", "────────┼────────┼",
-              "────────┼────────┼────────┼────────────────┼────────┼");
+              "────────┼────────┼────────┼", "────────┼", "────────────────┼────────┼");
     sb_adds(sb, "────────────────────────────────────────\n");
 }
 
@@ -515,7 +536,7 @@ static void add_gap(struct strbuf *sb, const struct profile_text_opts *o, const 
     if (o->color)
         sb_adds(sb, DIM);
     frame_row(sb, tp, "   ... │        │        │        │", "        │        │",
-              "        │        │        │                │        │");
+              "        │        │        │", "        │", "                │        │");
     if (o->color)
         sb_adds(sb, RESET);
     sb_addch(sb, '\n');

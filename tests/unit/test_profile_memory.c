@@ -547,7 +547,9 @@ static void test_bad_memory_keys(void)
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,\"1\",0,1,1,1,0,0,0,[],1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[[5,-5]],1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],-1]]}",
-        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1,1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,1,1,1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,0,-1]]}",
+        MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,0,\"9\"]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,-1]]}",
         MEM_HEAD "\"memory\":{},\"memory_lines\":[[0,3,0,1,0,1,0,1,1,1,0,0,0,[],1,0.5]]}",
     };
@@ -653,7 +655,65 @@ static void test_text(void)
     sb_release(&sb);
 }
 
+/* Issue 27 item 8: the most a line held at once (max_live, the 17th item) over two processes is
+ * the larger of theirs (100 MiB, a lower bound), shown beside one execution's 1 MiB peak in the
+ * JSON and the text view; a part of an older agent (16 items) has no such figure anywhere. */
+static void test_max_held(void)
+{
+    struct strbuf sb = STRBUF_INIT, out = STRBUF_INIT;
+    for (int old = 0; old < 2; old++) {
+        struct profile p;
+        prof_init(&p);
+        for (int pid = 7; pid < 9; pid++) {
+            char part[1024];
+            snprintf(part, sizeof(part),
+                     "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":%d,"
+                     "\"elapsed_sec\":4,\"totals\":{\"python_sec\":1,\"native_sec\":0,"
+                     "\"sys_sec\":0,\"samples\":1},\"files\":[\"/a.py\"],"
+                     "\"functions\":[[\"f\",0,1]],\"lines\":[[0,3,0,1,0,0,1]],"
+                     "\"memory\":{\"malloc_bytes\":%lld,\"free_bytes\":%lld},\"memory_lines\":"
+                     "[[0,3,0,%lld,0,150,0,%lld,%lld,150,0,0,0,[[100000000,1048576]],%lld,0%s]]}",
+                     pid, 150 * MB, 100 * MB, 150 * MB, MB, 150 * MB, 50 * MB,
+                     old ? "" : pid == 7 ? ",104857600" : ",62914560");
+            CHECK_EQ(prof_add_part_text(&p, part, strlen(part), "x", pid), 0);
+        }
+        prof_finish(&p);
+        struct profile_json_opts o = {.version = "1"};
+        sb_reset(&sb);
+        profile_json_write(&p, &o, &sb);
+        prof_free(&p);
+        json_t *d = tl_json_parse(sb_str(&sb));
+        const json_t *f = json_object_get(json_object_get(d, "files"), "/a.py");
+        const json_t *l = line_entry(f, 3);
+        const json_t *fn = json_array_get(json_object_get(f, "functions"), 0);
+        CHECK(l != NULL && fn != NULL);
+        CHECK(tl_json_num(l, "n_peak_mb") == 1.0);
+        if (old) {
+            CHECK(json_object_get(l, "n_max_held_mb") == NULL);
+            CHECK(json_object_get(fn, "n_max_held_mb") == NULL);
+        } else {
+            CHECK(tl_json_num(l, "n_max_held_mb") == 100.0);
+            CHECK(tl_json_num(fn, "n_max_held_mb") == 100.0);
+        }
+        json_decref(d);
+        struct profile_text_opts to = {.threshold = 1};
+        sb_reset(&out);
+        CHECK_EQ(profile_text_render_bytes(sb_str(&sb), sb.len, "x", &to, &out), 0);
+        const char *t = sb_str(&out);
+        if (old) {
+            CHECK(strstr(t, "   held │") == NULL);
+            CHECK(strstr(t, "│     1M │ ") != NULL);
+        } else {
+            CHECK(strstr(t, " Python │ net MB │   peak │   held │ timeline/%") != NULL);
+            CHECK(strstr(t, "│     1M │   100M │ ") != NULL);
+        }
+    }
+    sb_release(&out);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
+    TL(test_max_held),
     TL(test_text),
     TL(test_merge),     TL(test_timeline_reduce),    TL(test_json),
     TL(test_leak_rule), TL(test_leak_rule_late_growth), TL(test_leak_rule_own_growth),
