@@ -9,6 +9,8 @@ The ground truth is in tests/targets/mem_*.py, whose lines carry `# @name` marke
   (Python); 500 MiB copied by slice assignment (a memcpy, checked with an LD_PRELOAD counter);
 - mem_leak.py: a loop that leaks 5 MiB a round and two that do not (each in its own process);
 - mem_cache_leak.py: a steady leak beside a cache that sets the peaks and is trimmed back;
+- mem_cache_trim.py: a cache line that grows to 64 MiB, is trimmed and grows again (the most a
+  line held at once, n_max_held_mb, beside one execution's n_peak_mb);
 - mem_native_thread.py: 64 MiB malloc'ed by a raw pthread (native_alloc_thread.c, built here);
 - mem_stress.py: 16 threads allocating and freeing concurrently;
 - mem_children.py: memory allocated by a forked child and by spawned multiprocessing children.
@@ -29,6 +31,7 @@ import functools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 
@@ -52,6 +55,7 @@ NATIVE = "<native>"
 LINES = TARGETS / "mem_lines.py"
 LEAK = TARGETS / "mem_leak.py"
 CACHE_LEAK = TARGETS / "mem_cache_leak.py"
+CACHE_TRIM = TARGETS / "mem_cache_trim.py"
 NATIVE_THREAD = TARGETS / "mem_native_thread.py"
 STRESS = TARGETS / "mem_stress.py"
 CHILDREN = TARGETS / "mem_children.py"
@@ -571,6 +575,46 @@ def test_steady_leak_beside_a_trimmed_cache(mem_run, python_exe):
     assert leak["likelihood"] >= MIN_LEAK_LIKELIHOOD and leak["velocity_mb_s"] > 0, leak
     assert str(cache) not in detail["leaks"], f"the trimmed cache is flagged: {detail['leaks']}"
     assert set(detail["leaks"]) == {str(history)}, f"other lines flagged: {detail['leaks']}"
+
+
+def test_most_held_at_once_over_trims(mem_run, python_exe):
+    """Issue 27 item 8: the cache line's most held at once is its 64 MiB before the trim (within
+    a few windows), while its n_peak_mb (one execution's net, Scalene's meaning) is a few
+    windows at most; the function shows it too, and so do the text view and the page's profile."""
+    ran = mem_run(python_exe, CACHE_TRIM)
+    want = "cache_trim: 67108864 bytes at the top, 33554432 bytes held at the end\n"
+    assert (ran.returncode, ran.stdout.decode(), ran.stderr) == (0, want, b""), ran.describe()
+    profile = load_memory_profile(ran)
+    detail = detail_of(profile, CACHE_TRIM, ran)
+    fill = marker(CACHE_TRIM, "fill")
+    e = mem_line(detail, fill)
+    assert "n_max_held_mb" in e, describe(e)
+    held = e["n_max_held_mb"]
+    # The line allocates 96 MiB in 2 MiB blocks, each sampled at its size. Rarely a few of its
+    # samples come without a stack (issue 27 item 11, cause open) and miss the line: what it
+    # missed (at most 4 blocks) lowers what it can have held.
+    missed = 96 - e["n_malloc_mb"]
+    assert -W_MB <= missed <= 8 + W_MB, describe(e)
+    assert near(held, 64, abs_=4 * W_MB + max(missed, 0)), (held, describe(e))
+    assert e["n_peak_mb"] <= held / 4, (held, describe(e))
+    fn = next(f for f in detail["functions"] if f["line"] == "fill")
+    assert fn["n_max_held_mb"] == held, fn  # its one line that holds anything
+    cp = subprocess.run([str(SCRY), "view", "--cli", "--no-color", str(ran.profile_path)],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert " peak │   held │ timeline/%" in cp.stdout, cp.stdout
+    row = next(x for x in cp.stdout.splitlines() if x.startswith(f"{fill:6d} │"))
+    cells = [c.strip() for c in row.split("│")]
+    assert cells[7] == f"{held:.0f}M", (row, held)  # Line, 3 times, Python, net, peak, held
+    page = ran.profile_path.parent / "page.html"
+    cp = subprocess.run([str(SCRY), "view", "--standalone", "-o", str(page),
+                         str(ran.profile_path)], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    html = page.read_text()
+    m = re.search(r'<script type="application/json" id="scry-profile">(.*?)</script>', html, re.S)
+    assert m, "no profile block in the page"
+    embedded = detail_of(json.loads(m.group(1)), CACHE_TRIM, ran)
+    assert mem_line(embedded, fill)["n_max_held_mb"] == held
 
 
 def test_footprint_spans_the_whole_run(mem_run, python_exe):
