@@ -82,6 +82,7 @@
             py: py, nat: nat, sys: sys, time: py + nat + sys,
             samples: num(e.n_samples),
             malloc: num(e.n_malloc_mb), peak: num(e.n_peak_mb), growth: num(e.n_growth_mb),
+            held: num(e.n_max_held_mb), /* absent from profiles of older agents: 0, no column */
             usage: num(e.n_usage_fraction) * 100,
             pyfrac: num(e.n_python_fraction), copy: num(e.n_copy_mb_s),
             timeline: sparkMax, spark: ms,
@@ -121,7 +122,8 @@
         {id: 'sys', label: 'system', w: 60, always: true, cls: 'c-sys', fmt: fmtPct, title: 'off the CPU: sleep, I/O, locks, and waiting for a CPU (see oversubscribed)'},
         {id: 'samples', label: 'Samples', w: 66, fmt: fmtInt, title: 'samples behind the numbers'},
         {id: 'malloc', label: 'Alloc MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'memory allocated (n_malloc_mb)'},
-        {id: 'peak', label: 'Peak MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'peak memory (n_peak_mb)'},
+        {id: 'peak', label: 'Peak MB', w: 80, bar: 'mbar', fmt: fmtNum, title: 'the most held during one execution (n_peak_mb)'},
+        {id: 'held', label: 'Held MB', w: 76, bar: 'mbar', fmt: fmtNum, title: 'the most it held at once, a cache before each trim (n_max_held_mb); peak is one execution\'s'},
         {id: 'growth', label: 'Net MB', w: 72, fmt: fmtNum, title: 'allocated and not freed (n_growth_mb)'},
         {id: 'usage', label: 'Mem %', w: 64, fmt: fmtPct, title: 'share of all bytes allocated (n_usage_fraction)'},
         {id: 'pyfrac', label: 'Py mem', w: 72, fmt: (v) => fmtPct(v * 100), title: 'share allocated by Python (n_python_fraction)'},
@@ -146,7 +148,7 @@
      * column takes the rest, at least 320 px. */
     const COLGROUP = '<colgroup>' + cols.map((c) => (c.w ? '<col style="width:' + c.w + 'px">' : '<col>')).join('') + '</colgroup>';
     const TABLE_MIN_W = cols.reduce((s, c) => s + (c.w || 320), 0);
-    const hasMemory = ['malloc', 'peak', 'growth', 'timeline', 'copy'].some((k) => colMax[k] > 0);
+    const hasMemory = ['malloc', 'peak', 'held', 'growth', 'timeline', 'copy'].some((k) => colMax[k] > 0);
     /* Row sparklines share the program's scale (Scalene's [0, max footprint]) so that heights
      * compare between rows; a profile without it scales each row to its own peak. */
     const FOOTPRINT_MAX = num(P.max_footprint_mb);

@@ -103,7 +103,7 @@ try {
           perFile.map(([n]) => n).join(', '));
 
     // ---- columns present only with data ----
-    for (const [col, key] of [['malloc', 'n_malloc_mb'], ['peak', 'n_peak_mb'], ['growth', 'n_growth_mb'], ['copy', 'n_copy_mb_s'], ['gpu', 'n_gpu_percent']]) {
+    for (const [col, key] of [['malloc', 'n_malloc_mb'], ['peak', 'n_peak_mb'], ['held', 'n_max_held_mb'], ['growth', 'n_growth_mb'], ['copy', 'n_copy_mb_s'], ['gpu', 'n_gpu_percent']]) {
         const shown = (await page.locator('section.file').first().locator(`th[data-col="${col}"]`).count()) > 0;
         check(`column ${col} shown exactly when ${key} has values`, shown === anyNonZero(key), `shown ${shown}`);
     }

@@ -239,6 +239,7 @@ def synthetic_profile(n_lines=10_000):
                 "n_core_utilization": 0.1, "n_samples": int(py * 10), "cpu_samples_list": [],
                 "n_malloc_mb": 12.5 if mem else 0, "n_mallocs": 3 if mem else 0,
                 "n_peak_mb": 8.0 if mem else 0, "n_avg_mb": 4.0 if mem else 0,
+                "n_max_held_mb": 40.0 if mem else 0,
                 "n_growth_mb": 0, "n_python_fraction": 0.4 if mem else 0,
                 "n_usage_fraction": 0.01 if mem else 0, "n_copy_mb_s": 3.0 if i % 401 == 0 else 0,
                 "memory_samples": [[k * 10_000_000, (k % 7) * 1.5] for k in range(50)] if mem else [],
