@@ -61,6 +61,14 @@ static int read_entry(const json_t *e, const char *file, double total, struct pd
     out->sys_sec = sys / 100.0 * total;
     out->malloc_bytes = mal * MB;
     out->kept_bytes = kept * MB;
+    out->held_bytes = -1;
+    const json_t *held = json_object_get(e, "n_max_held_mb");
+    if (held && !json_is_null(held)) {
+        double h;
+        if (num(e, "n_max_held_mb", &h, what))
+            return -SCRY_E_BAD_PROFILE;
+        out->held_bytes = h * MB;
+    }
     return 0;
 }
 

@@ -25,6 +25,7 @@ struct pdoc_entry {
     double samples;
     double malloc_bytes; /* n_malloc_mb in bytes */
     double kept_bytes;   /* n_growth_mb in bytes */
+    double held_bytes;   /* n_max_held_mb in bytes, -1: absent (profiles of older agents) */
     const json_t *memory_samples; /* lines: [[ns, MB], ...] (checked), NULL when empty */
 };
 

@@ -523,6 +523,8 @@ static json_t *entry_row(const struct pdoc *d, const struct pdoc_entry *e, bool 
     if (r && d->memory) {
         json_object_set_new(r, "alloc_mb", json_real(mb(e->malloc_bytes)));
         json_object_set_new(r, "kept_mb", json_real(mb(e->kept_bytes)));
+        if (e->held_bytes >= 0) /* the most it held at once (docs/json-schema.md) */
+            json_object_set_new(r, "max_held_mb", json_real(mb(e->held_bytes)));
     }
     if (r && line)
         json_object_set_new(r, "source", source_line(d, e->file, e->line));

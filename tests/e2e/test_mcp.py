@@ -787,3 +787,24 @@ def test_no_control_characters_in_answers(pipe, python_exe, tmp_path):
     got = p.call(11, "no" + EVIL, {})
     assert got["error"]["code"] == -32602, got
     assert_clean(got["error"], "unknown tool")
+
+
+def test_hot_lines_by_memory_say_the_most_held(pipe, tmp_path):
+    """Issue 27 item 8: hot_lines by memory lists each line's most held at once (max_held_mb)
+    where the profile has it; a line of an older profile without n_max_held_mb has none."""
+    def entry(lineno, malloc, **extra):
+        return {"lineno": lineno, "line": f"x{lineno} = {lineno}\n", "n_cpu_percent_python": 1.0,
+                "n_cpu_percent_c": 0, "n_sys_percent": 0, "n_samples": 1, "n_malloc_mb": malloc,
+                "n_growth_mb": 0, "n_peak_mb": 14.0, **extra}
+    doc = {"tool": "scry", "version": "0.1.0", "program": "/app/app.py", "elapsed_time_sec": 1.0,
+           "n_samples": 10, "processes": 1, "memory": True,
+           "files": {"/app/app.py": {"percent_cpu_time": 2.0, "functions": [], "leaks": {},
+                                     "lines": [entry(1, 900.0, n_max_held_mb=195.0),
+                                               entry(2, 500.0)]}}}
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps(doc))
+    p = pipe("--root", str(tmp_path))
+    got = p.call(1, "hot_lines", {"profile": str(prof), "by": "memory"})["result"]
+    lines = got["structuredContent"]["lines"]
+    assert [(r["line"], r.get("max_held_mb")) for r in lines] == [(1, 195.0), (2, None)], lines
+    assert "max_held_mb=195" in got["content"][0]["text"], got["content"][0]["text"]
