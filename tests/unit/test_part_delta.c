@@ -57,7 +57,36 @@ static void test_gpu_lines_of_the_window(void)
     json_decref(after);
 }
 
+#define MCKPT(elapsed, memory_lines)                                                               \
+    "{\"format\":\"scry-part\",\"format_version\":1,\"pid\":7,\"start_time_absolute\":100.0,"   \
+    "\"elapsed_sec\":" elapsed ",\"totals\":{\"python_sec\":1,\"native_sec\":0,\"sys_sec\":0,"  \
+    "\"samples\":10,\"dropped\":0},\"files\":[\"/a.py\"],\"functions\":[[\"f\",0,1]],"            \
+    "\"lines\":[],\"memory\":{},\"memory_lines\":" memory_lines "}"
+
+/* Issue 27 item 8: a line's most held at once (the 17th item) in a window. Line 2 held 100 at
+ * most before, 40 at the window's start, 60 at its end, never above 100 in it: at least 60 (the
+ * window's top is not known). Line 3 rose to 300 in the window: 300. */
+static void test_max_held_of_the_window(void)
+{
+    json_error_t err;
+    json_t *before = json_loads(MCKPT("1.0", "[[0,2,0,100,0,10,60,10,10,10,0,0,0,[],40,0,100],"
+                                             "[0,3,0,100,0,10,0,10,10,10,0,0,0,[],100,0,100]]"),
+                                0, &err);
+    json_t *after = json_loads(MCKPT("3.0", "[[0,2,0,120,0,12,60,10,10,12,0,0,0,[],60,0,100],"
+                                            "[0,3,0,300,0,30,0,10,10,30,0,0,0,[],300,0,300]]"),
+                               0, &err);
+    CHECK(before && after);
+    CHECK_EQ(part_subtract(after, before), 0);
+    const json_t *ml = json_object_get(after, "memory_lines");
+    const json_t *l2 = entry(ml, 2), *l3 = entry(ml, 3);
+    CHECK(l2 && item(l2, 16) == 60);
+    CHECK(l3 && item(l3, 16) == 300);
+    json_decref(before);
+    json_decref(after);
+}
+
 static const struct tl_test tests[] = {
     TL(test_gpu_lines_of_the_window),
+    TL(test_max_held_of_the_window),
 };
 TL_MAIN(tests)
