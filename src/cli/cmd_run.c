@@ -48,7 +48,7 @@ const char cmd_run_usage[] =
     "Options stop at the program name; what follows it is the program's own command line.\n"
     "\n"
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
-    "      --config FILE               options from a YAML file (option: value, a list for\n"
+    "  -c, --config FILE               options from a YAML file (option: value, a list for\n"
     "                                  --tag, true/false for flags); the command line wins\n"
     "      --python PATH               the Python to run (default: $SCRY_PYTHON, else python3\n"
     "                                  on PATH; python -m scry: its own interpreter)\n"
@@ -164,10 +164,10 @@ static int expand_config(int *argc, char ***argv, const struct option *longopts,
     opterr = 0;
     optind = 1;
     while (optind < *argc && strcmp((*argv)[optind], "---") != 0 &&
-           (c = getopt_long(*argc, *argv, "+:o:m:h", longopts, NULL)) != -1 && c != 'm')
-        if (c == O_CONFIG && path)
+           (c = getopt_long(*argc, *argv, "+:o:m:c:h", longopts, NULL)) != -1 && c != 'm')
+        if ((c == O_CONFIG || c == 'c') && path)
             return cli_usage("give --config once");
-        else if (c == O_CONFIG)
+        else if (c == O_CONFIG || c == 'c') /* -c: Scalene's spelling */
             path = optarg;
     if (!path)
         return 0;
@@ -284,7 +284,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         }
         o->at = optind;
-        c = getopt_long(argc, argv, "+:o:m:h", longopts, NULL);
+        c = getopt_long(argc, argv, "+:o:m:c:h", longopts, NULL);
         if (c == -1)
             break;
         char *end;
@@ -329,6 +329,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->memory = true;
             memory_flag = true;
             break;
+        case 'c':
         case O_CONFIG:
             break; /* read before the others (expand_config) */
         case O_CPU:
