@@ -61,6 +61,7 @@ const char cmd_top_usage[] =
 #define ONCE_SECONDS 2.5
 #define MIN_FUNC_WIDTH 16 /* columns are dropped before the function gets narrower */
 #define HEADER_LINES 5    /* the header and the blank line under it, before the table */
+#define HEADER_MAX_WIDTH 4096 /* a header line on a pipe of no known width (a long argv) */
 
 /* The table's columns, in screen order; the keys 1-8 sort by the n-th. */
 enum { C_OWN, C_TOTAL, C_PY, C_NAT, C_SYS, C_OWNTIME, C_TOTALTIME, C_NAME, C__COUNT };
@@ -131,6 +132,7 @@ struct top {
     uint64_t frames;
     long thread_sel; /* -1: all, else an index in threads */
     int width, height;
+    int header_width; /* width, or HEADER_MAX_WIDTH on a pipe of no known width */
     struct strbuf screen;
 };
 
@@ -385,15 +387,27 @@ static int add_fit(struct strbuf *sb, const char *s, int width)
     return cols_used;
 }
 
-/* One line of the screen: text fitted to the width, then the end of the line. */
-static void screen_line(struct top *t, const char *text, const char *style)
+/* One line of the screen: text fitted to width, then the end of the line. */
+static void screen_line_w(struct top *t, const char *text, const char *style, int width)
 {
     if (style && t->color)
         sb_adds(&t->screen, style);
-    add_fit(&t->screen, text, t->width);
+    add_fit(&t->screen, text, width);
     if (style && t->color)
         sb_adds(&t->screen, "\x1b[0m");
     sb_adds(&t->screen, t->term ? "\x1b[K\r\n" : "\n");
+}
+
+static void screen_line(struct top *t, const char *text, const char *style)
+{
+    screen_line_w(t, text, style, t->width);
+}
+
+/* The header's lines: on a pipe of no known width, whole (up to HEADER_MAX_WIDTH), since a
+ * program reading `scry top --once` wants the GIL holder's and the program's names uncut. */
+static void header_line(struct top *t, const char *text, const char *style)
+{
+    screen_line_w(t, text, style, t->header_width);
 }
 
 static bool thread_selected(const struct top *t, size_t i)
@@ -538,7 +552,7 @@ static void header(struct top *t)
         for (size_t i = 0; i < json_array_size(p0->argv); i++)
             sb_addf(&line, " %s", json_string_value(json_array_get(p0->argv, i)));
     }
-    screen_line(t, sb_str(&line), "\x1b[1m");
+    header_line(t, sb_str(&line), "\x1b[1m");
     sb_reset(&line);
     /* Line 2: samples, threads, the GIL. */
     size_t active = 0, total = 0;
@@ -567,7 +581,7 @@ static void header(struct top *t)
         sb_addf(&line, "GIL held: %.0f%%  holder: %s",
                 t->rounds ? 100.0 * (double)gil / (double)t->rounds : 0.0,
                 holder ? holder : "none");
-    screen_line(t, sb_str(&line), NULL);
+    header_line(t, sb_str(&line), NULL);
     sb_reset(&line);
     /* Line 3: memory. */
     char a[32], b[32], c[32];
@@ -580,7 +594,7 @@ static void header(struct top *t)
     } else {
         sb_adds(&line, "RSS: unknown");
     }
-    screen_line(t, sb_str(&line), NULL);
+    header_line(t, sb_str(&line), NULL);
     sb_reset(&line);
     /* Line 4: the view. */
     sb_addf(&line, "Sort: %s  View: %s  Thread: ", cols[t->sort].title,
@@ -595,8 +609,8 @@ static void header(struct top *t)
         sb_adds(&line, "  [paused]");
     if (t->term)
         sb_adds(&line, "  (1-8 sort, l lines, t thread, r reset, p pause, q quit)");
-    screen_line(t, sb_str(&line), t->paused ? "\x1b[33m" : NULL);
-    screen_line(t, "", NULL);
+    header_line(t, sb_str(&line), t->paused ? "\x1b[33m" : NULL);
+    header_line(t, "", NULL);
     sb_release(&line);
 }
 
@@ -782,6 +796,7 @@ static void term_enter(void)
 static void term_size(struct top *t)
 {
     struct winsize ws;
+    bool sized = true; /* a terminal's width, or COLUMNS */
     t->width = 80;
     t->height = 24;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
@@ -790,13 +805,17 @@ static void term_size(struct top *t)
     } else {
         const char *c = getenv("COLUMNS"), *l = getenv("LINES");
         long v;
-        if (c && (v = strtol(c, NULL, 10)) > 0 && v < 10000)
+        sized = false;
+        if (c && (v = strtol(c, NULL, 10)) > 0 && v < 10000) {
             t->width = (int)v;
+            sized = true;
+        }
         if (l && (v = strtol(l, NULL, 10)) > 0 && v < 10000)
             t->height = (int)v;
     }
     if (t->width < 20)
         t->width = 20;
+    t->header_width = sized ? t->width : HEADER_MAX_WIDTH;
     if (t->height < HEADER_LINES + 2)
         t->height = HEADER_LINES + 2;
 }
