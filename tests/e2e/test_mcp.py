@@ -173,13 +173,13 @@ def test_python_client_calls_every_tool(world):
     assert f"line={hot_line}" in hot["text"], hot["text"]
     assert "# HOT_LINE: n < 10**7 & > 0" in hot["text"], hot["text"]
 
-    funcs = {f["function"]: f for f in r[5]["structured"]["functions"]}
-    hot_funcs = [f for name, f in funcs.items() if name.startswith("hot")]
+    hot_funcs = [f for f in r[5]["structured"]["functions"]
+                 if f["function"].startswith("hot") and f["metric"] == "time_sec"]
     assert hot_funcs, r[5]["text"]
     # after's hot() does 4 times the work: well over 1.5 times the time, even on a loaded
     # machine (the times are wall-clock samples)
-    assert sum(f["time_sec"]["after"] for f in hot_funcs) > \
-        1.5 * sum(f["time_sec"]["before"] for f in hot_funcs), r[5]["text"]
+    assert sum(f["after"] for f in hot_funcs) > \
+        1.5 * sum(f["before"] for f in hot_funcs), r[5]["text"]
 
     dump = r[6]["structured"]
     assert dump["output"] == str(cap) and cap.is_file() and dump["objects"] > 10000, dump
@@ -522,6 +522,61 @@ def test_fuzzed_lines(pipe):
             break
     assert got == {"jsonrpc": "2.0", "id": "last", "result": {}}
     assert p.p.poll() is None
+
+
+# ---- compare_profiles answers what changed; a small budget keeps the top lines ------------------
+
+def answer_size(got):
+    return len(got["content"][0]["text"].encode()) + len(
+        json.dumps(got["structuredContent"], separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def test_compare_profiles_answers_what_changed(pipe, world, tmp_path):
+    """Only the metrics beyond the sampling error, one row each, with no sigma or interval: a
+    fraction of scry compare's report, which gives every metric of every row (16 KB here)."""
+    after = tmp_path / "after.json"
+    cp = run_scry(["run", "--no-view", "--python", world["python"], "-o", after, WORK, "4"],
+                  timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    full = json.loads(run_scry(["compare", "--json", world["before"], after]).stdout)
+    p = pipe("--root", str(world["dir"]), "--root", str(tmp_path))
+    got = p.call(1, "compare_profiles", {"before": str(world["before"]), "after": str(after),
+                                         "limit": 1000, "token_budget": 200000})["result"]
+    doc = got["structuredContent"]
+    z = full["z_significant"]
+    for group in ("functions", "lines"):
+        significant = [row for row in full[group] if row["significant"]]
+        assert doc["unchanged"][group] == len(full[group]) - len(significant), doc
+        where = {(row["function"], row.get("first_line", row.get("line"))) for row in significant}
+        for row in doc[group]:
+            assert set(row) == {"file", "function", "first_line" if group == "functions" else
+                                "line", "metric", "before", "after", "delta", "pct", "z"}, row
+            assert (row["function"], row.get("first_line", row.get("line"))) in where, row
+            assert abs(row["z"]) >= z - 0.005, row
+    hot = [row for row in doc["functions"]
+           if row["function"].startswith("hot") and row["metric"] == "time_sec"]
+    assert hot and hot[0]["after"] > 1.5 * hot[0]["before"], got["content"][0]["text"]
+    assert "sigma" not in got["content"][0]["text"], got["content"][0]["text"]
+    full_size = len(json.dumps(full, separators=(",", ":")).encode())
+    assert answer_size(got) < full_size / 2, (answer_size(got), full_size)
+
+
+def test_small_budget_summary_keeps_the_top_lines(pipe, world, tmp_path):
+    """profile_summary with token_budget 600: the hottest line is there (it was `lines (0)`:
+    the lines, longer with their source, were emptied first), with the hottest function."""
+    # A long path, as a project's own: every row repeats it, in the text and the JSON.
+    deep = tmp_path / ("a-project-directory-with-a-long-name-" * 3) / "profiles"
+    deep.mkdir(parents=True)
+    shutil.copy(world["before"], deep / "scry-profile.json")
+    p = pipe("--root", str(tmp_path))
+    hot_line = line_of(WORK, "# HOT_LINE")
+    got = p.call(1, "profile_summary", {"profile": str(deep / "scry-profile.json"),
+                                        "token_budget": 600})["result"]
+    doc, text = got["structuredContent"], got["content"][0]["text"]
+    assert answer_size(got) <= 600 * 4 * 1.01, answer_size(got)
+    assert doc["lines"] and doc["lines"][0]["line"] == hot_line, text
+    assert doc["functions"] and doc["functions"][0]["function"].startswith("hot"), text
+    assert "lines (0)" not in text and "more lines" in text, text
 
 
 # ---- the token budget on a big snapshot ---------------------------------------------------------
