@@ -87,6 +87,15 @@ def test_options_before_a_program_suggest_run(args, suggestion):
     assert cp.returncode == 2 and "did you mean" not in cp.stderr, cp.stderr
 
 
+def test_run_suggestion_is_cleaned():
+    """The suggestion repeats the command line: a name holding terminal escapes is shown with
+    '?' for them, as every text scry shows (docs/SECURITY.md)."""
+    cp = run_scry(["--cpu", "\x1b]0;owned\x07\x1b[2Jx.py"])
+    assert cp.returncode == 2, cp.stderr
+    assert "\x1b" not in cp.stderr and "\x07" not in cp.stderr, repr(cp.stderr)
+    assert "did you mean: scry run --cpu '?]0;owned??[2Jx.py'" in cp.stderr, repr(cp.stderr)
+
+
 def test_python_m_scry_suggests_python_m_scry_run(tmp_path):
     """python -m scry --cli prog.py: the suggestion is the same wrapper's run command. The package
     from the checkout, with the built binary as its bundled one."""
