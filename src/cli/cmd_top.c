@@ -131,8 +131,7 @@ struct top {
     bool lines, paused, quit, dirty, term, color;
     uint64_t frames;
     long thread_sel; /* -1: all, else an index in threads */
-    int width, height;
-    int header_width; /* width, or HEADER_MAX_WIDTH on a pipe of no known width */
+    int width, height, header_width; /* header_width: 0, or HEADER_MAX_WIDTH on a pipe */
     struct strbuf screen;
 };
 
@@ -387,27 +386,15 @@ static int add_fit(struct strbuf *sb, const char *s, int width)
     return cols_used;
 }
 
-/* One line of the screen: text fitted to width, then the end of the line. */
-static void screen_line_w(struct top *t, const char *text, const char *style, int width)
+/* One line of the screen: text fitted to the width, then the end of the line. */
+static void screen_line(struct top *t, const char *text, const char *style)
 {
     if (style && t->color)
         sb_adds(&t->screen, style);
-    add_fit(&t->screen, text, width);
+    add_fit(&t->screen, text, t->width);
     if (style && t->color)
         sb_adds(&t->screen, "\x1b[0m");
     sb_adds(&t->screen, t->term ? "\x1b[K\r\n" : "\n");
-}
-
-static void screen_line(struct top *t, const char *text, const char *style)
-{
-    screen_line_w(t, text, style, t->width);
-}
-
-/* The header's lines: on a pipe of no known width, whole (up to HEADER_MAX_WIDTH), since a
- * program reading `scry top --once` wants the GIL holder's and the program's names uncut. */
-static void header_line(struct top *t, const char *text, const char *style)
-{
-    screen_line_w(t, text, style, t->header_width);
 }
 
 static bool thread_selected(const struct top *t, size_t i)
@@ -536,6 +523,8 @@ static void header(struct top *t)
 {
     struct smp_proc *p0 = t->set->procs[0];
     struct strbuf line = STRBUF_INIT;
+    int width = t->width; /* on a pipe of no known width, the header whole (holder, program) */
+    t->width = t->header_width ? t->header_width : width;
     /* Line 1: the process. */
     sb_addf(&line, "scry top - process %d (Python %s", p0->pid, p0->rt.version_str);
     if (p0->rt.layout.free_threaded)
@@ -552,7 +541,7 @@ static void header(struct top *t)
         for (size_t i = 0; i < json_array_size(p0->argv); i++)
             sb_addf(&line, " %s", json_string_value(json_array_get(p0->argv, i)));
     }
-    header_line(t, sb_str(&line), "\x1b[1m");
+    screen_line(t, sb_str(&line), "\x1b[1m");
     sb_reset(&line);
     /* Line 2: samples, threads, the GIL. */
     size_t active = 0, total = 0;
@@ -581,7 +570,7 @@ static void header(struct top *t)
         sb_addf(&line, "GIL held: %.0f%%  holder: %s",
                 t->rounds ? 100.0 * (double)gil / (double)t->rounds : 0.0,
                 holder ? holder : "none");
-    header_line(t, sb_str(&line), NULL);
+    screen_line(t, sb_str(&line), NULL);
     sb_reset(&line);
     /* Line 3: memory. */
     char a[32], b[32], c[32];
@@ -594,7 +583,7 @@ static void header(struct top *t)
     } else {
         sb_adds(&line, "RSS: unknown");
     }
-    header_line(t, sb_str(&line), NULL);
+    screen_line(t, sb_str(&line), NULL);
     sb_reset(&line);
     /* Line 4: the view. */
     sb_addf(&line, "Sort: %s  View: %s  Thread: ", cols[t->sort].title,
@@ -609,9 +598,10 @@ static void header(struct top *t)
         sb_adds(&line, "  [paused]");
     if (t->term)
         sb_adds(&line, "  (1-8 sort, l lines, t thread, r reset, p pause, q quit)");
-    header_line(t, sb_str(&line), t->paused ? "\x1b[33m" : NULL);
-    header_line(t, "", NULL);
+    screen_line(t, sb_str(&line), t->paused ? "\x1b[33m" : NULL);
+    screen_line(t, "", NULL);
     sb_release(&line);
+    t->width = width;
 }
 
 /* The columns that fit: the name's at least MIN_FUNC_WIDTH, narrow terminals drop the others
@@ -796,7 +786,7 @@ static void term_enter(void)
 static void term_size(struct top *t)
 {
     struct winsize ws;
-    bool sized = true; /* a terminal's width, or COLUMNS */
+    t->header_width = 0;
     t->width = 80;
     t->height = 24;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
@@ -805,17 +795,15 @@ static void term_size(struct top *t)
     } else {
         const char *c = getenv("COLUMNS"), *l = getenv("LINES");
         long v;
-        sized = false;
-        if (c && (v = strtol(c, NULL, 10)) > 0 && v < 10000) {
+        if (c && (v = strtol(c, NULL, 10)) > 0 && v < 10000)
             t->width = (int)v;
-            sized = true;
-        }
+        else
+            t->header_width = HEADER_MAX_WIDTH; /* no width known: the header is not cut */
         if (l && (v = strtol(l, NULL, 10)) > 0 && v < 10000)
             t->height = (int)v;
     }
     if (t->width < 20)
         t->width = 20;
-    t->header_width = sized ? t->width : HEADER_MAX_WIDTH;
     if (t->height < HEADER_LINES + 2)
         t->height = HEADER_LINES + 2;
 }

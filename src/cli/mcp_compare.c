@@ -36,17 +36,15 @@ static void add_changes(json_t *out, const json_t *row, double z_sig, bool funct
                                   : main_kind && strncmp(key, main_kind, strlen(main_kind)) == 0;
             if (!take)
                 continue;
-            bool bytes = strstr(key, "_bytes") != NULL;
-            double unit = bytes ? 1 : 1e-6;
-            json_t *r = json_pack("{s:O,s:O,s:O,s:s,s:o,s:o,s:o,s:o,s:o}", "file",
-                                  json_object_get(row, "file"), "function",
-                                  json_object_get(row, "function"), function ? "first_line" : "line",
-                                  json_object_get(row, function ? "first_line" : "line"), "metric",
-                                  key, "before", number(json_object_get(m, "before"), unit), "after",
-                                  number(json_object_get(m, "after"), unit), "delta",
-                                  number(json_object_get(m, "delta"), unit), "pct",
-                                  number(json_object_get(m, "pct"), 0.1), "z",
-                                  number(z, 0.01));
+            double unit = strstr(key, "_bytes") ? 1 : 1e-6;
+            const char *at = function ? "first_line" : "line";
+            json_t *r = json_pack(
+                "{s:O,s:O,s:O,s:s,s:o,s:o,s:o,s:o,s:o}", "file", json_object_get(row, "file"),
+                "function", json_object_get(row, "function"), at, json_object_get(row, at),
+                "metric", key, "before", number(json_object_get(m, "before"), unit), "after",
+                number(json_object_get(m, "after"), unit), "delta",
+                number(json_object_get(m, "delta"), unit), "pct",
+                number(json_object_get(m, "pct"), 0.1), "z", number(z, 0.01));
             if (r)
                 json_array_append_new(out, r);
             any = true;
