@@ -81,8 +81,8 @@ def test_short_threads_keep_their_cpu(runs, python_exe, section, function):
         # often than their share of CPU time: 28.5% of the sampled threads' time against 22% of
         # all threads' time outside the function. 3.13t's start-up and exit are a quarter of a
         # 1 ms thread, four times the default build's share, so only there does the bias pass
-        # the 10%. Every other interpreter is held to the 10%. Re-measured 2026-12-06: 1 of
-        # ~25 runs at load 4-8 was off by -13.6%, with 25.6% of the samples in the threads'
+        # the 10%. Every other interpreter is held to the 10%. Re-measured 2026-12-06: 2 of
+        # ~35 runs at load 4-8 were off (-13.6%, -16.3%); in the first, with 25.6% of the samples in the threads'
         # start-up and exit against 11-15% in the others; no CPU time is lost (all of it is
         # charged); the fix this points to is in docs/agent-protocol.md (still open).
         if section == "short" and is_free_threaded(python_exe):
