@@ -592,7 +592,14 @@ int snap_open(const char *path, struct snap *out)
         out->mapped = true;
     }
     close(fd);
-    return open_validated(out, path);
+    err = open_validated(out, path);
+    /* Validation read every page (the checksums); an analysis touches only some of them, and
+     * one at a time: the pages go back out of this process (they stay in the page cache and come
+     * back from the file on the next touch), so that its peak memory counts only what it uses
+     * (docs/PERFORMANCE.md: analyze's bytes per object). */
+    if (!err && out->mapped)
+        madvise((void *)out->base, out->size, MADV_DONTNEED);
+    return err;
 }
 
 int snap_open_buffer(const void *data, size_t len, const char *name, struct snap *out)
