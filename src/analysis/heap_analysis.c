@@ -88,6 +88,10 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     err = dom_compute(n, off, succ, roots, nroots, a->idom);
     if (err)
         goto out;
+    /* Each step below touches one part of the mapped snapshot (the object records, then the
+     * edges): the pages of the step before go back first (snap_release_pages), so that the peak
+     * holds one part, not the whole file. */
+    snap_release_pages(s);
     /* The shallow sizes go where the retained sizes will be (dom_retained works in place): a
      * second array of 8 bytes per object was the largest part of analyze's peak. */
     a->retained = xcalloc(n, sizeof(*a->retained));
@@ -100,6 +104,8 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     err = dom_retained(n, a->idom, a->retained, a->retained);
     if (err)
         goto out;
+    a->reachable_bytes = dom_root_retained(n, a->idom, a->retained); /* every reachable byte */
+    snap_release_pages(s);
     a->parent = xcalloc(n, sizeof(*a->parent));
     queue = xcalloc(n, sizeof(*queue));
     if (!a->parent || !queue) {
@@ -116,7 +122,6 @@ int ha_build(const struct snap *s, struct heap_analysis *a)
     while (head < tail) {
         uint32_t v = queue[head++];
         a->reachable_objects++;
-        a->reachable_bytes += s->objects[v].size;
         for (uint32_t e = off[v]; e < off[v + 1]; e++) {
             uint32_t w = succ[e];
             if (a->root_label[w] != SNAP_NONE || a->parent[w] != SNAP_NONE)
