@@ -663,6 +663,179 @@ static int place_edges(struct snap_writer *w, void *scratch, uint32_t *first, ui
     return 0;
 }
 
+/* ALOC, BUFS and ARNA (docs/allocations.md), those that the writer holds. */
+static void write_alloc_chunks(struct snap_writer *w, struct out *o, struct dir_entry *dir,
+                               size_t *nd)
+{
+    if (w->alloc) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_ALOC);
+        out_u64(o, w->alloc_window);
+        out_u32(o, (uint32_t)w->asamples.n);
+        out_u32(o, (uint32_t)w->astacks.n);
+        out_u32(o, (uint32_t)w->aframes.n);
+        out_u32(o, 0);
+        out_u64(o, w->alloc_dropped);
+        for (size_t i = 0; i < w->asamples.n; i++) {
+            const struct alloc_sample *a = &w->asamples.v[i];
+            out_u64(o, a->addr);
+            out_u64(o, a->size);
+            out_u64(o, a->weight);
+            out_u32(o, a->stack);
+            out_u32(o, 0);
+        }
+        for (size_t i = 0; i < w->astacks.n; i++) {
+            out_u32(o, w->astacks.v[i].first);
+            out_u32(o, w->astacks.v[i].depth);
+        }
+        for (size_t i = 0; i < w->aframes.n; i++) {
+            out_u32(o, w->aframes.v[i].file);
+            out_u32(o, w->aframes.v[i].func);
+            out_u32(o, w->aframes.v[i].line);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+
+    if (w->buffers.n) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_BUFS);
+        for (size_t i = 0; i < w->buffers.n; i++) {
+            out_u64(o, w->buffers.v[i].addr);
+            out_u64(o, w->buffers.v[i].size);
+            out_u32(o, (uint32_t)w->buffers.v[i].owner);
+            out_u32(o, 0);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+
+    if (w->arenas.n) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_ARNA);
+        for (size_t i = 0; i < w->arenas.n; i++) {
+            out_u64(o, w->arenas.v[i].addr);
+            out_u64(o, w->arenas.v[i].size);
+            out_u32(o, w->arenas.v[i].stack);
+            out_u32(o, 0);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+}
+
+/* The CSR form of the graph that write_snapshot writes. */
+struct csr {
+    const struct snap_object *objs;
+    size_t nobj, nedge, ninferred;
+    const uint32_t *first, *target, *label, *inferred;
+    const uint8_t *kind;
+};
+
+/* Every chunk, the directory and then the header over its placeholder, from the file's start
+ * (over the spilled blocks, all read by now). A failure is left in o->err. */
+static void write_snapshot(struct snap_writer *w, struct out *o, const struct csr *g,
+                           uint32_t pyver_id, uint32_t toolver_id,
+                           const struct snap_write_stats *st)
+{
+    struct dir_entry dir[11];
+    size_t nd = 0;
+    uint8_t header[SNAP_HEADER_SIZE] = {0};
+    out_put(o, header, sizeof(header)); /* written again at the end */
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_META);
+    out_u32(o, w->meta.pid);
+    out_u32(o, (w->meta.capture_contents ? SNAP_META_CONTENTS : 0) |
+                     (w->meta.c_samples_only ? SNAP_META_C_SAMPLES_ONLY : 0));
+    out_u64(o, w->meta.rss_bytes);
+    out_u64(o, (uint64_t)w->meta.dump_time_us);
+    out_u64(o, w->meta.pause_us);
+    out_u32(o, w->meta.capture_contents ? w->meta.max_str : 0);
+    out_u32(o, pyver_id);
+    out_u32(o, toolver_id);
+    out_u32(o, 0);
+    out_u64(o, st->dropped_edges);
+    out_u64(o, st->duplicate_objects);
+    out_u32(o, (uint32_t)(st->dropped_roots > UINT32_MAX ? UINT32_MAX : st->dropped_roots));
+    out_u32(o, (uint32_t)(st->dropped_locations > UINT32_MAX ? UINT32_MAX
+                                                             : st->dropped_locations));
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_STRS);
+    out_u32(o, (uint32_t)w->strings.count);
+    out_u32(o, (uint32_t)w->strings.blob_len);
+    out_put(o, w->strings.off, (w->strings.count + 1) * sizeof(uint32_t));
+    out_put(o, w->strings.blob, w->strings.blob_len);
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_OBJS);
+    out_put(o, g->objs, g->nobj * sizeof(*g->objs));
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_EDGE);
+    out_u32(o, (uint32_t)g->nobj);
+    out_u32(o, (uint32_t)g->nedge);
+    out_put(o, g->first, (g->nobj + 1) * sizeof(*g->first));
+    out_put(o, g->target, g->nedge * sizeof(*g->target));
+    out_put(o, g->label, g->nedge * sizeof(*g->label));
+    out_put(o, g->kind, g->nedge);
+    chunk_end(o, &dir[nd++]);
+
+    if (g->ninferred) {
+        chunk_begin(o, &dir[nd], SNAP_CHUNK_INFR);
+        out_put(o, g->inferred, g->ninferred * sizeof(*g->inferred));
+        chunk_end(o, &dir[nd++]);
+    }
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_ROOT);
+    for (size_t i = 0; i < w->roots.n; i++) {
+        out_u32(o, w->roots.v[i].index);
+        out_u32(o, w->roots.v[i].str);
+    }
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_LOCS);
+    for (size_t i = 0; i < w->locations.n; i++) {
+        out_u32(o, w->locations.v[i].index);
+        out_u32(o, w->locations.v[i].str);
+        out_u32(o, w->locations.v[i].line);
+    }
+    chunk_end(o, &dir[nd++]);
+
+    write_alloc_chunks(w, o, dir, &nd);
+
+    if (w->meta.capture_contents) {
+        chunk_begin(o, &dir[nd], SNAP_CHUNK_CONT);
+        for (size_t i = 0; i < w->contents.n; i++) {
+            out_u32(o, w->contents.v[i].index);
+            out_u32(o, w->contents.v[i].str);
+        }
+        chunk_end(o, &dir[nd++]);
+    }
+
+    /* Directory, then the header over the placeholder. */
+    struct dir_entry dummy;
+    chunk_begin(o, &dummy, 0);
+    uint64_t dir_offset = o->pos;
+    for (size_t i = 0; i < nd; i++) {
+        out_u32(o, dir[i].type);
+        out_u32(o, dir[i].crc);
+        out_u64(o, dir[i].offset);
+        out_u64(o, dir[i].length);
+    }
+    chunk_end(o, &dummy);
+    uint32_t dir_crc = dummy.crc;
+    out_flush(o);
+
+    memcpy(header, SNAP_MAGIC, 8);
+    header[8] = SNAP_MAJOR;
+    header[10] = w->arenas.n    ? SNAP_MINOR_ARNA
+                 : w->buffers.n ? SNAP_MINOR_BUFS
+                 : w->alloc     ? SNAP_MINOR_ALOC
+                                : SNAP_MINOR;
+    put_le64(header + 16, o->pos);
+    put_le64(header + 24, dir_offset);
+    put_le32(header + 32, (uint32_t)nd);
+    put_le32(header + 36, dir_crc);
+    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
+    if (!o->err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
+        o->err = errno ? errno : EIO;
+}
+
 int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 {
     int err = 0;
@@ -761,157 +934,8 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         }
     snap_spill_free(&w->edges);
 
-    /* Write, from the file's start over the spilled blocks (all read by now). */
-    struct dir_entry dir[11];
-    size_t nd = 0;
-    uint8_t header[SNAP_HEADER_SIZE] = {0};
-    out_put(&o, header, sizeof(header)); /* written again at the end */
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_META);
-    out_u32(&o, w->meta.pid);
-    out_u32(&o, (w->meta.capture_contents ? SNAP_META_CONTENTS : 0) |
-                     (w->meta.c_samples_only ? SNAP_META_C_SAMPLES_ONLY : 0));
-    out_u64(&o, w->meta.rss_bytes);
-    out_u64(&o, (uint64_t)w->meta.dump_time_us);
-    out_u64(&o, w->meta.pause_us);
-    out_u32(&o, w->meta.capture_contents ? w->meta.max_str : 0);
-    out_u32(&o, pyver_id);
-    out_u32(&o, toolver_id);
-    out_u32(&o, 0);
-    out_u64(&o, st.dropped_edges);
-    out_u64(&o, st.duplicate_objects);
-    out_u32(&o, (uint32_t)(st.dropped_roots > UINT32_MAX ? UINT32_MAX : st.dropped_roots));
-    out_u32(&o, (uint32_t)(st.dropped_locations > UINT32_MAX ? UINT32_MAX
-                                                             : st.dropped_locations));
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_STRS);
-    out_u32(&o, (uint32_t)w->strings.count);
-    out_u32(&o, (uint32_t)w->strings.blob_len);
-    out_put(&o, w->strings.off, (w->strings.count + 1) * sizeof(uint32_t));
-    out_put(&o, w->strings.blob, w->strings.blob_len);
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_OBJS);
-    out_put(&o, objs, nobj * sizeof(*objs));
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_EDGE);
-    out_u32(&o, (uint32_t)nobj);
-    out_u32(&o, (uint32_t)nedge);
-    out_put(&o, first, (nobj + 1) * sizeof(*first));
-    out_put(&o, target, nedge * sizeof(*target));
-    out_put(&o, label, nedge * sizeof(*label));
-    out_put(&o, kind, nedge);
-    chunk_end(&o, &dir[nd++]);
-
-    if (ninferred) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_INFR);
-        out_put(&o, inferred, ninferred * sizeof(*inferred));
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_ROOT);
-    for (size_t i = 0; i < w->roots.n; i++) {
-        out_u32(&o, w->roots.v[i].index);
-        out_u32(&o, w->roots.v[i].str);
-    }
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_LOCS);
-    for (size_t i = 0; i < w->locations.n; i++) {
-        out_u32(&o, w->locations.v[i].index);
-        out_u32(&o, w->locations.v[i].str);
-        out_u32(&o, w->locations.v[i].line);
-    }
-    chunk_end(&o, &dir[nd++]);
-
-    if (w->alloc) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ALOC);
-        out_u64(&o, w->alloc_window);
-        out_u32(&o, (uint32_t)w->asamples.n);
-        out_u32(&o, (uint32_t)w->astacks.n);
-        out_u32(&o, (uint32_t)w->aframes.n);
-        out_u32(&o, 0);
-        out_u64(&o, w->alloc_dropped);
-        for (size_t i = 0; i < w->asamples.n; i++) {
-            const struct alloc_sample *a = &w->asamples.v[i];
-            out_u64(&o, a->addr);
-            out_u64(&o, a->size);
-            out_u64(&o, a->weight);
-            out_u32(&o, a->stack);
-            out_u32(&o, 0);
-        }
-        for (size_t i = 0; i < w->astacks.n; i++) {
-            out_u32(&o, w->astacks.v[i].first);
-            out_u32(&o, w->astacks.v[i].depth);
-        }
-        for (size_t i = 0; i < w->aframes.n; i++) {
-            out_u32(&o, w->aframes.v[i].file);
-            out_u32(&o, w->aframes.v[i].func);
-            out_u32(&o, w->aframes.v[i].line);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->buffers.n) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_BUFS);
-        for (size_t i = 0; i < w->buffers.n; i++) {
-            out_u64(&o, w->buffers.v[i].addr);
-            out_u64(&o, w->buffers.v[i].size);
-            out_u32(&o, (uint32_t)w->buffers.v[i].owner);
-            out_u32(&o, 0);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->arenas.n) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ARNA);
-        for (size_t i = 0; i < w->arenas.n; i++) {
-            out_u64(&o, w->arenas.v[i].addr);
-            out_u64(&o, w->arenas.v[i].size);
-            out_u32(&o, w->arenas.v[i].stack);
-            out_u32(&o, 0);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->meta.capture_contents) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
-        for (size_t i = 0; i < w->contents.n; i++) {
-            out_u32(&o, w->contents.v[i].index);
-            out_u32(&o, w->contents.v[i].str);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    /* Directory, then the header over the placeholder. */
-    struct dir_entry dummy;
-    chunk_begin(&o, &dummy, 0);
-    uint64_t dir_offset = o.pos;
-    for (size_t i = 0; i < nd; i++) {
-        out_u32(&o, dir[i].type);
-        out_u32(&o, dir[i].crc);
-        out_u64(&o, dir[i].offset);
-        out_u64(&o, dir[i].length);
-    }
-    chunk_end(&o, &dummy);
-    uint32_t dir_crc = dummy.crc;
-    out_flush(&o);
-
-    memcpy(header, SNAP_MAGIC, 8);
-    header[8] = SNAP_MAJOR;
-    header[10] = w->arenas.n    ? SNAP_MINOR_ARNA
-                 : w->buffers.n ? SNAP_MINOR_BUFS
-                 : w->alloc     ? SNAP_MINOR_ALOC
-                                : SNAP_MINOR;
-    put_le64(header + 16, o.pos);
-    put_le64(header + 24, dir_offset);
-    put_le32(header + 32, (uint32_t)nd);
-    put_le32(header + 36, dir_crc);
-    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
-    if (!o.err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
-        o.err = errno ? errno : EIO;
+    struct csr g = {objs, nobj, nedge, ninferred, first, target, label, inferred, kind};
+    write_snapshot(w, &o, &g, pyver_id, toolver_id, &st);
     if (o.err) {
         err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->path, strerror(o.err));
         goto out;
