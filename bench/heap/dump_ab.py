@@ -58,7 +58,8 @@ def main():
     print("| Python | objects | edges | scry | walk objects/s (median) | best | pause | "
           "dump wall | dump CPU | objects per CPU s | dump peak RSS | target RSS |"
           + (" analyze CPU | analyze peak RSS / object |" if args.analyze else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.analyze else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|"
+          + ("---|---|" if args.analyze else ""))
     with tempfile.TemporaryDirectory(prefix="scry-dump-ab-") as tmp:
         for version in args.pythons.split(","):
             if version not in pythons:
@@ -96,7 +97,8 @@ def main():
                           f"| {statistics.median(r[1] for r in rs) / 2**20:.0f} MiB "
                           f"| {d['rss_bytes'] / 2**20:.0f} MiB |"
                           + (f" {statistics.median(a[0] for a in ana[name]):.2f} s "
-                             f"| {statistics.median(a[1] for a in ana[name]) / d['objects']:.0f} B |"
+                             f"| {statistics.median(a[1] for a in ana[name]) / d['objects']:.0f}"
+                             " B |"
                              if args.analyze else ""), flush=True)
     return 0
 
