@@ -107,7 +107,10 @@
             open: false, built: false, view: 'lines', sort: null, el: null,
         });
     }
-    files.sort((a, b) => b.pct - a.pct || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    /* "first_file" (a notebook cell's own file): first, whatever its share. */
+    const firstFile = typeof P.first_file === 'string' ? P.first_file : null;
+    files.sort((a, b) => (b.name === firstFile) - (a.name === firstFile) || b.pct - a.pct ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
     /* Time axis of the sparklines: the whole run, so that they line up from row to row. */
     let tEnd = num(P.elapsed_time_sec) * 1e9;

@@ -7,7 +7,10 @@ so that both see the same heap and (as far as a shared machine allows) the same 
 
 Per Python, size and binary: objects and edges (which must match: the same graph), the walk's
 median and best objects/s (walk_ms: the copy while stopped and the walk), the pause, the dump's
-wall time and peak RSS, and the target's RSS. Uses dump_bench.py's target and measurement.
+wall time, CPU time (user + system, from wait4: what a loaded machine stretches least) and
+objects per CPU second, its peak RSS, and the target's RSS; with --analyze, `scry analyze --json`
+of each binary's last snapshot by that binary, alternated the same way: CPU time and peak RSS
+per object. Uses dump_bench.py's target.
 """
 
 import argparse
@@ -19,8 +22,25 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dump_bench import (DEFAULT_SIZES, REPO, find_pythons, run_measured,  # noqa: E402
+from dump_bench import (DEFAULT_SIZES, REPO, find_pythons,  # noqa: E402
                         start_target, stop_target)
+
+
+def run_measured(argv):
+    """Runs argv; returns (wall seconds, peak RSS bytes, stdout, CPU seconds)."""
+    import subprocess
+    import time
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: "
+                               f"{err.read().decode(errors='replace')[-2000:]}")
+        return wall, ru.ru_maxrss * 1024, out.read().decode(), ru.ru_utime + ru.ru_stime
 
 
 def main():
@@ -31,12 +51,15 @@ def main():
     ap.add_argument("--sizes", default="1M,5M",
                     help="labels of DEFAULT_SIZES, or LABEL=N (heap_bench.py --objects N)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--analyze", action="store_true", help="also scry analyze, alternated")
     args = ap.parse_args()
     bins = {"base": args.base, "new": args.new}
     pythons = find_pythons()
     print("| Python | objects | edges | scry | walk objects/s (median) | best | pause | "
-          "dump wall | dump peak RSS | target RSS |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "dump wall | dump CPU | objects per CPU s | dump peak RSS | target RSS |"
+          + (" analyze CPU | analyze peak RSS / object |" if args.analyze else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|"
+          + ("---|---|" if args.analyze else ""))
     with tempfile.TemporaryDirectory(prefix="scry-dump-ab-") as tmp:
         for version in args.pythons.split(","):
             if version not in pythons:
@@ -49,10 +72,16 @@ def main():
                 try:
                     for _ in range(args.runs):
                         for name, exe in bins.items():
-                            wall, rss, out = run_measured(
+                            wall, rss, out, cpu = run_measured(
                                 [exe, "dump", "--pid", str(head["pid"]), "-o",
                                  os.path.join(tmp, name + ".heap"), "--json"])
-                            runs[name].append((wall, rss, json.loads(out)))
+                            runs[name].append((wall, rss, json.loads(out), cpu))
+                    ana = {k: [] for k in bins}
+                    for _ in range(args.runs if args.analyze else 0):
+                        for name, exe in bins.items():
+                            _, rss, _, cpu = run_measured(
+                                [exe, "analyze", os.path.join(tmp, name + ".heap"), "--json"])
+                            ana[name].append((cpu, rss))
                 finally:
                     stop_target(target)
                 for name, rs in runs.items():
@@ -63,8 +92,14 @@ def main():
                           f"| {max(ops) / 1e6:.2f}M "
                           f"| {statistics.median(r[2]['pause_ms'] for r in rs):.0f} ms "
                           f"| {statistics.median(r[0] for r in rs):.2f} s "
+                          f"| {statistics.median(r[3] for r in rs):.2f} s "
+                          f"| {d['objects'] / statistics.median(r[3] for r in rs) / 1e6:.2f}M "
                           f"| {statistics.median(r[1] for r in rs) / 2**20:.0f} MiB "
-                          f"| {d['rss_bytes'] / 2**20:.0f} MiB |", flush=True)
+                          f"| {d['rss_bytes'] / 2**20:.0f} MiB |"
+                          + (f" {statistics.median(a[0] for a in ana[name]):.2f} s "
+                             f"| {statistics.median(a[1] for a in ana[name]) / d['objects']:.0f}"
+                             " B |"
+                             if args.analyze else ""), flush=True)
     return 0
 
 

@@ -4,4 +4,4 @@ import sys
 
 from scry._cli import main
 
-sys.exit(main())
+sys.exit(main("python -m scry"))

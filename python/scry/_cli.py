@@ -11,7 +11,9 @@ def binary():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "scry")
 
 
-def main():
+def main(prog="scry"):
+    """prog: the name the binary's messages give the command (its argv[0]): "python -m scry"
+    from __main__, so that a suggestion such as `python -m scry run prog.py` can be pasted."""
     exe = binary()
     # Python ignores SIGPIPE and SIGXFSZ at start-up and an ignored signal stays ignored across
     # exec: put back the defaults (as subprocess does for its children), so that scry and the
@@ -23,7 +25,7 @@ def main():
     if sys.executable:
         os.environ.setdefault("SCRY_PYTHON", sys.executable)
     try:
-        os.execv(exe, ["scry", *sys.argv[1:]])
+        os.execv(exe, [prog, *sys.argv[1:]])
     except OSError as e:
         # As the binary reports an error (its io_error code, exit status 1).
         sys.stderr.write(f"scry: error: cannot run the scry package's binary {exe}: "

@@ -1,6 +1,7 @@
 """scry.start() in a program not started by `scry run`: loads scry's agent into this running
-interpreter and starts `scry collect` beside it, which writes the profile once this process
-ends (to SCRY_OUTFILE, default scry-profile.json in the current directory).
+interpreter and starts `scry collect` beside it, which writes the profile as this process ends
+(to SCRY_OUTFILE, default scry-profile.json in the current directory): the agent's exit path
+waits for it, so the file is complete once the process has exited.
 
 Only CPU time is profiled this way: the agent's memory hooks must be in place from the
 process's first allocation (LD_PRELOAD, which `scry run` gives), so memory is off and the
@@ -57,11 +58,14 @@ def load_agent(settings=None, outfile=None):
         **(settings or {}),
     }
     outfile = outfile or os.environ.get("SCRY_OUTFILE", "scry-profile.json")
-    subprocess.Popen([str(binary), "collect", "--pid", str(os.getpid()), "--part-dir", part_dir,
-                      "-o", os.path.abspath(outfile), "--program", program,
-                      "--program-path", program_path],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True)
+    collect = subprocess.Popen([str(binary), "collect", "--pid", str(os.getpid()),
+                                "--part-dir", part_dir, "-o", os.path.abspath(outfile),
+                                "--program", program, "--program-path", program_path],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               start_new_session=True, close_fds=True)
+    # The agent waits at exit for this collect to write the profile (bounded, 10 s): the file is
+    # complete when this process has exited, for a script that reads it at once.
+    env["SCRY_COLLECT_PID"] = str(collect.pid)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -73,4 +77,23 @@ def load_agent(settings=None, outfile=None):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    _route_os_exit(lib)
     return lib
+
+
+def _route_os_exit(lib):
+    """os._exit through the agent's _exit: loaded this late, the agent's interposer is not the
+    _exit the interpreter already bound (scry run preloads it), and os._exit would end the
+    process with its part unwritten and no wait for the profile."""
+    agent_exit = lib._exit
+    agent_exit.argtypes = [ctypes.c_int]
+    agent_exit.restype = None
+    plain = os._exit
+
+    def _exit(status):
+        if not isinstance(status, int):
+            return plain(status)  # its own TypeError, as before
+        agent_exit(status & 0xFF)  # what the kernel keeps of it
+
+    _exit.__doc__ = plain.__doc__
+    os._exit = _exit

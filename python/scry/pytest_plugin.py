@@ -1,6 +1,7 @@
 """scry's pytest plugin (entry point pytest11): `pytest --scry` profiles the test session,
 `--scry-per-test` prints each test's CPU time and memory at the end, and
-`@pytest.mark.scry_limit(memory_mb=, cpu_s=, leaks=)` fails a test that goes over. docs/pytest.md
+`@pytest.mark.scry_limit(memory_mb=, cpu_s=, leaks=)` fails a test that goes over (and
+pytest-memray's `@pytest.mark.limit_memory("24 MB")` is memory_mb=24). docs/pytest.md
 says what every number means.
 
 Memory needs scry's agent from the process's first allocation, so `pytest --scry` re-runs the
@@ -11,12 +12,16 @@ workers are children of the profiled controller, so scry run profiles them too a
 parts into the one profile; each test's numbers travel to the controller on its report."""
 
 import os
+import re
 import sys
 import tempfile
 
 import pytest
 
 MARKER = "scry_limit"
+MEMRAY_MARKER = "limit_memory"  # pytest-memray's, read as scry_limit(memory_mb=): no edits
+_MEMRAY_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+_MEMRAY_SIZE = re.compile(r"\s*\+?(\d+(?:\.\d*)?|\.\d+)\s*([KMGTP]?B)\s*$", re.IGNORECASE)
 LIMITS = ("memory_mb", "cpu_s", "leaks")
 REEXEC_ENV = "SCRY_PYTEST_REEXEC"  # set for the re-run session
 _MEASURE = pytest.StashKey()
@@ -58,6 +63,10 @@ def pytest_configure(config):
         "markers", f"{MARKER}(memory_mb=None, cpu_s=None, leaks=None): fail the test when its "
                    "call peaks above memory_mb MB over its start, runs over cpu_s CPU seconds, or "
                    "has more than `leaks` likely leaks (checked with --scry; docs/pytest.md)")
+    config.addinivalue_line(
+        "markers", f"{MEMRAY_MARKER}(size): pytest-memray's marker, such as "
+                   f"{MEMRAY_MARKER}(\"24 MB\"): with --scry, the same as "
+                   f"{MARKER}(memory_mb=24) (docs/pytest.md)")
     _check_options(config)
     # Set by the re-exec for this session only: a pytest that a test starts does not inherit it
     # (xdist's workers, which get the controller's options, are exempt).
@@ -116,11 +125,28 @@ def pytest_cmdline_main(config):
         raise pytest.UsageError(f"--scry: cannot run {scry}: {e.strerror}") from None
 
 
+def _memray_size(mark):
+    """limit_memory("24 MB")'s size in MB (MiB, as memory_mb): pytest-memray's spelling, a
+    number and B, KB, MB, GB, TB or PB (powers of 1024, any case, spaces allowed)."""
+    args = list(mark.args) + ([mark.kwargs["limit"]] if "limit" in mark.kwargs else [])
+    extra = set(mark.kwargs) - {"limit"}
+    m = _MEMRAY_SIZE.match(args[0]) if len(args) == 1 and isinstance(args[0], str) else None
+    if extra or not m:
+        pytest.fail(f"{MEMRAY_MARKER} takes one size, such as {MEMRAY_MARKER}(\"24 MB\") (a "
+                    f"number and B, KB, MB, GB, TB or PB), not {mark.args!r} {mark.kwargs!r}",
+                    pytrace=False)
+    return float(m.group(1)) * 1024.0 ** _MEMRAY_UNITS.index(m.group(2).upper()) / 1048576.0
+
+
 def _limits_of(item):
-    """The test's limits {name: value} from its scry_limit markers (the closest wins); a
-    marker that is not right fails the test."""
+    """The test's limits {name: value} from its scry_limit markers, and pytest-memray's
+    limit_memory as memory_mb (the closest marker wins, limit by limit); a marker that is not
+    right fails the test."""
     limits = {}
-    for mark in reversed(list(item.iter_markers(MARKER))):
+    for mark in reversed([m for m in item.iter_markers() if m.name in (MARKER, MEMRAY_MARKER)]):
+        if mark.name == MEMRAY_MARKER:
+            limits["memory_mb"] = _memray_size(mark)
+            continue
         if mark.args:
             pytest.fail(f"{MARKER} takes keywords only ({', '.join(LIMITS)})", pytrace=False)
         for key, value in mark.kwargs.items():

@@ -109,6 +109,11 @@ static void read_config(void)
     const char *hx = setting("SCRY_HEAP_AT_EXIT");
     if (hx && *hx)
         ag_cfg.heap_at_exit_pid = atoi(hx);
+    const char *cp = setting("SCRY_COLLECT_PID");
+    if (cp && *cp && atoi(cp) > 0) {
+        ag_cfg.collect_pid = atoi(cp);
+        ag_cfg.collect_for = (int)syscall(SYS_getpid);
+    }
     ag_sstream_on = env_flag("SCRY_TIMELINE");
     const char *tlmax = setting("SCRY_TIMELINE_MAX");
     if (tlmax && *tlmax) {
@@ -163,10 +168,17 @@ bool ag_agent_active(void)
     return is_ours();
 }
 
+/* The part written, then (scry.start() in a plain python run) the profile. */
+static void finish_for_exit(void)
+{
+    ag_collector_finish();
+    ag_collect_at_exit_wait();
+}
+
 void ag_flush_for_exit(void)
 {
     if (is_ours())
-        ag_collector_finish();
+        finish_for_exit();
 }
 
 static bool unwind_clean; /* no unwind was in flight when the process forked */
@@ -293,14 +305,14 @@ void ag_attach_stopped(void)
 __attribute__((destructor)) static void ag_fini(void)
 {
     if (is_ours())
-        ag_collector_finish();
+        finish_for_exit();
 }
 
 /* os._exit() and C code calling _exit() skip the destructors: flush first. */
 AG_EXPORT void _exit(int status)
 {
     if (is_ours())
-        ag_collector_finish();
+        finish_for_exit();
     for (;;)
         syscall(SYS_exit_group, status);
 }

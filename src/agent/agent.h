@@ -43,6 +43,8 @@ struct ag_config {
                                 allocator the agent does not measure right yet */
     double snapshot_sec; /* SCRY_SNAPSHOT_INTERVAL: seconds between snapshots (0: none) */
     int heap_at_exit_pid; /* SCRY_HEAP_AT_EXIT: `scry run --heap-at-exit`'s pid (0: none) */
+    int collect_pid;      /* SCRY_COLLECT_PID: scry.start()'s `scry collect` (0: none) */
+    int collect_for;      /* the process it collects (not a forked child) */
 };
 
 /* One Python frame as the signal handler saw it. filename/qualname/firstlineno are the code
@@ -273,6 +275,10 @@ uint64_t ag_alloc_request_poll(void);
 /* `scry run --heap-at-exit`: the program is over (atexit, GIL held); marks the part directory's
  * heapexit-<pid> and waits until `scry run` has taken its heap snapshot and removed it. */
 void ag_heap_at_exit_wait(void);
+/* scry.start() in a plain python run: the part is written and the process is ending. Marks
+ * the part directory's exiting-<pid> and waits (bounded) until `scry collect` has written the
+ * profile and removed the directory, so that the file is complete when the process has exited. */
+void ag_collect_at_exit_wait(void);
 /* Threads the interpreter starts (threadhooks.c): a slot claimed by the creating thread (NULL:
  * none free, or not sampling), given back if the thread could not be created; the new thread
  * starts its own sampling before it runs anything, and ends it from its key destructor. */

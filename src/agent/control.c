@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +131,34 @@ void ag_heap_at_exit_wait(void)
             nanosleep(&t, NULL);
         }
         unlink(path);
+    }
+    errno = saved;
+}
+
+#define COLLECT_AT_EXIT_WAIT_MS 10000 /* a profile's merge and write, at most */
+
+void ag_collect_at_exit_wait(void)
+{
+    static atomic_bool waited; /* once: the destructor after an exit path that waited */
+    if (!ag_cfg.collect_pid || ag_pid != ag_cfg.collect_for || atomic_exchange(&waited, true))
+        return;
+    char path[sizeof(ag_cfg.part_dir) + 64];
+    if ((size_t)snprintf(path, sizeof(path), "%s/exiting-%d", ag_cfg.part_dir, ag_pid) >=
+        sizeof(path))
+        return;
+    int saved = errno;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        close(fd);
+        /* scry collect removes the part directory once the profile is written; one that is
+         * gone (killed) is not waited for. */
+        struct stat st;
+        for (int ms = 0; ms < COLLECT_AT_EXIT_WAIT_MS && lstat(path, &st) == 0 &&
+                         (kill(ag_cfg.collect_pid, 0) == 0 || errno == EPERM);
+             ms += 2) {
+            struct timespec t = {0, 2000000};
+            nanosleep(&t, NULL);
+        }
     }
     errno = saved;
 }

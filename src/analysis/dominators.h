@@ -50,8 +50,9 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
 
 /* Retained sizes from dom_compute's idom: retained[v] = shallow[v] + the retained sizes of the
  * nodes v immediately dominates; 0 for unreachable nodes. Needs no order: a node is finished when
- * its last child is, walking up the tree. Returns 0, -SCRY_E_BAD_SNAPSHOT if idom is not a tree
- * (an index out of range or a cycle), or -SCRY_E_NO_MEMORY. */
+ * its last child is, walking up the tree. shallow may be retained itself (sizes turned into
+ * retained sizes in place, without a second array). Returns 0, -SCRY_E_BAD_SNAPSHOT if idom is
+ * not a tree (an index out of range or a cycle), or -SCRY_E_NO_MEMORY. */
 int dom_retained(uint32_t n, const uint32_t *idom, const uint64_t *shallow, uint64_t *retained);
 
 /* Bytes retained by the super-root: the sum of retained[v] over nodes with idom[v] == n, which is

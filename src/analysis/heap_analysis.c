@@ -1,6 +1,6 @@
 /* The heap analysis: strong graph -> dominators -> retained sizes, a breadth-first tree for
  * retaining paths, and the selections `analyze` and `query` print. Memory per object: idom 4,
- * root label 4, retained 8, parent 4, and for a while a shallow copy 8 or a queue 4, plus the
+ * root label 4, retained 8 (the shallow sizes first), parent 4, and for a while a queue 4, plus the
  * dominator computation's working set (dominators.h), allocated so that they do not all coexist,
  * and, only when the snapshot holds weak references, a strong-only copy of the edges. */
 #include "analysis/heap_analysis.h"
@@ -82,7 +82,6 @@ int ha_build_progress(const struct snap *s, struct heap_analysis *a,
     uint32_t n = a->n;
     uint32_t *off_own = NULL, *succ_own = NULL, *roots = NULL, *queue = NULL;
     const uint32_t *off = NULL, *succ = NULL;
-    uint64_t *shallow = NULL;
     if (progress)
         progress(ctx, HA_STEP_GRAPH, 0, 0);
     int err = strong_graph(s, &off_own, &succ_own, &off, &succ, &a->weak_edges);
@@ -116,19 +115,24 @@ int ha_build_progress(const struct snap *s, struct heap_analysis *a,
         goto out;
     if (progress)
         progress(ctx, HA_STEP_RETAINED, 0, 0);
+    /* Each step below touches one part of the mapped snapshot (the object records, then the
+     * edges): the pages of the step before go back first (snap_release_pages), so that the peak
+     * holds one part, not the whole file. */
+    snap_release_pages(s);
+    /* The shallow sizes go where the retained sizes will be (dom_retained works in place): a
+     * second array of 8 bytes per object was the largest part of analyze's peak. */
     a->retained = xcalloc(n, sizeof(*a->retained));
-    shallow = xcalloc(n, sizeof(*shallow));
-    if (!a->retained || !shallow) {
+    if (!a->retained) {
         err = err_fail(SCRY_E_NO_MEMORY, "out of memory analysing the snapshot");
         goto out;
     }
     for (uint32_t v = 0; v < n; v++)
-        shallow[v] = s->objects[v].size;
-    err = dom_retained(n, a->idom, shallow, a->retained);
-    free(shallow);
-    shallow = NULL;
+        a->retained[v] = s->objects[v].size;
+    err = dom_retained(n, a->idom, a->retained, a->retained);
     if (err)
         goto out;
+    a->reachable_bytes = dom_root_retained(n, a->idom, a->retained); /* every reachable byte */
+    snap_release_pages(s);
     a->parent = xcalloc(n, sizeof(*a->parent));
     queue = xcalloc(n, sizeof(*queue));
     if (!a->parent || !queue) {
@@ -145,7 +149,6 @@ int ha_build_progress(const struct snap *s, struct heap_analysis *a,
     while (head < tail) {
         uint32_t v = queue[head++];
         a->reachable_objects++;
-        a->reachable_bytes += s->objects[v].size;
         for (uint32_t e = off[v]; e < off[v + 1]; e++) {
             uint32_t w = succ[e];
             if (a->root_label[w] != SNAP_NONE || a->parent[w] != SNAP_NONE)
@@ -159,7 +162,6 @@ out:
     free(succ_own);
     free(roots);
     free(queue);
-    free(shallow);
     if (err)
         ha_free(a);
     return err;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -49,7 +50,7 @@ const char cmd_run_usage[] =
     "Options stop at the program name; what follows it is the program's own command line.\n"
     "\n"
     "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
-    "      --config FILE               options from a YAML file (option: value, a list for\n"
+    "  -c, --config FILE               options from a YAML file (option: value, a list for\n"
     "                                  --tag, true/false for flags); the command line wins\n"
     "      --python PATH               the Python to run (default: $SCRY_PYTHON, else python3\n"
     "                                  on PATH; python -m scry: its own interpreter)\n"
@@ -165,10 +166,10 @@ static int expand_config(int *argc, char ***argv, const struct option *longopts,
     opterr = 0;
     optind = 1;
     while (optind < *argc && strcmp((*argv)[optind], "---") != 0 &&
-           (c = getopt_long(*argc, *argv, "+:o:m:h", longopts, NULL)) != -1 && c != 'm')
-        if (c == O_CONFIG && path)
+           (c = getopt_long(*argc, *argv, "+:o:m:c:h", longopts, NULL)) != -1 && c != 'm')
+        if ((c == O_CONFIG || c == 'c') && path)
             return cli_usage("give --config once");
-        else if (c == O_CONFIG)
+        else if (c == O_CONFIG || c == 'c') /* -c: Scalene's spelling */
             path = optarg;
     if (!path)
         return 0;
@@ -285,7 +286,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         }
         o->at = optind;
-        c = getopt_long(argc, argv, "+:o:m:h", longopts, NULL);
+        c = getopt_long(argc, argv, "+:o:m:c:h", longopts, NULL);
         if (c == -1)
             break;
         char *end;
@@ -330,6 +331,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             o->memory = true;
             memory_flag = true;
             break;
+        case 'c':
         case O_CONFIG:
             break; /* read before the others (expand_config) */
         case O_CPU:
@@ -1285,7 +1287,8 @@ static int run(struct run_opts o)
  *
  * A plain `python app.py` that calls scry.start() loads the agent into its running interpreter
  * (python/scry/_standalone.py) and starts this command beside it: it waits for the process to
- * end, then merges the part files it wrote, as `scry run` does after its program. */
+ * end, or to mark itself exiting with its part written, then merges the part files it wrote, as
+ * `scry run` does after its program; the process waits at exit until the profile is written. */
 const char cmd_collect_usage[] =
     "usage: scry collect --pid PID --part-dir DIR [-o FILE] [--program PATH]\n"
     "                    [--program-path DIR]\n"
@@ -1365,6 +1368,42 @@ static int collect_window(const char *part, const char *since, const char *outfi
     return err ? -1 : 0;
 }
 
+/* Until process pid has ended, or is ending with its part written: its agent then marks
+ * exiting-<pid> in dir and waits for the profile (ag_collect_at_exit_wait), so that the file is
+ * complete when its exit status is seen. Woken by the pidfd and by inotify on dir (a program
+ * may run for days: no polling); without them, polled every 20 ms. */
+static void wait_for_exit(int pid, const char *dir)
+{
+    char mark[PATH_MAX];
+    struct stat st;
+    snprintf(mark, sizeof(mark), "%s/exiting-%d", dir, pid);
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (ifd >= 0 && inotify_add_watch(ifd, dir, IN_CREATE) < 0) {
+        close(ifd);
+        ifd = -1;
+    }
+    while (lstat(mark, &st) != 0) {
+        if (pfd < 0 && kill((pid_t)pid, 0) != 0 && errno != EPERM)
+            break;
+        struct pollfd pl[2] = {{pfd, POLLIN, 0}, {ifd, POLLIN, 0}};
+        int n = poll(pl, 2, pfd >= 0 && ifd >= 0 ? -1 : 20);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0 && (pl[0].revents & POLLIN))
+            break; /* ended */
+        if (n > 0 && (pl[1].revents & POLLIN)) {
+            char events[4096];
+            while (read(ifd, events, sizeof(events)) > 0)
+                ;
+        }
+    }
+    if (pfd >= 0)
+        close(pfd);
+    if (ifd >= 0)
+        close(ifd);
+}
+
 int cmd_collect(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -1427,23 +1466,11 @@ int cmd_collect(int argc, char **argv)
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0)
         return -1;
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pfd >= 0) {
-        struct pollfd pl = {pfd, POLLIN, 0};
-        while (poll(&pl, 1, -1) < 0 && errno == EINTR)
-            ;
-        close(pfd);
-    } else {
-        while (kill((pid_t)pid, 0) == 0 || errno == EPERM) {
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-    }
+    wait_for_exit(pid, dir);
     wait_for_lingering(dir);
     struct profile p;
     prof_init(&p);
     read_parts(&p, dir, (pid_t)pid, false);
-    remove_part_dir(dir);
     prof_finish(&p);
     if (!p.note)
         p.note = "CPU time only: the program loaded scry itself (scry.start() in a plain python "
@@ -1451,5 +1478,6 @@ int cmd_collect(int argc, char **argv)
                  "keep the scry.start() call";
     int err = collect_write(&p, &out, outfile, program, program_path);
     prof_free(&p);
+    remove_part_dir(dir); /* after the write: the process waits for its exiting-<pid> to go */
     return err;
 }

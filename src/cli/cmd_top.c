@@ -61,6 +61,7 @@ const char cmd_top_usage[] =
 #define ONCE_SECONDS 2.5
 #define MIN_FUNC_WIDTH 16 /* columns are dropped before the function gets narrower */
 #define HEADER_LINES 5    /* the header and the blank line under it, before the table */
+#define HEADER_MAX_WIDTH 4096 /* a header line on a pipe of no known width (a long argv) */
 
 /* The table's columns, in screen order; the keys 1-8 sort by the n-th. */
 enum { C_OWN, C_TOTAL, C_PY, C_NAT, C_SYS, C_OWNTIME, C_TOTALTIME, C_NAME, C__COUNT };
@@ -130,7 +131,7 @@ struct top {
     bool lines, paused, quit, dirty, term, color;
     uint64_t frames;
     long thread_sel; /* -1: all, else an index in threads */
-    int width, height;
+    int width, height, header_width; /* header_width: 0, or HEADER_MAX_WIDTH on a pipe */
     struct strbuf screen;
 };
 
@@ -522,6 +523,8 @@ static void header(struct top *t)
 {
     struct smp_proc *p0 = t->set->procs[0];
     struct strbuf line = STRBUF_INIT;
+    int width = t->width; /* on a pipe of no known width, the header whole (holder, program) */
+    t->width = t->header_width ? t->header_width : width;
     /* Line 1: the process. */
     sb_addf(&line, "scry top - process %d (Python %s", p0->pid, p0->rt.version_str);
     if (p0->rt.layout.free_threaded)
@@ -598,6 +601,7 @@ static void header(struct top *t)
     screen_line(t, sb_str(&line), t->paused ? "\x1b[33m" : NULL);
     screen_line(t, "", NULL);
     sb_release(&line);
+    t->width = width;
 }
 
 /* The columns that fit: the name's at least MIN_FUNC_WIDTH, narrow terminals drop the others
@@ -782,6 +786,7 @@ static void term_enter(void)
 static void term_size(struct top *t)
 {
     struct winsize ws;
+    t->header_width = 0;
     t->width = 80;
     t->height = 24;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
@@ -792,6 +797,8 @@ static void term_size(struct top *t)
         long v;
         if (c && (v = strtol(c, NULL, 10)) > 0 && v < 10000)
             t->width = (int)v;
+        else
+            t->header_width = HEADER_MAX_WIDTH; /* no width known: the header is not cut */
         if (l && (v = strtol(l, NULL, 10)) > 0 && v < 10000)
             t->height = (int)v;
     }

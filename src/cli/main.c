@@ -1,5 +1,6 @@
 /* scry's entry point and its one command table: `scry --help`, `scry help CMD`, `scry CMD
  * --help` and dispatch are all made from it. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,6 +98,51 @@ static int cmd_version(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+static bool is_script(const char *arg)
+{
+    size_t n = strlen(arg);
+    return n > 3 && strcmp(arg + n - 3, ".py") == 0;
+}
+
+/* `scry prog.py`, `scry --cpu prog.py`, `python -m scry --cli -m pkg`: Scalene's and Python's
+ * habit of options before the program. The command they meant is `scry run` with the same
+ * arguments up to the program (what follows is the program's own, not shown). argv[0] is
+ * "python -m scry" when the package's `python -m scry` execs us: the suggestion says that. */
+static bool run_suggestion(int argc, char **argv, struct strbuf *out)
+{
+    int end = 0;
+    if (argv[1][0] != '-' && !is_script(argv[1]))
+        return false; /* a mistyped command, not a program */
+    for (int i = 1; i < argc && !end && strcmp(argv[i], "---") != 0; i++)
+        if (is_script(argv[i]))
+            end = i;
+        else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc)
+            end = i + 1;
+    if (!end)
+        return false;
+    sb_adds(out, argv[0] && strcmp(argv[0], "python -m scry") == 0 ? argv[0] : "scry");
+    sb_adds(out, " run");
+    for (int i = 1; i <= end; i++) {
+        /* Quoted as a shell would need it, so that the line can be pasted. */
+        const char *a = argv[i];
+        if (*a && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                            "-_=./:,+@%") == strlen(a)) {
+            sb_addf(out, " %s", a);
+            continue;
+        }
+        sb_adds(out, " '");
+        for (; *a; a++)
+            if (*a == '\'')
+                sb_adds(out, "'\\''");
+            else
+                sb_addch(out, *a);
+        sb_addch(out, '\'');
+    }
+    if (end + 1 < argc)
+        sb_adds(out, " ...");
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -113,16 +159,16 @@ int main(int argc, char **argv)
         name = "version";
     const struct cli_command *c = cli_find_command(name);
     if (!c) {
-        struct strbuf names = STRBUF_INIT;
+        struct strbuf names = STRBUF_INIT, run = STRBUF_INIT;
         for (size_t i = 0; i < cli_ncommands; i++)
             sb_addf(&names, "%s%s", i ? ", " : "", cli_commands[i].name);
-        size_t n = strlen(name);
-        bool script = n > 3 && strcmp(name + n - 3, ".py") == 0;
+        bool script = run_suggestion(argc, argv, &run);
         if (script)
-            cli_usage("unknown command '%s'; did you mean: scry run %s", name, name);
+            cli_usage("unknown command '%s'; did you mean: %s", name, sb_str(&run));
         else
             cli_usage("unknown command '%s' (commands: %s)", name, sb_str(&names));
         sb_release(&names);
+        sb_release(&run);
         /* A script's arguments are its own: --json among them is not scry's. */
         return cli_finish_stdout(cli_report_error(!script && cli_wants_json(argc, argv)), false);
     }

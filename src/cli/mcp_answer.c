@@ -122,6 +122,8 @@ static void cut_lists(json_t *v, const char *path, size_t limit, json_t *cut)
     json_t *x;
     if (json_is_object(v)) {
         json_object_foreach(v, k, x) {
+            if (x == cut)
+                continue;
             char p[256];
             snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", k);
             cut_lists(x, p, limit, cut);
@@ -134,7 +136,9 @@ static void cut_lists(json_t *v, const char *path, size_t limit, json_t *cut)
     if (n > limit) {
         for (size_t i = n; i > limit; i--)
             json_array_remove(v, i - 1);
-        json_object_set_new(cut, path, json_integer((json_int_t)(n - limit)));
+        const json_t *before = json_object_get(cut, path); /* a budget's round adds to it */
+        json_int_t was = before ? json_integer_value(before) : 0;
+        json_object_set_new(cut, path, json_integer(was + (json_int_t)(n - limit)));
     }
     size_t i;
     json_array_foreach(v, i, x) {
@@ -144,11 +148,20 @@ static void cut_lists(json_t *v, const char *path, size_t limit, json_t *cut)
     }
 }
 
-/* The list in v with the most bytes, and its path; NULL when no list has rows. */
-static json_t *biggest_list(json_t *v, const char *path, char *best_path, size_t size,
-                            size_t *best)
+/* The list in v to cut next: the one with the most rows, of two as long the one with the most
+ * bytes; its path and its bytes in best_path and *best. NULL when no list has rows. By rows,
+ * not bytes, so that a list of long rows (lines with their source) is not emptied while a list
+ * of short ones (functions) keeps its top: a small budget gets the top of every list. */
+struct cut_pick {
+    json_t *list;
+    size_t rows, bytes;
+    size_t second; /* the rows of the next longest list */
+};
+
+static void longest_list(json_t *v, const char *path, char *best_path, size_t size,
+                         struct cut_pick *best)
 {
-    json_t *found = NULL, *x;
+    json_t *x;
     const char *k;
     size_t i;
     if (json_is_object(v)) {
@@ -157,26 +170,51 @@ static json_t *biggest_list(json_t *v, const char *path, char *best_path, size_t
                 continue;
             char p[256];
             snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", k);
-            json_t *f = biggest_list(x, p, best_path, size, best);
-            found = f ? f : found;
+            longest_list(x, p, best_path, size, best);
         }
     } else if (json_is_array(v) && json_array_size(v)) {
-        char *t = json_dumps(v, JSON_COMPACT);
-        size_t n = t ? strlen(t) : 0;
-        free(t);
-        if (n > *best) {
-            *best = n;
-            snprintf(best_path, size, "%s", path);
-            found = v;
+        size_t rows = json_array_size(v);
+        if (rows >= best->rows) {
+            char *t = json_dumps(v, JSON_COMPACT);
+            size_t n = t ? strlen(t) : 0;
+            free(t);
+            if (rows > best->rows || n > best->bytes) {
+                *best = (struct cut_pick){v, rows, n, best->list ? best->rows : 0};
+                snprintf(best_path, size, "%s", path);
+            } else {
+                best->second = rows;
+            }
+        } else if (rows > best->second) {
+            best->second = rows;
         }
         json_array_foreach(v, i, x) {
             char p[256];
             snprintf(p, sizeof(p), "%s[]", path);
-            json_t *f = biggest_list(x, p, best_path, size, best);
-            found = f ? f : found;
+            longest_list(x, p, best_path, size, best);
         }
     }
-    return found;
+}
+
+/* The bytes of a row (its list's bytes / rows, plus one) summed over the lists of n rows. */
+static size_t tied_row_bytes(json_t *v, size_t n)
+{
+    json_t *x;
+    const char *k;
+    size_t i, sum = 0;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x) {
+            if (strcmp(k, "truncated") != 0)
+                sum += tied_row_bytes(x, n);
+        }
+    } else if (json_is_array(v)) {
+        if (json_array_size(v) == n) {
+            char *t = json_dumps(v, JSON_COMPACT);
+            sum += (t ? strlen(t) : 0) / n + 1;
+            free(t);
+        }
+        json_array_foreach(v, i, x) sum += tied_row_bytes(x, n);
+    }
+    return sum;
 }
 
 static void count_cut(json_t *cut, const char *path)
@@ -222,26 +260,37 @@ json_t *mcp_answer(json_t *doc, const char *title, size_t limit, size_t budget, 
     cut_lists(doc, "", limit, cut);
     json_object_set(doc, "truncated", cut);
     write_text(&text, doc, title, next);
-    /* Rows leave from the bottom of the biggest list until text and JSON fit together. Each
+    /* Rows leave from the bottom of the longest list until text and JSON fit together. Each
      * round drops half the excess's worth of rows (at least one) so that a long list does not
      * cost a render per row. */
     while (text.len + json_bytes(doc) > max) {
         char path[256] = "";
-        size_t best = 0;
-        json_t *list = biggest_list(doc, "", path, sizeof(path), &best);
+        struct cut_pick best = {NULL, 0, 0, 0};
+        longest_list(doc, "", path, sizeof(path), &best);
+        json_t *list = best.list;
         if (!list)
             break;
         size_t n = json_array_size(list);
         size_t over = text.len + json_bytes(doc) - max;
-        size_t per_row = best / n + 1;
+        size_t per_row = best.bytes / n + 1;
         size_t drop = over / per_row / 2;
         if (drop < 1)
             drop = 1;
-        if (drop > n)
-            drop = n;
-        for (size_t i = 0; i < drop; i++) {
-            json_array_remove(list, json_array_size(list) - 1);
-            count_cut(cut, path);
+        if (n > best.second && drop > n - best.second)
+            drop = n - best.second; /* down to the next longest list, not past it */
+        if (n == best.second && n > 1) {
+            /* Lists as long as each other shrink together, so that each keeps its top rows;
+             * the round's rows are counted over all of them. */
+            drop = over / (tied_row_bytes(doc, n) + 1) / 2;
+            drop = drop < 1 ? 1 : drop > n - 1 ? n - 1 : drop;
+            cut_lists(doc, "", n - drop, cut);
+        } else {
+            if (n == best.second)
+                drop = 1; /* the lists are down to one row: one at a time */
+            for (size_t i = 0; i < drop; i++) {
+                json_array_remove(list, json_array_size(list) - 1);
+                count_cut(cut, path);
+            }
         }
         write_text(&text, doc, title, next);
     }

@@ -23,6 +23,7 @@
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
 #include "cli/mcp_answer.h"
+#include "cli/mcp_compare.h"
 #include "cli/mcp_paths.h"
 #include "cli/mcp_schema.h"
 #include "cli/reports.h"
@@ -637,10 +638,17 @@ static json_t *tool_compare_profiles(const struct mcp_call *c)
         return mcp_answer_error();
     struct strbuf sb = STRBUF_INIT;
     int err = cli_compare_report(before, after, arg_bool(c, "normalize", false), &sb);
-    return report_answer(err, &sb, c,
-                         "Profile comparison: significant changes first (|z| >= 3), per function "
-                         "and per line",
-                         NULL);
+    json_t *report = err ? NULL : parse_report(&sb);
+    sb_release(&sb);
+    if (!report)
+        return mcp_answer_error();
+    json_t *doc = mcp_compare_changes(report);
+    json_decref(report);
+    return mcp_answer(doc,
+                      "Profile comparison: what changed (|z| >= 3), one row per function or line "
+                      "and metric, most significant first; rows with no change counted in "
+                      "unchanged",
+                      c->limit, c->budget, NULL);
 }
 
 /* ---- run_profile --------------------------------------------------------------------------- */
@@ -843,8 +851,9 @@ static struct tool tools[] = {
             "\"profile\""),
      true, tool_hot_lines, NULL},
     {"compare_profiles", "Compare two profiles",
-     "What got slower or bigger between two profiles of one program, per function and line, "
-     "with the sampling error (significant: |z| >= 3), most significant first (scry compare).",
+     "What got slower or bigger between two profiles of one program: one row per function or "
+     "line and metric that changed beyond the sampling error (|z| >= 3), most significant "
+     "first, with before, after, delta, pct and z; unchanged rows counted (scry compare).",
      SCHEMA(S_PATH("before", "the earlier profile") "," S_PATH("after", "the later profile")
             ",\"normalize\":{\"type\":\"boolean\",\"default\":false,\"description\":\"divide "
             "out a machine speed change first (scry compare --normalize)\"}," BOUNDED,

@@ -164,8 +164,7 @@ static const char *str_field(const json_t *o, const char *k)
     return s && *s ? s : NULL;
 }
 
-/* Two base URLs name the same endpoint: equal but for trailing slashes. */
-static bool same_base(const char *a, const char *b)
+bool serve_same_base(const char *a, const char *b)
 {
     size_t n = strlen(a), m = strlen(b);
     while (n && a[n - 1] == '/')
@@ -227,7 +226,7 @@ int serve_read_ask(const json_t *in, const struct serve_llm *cl, struct serve_as
     if (!a->base_url)
         a->env_key = mine || !cl->provider;
     else
-        a->env_key = mine && cl->base_url && same_base(a->base_url, cl->base_url);
+        a->env_key = mine && cl->base_url && serve_same_base(a->base_url, cl->base_url);
     if (mine && !a->base_url)
         a->base_url = cl->base_url;
     if (a->env_key && mine)

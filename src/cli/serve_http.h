@@ -65,6 +65,9 @@ struct serve_ask {
     bool env_key;
 };
 
+/* Two base URLs name the same endpoint: equal but for trailing slashes. */
+bool serve_same_base(const char *a, const char *b);
+
 /* Reads a proposal request {file, first_line?, last_line?, function?, provider?, model?,
  * base_url?, key?, deployment?, api_version?, region?} against the command line's settings:
  * 0, or -1 with msg (size bytes) saying what is wrong with it. */

@@ -1,5 +1,6 @@
 /* `scry view --format FORMAT [-o FILE]`: the profile for other tools. folded and speedscope
- * carry its call stacks (read as `scry flamegraph` reads them); pprof, trace and firefox read the
+ * carry its call stacks (read as `scry flamegraph` reads them; speedscope a profile per thread
+ * in time order from the sample stream when there is one); pprof, trace and firefox read the
  * whole profile document (time split and memory per line, call stacks). */
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,38 @@ out:
     return status;
 }
 
+/* speedscope of a profile with a sample stream (--timeline): a profile per thread, in time
+ * order. 1 when the profile has no stream (or is not one this reads): the merged call tree. */
+static int speedscope_stream(const char *path, const char *outfile)
+{
+    char *data = NULL;
+    size_t len = 0;
+    struct pdoc d;
+    struct strbuf out = STRBUF_INIT;
+    int status = 1;
+    memset(&d, 0, sizeof(d));
+    if (cli_read_file(path, &data, &len) == 0 && pdoc_load_bytes(&d, data, len, path) == 0 &&
+        d.have_stream && d.nss_samples && d.nss_threads) {
+        struct speedscope_opts so = {.name = d.program[0] ? d.program : NULL,
+                                     .exporter = "scry@" SCRY_VERSION};
+        status = speedscope_write_stream(&d, &so, &out) != 0 || cli_write_output(outfile, &out)
+                     ? cli_report_error(false)
+                     : CLI_EXIT_OK;
+    }
+    free(data);
+    pdoc_free(&d);
+    sb_release(&out);
+    return status;
+}
+
 int cli_view_export(const char *path, const char *format, const char *outfile)
 {
     bool folded = strcmp(format, "folded") == 0;
     if (doc_format(format))
         return export_doc(path, format, outfile);
+    int ss = strcmp(format, "speedscope") == 0 ? speedscope_stream(path, outfile) : 1;
+    if (ss != 1)
+        return ss;
     if (!folded && strcmp(format, "speedscope") != 0)
         return cli_usage("--format takes folded, speedscope, pprof, trace or firefox, not '%s'",
                          format);

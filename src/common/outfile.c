@@ -124,7 +124,7 @@ int outfile_open(struct outfile *of, const char *path, mode_t mode)
         snprintf(of->tmp, n, "%.*s.%s.scry-%s", (int)dirlen, path, base, suffix);
         if (strlen(of->tmp) - dirlen > NAME_MAX) /* a long target name: keep the suffix only */
             snprintf(of->tmp, n, "%.*s.scry-%s", (int)dirlen, path, suffix);
-        of->fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        of->fd = open(of->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         e = of->fd < 0 ? errno : 0;
         if (of->fd >= 0 && (of->fd = fd_above_stdio(of->fd)) < 0) {
             e = errno;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/error.h"
 
@@ -229,6 +230,20 @@ static int copy_block_reporting(void *ctx, uint64_t index, bool zero)
     return err;
 }
 
+/* The room prepared for the copy holds a few blocks more than the copy took (the heap may grow
+ * before the stop), all faulted in: their pages go back now, so that the walk's own arrays do not
+ * come on top of them. A slot used later is faulted in again (zeros). */
+static void release_unused(struct mc_pool *pool)
+{
+    if (!pool || !pool->base || pool->used >= pool->slots)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)(pool->base + pool->used * POOL_SLOT) + page - 1) & ~(page - 1);
+    uintptr_t to = (uintptr_t)(pool->base + pool->slots * POOL_SLOT) & ~(page - 1);
+    if (to > from)
+        madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
 {
     uint64_t blocks = 0;
@@ -242,6 +257,7 @@ int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes)
                            : writable_blocks(mc->rd, copy_block, mc);
     if (err != 0)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory copying the target's memory");
+    release_unused(mc->pool);
     return 0;
 }
 

@@ -49,6 +49,7 @@ struct tleak {
 struct tfile {
     const char *name;
     double pct;
+    bool first; /* the document's "first_file" (a notebook cell's own): shown first */
     struct trow *lines, *funcs;
     size_t nlines, nfuncs;
     struct tleak *leaks;
@@ -255,6 +256,8 @@ static int cmp_row_total(const void *a, const void *b)
 static int cmp_file(const void *a, const void *b)
 {
     const struct tfile *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first ? -1 : 1;
     if (x->pct != y->pct)
         return x->pct > y->pct ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -313,6 +316,9 @@ static int load(const json_t *root, struct tprof *tp)
         if (tf->nfuncs > 1)
             qsort(tf->funcs, tf->nfuncs, sizeof(*tf->funcs), cmp_row_total);
     }
+    const char *first = json_string_value(json_object_get(root, "first_file"));
+    for (size_t i = 0; first && i < tp->nfiles; i++)
+        tp->files[i].first = strcmp(tp->files[i].name, first) == 0;
     if (tp->nfiles > 1)
         qsort(tp->files, tp->nfiles, sizeof(*tp->files), cmp_file);
     return 0;

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/profile_doc.h"
+#include "common/error.h"
+#include "common/hashmap.h"
 #include "render/json_writer.h"
 
 static void write_frame(struct json_writer *w, const char *text)
@@ -115,4 +118,163 @@ out:
     free(index);
     free(order);
     free(path);
+}
+
+/* ---- the sample stream: a profile per thread ---- */
+
+static bool same_frame(const struct pdoc_frame *a, const struct pdoc_frame *b)
+{
+    return a->line == b->line && a->file_len == b->file_len && a->func_len == b->func_len &&
+           memcmp(a->file, b->file, a->file_len) == 0 &&
+           memcmp(a->func, b->func, a->func_len) == 0;
+}
+
+static uint64_t frame_hash(const struct pdoc_frame *f)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over file, function and line */
+    for (size_t i = 0; i < f->file_len; i++)
+        h = (h ^ (unsigned char)f->file[i]) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (size_t i = 0; i < f->func_len; i++)
+        h = (h ^ (unsigned char)f->func[i]) * 1099511628211ull;
+    h = hm_hash64(h ^ f->line);
+    return h ? h : 1; /* 0 is the map's empty key */
+}
+
+/* uniq[j]: the shared table's index of stream frame j; *first: the first stream frame of each
+ * table entry, in order of first use. Returns the table's size, or -1 out of memory. */
+static long stream_frames(const struct pdoc *d, uint32_t *uniq, uint32_t *first)
+{
+    struct hashmap seen = HASHMAP_INIT;
+    long n = 0;
+    for (size_t j = 0; j < d->nss_frames; j++) {
+        const struct pdoc_frame *f = &d->ss_frames[j];
+        uint64_t h = frame_hash(f), at;
+        bool found = hm_get(&seen, h, &at) && same_frame(&d->ss_frames[first[at]], f);
+        for (long k = 0; !found && hm_has(&seen, h) && k < n; k++)
+            if (same_frame(&d->ss_frames[first[k]], f)) { /* a hash shared by two frames */
+                at = (uint64_t)k;
+                found = true;
+            }
+        if (!found) {
+            at = (uint64_t)n;
+            first[n++] = (uint32_t)j;
+            if (!hm_has(&seen, h) && hm_put(&seen, h, at) != 0) {
+                hm_free(&seen);
+                return -1;
+            }
+        }
+        uniq[j] = (uint32_t)at;
+    }
+    hm_free(&seen);
+    return n;
+}
+
+static void stream_profile(struct json_writer *w, const struct pdoc *d, size_t t,
+                           const uint32_t *uniq, bool pids, struct strbuf *tmp)
+{
+    const struct pdoc_sthread *th = &d->ss_threads[t];
+    double total = 0;
+    sb_reset(tmp);
+    if (pids)
+        sb_addf(tmp, "pid %lld: ", (long long)th->pid);
+    pdoc_thread_label(th, tmp);
+    jw_obj_begin(w);
+    jw_key(w, "type");
+    jw_str(w, "sampled");
+    jw_key(w, "name");
+    jw_str(w, sb_str(tmp));
+    jw_key(w, "unit");
+    jw_str(w, "microseconds");
+    jw_key(w, "startValue");
+    jw_int(w, 0);
+    jw_key(w, "samples");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < d->nss_samples; i++) {
+        const struct pdoc_ssample *x = &d->ss_samples[i];
+        if (x->thread != t)
+            continue;
+        const struct pdoc_stack *st = &d->ss_stacks[x->stack];
+        jw_arr_begin(w);
+        for (uint32_t k = 0; k < st->depth; k++)
+            jw_uint(w, uniq[st->off + k]);
+        jw_arr_end(w);
+    }
+    jw_arr_end(w);
+    jw_key(w, "weights");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < d->nss_samples; i++)
+        if (d->ss_samples[i].thread == t) {
+            jw_double(w, d->ss_samples[i].weight_us);
+            total += d->ss_samples[i].weight_us;
+        }
+    jw_arr_end(w);
+    jw_key(w, "endValue");
+    jw_double(w, total);
+    jw_obj_end(w);
+}
+
+int speedscope_write_stream(const struct pdoc *d, const struct speedscope_opts *o,
+                            struct strbuf *out)
+{
+    uint32_t *uniq = malloc((d->nss_frames + 1) * sizeof(*uniq));
+    uint32_t *first = malloc((d->nss_frames + 1) * sizeof(*first));
+    double *busy = calloc(d->nss_threads + 1, sizeof(*busy));
+    struct strbuf tmp = STRBUF_INIT;
+    long n = uniq && first && busy ? stream_frames(d, uniq, first) : -1;
+    int err = n < 0 ? err_fail(SCRY_E_NO_MEMORY, "out of memory") : 0;
+    if (err)
+        goto out;
+    bool pids = false;
+    for (size_t t = 1; t < d->nss_threads; t++)
+        pids = pids || d->ss_threads[t].pid != d->ss_threads[0].pid;
+    size_t active = 0;
+    for (size_t i = 0; i < d->nss_samples; i++)
+        if (d->ss_samples[i].thread < d->nss_threads)
+            busy[d->ss_samples[i].thread] += d->ss_samples[i].weight_us;
+    for (size_t t = 1; t < d->nss_threads; t++)
+        active = busy[t] > busy[active] ? t : active;
+    struct json_writer w;
+    jw_init(&w, out, false);
+    jw_obj_begin(&w);
+    jw_key(&w, "$schema");
+    jw_str(&w, SPEEDSCOPE_SCHEMA);
+    jw_key(&w, "shared");
+    jw_obj_begin(&w);
+    jw_key(&w, "frames");
+    jw_arr_begin(&w);
+    for (long k = 0; k < n; k++) {
+        const struct pdoc_frame *f = &d->ss_frames[first[k]];
+        jw_obj_begin(&w);
+        jw_key(&w, "name");
+        jw_strn(&w, f->func, f->func_len);
+        jw_key(&w, "file");
+        jw_strn(&w, f->file, f->file_len);
+        if (f->line > 0) {
+            jw_key(&w, "line");
+            jw_uint(&w, f->line);
+        }
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    jw_key(&w, "profiles");
+    jw_arr_begin(&w);
+    for (size_t t = 0; t < d->nss_threads; t++)
+        stream_profile(&w, d, t, uniq, pids, &tmp);
+    jw_arr_end(&w);
+    jw_key(&w, "name");
+    jw_str(&w, o->name ? o->name : "scry");
+    jw_key(&w, "activeProfileIndex");
+    jw_uint(&w, active);
+    jw_key(&w, "exporter");
+    jw_str(&w, o->exporter ? o->exporter : "scry");
+    jw_obj_end(&w);
+    sb_addch(out, '\n');
+out:
+    free(uniq);
+    free(first);
+    free(busy);
+    sb_release(&tmp);
+    return err;
 }

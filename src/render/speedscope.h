@@ -1,4 +1,5 @@
-/* A call tree (analysis/stacks.h) as a speedscope file (https://www.speedscope.app,
+/* A call tree (analysis/stacks.h), or a profile's sample stream (per thread, in time order), as
+ * a speedscope file (https://www.speedscope.app,
  * file-format-schema.json): one "sampled" profile over a shared frames table, one sample per
  * stack with a self weight, frame indices root first. Frame texts "NAME (FILE:LINE)" become
  * {"name", "file", "line"}; others only a name. */
@@ -20,5 +21,14 @@ struct speedscope_opts {
  * gives its "after" weights. */
 void speedscope_write(const struct stk_tree *t, const struct speedscope_opts *o,
                       struct strbuf *out);
+
+/* A profile's sample stream (scry run --timeline; d->have_stream) as one "sampled" profile per
+ * thread ("MainThread (TID)", with "pid N: " first when the stream has several processes), its
+ * samples in time order with their weights in microseconds, over a shared frames table
+ * ({"name", "file", "line"}, in order of first use); activeProfileIndex: the thread with the
+ * most time. Returns 0, or -SCRY_E_NO_MEMORY. */
+struct pdoc;
+int speedscope_write_stream(const struct pdoc *d, const struct speedscope_opts *o,
+                            struct strbuf *out);
 
 #endif

@@ -592,7 +592,19 @@ int snap_open(const char *path, struct snap *out)
         out->mapped = true;
     }
     close(fd);
-    return open_validated(out, path);
+    err = open_validated(out, path);
+    /* Validation read every page (the checksums); an analysis touches only some of them. */
+    if (!err)
+        snap_release_pages(out);
+    return err;
+}
+
+void snap_release_pages(const struct snap *s)
+{
+    /* Clean pages of a read-only file mapping: they stay in the page cache and come back from
+     * the file on the next touch (docs/PERFORMANCE.md: analyze's bytes per object). */
+    if (s->mapped && s->base && s->size)
+        madvise((void *)s->base, s->size, MADV_DONTNEED);
 }
 
 int snap_open_buffer(const void *data, size_t len, const char *name, struct snap *out)

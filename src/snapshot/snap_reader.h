@@ -151,6 +151,11 @@ struct snap {
 int snap_open(const char *path, struct snap *out);
 /* The same over a copy of len bytes at data (tests, fuzzing); name appears in messages. */
 int snap_open_buffer(const void *data, size_t len, const char *name, struct snap *out);
+/* A mapped snapshot's pages out of the process (nothing for one in memory): the next access
+ * reads them again from the page cache. Between passes that touch different parts of a large
+ * snapshot (the edges, then the objects), so that the process's peak holds only what one pass
+ * uses. snap_open does it once the file is validated. */
+void snap_release_pages(const struct snap *s);
 /* Unmaps and frees; s may be zeroed or already closed. */
 void snap_close(struct snap *s);
 

@@ -18,6 +18,8 @@
 #include "common/outfile.h"
 #include "snapshot/crc32.h"
 #include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
+#include "snapshot/snap_index.h"
+#include "snapshot/snap_spill.h"
 
 /* ---- string interning ---------------------------------------------------------------------- */
 
@@ -197,8 +199,11 @@ struct snap_writer {
     struct outfile out; /* out.fd: written with pwrite at the end */
     struct interner strings;
     struct recent recent[RECENT]; /* type names and labels: see intern_recent */
-    VEC(struct snap_object) objects;
-    VEC(struct raw_edge) edges;
+    /* The two big arrays go to the temporary file block by block as the walk goes: a walk of a
+     * live process holds a copy of its memory meanwhile (snap_spill.h). */
+    struct snap_spill objects; /* struct snap_object */
+    struct snap_spill edges;   /* struct raw_edge */
+    uint64_t spill_end;        /* the temporary file's end */
     VEC(struct raw_ref) roots;
     VEC(struct raw_ref) locations;
     VEC(struct raw_ref) contents;
@@ -225,6 +230,9 @@ static int writer_fail(struct snap_writer *w, int err)
     w->failed = true;
     if (err == -SCRY_E_NO_MEMORY)
         err_fail(SCRY_E_NO_MEMORY, "out of memory while building the snapshot %s", w->path);
+    if (err == -SCRY_E_IO)
+        err_fail(SCRY_E_IO, "cannot write %s: %s", w->path,
+                 strerror(w->objects.err ? w->objects.err : w->edges.err));
     return err;
 }
 
@@ -235,6 +243,8 @@ int snap_writer_open(const char *path, struct snap_writer **out)
     if (!w)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     w->out.fd = -1;
+    snap_spill_init(&w->objects, sizeof(struct snap_object), -1, &w->spill_end);
+    snap_spill_init(&w->edges, sizeof(struct raw_edge), -1, &w->spill_end);
     w->path = strdup(path);
     if (!w->path) {
         snap_writer_abort(w);
@@ -246,6 +256,9 @@ int snap_writer_open(const char *path, struct snap_writer **out)
         snap_writer_abort(w);
         return e;
     }
+    /* A file written in place (a FIFO, a device) cannot be read back: the arrays stay in memory. */
+    if (w->out.tmp)
+        w->objects.fd = w->edges.fd = w->out.fd;
     /* String 0 is "" by definition. */
     uint32_t id;
     int err = intern(&w->strings, "", 0, &id);
@@ -275,7 +288,9 @@ int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name,
         if (err || (err = VEC_PUSH(w, w->contents, c)))
             return writer_fail(w, err);
     }
-    return VEC_PUSH(w, w->objects, o);
+    if ((err = snap_spill_push(&w->objects, &o)) != 0)
+        return writer_fail(w, err);
+    return 0;
 }
 
 int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
@@ -287,9 +302,9 @@ int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned ki
         return err_fail(SCRY_E_INTERNAL, "edge kind %u is not one of the snapshot's", kind);
     struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind};
     int err = intern_recent(&w->strings, w->recent, label, &e.label);
-    if (err)
+    if (err || (err = snap_spill_push(&w->edges, &e)) != 0)
         return writer_fail(w, err);
-    return VEC_PUSH(w, w->edges, e);
+    return 0;
 }
 
 int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label)
@@ -379,8 +394,8 @@ void snap_writer_abort(struct snap_writer *w)
         return;
     outfile_abort(&w->out);
     interner_free(&w->strings);
-    free(w->objects.v);
-    free(w->edges.v);
+    snap_spill_free(&w->objects);
+    snap_spill_free(&w->edges);
     free(w->roots.v);
     free(w->locations.v);
     free(w->contents.v);
@@ -418,49 +433,6 @@ static int cmp_ref_by_index(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Address -> object index, built once at close: open addressing with the key and the value in one
- * 16-byte slot, so that a lookup (millions of them, at random) costs one cache miss. */
-struct addr_index {
-    struct slot {
-        uint64_t addr; /* 0: empty (no object is at 0) */
-        uint32_t index;
-    } *slots;
-    size_t mask;
-};
-
-static int addr_index_build(struct addr_index *ix, const struct snap_object *objs, size_t n)
-{
-    size_t cap = 1024;
-    while (cap < 2 * n)
-        cap *= 2;
-    ix->slots = calloc(cap, sizeof(*ix->slots));
-    if (!ix->slots)
-        return -SCRY_E_NO_MEMORY;
-    ix->mask = cap - 1;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = hm_hash64(objs[i].addr) & ix->mask;
-        while (ix->slots[j].addr)
-            j = (j + 1) & ix->mask;
-        ix->slots[j].addr = objs[i].addr;
-        ix->slots[j].index = (uint32_t)i;
-    }
-    return 0;
-}
-
-static bool addr_index_get(const struct addr_index *ix, uint64_t addr, uint64_t *index)
-{
-    if (addr == 0)
-        return false;
-    for (size_t j = hm_hash64(addr) & ix->mask;; j = (j + 1) & ix->mask) {
-        if (ix->slots[j].addr == addr) {
-            *index = ix->slots[j].index;
-            return true;
-        }
-        if (!ix->slots[j].addr)
-            return false;
-    }
-}
-
 /* Maps each ref's address to its object index; drops those without one, and, if sorted, all but
  * the first ref of each object. Returns how many were dropped. */
 static int cmp_buffer(const void *a, const void *b)
@@ -490,12 +462,12 @@ static void sort_arenas(struct snap_writer *w)
 }
 
 /* Owners to object indexes (a buffer of no object is dropped), sorted by address. */
-static void map_buffers(struct snap_writer *w, const struct addr_index *index)
+static void map_buffers(struct snap_writer *w, const struct snap_index *index)
 {
     size_t k = 0;
     for (size_t i = 0; i < w->buffers.n; i++) {
         uint64_t idx;
-        if (addr_index_get(index, w->buffers.v[i].owner, &idx)) {
+        if (snap_index_get(index, w->buffers.v[i].owner, &idx)) {
             w->buffers.v[k] = w->buffers.v[i];
             w->buffers.v[k++].owner = idx;
         }
@@ -505,12 +477,12 @@ static void map_buffers(struct snap_writer *w, const struct addr_index *index)
         qsort(w->buffers.v, k, sizeof(*w->buffers.v), cmp_buffer);
 }
 
-static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct addr_index *index, bool sorted)
+static uint64_t map_refs(struct raw_ref *v, size_t *n, const struct snap_index *index, bool sorted)
 {
     size_t kept = 0;
     for (size_t i = 0; i < *n; i++) {
         uint64_t idx;
-        if (!addr_index_get(index, v[i].addr, &idx))
+        if (!snap_index_get(index, v[i].addr, &idx))
             continue;
         v[i].index = (uint32_t)idx;
         v[kept++] = v[i];
@@ -600,10 +572,275 @@ static void chunk_end(struct out *o, struct dir_entry *d)
 static void put_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put_le64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
+/* ---- reading the spilled arrays back ---------------------------------------------------- */
+
+/* Every object into one array (what the sort needs), each block freed as it is copied. */
+static int load_objects(struct snap_writer *w, void *scratch, struct snap_object **out, size_t *n)
+{
+    struct snap_spill *s = &w->objects;
+    *n = 0;
+    int err = snap_spill_flush(s);
+    if (err)
+        return err;
+    if (!(*out = malloc((s->total ? s->total : 1) * sizeof(**out))))
+        return -SCRY_E_NO_MEMORY;
+    for (size_t b = 0; b < s->nblocks; b++) {
+        size_t k;
+        const void *recs = snap_spill_load(s, b, scratch, &k);
+        if (!recs)
+            return -SCRY_E_IO;
+        memcpy(*out + *n, recs, k * sizeof(**out));
+        *n += k;
+        snap_spill_drop(s, b);
+    }
+    return 0;
+}
+
+#define EDGE_DROPPED UINT64_MAX /* a reference whose ends are not both objects */
+
+/* First pass over the references: addresses to object indexes, written back into the blocks,
+ * and each object's count in first[index + 1]. */
+static int map_edges(struct snap_writer *w, const struct snap_index *index, void *scratch,
+                     uint32_t *first, size_t *nedge, struct snap_write_stats *st)
+{
+    struct snap_spill *s = &w->edges;
+    int err = snap_spill_flush(s);
+    if (err)
+        return err;
+    uint64_t last_from = 0, last_f = 0; /* the walker sends an object's edges together */
+    bool last_ok = false, any = false;
+    for (size_t b = 0; b < s->nblocks; b++) {
+        size_t k;
+        struct raw_edge *e = snap_spill_load(s, b, scratch, &k);
+        if (!e)
+            return -SCRY_E_IO;
+        for (size_t i = 0; i < k; i++) {
+            uint64_t f, t;
+            if (e[i].from != last_from || !any) {
+                any = true;
+                last_from = e[i].from;
+                last_ok = snap_index_get(index, last_from, &last_f);
+            }
+            f = last_f;
+            if (!last_ok || !snap_index_get(index, e[i].to, &t)) {
+                st->dropped_edges++;
+                e[i].from = EDGE_DROPPED;
+                continue;
+            }
+            if (first[f + 1] == UINT32_MAX || *nedge == UINT32_MAX)
+                return err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more references");
+            first[f + 1]++;
+            e[i].from = f;
+            e[i].to = t;
+            (*nedge)++;
+        }
+        if ((err = snap_spill_store(s, b, e)) != 0)
+            return err;
+    }
+    return 0;
+}
+
+/* Second pass: each reference to its place in the CSR arrays (first[] holds the starts). */
+static int place_edges(struct snap_writer *w, void *scratch, uint32_t *first, uint32_t *target,
+                       uint32_t *label, uint8_t *kind)
+{
+    struct snap_spill *s = &w->edges;
+    for (size_t b = 0; b < s->nblocks; b++) {
+        size_t k;
+        const struct raw_edge *e = snap_spill_load(s, b, scratch, &k);
+        if (!e)
+            return -SCRY_E_IO;
+        for (size_t i = 0; i < k; i++) {
+            if (e[i].from == EDGE_DROPPED)
+                continue;
+            uint32_t at = first[e[i].from]++;
+            target[at] = (uint32_t)e[i].to;
+            label[at] = e[i].label;
+            kind[at] = e[i].kind;
+        }
+        snap_spill_drop(s, b);
+    }
+    return 0;
+}
+
+/* ALOC, BUFS and ARNA (docs/allocations.md), those that the writer holds. */
+static void write_alloc_chunks(struct snap_writer *w, struct out *o, struct dir_entry *dir,
+                               size_t *nd)
+{
+    if (w->alloc) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_ALOC);
+        out_u64(o, w->alloc_window);
+        out_u32(o, (uint32_t)w->asamples.n);
+        out_u32(o, (uint32_t)w->astacks.n);
+        out_u32(o, (uint32_t)w->aframes.n);
+        out_u32(o, 0);
+        out_u64(o, w->alloc_dropped);
+        for (size_t i = 0; i < w->asamples.n; i++) {
+            const struct alloc_sample *a = &w->asamples.v[i];
+            out_u64(o, a->addr);
+            out_u64(o, a->size);
+            out_u64(o, a->weight);
+            out_u32(o, a->stack);
+            out_u32(o, 0);
+        }
+        for (size_t i = 0; i < w->astacks.n; i++) {
+            out_u32(o, w->astacks.v[i].first);
+            out_u32(o, w->astacks.v[i].depth);
+        }
+        for (size_t i = 0; i < w->aframes.n; i++) {
+            out_u32(o, w->aframes.v[i].file);
+            out_u32(o, w->aframes.v[i].func);
+            out_u32(o, w->aframes.v[i].line);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+
+    if (w->buffers.n) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_BUFS);
+        for (size_t i = 0; i < w->buffers.n; i++) {
+            out_u64(o, w->buffers.v[i].addr);
+            out_u64(o, w->buffers.v[i].size);
+            out_u32(o, (uint32_t)w->buffers.v[i].owner);
+            out_u32(o, 0);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+
+    if (w->arenas.n) {
+        chunk_begin(o, &dir[*nd], SNAP_CHUNK_ARNA);
+        for (size_t i = 0; i < w->arenas.n; i++) {
+            out_u64(o, w->arenas.v[i].addr);
+            out_u64(o, w->arenas.v[i].size);
+            out_u32(o, w->arenas.v[i].stack);
+            out_u32(o, 0);
+        }
+        chunk_end(o, &dir[(*nd)++]);
+    }
+}
+
+/* The CSR form of the graph that write_snapshot writes. */
+struct csr {
+    const struct snap_object *objs;
+    size_t nobj, nedge, ninferred;
+    const uint32_t *first, *target, *label, *inferred;
+    const uint8_t *kind;
+};
+
+/* Every chunk, the directory and then the header over its placeholder, from the file's start
+ * (over the spilled blocks, all read by now). A failure is left in o->err. */
+static void write_snapshot(struct snap_writer *w, struct out *o, const struct csr *g,
+                           uint32_t pyver_id, uint32_t toolver_id,
+                           const struct snap_write_stats *st)
+{
+    struct dir_entry dir[11];
+    size_t nd = 0;
+    uint8_t header[SNAP_HEADER_SIZE] = {0};
+    out_put(o, header, sizeof(header)); /* written again at the end */
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_META);
+    out_u32(o, w->meta.pid);
+    out_u32(o, (w->meta.capture_contents ? SNAP_META_CONTENTS : 0) |
+                     (w->meta.c_samples_only ? SNAP_META_C_SAMPLES_ONLY : 0));
+    out_u64(o, w->meta.rss_bytes);
+    out_u64(o, (uint64_t)w->meta.dump_time_us);
+    out_u64(o, w->meta.pause_us);
+    out_u32(o, w->meta.capture_contents ? w->meta.max_str : 0);
+    out_u32(o, pyver_id);
+    out_u32(o, toolver_id);
+    out_u32(o, 0);
+    out_u64(o, st->dropped_edges);
+    out_u64(o, st->duplicate_objects);
+    out_u32(o, (uint32_t)(st->dropped_roots > UINT32_MAX ? UINT32_MAX : st->dropped_roots));
+    out_u32(o, (uint32_t)(st->dropped_locations > UINT32_MAX ? UINT32_MAX
+                                                             : st->dropped_locations));
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_STRS);
+    out_u32(o, (uint32_t)w->strings.count);
+    out_u32(o, (uint32_t)w->strings.blob_len);
+    out_put(o, w->strings.off, (w->strings.count + 1) * sizeof(uint32_t));
+    out_put(o, w->strings.blob, w->strings.blob_len);
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_OBJS);
+    out_put(o, g->objs, g->nobj * sizeof(*g->objs));
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_EDGE);
+    out_u32(o, (uint32_t)g->nobj);
+    out_u32(o, (uint32_t)g->nedge);
+    out_put(o, g->first, (g->nobj + 1) * sizeof(*g->first));
+    out_put(o, g->target, g->nedge * sizeof(*g->target));
+    out_put(o, g->label, g->nedge * sizeof(*g->label));
+    out_put(o, g->kind, g->nedge);
+    chunk_end(o, &dir[nd++]);
+
+    if (g->ninferred) {
+        chunk_begin(o, &dir[nd], SNAP_CHUNK_INFR);
+        out_put(o, g->inferred, g->ninferred * sizeof(*g->inferred));
+        chunk_end(o, &dir[nd++]);
+    }
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_ROOT);
+    for (size_t i = 0; i < w->roots.n; i++) {
+        out_u32(o, w->roots.v[i].index);
+        out_u32(o, w->roots.v[i].str);
+    }
+    chunk_end(o, &dir[nd++]);
+
+    chunk_begin(o, &dir[nd], SNAP_CHUNK_LOCS);
+    for (size_t i = 0; i < w->locations.n; i++) {
+        out_u32(o, w->locations.v[i].index);
+        out_u32(o, w->locations.v[i].str);
+        out_u32(o, w->locations.v[i].line);
+    }
+    chunk_end(o, &dir[nd++]);
+
+    write_alloc_chunks(w, o, dir, &nd);
+
+    if (w->meta.capture_contents) {
+        chunk_begin(o, &dir[nd], SNAP_CHUNK_CONT);
+        for (size_t i = 0; i < w->contents.n; i++) {
+            out_u32(o, w->contents.v[i].index);
+            out_u32(o, w->contents.v[i].str);
+        }
+        chunk_end(o, &dir[nd++]);
+    }
+
+    /* Directory, then the header over the placeholder. */
+    struct dir_entry dummy;
+    chunk_begin(o, &dummy, 0);
+    uint64_t dir_offset = o->pos;
+    for (size_t i = 0; i < nd; i++) {
+        out_u32(o, dir[i].type);
+        out_u32(o, dir[i].crc);
+        out_u64(o, dir[i].offset);
+        out_u64(o, dir[i].length);
+    }
+    chunk_end(o, &dummy);
+    uint32_t dir_crc = dummy.crc;
+    out_flush(o);
+
+    memcpy(header, SNAP_MAGIC, 8);
+    header[8] = SNAP_MAJOR;
+    header[10] = w->arenas.n    ? SNAP_MINOR_ARNA
+                 : w->buffers.n ? SNAP_MINOR_BUFS
+                 : w->alloc     ? SNAP_MINOR_ALOC
+                                : SNAP_MINOR;
+    put_le64(header + 16, o->pos);
+    put_le64(header + 24, dir_offset);
+    put_le32(header + 32, (uint32_t)nd);
+    put_le32(header + 36, dir_crc);
+    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
+    if (!o->err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
+        o->err = errno ? errno : EIO;
+}
+
 int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
 {
     int err = 0;
-    struct addr_index index = {NULL, 0};
+    struct snap_index index = {NULL, 0, NULL};
+    struct snap_object *objs = NULL;
     uint32_t *first = NULL, *target = NULL, *label = NULL;
     uint8_t *kind = NULL;
     uint32_t *inferred = NULL;
@@ -627,9 +864,12 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         goto out; /* a limit, with its message */
     }
 
-    /* Objects: sorted by address, one per address. */
-    struct snap_object *objs = w->objects.v;
-    size_t nobj = w->objects.n;
+    /* Objects: read back, sorted by address, one per address. */
+    if (!(o.buf = malloc(OUT_BUF))) /* first the scratch for the spilled blocks */
+        goto fail_mem;
+    size_t nobj;
+    if ((err = load_objects(w, o.buf, &objs, &nobj)) != 0)
+        goto fail_err;
     if (nobj > 1)
         qsort(objs, nobj, sizeof(*objs), cmp_object);
     size_t k = 0;
@@ -641,43 +881,21 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         objs[k++] = objs[i];
         st.shallow_bytes += objs[i].size;
     }
-    nobj = w->objects.n = k;
+    nobj = k;
     if (nobj >= UINT32_MAX) {
         err = err_fail(SCRY_E_INTERNAL, "snapshot limit: %zu objects (at most 2^32 - 2)", nobj);
         goto out;
     }
 
     /* Address -> index, then references by index. */
-    if (addr_index_build(&index, objs, nobj))
+    if (snap_index_build(&index, objs, nobj))
         goto fail_mem;
     first = calloc(nobj + 1, sizeof(*first));
     if (!first)
         goto fail_mem;
-    struct raw_edge *edges = w->edges.v;
     size_t nedge = 0;
-    uint64_t last_from = 0, last_f = 0; /* the walker sends an object's edges together */
-    bool last_ok = false;
-    for (size_t i = 0; i < w->edges.n; i++) {
-        uint64_t f, t;
-        if (edges[i].from != last_from || i == 0) {
-            last_from = edges[i].from;
-            last_ok = addr_index_get(&index, last_from, &last_f);
-        }
-        f = last_f;
-        if (!last_ok || !addr_index_get(&index, edges[i].to, &t)) {
-            st.dropped_edges++;
-            continue;
-        }
-        if (first[f + 1] == UINT32_MAX || nedge == UINT32_MAX) {
-            err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more references");
-            goto out;
-        }
-        first[f + 1]++;
-        edges[nedge] = edges[i];
-        edges[nedge].from = f;
-        edges[nedge].to = t;
-        nedge++;
-    }
+    if ((err = map_edges(w, &index, o.buf, first, &nedge, &st)) != 0)
+        goto fail_err;
     st.dropped_roots = map_refs(w->roots.v, &w->roots.n, &index, false);
     st.dropped_locations = map_refs(w->locations.v, &w->locations.n, &index, true);
     map_refs(w->contents.v, &w->contents.n, &index, true); /* duplicates of duplicate objects */
@@ -687,8 +905,7 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         err = err_fail(SCRY_E_INTERNAL, "snapshot limit: 2^32 or more roots");
         goto out;
     }
-    free(index.slots);
-    index.slots = NULL;
+    snap_index_free(&index);
 
     /* CSR: a stable counting sort by source, keeping the walker's order within an object.
      * first[i] holds object i-1's count; after the prefix sum it is object i's start, then each
@@ -700,12 +917,8 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
     kind = malloc(nedge ? nedge : 1);
     if (!target || !label || !kind)
         goto fail_mem;
-    for (size_t i = 0; i < nedge; i++) {
-        uint32_t at = first[edges[i].from]++;
-        target[at] = (uint32_t)edges[i].to;
-        label[at] = edges[i].label;
-        kind[at] = edges[i].kind;
-    }
+    if ((err = place_edges(w, o.buf, first, target, label, kind)) != 0)
+        goto fail_err;
     memmove(first + 1, first, nobj * sizeof(*first));
     first[0] = 0;
     /* Inferred edges: their indexes, in increasing order, for INFR; the flag leaves the kind. */
@@ -719,166 +932,17 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
             inferred[j++] = (uint32_t)i;
             kind[i] &= (uint8_t)~SNAP_EDGE_INFERRED;
         }
-    free(w->edges.v);
-    w->edges.v = NULL;
-    w->edges.n = 0;
+    snap_spill_free(&w->edges);
 
-    /* Write. */
-    o.buf = malloc(OUT_BUF);
-    if (!o.buf)
-        goto fail_mem;
-    struct dir_entry dir[11];
-    size_t nd = 0;
-    uint8_t header[SNAP_HEADER_SIZE] = {0};
-    out_put(&o, header, sizeof(header)); /* written again at the end */
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_META);
-    out_u32(&o, w->meta.pid);
-    out_u32(&o, (w->meta.capture_contents ? SNAP_META_CONTENTS : 0) |
-                     (w->meta.c_samples_only ? SNAP_META_C_SAMPLES_ONLY : 0));
-    out_u64(&o, w->meta.rss_bytes);
-    out_u64(&o, (uint64_t)w->meta.dump_time_us);
-    out_u64(&o, w->meta.pause_us);
-    out_u32(&o, w->meta.capture_contents ? w->meta.max_str : 0);
-    out_u32(&o, pyver_id);
-    out_u32(&o, toolver_id);
-    out_u32(&o, 0);
-    out_u64(&o, st.dropped_edges);
-    out_u64(&o, st.duplicate_objects);
-    out_u32(&o, (uint32_t)(st.dropped_roots > UINT32_MAX ? UINT32_MAX : st.dropped_roots));
-    out_u32(&o, (uint32_t)(st.dropped_locations > UINT32_MAX ? UINT32_MAX
-                                                             : st.dropped_locations));
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_STRS);
-    out_u32(&o, (uint32_t)w->strings.count);
-    out_u32(&o, (uint32_t)w->strings.blob_len);
-    out_put(&o, w->strings.off, (w->strings.count + 1) * sizeof(uint32_t));
-    out_put(&o, w->strings.blob, w->strings.blob_len);
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_OBJS);
-    out_put(&o, objs, nobj * sizeof(*objs));
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_EDGE);
-    out_u32(&o, (uint32_t)nobj);
-    out_u32(&o, (uint32_t)nedge);
-    out_put(&o, first, (nobj + 1) * sizeof(*first));
-    out_put(&o, target, nedge * sizeof(*target));
-    out_put(&o, label, nedge * sizeof(*label));
-    out_put(&o, kind, nedge);
-    chunk_end(&o, &dir[nd++]);
-
-    if (ninferred) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_INFR);
-        out_put(&o, inferred, ninferred * sizeof(*inferred));
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_ROOT);
-    for (size_t i = 0; i < w->roots.n; i++) {
-        out_u32(&o, w->roots.v[i].index);
-        out_u32(&o, w->roots.v[i].str);
-    }
-    chunk_end(&o, &dir[nd++]);
-
-    chunk_begin(&o, &dir[nd], SNAP_CHUNK_LOCS);
-    for (size_t i = 0; i < w->locations.n; i++) {
-        out_u32(&o, w->locations.v[i].index);
-        out_u32(&o, w->locations.v[i].str);
-        out_u32(&o, w->locations.v[i].line);
-    }
-    chunk_end(&o, &dir[nd++]);
-
-    if (w->alloc) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ALOC);
-        out_u64(&o, w->alloc_window);
-        out_u32(&o, (uint32_t)w->asamples.n);
-        out_u32(&o, (uint32_t)w->astacks.n);
-        out_u32(&o, (uint32_t)w->aframes.n);
-        out_u32(&o, 0);
-        out_u64(&o, w->alloc_dropped);
-        for (size_t i = 0; i < w->asamples.n; i++) {
-            const struct alloc_sample *a = &w->asamples.v[i];
-            out_u64(&o, a->addr);
-            out_u64(&o, a->size);
-            out_u64(&o, a->weight);
-            out_u32(&o, a->stack);
-            out_u32(&o, 0);
-        }
-        for (size_t i = 0; i < w->astacks.n; i++) {
-            out_u32(&o, w->astacks.v[i].first);
-            out_u32(&o, w->astacks.v[i].depth);
-        }
-        for (size_t i = 0; i < w->aframes.n; i++) {
-            out_u32(&o, w->aframes.v[i].file);
-            out_u32(&o, w->aframes.v[i].func);
-            out_u32(&o, w->aframes.v[i].line);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->buffers.n) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_BUFS);
-        for (size_t i = 0; i < w->buffers.n; i++) {
-            out_u64(&o, w->buffers.v[i].addr);
-            out_u64(&o, w->buffers.v[i].size);
-            out_u32(&o, (uint32_t)w->buffers.v[i].owner);
-            out_u32(&o, 0);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->arenas.n) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_ARNA);
-        for (size_t i = 0; i < w->arenas.n; i++) {
-            out_u64(&o, w->arenas.v[i].addr);
-            out_u64(&o, w->arenas.v[i].size);
-            out_u32(&o, w->arenas.v[i].stack);
-            out_u32(&o, 0);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    if (w->meta.capture_contents) {
-        chunk_begin(&o, &dir[nd], SNAP_CHUNK_CONT);
-        for (size_t i = 0; i < w->contents.n; i++) {
-            out_u32(&o, w->contents.v[i].index);
-            out_u32(&o, w->contents.v[i].str);
-        }
-        chunk_end(&o, &dir[nd++]);
-    }
-
-    /* Directory, then the header over the placeholder. */
-    struct dir_entry dummy;
-    chunk_begin(&o, &dummy, 0);
-    uint64_t dir_offset = o.pos;
-    for (size_t i = 0; i < nd; i++) {
-        out_u32(&o, dir[i].type);
-        out_u32(&o, dir[i].crc);
-        out_u64(&o, dir[i].offset);
-        out_u64(&o, dir[i].length);
-    }
-    chunk_end(&o, &dummy);
-    uint32_t dir_crc = dummy.crc;
-    out_flush(&o);
-
-    memcpy(header, SNAP_MAGIC, 8);
-    header[8] = SNAP_MAJOR;
-    header[10] = w->arenas.n    ? SNAP_MINOR_ARNA
-                 : w->buffers.n ? SNAP_MINOR_BUFS
-                 : w->alloc     ? SNAP_MINOR_ALOC
-                                : SNAP_MINOR;
-    put_le64(header + 16, o.pos);
-    put_le64(header + 24, dir_offset);
-    put_le32(header + 32, (uint32_t)nd);
-    put_le32(header + 36, dir_crc);
-    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
-    if (!o.err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
-        o.err = errno ? errno : EIO;
+    struct csr g = {objs, nobj, nedge, ninferred, first, target, label, inferred, kind};
+    write_snapshot(w, &o, &g, pyver_id, toolver_id, &st);
     if (o.err) {
         err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->path, strerror(o.err));
+        goto out;
+    }
+    /* The spilled blocks may have made the file longer than the snapshot. */
+    if (w->out.tmp && ftruncate(w->out.fd, (off_t)o.pos) != 0) {
+        err = err_fail(SCRY_E_IO, "cannot write %s: %s", w->path, strerror(errno));
         goto out;
     }
     if ((err = outfile_commit(&w->out)) != 0)
@@ -895,10 +959,18 @@ int snap_writer_close(struct snap_writer *w, struct snap_write_stats *stats)
         *stats = st;
     goto out;
 
+fail_err:
+    if (err == -SCRY_E_NO_MEMORY)
+        goto fail_mem;
+    if (err == -SCRY_E_IO)
+        err = err_fail(SCRY_E_IO, "cannot read back %s: %s", w->path,
+                       strerror(w->objects.err ? w->objects.err : w->edges.err));
+    goto out;
 fail_mem:
     err = err_fail(SCRY_E_NO_MEMORY, "out of memory while writing the snapshot %s", w->path);
 out:
-    free(index.slots);
+    free(objs);
+    snap_index_free(&index);
     free(first);
     free(target);
     free(label);

@@ -7,8 +7,11 @@ handler left out of it, fails here.
 """
 
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +67,49 @@ def test_help_lists_every_command_of_the_table(scry):
     cp = run_scry(["frobnicate"])
     assert cp.returncode == 2
     assert "commands: " + ", ".join(names) in cp.stderr, cp.stderr
+
+
+@pytest.mark.parametrize("args, suggestion", [
+    (["prog.py"], "scry run prog.py"),
+    (["--cpu", "prog.py"], "scry run --cpu prog.py"),
+    (["--cli", "prog.py", "--json", "x"], "scry run --cli prog.py ..."),
+    (["--outfile", "p.json", "-m", "pkg.mod", "arg"], "scry run --outfile p.json -m pkg.mod ..."),
+    (["--cpu-only", "my app's.py"], "scry run --cpu-only 'my app'\\''s.py'"),
+])
+def test_options_before_a_program_suggest_run(args, suggestion):
+    """Scalene's habit (`scalene --cpu prog.py`): scry says which run command was meant, up to the
+    program (its own arguments are left out); the JSON flag among them is the program's."""
+    cp = run_scry(args)
+    assert cp.returncode == 2 and cp.stdout == "", cp
+    assert f"; did you mean: {suggestion} [usage]" in cp.stderr, cp.stderr
+    # No program: no guess.
+    cp = run_scry(["--cpu", "--cli"])
+    assert cp.returncode == 2 and "did you mean" not in cp.stderr, cp.stderr
+
+
+def test_run_suggestion_is_cleaned():
+    """The suggestion repeats the command line: a name holding terminal escapes is shown with
+    '?' for them, as every text scry shows (docs/SECURITY.md)."""
+    cp = run_scry(["--cpu", "\x1b]0;owned\x07\x1b[2Jx.py"])
+    assert cp.returncode == 2, cp.stderr
+    assert "\x1b" not in cp.stderr and "\x07" not in cp.stderr, repr(cp.stderr)
+    assert "did you mean: scry run --cpu '?]0;owned??[2Jx.py'" in cp.stderr, repr(cp.stderr)
+
+
+def test_python_m_scry_suggests_python_m_scry_run(tmp_path):
+    """python -m scry --cli prog.py: the suggestion is the same wrapper's run command. The package
+    from the checkout, with the built binary as its bundled one."""
+    pkg = tmp_path / "python" / "scry"
+    shutil.copytree(REPO / "python" / "scry", pkg)
+    (pkg / "_bin").mkdir(exist_ok=True)
+    (pkg / "_bin" / "scry").symlink_to(SCRY)
+    (tmp_path / "src" / "cli").mkdir(parents=True)  # the version, as in a checkout
+    shutil.copy(REPO / "src" / "cli" / "cli.h", tmp_path / "src" / "cli")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "python"))
+    cp = subprocess.run([sys.executable, "-m", "scry", "--cli", "prog.py"], env=env, cwd=tmp_path,
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 2, cp
+    assert "did you mean: python -m scry run --cli prog.py [usage]" in cp.stderr, cp.stderr
 
 
 @pytest.mark.parametrize("name", [n for n, _, _ in table()])

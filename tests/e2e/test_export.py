@@ -336,6 +336,40 @@ def test_timeline_with_stacks(scry, tmp_path):
     assert callers and all(c[-2:] == ("a", "f") for c in callers), callers
 
 
+def test_speedscope_a_profile_per_thread_in_time_order(scry, python_exe, tmp_path):
+    """With --timeline, speedscope gets one profile per thread (they were merged into one): each
+    holds its thread's stream samples, in the stream's (time) order, with their call stacks
+    and weights; f only on A's thread and g only on B's. Without a stream, one merged profile
+    (test_flamegraph.py)."""
+    src, profile, windows = timeline_run(python_exe, tmp_path, options=["--stacks"])
+    ss = profile["sample_stream"]
+    out = tmp_path / "s.speedscope.json"
+    cp = run_scry(["view", "--format", "speedscope", "-o", out, src])
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    profiles = doc["profiles"]
+    assert len(profiles) == len(ss["threads"]) >= 2, [p["name"] for p in profiles]
+    for i, (th, prof) in enumerate(zip(ss["threads"], profiles)):
+        assert f"({th['tid']})" in prof["name"] or f"Thread {th['tid']}" == prof["name"], prof
+        assert prof["type"] == "sampled" and prof["unit"] == "microseconds", prof["name"]
+        mine = [x for x in ss["samples"] if x[1] == i]
+        want = [[(f[1], f[0], f[3]) for f in ss["stacks"][x[4]]] for x in mine]
+        got = [[(frames[k]["name"], frames[k]["file"], frames[k].get("line", 0)) for k in s]
+               for s in prof["samples"]]
+        assert got == want, prof["name"]
+        assert prof["weights"] == pytest.approx([x[3] for x in mine])
+        assert prof["endValue"] == pytest.approx(sum(x[3] for x in mine))
+    by_tid = {th["tid"]: prof for th, prof in zip(ss["threads"], profiles)}
+    for fn, mine, other in (("f", "A", "B"), ("g", "B", "A")):
+        leaves = lambda prof: [frames[s[-1]]["name"] for s in prof["samples"]]  # noqa: E731
+        assert leaves(by_tid[windows[mine][0]]).count(fn) >= 5, fn
+        assert fn not in leaves(by_tid[windows[other][0]]), fn
+    busiest = max(range(len(profiles)), key=lambda k: profiles[k]["endValue"])
+    assert doc["activeProfileIndex"] == busiest
+
+
 def test_timeline_bound(scry, tmp_path):
     """SCRY_TIMELINE_MAX: the stream keeps every stride-th sample, stride the smallest power of
     two that fits, and still spans the run."""

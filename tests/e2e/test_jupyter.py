@@ -69,14 +69,18 @@ def kernels(scry, venv_python, tmp_path_factory):
     ipykernel one; the environment that finds them."""
     prefix = tmp_path_factory.mktemp("jupyter-prefix")
     cp = run_scry(["kernel", "install", "--python", venv_python, "--prefix", prefix, "--name",
-                   "scry-test"])
+                   "scry-test"], env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
     assert cp.returncode == 0, cp.stderr
     assert "installed the kernel" in cp.stdout and "note" not in cp.stdout, cp.stdout
     cp = subprocess.run([venv_python, "-m", "ipykernel", "install", "--prefix", prefix, "--name",
                          "plain-test"], capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
-    env = dict(os.environ, JUPYTER_PATH=str(prefix / "share" / "jupyter"))
+    # The package of this checkout (the venv's may be another checkout's, by a .pth file), and
+    # with it this build's binary and agent (scry._standalone.find_tools).
+    env = dict(os.environ, JUPYTER_PATH=str(prefix / "share" / "jupyter"),
+               PYTHONPATH=str(REPO / "python"))
     env.pop("SCRY_PYTHON", None)
+    env.pop("SCRY_BIN", None)
     return prefix, env
 
 
@@ -346,6 +350,36 @@ def test_plain_kernel_gives_cpu_and_says_how_to_get_memory(venv_python, kernels,
     assert "scry kernel install" not in text_of(outs[2]), outs[2]  # said once
     assert view_rows(text_of(outs[2])).get(1), outs[2]
     assert not (tmp_path / "plain" / "scry-profile.json").exists()
+
+
+def test_unprofiled_cells_show_their_source_and_the_cell_comes_first(venv_python, kernels,
+                                                                      tmp_path):
+    """A function from a cell run without the magic (ipykernel's ipykernel_PID/NNNN.py, a file
+    it never writes) takes nearly all the time of the profiled cell that calls it: its lines
+    show their source (from IPython's linecache), and the cell's own file still comes first, in
+    the terminal view and in the page's order (the profile's first_file)."""
+    _, env = kernels
+    where = tmp_path / "earlier"
+    cells = ["%load_ext scry",
+             "def slow(n):\n    return sum(i * i for i in range(n))  # EARLIER CELL\n",
+             f"%%scry --cli -o {where / 'cli.json'}\nslow(3_000_000)\n"
+             "acc = sum(i for i in range(300_000))\n"]
+    outs = execute(venv_python, env, "scry-test", cells, where)
+    assert not any(errors_of(o) for o in outs), outs
+    text = text_of(outs[2])
+    rows = view_rows(text)  # the first table
+    assert rows.get(2) and rows[2][4].startswith("acc = sum("), text
+    assert "return sum(i * i for i in range(n))  # EARLIER CELL" in text, text
+    profile = json.loads((where / "cli.json").read_text())
+    earlier = [f for f, d in profile["files"].items()
+               if re.search(r"ipykernel_\d+/\d+\.py$", f) and
+               any(fn["line"] == "slow" for fn in d["functions"])]
+    assert len(earlier) == 1, profile["files"]
+    detail = profile["files"][earlier[0]]
+    assert line_of(detail, 2)["line"].endswith("# EARLIER CELL"), detail["lines"]
+    assert cpu(line_of(detail, 2)) > cpu(line_of(cell_file(profile), 2)), profile["files"]
+    assert re.search(r"/cell-\d+\.py$", profile["first_file"]), profile["first_file"]
+    assert profile["files"][profile["first_file"]] == cell_file(profile)
 
 
 def test_importing_scry_does_not_import_ipython(venv_python):

@@ -162,9 +162,15 @@ def test_python_client_calls_every_tool(world):
     summary = r[3]["structured"]
     assert summary["lines"][0]["line"] == hot_line, r[3]["text"]
     assert summary["functions"][0]["function"].startswith("hot"), r[3]["text"]
-    # hot() does 4 times cold()'s work: its line has most of the time, and more than cold's.
+    # hot() does 4 times cold()'s work: its line has most of the time, and over twice cold's
+    # CPU time (Python and native: the threads' CPU clocks; a wait for a CPU counts as system
+    # time on whichever line runs, as much as the machine's load at that moment makes it).
     lines = {x["line"]: x for x in summary["lines"] if x["file"] == str(WORK)}
-    assert lines[hot_line]["percent"] > 2 * lines[cold_line]["percent"], r[3]["text"]
+
+    def cpu(line):
+        return line["python_sec"] + line["native_sec"]
+
+    assert cpu(lines[hot_line]) > 2 * cpu(lines[cold_line]), r[3]["text"]
     assert lines[hot_line]["percent"] > 40, r[3]["text"]
 
     hot = r[4]
@@ -173,14 +179,18 @@ def test_python_client_calls_every_tool(world):
     assert f"line={hot_line}" in hot["text"], hot["text"]
     assert "# HOT_LINE: n < 10**7 & > 0" in hot["text"], hot["text"]
 
-    funcs = {f["function"]: f for f in r[5]["structured"]["functions"]}
-    hot_funcs = [f for name, f in funcs.items() if name.startswith("hot")]
+    hot_funcs = [f for f in r[5]["structured"]["functions"]
+                 if f["function"].startswith("hot") and f["metric"] == "time_sec"]
     assert hot_funcs, r[5]["text"]
     # after's hot() does 4 times the work: its CPU time (Python and native: the threads' CPU
     # clocks) is well over 2.5 times before's (4.8 here). Not the wall time: each profile's
     # waits for a CPU count as system time, and the two runs need not share a machine's load.
+    cpu_rows = [f for f in r[5]["structured"]["functions"]
+                if f["function"].startswith("hot") and f["metric"] in ("python_sec", "native_sec")]
+    assert cpu_rows, r[5]["text"]
+
     def cpu(side):
-        return sum(f["python_sec"][side] + f["native_sec"][side] for f in hot_funcs)
+        return sum(f[side] for f in cpu_rows)
 
     assert cpu("after") > 2.5 * cpu("before"), r[5]["text"]
 
@@ -525,6 +535,61 @@ def test_fuzzed_lines(pipe):
             break
     assert got == {"jsonrpc": "2.0", "id": "last", "result": {}}
     assert p.p.poll() is None
+
+
+# ---- compare_profiles answers what changed; a small budget keeps the top lines ------------------
+
+def answer_size(got):
+    return len(got["content"][0]["text"].encode()) + len(
+        json.dumps(got["structuredContent"], separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def test_compare_profiles_answers_what_changed(pipe, world, tmp_path):
+    """Only the metrics beyond the sampling error, one row each, with no sigma or interval: a
+    fraction of scry compare's report, which gives every metric of every row (16 KB here)."""
+    after = tmp_path / "after.json"
+    cp = run_scry(["run", "--no-view", "--python", world["python"], "-o", after, WORK, "4"],
+                  timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    full = json.loads(run_scry(["compare", "--json", world["before"], after]).stdout)
+    p = pipe("--root", str(world["dir"]), "--root", str(tmp_path))
+    got = p.call(1, "compare_profiles", {"before": str(world["before"]), "after": str(after),
+                                         "limit": 1000, "token_budget": 200000})["result"]
+    doc = got["structuredContent"]
+    z = full["z_significant"]
+    for group in ("functions", "lines"):
+        significant = [row for row in full[group] if row["significant"]]
+        assert doc["unchanged"][group] == len(full[group]) - len(significant), doc
+        where = {(row["function"], row.get("first_line", row.get("line"))) for row in significant}
+        for row in doc[group]:
+            assert set(row) == {"file", "function", "first_line" if group == "functions" else
+                                "line", "metric", "before", "after", "delta", "pct", "z"}, row
+            assert (row["function"], row.get("first_line", row.get("line"))) in where, row
+            assert abs(row["z"]) >= z - 0.005, row
+    hot = [row for row in doc["functions"]
+           if row["function"].startswith("hot") and row["metric"] == "time_sec"]
+    assert hot and hot[0]["after"] > 1.5 * hot[0]["before"], got["content"][0]["text"]
+    assert "sigma" not in got["content"][0]["text"], got["content"][0]["text"]
+    full_size = len(json.dumps(full, separators=(",", ":")).encode())
+    assert answer_size(got) < full_size / 2, (answer_size(got), full_size)
+
+
+def test_small_budget_summary_keeps_the_top_lines(pipe, world, tmp_path):
+    """profile_summary with token_budget 600: the hottest line is there (it was `lines (0)`:
+    the lines, longer with their source, were emptied first), with the hottest function."""
+    # A long path, as a project's own: every row repeats it, in the text and the JSON.
+    deep = tmp_path / ("a-project-directory-with-a-long-name-" * 3) / "profiles"
+    deep.mkdir(parents=True)
+    shutil.copy(world["before"], deep / "scry-profile.json")
+    p = pipe("--root", str(tmp_path))
+    hot_line = line_of(WORK, "# HOT_LINE")
+    got = p.call(1, "profile_summary", {"profile": str(deep / "scry-profile.json"),
+                                        "token_budget": 600})["result"]
+    doc, text = got["structuredContent"], got["content"][0]["text"]
+    assert answer_size(got) <= 600 * 4 * 1.01, answer_size(got)
+    assert doc["lines"] and doc["lines"][0]["line"] == hot_line, text
+    assert doc["functions"] and doc["functions"][0]["function"].startswith("hot"), text
+    assert "lines (0)" not in text and "more lines" in text, text
 
 
 # ---- the token budget on a big snapshot ---------------------------------------------------------

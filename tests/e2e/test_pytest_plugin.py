@@ -273,6 +273,56 @@ def test_xdist_one_merged_profile(session, pytester):
         assert entry["n_samples"] > 0, f"test_{n} (pid {pids[n]}) is not in the profile: {entry}"
 
 
+# pytest-memray's marker, unedited: limit_memory("24 MB") is scry_limit(memory_mb=24); the closest
+# marker wins between the two spellings; a size memray would not read fails the test.
+MEMRAY_TESTS = '''\
+import pytest
+
+pytestmark = pytest.mark.scry_limit(memory_mb=500)
+
+
+@pytest.mark.limit_memory("24 MB")
+def test_over():
+    held = bytearray(100 * 2**20)  # OVER
+    assert len(held) == 100 * 2**20
+
+
+@pytest.mark.limit_memory("24mb")
+def test_under():
+    held = bytearray(8 * 2**20)
+    assert len(held) == 8 * 2**20
+
+
+def test_module_limit():
+    held = bytearray(100 * 2**20)  # under the module's 500 MB
+    assert len(held) == 100 * 2**20
+
+
+@pytest.mark.limit_memory("0.5 GB")
+@pytest.mark.scry_limit(memory_mb=24)
+def test_closest_wins():
+    held = bytearray(100 * 2**20)  # over scry_limit's 24 MB, the closer marker
+    assert len(held) == 100 * 2**20
+
+
+@pytest.mark.limit_memory("24 furlongs")
+def test_bad_size():
+    pass
+'''
+
+
+def test_memray_limit_memory_marker(session, pytester):
+    result = session(MEMRAY_TESTS, "--scry", "--strict-markers")
+    summary = describe(result)
+    result.assert_outcomes(passed=2, failed=2, errors=1)
+    over = failure_of(result, "test_over")
+    assert "over its limit of 24 MB; most allocated at test_session.py:" \
+        f"{lineno_of(MEMRAY_TESTS, '# OVER')} (" in over, over
+    closest = failure_of(result, "test_closest_wins")
+    assert "over its limit of 24 MB" in closest, closest
+    assert "limit_memory takes one size, such as limit_memory(\"24 MB\")" in summary, summary
+
+
 def test_without_scry_nothing_changes(session, pytester):
     result = session(LIMITS_TESTS, "-k", "big or spin_over or plain")
     summary = describe(result)

@@ -144,6 +144,19 @@ def test_command_line_wins_over_the_config(tmp_path):
             s["SCRY_PROFILE_ONLY"]) == (0.004, "1", "0", "nomatch"), s
 
 
+def test_dash_c_is_config(tmp_path):
+    """-c FILE is Scalene's spelling of --config FILE (issue 28, item 5); twice is refused."""
+    config = write_config(tmp_path, "cpu-sampling-rate: 0.004\nstacks: true\ncpu-only: true\n")
+    ran = run_profiled(preferred_python(), TARGET, args=QUICK, outfile=tmp_path / "p.json",
+                       options=["-c", config])
+    assert ran.returncode == 0, ran.describe()
+    s = settings(ran)
+    assert (s["SCRY_CPU_SAMPLING_RATE"], s["SCRY_STACKS"], s["SCRY_MEMORY"]) == \
+        (0.004, "1", "0"), s
+    cp = run_scry(["run", "-c", config, "--config", config, TARGETS / TARGET])
+    assert cp.returncode == 2 and "give --config once" in cp.stderr, cp.stderr
+
+
 @pytest.mark.parametrize("key", ["use-virtual-time", "use_virtual_time"])
 def test_dash_and_underscore_keys(tmp_path, key):
     config = write_config(tmp_path, f"{key}: true\nprofile_all: true\n")

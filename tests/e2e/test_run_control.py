@@ -351,11 +351,7 @@ def test_start_in_a_plain_python_run_profiles_cpu(python_exe, tmp_path):
               profile_path=tmp_path / "p.json")
     assert returncode == 0, ran.describe()
     truth = json.loads(stdout.decode().splitlines()[-1])
-    # `scry collect` writes the profile once the program has ended: a moment after.
-    for _ in range(100):
-        if (tmp_path / "p.json").exists():
-            break
-        time.sleep(0.05)
+    # Complete at once: the agent's exit path waited for `scry collect` to write it.
     profile = load_profile(ran)
     funcs = functions(profile)
     assert "unprofiled" not in funcs, list(funcs)
@@ -364,3 +360,48 @@ def test_start_in_a_plain_python_run_profiles_cpu(python_exe, tmp_path):
     assert profile["memory"] is False, profile["memory"]
     assert "scry run --off" in profile.get("note", ""), profile.get("note")
 
+
+
+QUICK_APP = """\
+import os
+import sys
+
+import scry
+
+scry.start()
+total = sum(i * i for i in range(200000))
+if sys.argv[1] == "os._exit":
+    os._exit(0)
+"""
+
+
+def test_start_in_a_plain_python_run_profile_is_complete_at_exit(python_exe, tmp_path):
+    """scry.start() in a plain `python app.py`: the profile is there, whole, the moment the
+    process's exit is seen (it came about 0.3 s after: a script reading it at once raced the
+    writer). 20 runs, ending by returning and by os._exit, read at once, never waited for."""
+    app = tmp_path / "app.py"
+    app.write_text(QUICK_APP)
+    env = env_with_package()
+    env["SCRY_BIN"] = str(SCRY)
+    parts = tmp_path / "tmp"  # the part directories (tempfile.mkdtemp), to see them removed
+    parts.mkdir()
+    env["TMPDIR"] = str(parts)
+    for i in range(20):
+        out = tmp_path / f"p{i}.json"
+        env["SCRY_OUTFILE"] = str(out)
+        how = "os._exit" if i % 2 else "return"
+        # stderr to a file, not a pipe: `scry collect` shares it, and a pipe's reader would
+        # wait for collect too (a shell does not).
+        with open(tmp_path / f"err{i}.txt", "wb") as err:
+            cp = subprocess.run([python_exe, str(app), how], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp_path,
+                                timeout=120)
+        there = out.exists()
+        text = out.read_text() if there else ""
+        said = (tmp_path / f"err{i}.txt").read_text(errors="replace")
+        assert cp.returncode == 0, said
+        assert there, f"run {i} ({how}): no {out.name} when the process had exited; {said}"
+        profile = json.loads(text)
+        assert profile["memory"] is False and profile["elapsed_time_sec"] > 0, (how, profile)
+        assert f"scry: wrote {out}" in said, said
+    assert not list(parts.iterdir()), list(parts.iterdir())

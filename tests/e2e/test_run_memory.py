@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -745,6 +746,31 @@ def test_mapping_costs_its_resident_pages(mem_run, python_exe):
     assert near(rss_growth, 96, 0.02), f"the target's RSS grew {rss_growth:.1f} MB"
     assert near(added, 96, MALLOC_TOLERANCE, W_MB), (
         f"the mapping added {added:.1f} MB to the footprint, 96 MiB of it is resident")
+
+
+def test_readme_footprint_example(mem_run, python_exe, tmp_path):
+    """README.md's "Footprint and memray's peak" example, run as written there: its mapping's
+    line allocated 256 MiB and kept 16 (resident), the footprint grew by the 16 MiB written and
+    the 64 MiB bytearray, not by the 256 MiB mapped (which memray's peak counts, as it says)."""
+    readme = (Path(SCRY).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### Footprint and memray's peak", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    example = tmp_path / "footprint_example.py"
+    example.write_text(code)
+    ran = mem_run(python_exe, example)
+    assert ran.returncode == 0 and ran.stdout.decode() == "done\n", ran.describe()
+    profile = load_memory_profile(ran)
+    detail = detail_of(profile, example, ran)
+    lines = code.splitlines()
+    mapping = mem_line(detail, 1 + next(i for i, t in enumerate(lines) if "mmap.mmap(" in t))
+    held = mem_line(detail, 1 + next(i for i, t in enumerate(lines) if "bytearray(" in t))
+    assert near(mapping["n_malloc_mb"], 256, 0, W_MB), describe(mapping)
+    assert near(mapping["n_growth_mb"], 16, MALLOC_TOLERANCE, W_MB), describe(mapping)
+    assert near(held["n_malloc_mb"], 64, MALLOC_TOLERANCE, W_MB), describe(held)
+    base = mem_run(python_exe, NUMPY_IMPORT, ["none"])  # the interpreter alone
+    added = profile["max_footprint_mb"] - load_memory_profile(base)["max_footprint_mb"]
+    assert near(added, 16 + 64, MALLOC_TOLERANCE, 2 * W_MB), (
+        f"the example added {added:.1f} MB to the footprint: 16 MiB resident + 64 MiB held")
 
 
 def test_fork_child_memory(mem_run, python_exe):

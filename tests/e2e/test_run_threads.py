@@ -81,7 +81,10 @@ def test_short_threads_keep_their_cpu(runs, python_exe, section, function):
         # often than their share of CPU time: 28.5% of the sampled threads' time against 22% of
         # all threads' time outside the function. 3.13t's start-up and exit are a quarter of a
         # 1 ms thread, four times the default build's share, so only there does the bias pass
-        # the 10%. Every other interpreter is held to the 10%.
+        # the 10%. Every other interpreter is held to the 10%. Re-measured 2026-12-06: 2 of
+        # ~35 runs at load 4-8 were off (-13.6%, -16.3%); the first had 25.6% of its samples
+        # in the threads' start-up and exit, against 11-15% in the others. No CPU time is lost
+        # (all of it is charged); the fix this points to is in docs/agent-protocol.md (open).
         if section == "short" and is_free_threaded(python_exe):
             pytest.xfail(f"3.13t loses some short threads' CPU (known defect): {e}")
         raise

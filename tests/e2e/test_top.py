@@ -303,6 +303,35 @@ def test_screens_on_a_pipe(split_target):
         assert parse_screen(s)[2], s
 
 
+def test_once_on_a_pipe_keeps_the_header_whole(spawn, tmp_path):
+    """On a pipe of no known width (no COLUMNS), the header's lines are not cut at 80 columns:
+    the GIL holder's name ends line 2 ("holder: the-spinning-worker", past column 80) and the program's
+    long argument ends line 1. The table keeps its 80 columns."""
+    script = tmp_path / "spin.py"
+    script.write_text("import threading\n"
+                      "def spin():\n"
+                      "    while True:\n"
+                      "        sum(i * i for i in range(1000))\n"
+                      "t = threading.Thread(target=spin, name='the-spinning-worker')\n"
+                      "t.start()\n"
+                      "print('ready', flush=True)\n"
+                      "t.join()\n")
+    arg = "an-argument-long-enough-to-push-the-first-line-past-eighty-columns-" + "x" * 40
+    proc = spawn([preferred_python(), script, arg], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    cp = run_scry(["top", "--pid", proc.pid, "--once", "--duration", "1"], env=env)
+    assert cp.returncode == 0, cp.stderr
+    header, _, rows = parse_screen(cp.stdout)
+    assert rows, cp.stdout
+    assert header[0].endswith(f"spin.py {arg}"), header
+    assert re.search(r"GIL held: \d+%  holder: the-spinning-worker$", header[1]) or \
+        "GIL: none (free-threaded)" in header[1], header
+    assert len(header[0]) > 80, header
+    table = cp.stdout.splitlines()[len(header):]
+    assert all(len(l) <= 80 for l in table), table
+
+
 def test_rss_and_its_growth(spawn, tmp_path):
     """A program that keeps 1 MiB (its pages written) every 50 ms: the RSS grows by about
     20 MiB/s, less the time it takes to make them."""

@@ -11,6 +11,7 @@ scry with SIGPIPE at its default. `pip install .` from the checkout builds a wor
 Skips (saying why) when the build tools (scripts/install-deps.sh wheel: pip packages) cannot be
 installed; a wheel that does not build, repair or install is a failure."""
 
+import fnmatch
 import json
 import os
 import re
@@ -362,6 +363,22 @@ def test_pip_install_from_the_checkout(wheel, tmp_path):
     profile = json.loads(out.read_text())
     check_profile(profile)
     assert file_detail(profile, program)["lines"], profile
+
+
+def test_readme_names_the_wheels_path():
+    """README.md's `pip install` names the file `make wheel` writes (its default WHEEL_DIR), so
+    that the line can be pasted after `make wheel` in a checkout."""
+    readme = (REPO / "README.md").read_text()
+    pasted = re.search(r"^pip install (\S+\.whl)", readme, re.M).group(1)
+    made = _run(["make", "-s", "--no-print-directory", "-C", REPO, "--eval",
+                 "print-wheel-dir: ; @echo $(WHEEL_DIR)", "print-wheel-dir"], timeout=60)
+    assert made.returncode == 0, _describe(made)
+    wheel_dir = made.stdout.strip()
+    version = re.search(r'#define SCRY_VERSION "([^"]+)"', (REPO / "src/cli/cli.h").read_text())
+    name = f"{wheel_dir}/scry-{version.group(1)}-py3-none-manylinux_2_34_x86_64.whl"
+    assert fnmatch.fnmatchcase(name, pasted), (pasted, name)
+    assert f"The wheel is `{wheel_dir}/scry-VERSION-py3-none-manylinux_2_34_x86_64.whl`" in \
+        " ".join(readme.split()), wheel_dir
 
 
 def test_wrapper_without_its_binary_reports_io_error():

@@ -25,16 +25,6 @@ static bool bounded(const char *s, size_t size)
     return memchr(s, 0, size) != NULL;
 }
 
-static bool same_base(const char *a, const char *b)
-{
-    size_t n = strlen(a), m = strlen(b);
-    while (n && a[n - 1] == '/')
-        n--;
-    while (m && b[m - 1] == '/')
-        m--;
-    return n == m && strncmp(a, b, n) == 0;
-}
-
 /* The body as a proposal, against a command line without a provider and one with openai at a
  * base URL of its own. */
 static void check_ask(const char *body, size_t len)
@@ -62,7 +52,7 @@ static void check_ask(const char *body, size_t len)
          * named the same one for the same provider. */
         if (a.env_key && page_named &&
             !(cls[i].provider && strcmp(a.provider, cls[i].provider) == 0 && cls[i].base_url &&
-              same_base(page_base, cls[i].base_url)))
+              serve_same_base(page_base, cls[i].base_url)))
             abort();
         if (!a.env_key && a.key_env)
             abort(); /* --api-key-env names the command line's provider's variable only */

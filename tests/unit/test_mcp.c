@@ -136,6 +136,34 @@ static void test_answer_budget(void)
     }
 }
 
+/* profile_summary's shape: a list of short rows (functions) before a list of long ones (lines
+ * with their source). A small budget keeps the top of both, the two cut to the same length,
+ * not the long rows emptied while the short ones stay. */
+static void test_answer_budget_keeps_every_list(void)
+{
+    json_t *doc = json_pack("{s:s,s:[],s:[]}", "profile", "/tmp/p.json", "functions", "lines");
+    for (int i = 0; i < 20; i++) {
+        json_array_append_new(json_object_get(doc, "functions"),
+                              json_pack("{s:s,s:i,s:f}", "function", "hot", "line", i, "pct", 1.5));
+        json_array_append_new(json_object_get(doc, "lines"),
+                              json_pack("{s:s,s:i,s:s}", "function", "hot", "line", i, "source",
+                                        "    return sum(i * i for i in range(n))  # a long "
+                                        "source line, repeated in the text and the JSON ..."));
+    }
+    json_t *res = mcp_answer(doc, "Title", 20, 600, NULL);
+    const json_t *sc = json_object_get(res, "structuredContent");
+    size_t nf = json_array_size(json_object_get(sc, "functions"));
+    size_t nl = json_array_size(json_object_get(sc, "lines"));
+    CHECK(answer_bytes(res) <= 600 * MCP_BYTES_PER_TOKEN);
+    CHECK(nl >= 1 && nf >= 1);
+    CHECK(nf <= nl + 1 && nl <= nf + 1); /* cut together */
+    CHECK(nl < 20);
+    const json_t *cut = json_object_get(sc, "truncated");
+    CHECK_EQ(json_integer_value(json_object_get(cut, "lines")) + (json_int_t)nl, 20);
+    CHECK_EQ(json_integer_value(json_object_get(cut, "functions")) + (json_int_t)nf, 20);
+    json_decref(res);
+}
+
 static void test_answer_error(void)
 {
     err_fail_hint(SCRY_E_NOT_FOUND, "try type_instances", "no object at 0x10");
@@ -376,6 +404,7 @@ static void test_parse_error_quotes_nothing(void)
 
 static const struct tl_test tests[] = {
     TL(test_schema),       TL(test_answer_limit), TL(test_answer_budget),
+    TL(test_answer_budget_keeps_every_list),
     TL(test_answer_error), TL(test_read_lines),   TL(test_sent_text_is_clean),
     TL(test_answer_cuts_a_character), TL(test_roots), TL(test_parse_error_quotes_nothing),
 };

@@ -202,6 +202,25 @@ static void test_not_a_profile(void)
     "{\"lineno\":2,\"line\":\"wait()\\n\",\"n_cpu_percent_c\":0.2,\"n_gpu_percent\":40,"        \
     "\"n_gpu_peak_memory_mb\":8448}],\"functions\":[]}}}"
 
+/* "first_file" (a notebook cell's own file) comes first whatever its share; the others by
+ * share. Threshold 0: lib.py (0.5%) is shown. */
+static void test_first_file_first(void)
+{
+    struct strbuf sb = STRBUF_INIT, d = STRBUF_INIT;
+    sb_add(&d, doc, strlen(doc) - 1); /* without its closing brace */
+    sb_adds(&d, ",\"first_file\":\"/app/lib.py\"}");
+    CHECK_EQ(render(sb_str(&d), false, 0, &sb), 0);
+    const char *lib = strstr(sb_str(&sb), "/app/lib.py: 0.5% of the time");
+    const char *app = strstr(sb_str(&sb), "/app/app.py: 99.5% of the time");
+    CHECK(lib && app && lib < app);
+    CHECK_EQ(render(doc, false, 0, &sb), 0); /* without it: by share */
+    lib = strstr(sb_str(&sb), "/app/lib.py: 0.5% of the time");
+    app = strstr(sb_str(&sb), "/app/app.py: 99.5% of the time");
+    CHECK(lib && app && app < lib);
+    sb_release(&sb);
+    sb_release(&d);
+}
+
 static void test_gpu_columns(void)
 {
     struct strbuf sb = STRBUF_INIT;
@@ -230,5 +249,6 @@ static const struct tl_test tests[] = {
     TL(test_oversubscribed_warned),
     TL(test_control_characters_neutralised),
     TL(test_not_a_profile),        TL(test_gpu_columns),
+    TL(test_first_file_first),
 };
 TL_MAIN(tests)
