@@ -147,9 +147,10 @@ def test_thread_filter(tmp_path, spawn):
             # (system time), as is waiting for a CPU on a loaded machine: the worker's own time
             # is native and system, no Python to speak of. How much of it is native depends on
             # the machine's load (14% seen under a loaded CI run, ~70% idle): the check is that
-            # native time is seen at all, and that none of it is taken for Python.
+            # native time is seen at all (1% beside a busy loop in a full run), and that its time
+            # on the CPU is native, not Python.
             w = row_named(rows, "worker_compress")
-            assert w["Py%"] <= 10 and w["Nat%"] >= 5, rows
+            assert w["Nat%"] > 0 and w["Py%"] <= 0.25 * (w["Py%"] + w["Nat%"]), rows
         cp = top(proc.pid, "--once", "--duration", "1.5")
         names = [r["function"].split()[0] for r in parse_screen(cp.stdout)[2]]
         assert "worker_compress" in names and "main_spin" in names, names
