@@ -10,6 +10,18 @@
 #include "common/hashmap.h"
 #include "render/json_writer.h"
 
+/* The document's start up to its shared frame list, which the caller fills and closes. */
+static void begin_shared_frames(struct json_writer *w)
+{
+    jw_obj_begin(w);
+    jw_key(w, "$schema");
+    jw_str(w, SPEEDSCOPE_SCHEMA);
+    jw_key(w, "shared");
+    jw_obj_begin(w);
+    jw_key(w, "frames");
+    jw_arr_begin(w);
+}
+
 static void write_frame(struct json_writer *w, const char *text)
 {
     struct stk_frame_parts p;
@@ -59,13 +71,7 @@ void speedscope_write(const struct stk_tree *t, const struct speedscope_opts *o,
         }
     }
 
-    jw_obj_begin(&w);
-    jw_key(&w, "$schema");
-    jw_str(&w, SPEEDSCOPE_SCHEMA);
-    jw_key(&w, "shared");
-    jw_obj_begin(&w);
-    jw_key(&w, "frames");
-    jw_arr_begin(&w);
+    begin_shared_frames(&w);
     for (size_t i = 0; i < nused; i++)
         write_frame(&w, t->frames[order[i]]);
     jw_arr_end(&w);
@@ -236,13 +242,7 @@ int speedscope_write_stream(const struct pdoc *d, const struct speedscope_opts *
         active = busy[t] > busy[active] ? t : active;
     struct json_writer w;
     jw_init(&w, out, false);
-    jw_obj_begin(&w);
-    jw_key(&w, "$schema");
-    jw_str(&w, SPEEDSCOPE_SCHEMA);
-    jw_key(&w, "shared");
-    jw_obj_begin(&w);
-    jw_key(&w, "frames");
-    jw_arr_begin(&w);
+    begin_shared_frames(&w);
     for (long k = 0; k < n; k++) {
         const struct pdoc_frame *f = &d->ss_frames[first[k]];
         jw_obj_begin(&w);
