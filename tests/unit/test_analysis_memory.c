@@ -53,28 +53,6 @@ void *realloc(void *p, size_t n)
 
 #define NOBJ 200000u
 
-/* Resident kB of the mapping that holds addr, from /proc/self/smaps; -1 if not found. */
-static long mapping_rss_kb(const void *addr)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    bool in = false;
-    long kb = -1;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-            continue;
-        }
-        if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
-            break;
-    }
-    fclose(f);
-    return kb;
-}
-
 /* A chain from a root (each object holds the next: one edge per object, so the dominators'
  * predecessor lists are empty and the retained sizes' step is the largest). */
 static void test_analysis_peak_per_object(void)
@@ -111,7 +89,7 @@ static void test_analysis_peak_per_object(void)
     CHECK_EQ_U64(a.reachable_objects, NOBJ);
     /* Left mapped: what the retaining paths' pass read, the edges (4 + 4 B per object here); not
      * the object records (24 B per object), read by the retained sizes' step before it. */
-    long kb = mapping_rss_kb(s.base);
+    long kb = tl_mapping_rss_kb(s.base);
     fprintf(stderr, "after ha_build: %ld kB of the %zu-byte snapshot resident\n", kb, s.size);
     CHECK(kb >= 0 && (size_t)kb * 1024 < (size_t)NOBJ * 16);
     ha_free(&a);

@@ -129,28 +129,6 @@ static void test_writer_in_place_keeps_blocks_in_memory(void)
     CHECK_EQ_U64(st.dropped_edges, NOBJ);
 }
 
-/* Resident kB of the mapping that holds addr, from /proc/self/smaps; -1 if not found. */
-static long mapping_rss_kb(const void *addr)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    bool in = false;
-    long kb = -1;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-            continue;
-        }
-        if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
-            break;
-    }
-    fclose(f);
-    return kb;
-}
-
 static void test_reader_leaves_no_pages_after_validation(void)
 {
     char path[512];
@@ -165,7 +143,7 @@ static void test_reader_leaves_no_pages_after_validation(void)
     if (err)
         return;
     CHECK(s.size > 8u << 20);
-    long kb = mapping_rss_kb(s.base);
+    long kb = tl_mapping_rss_kb(s.base);
     CHECK(kb >= 0 && kb < 64); /* was the whole file: every page read by the checksums */
     if (kb >= 64)
         fprintf(stderr, "%ld kB of the %zu-byte snapshot resident after open\n", kb, s.size);

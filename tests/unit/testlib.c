@@ -2,6 +2,10 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -86,4 +90,26 @@ int tl_run(const struct tl_test *tests, size_t n, int argc, char **argv)
     any_failed = failed > 0;
     printf("results: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+/* Resident kB of the mapping that holds addr, from /proc/self/smaps; -1 if not found. */
+long tl_mapping_rss_kb(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    bool in = false;
+    long kb = -1;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+            continue;
+        }
+        if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+            break;
+    }
+    fclose(f);
+    return kb;
 }

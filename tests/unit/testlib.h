@@ -64,4 +64,7 @@ double tl_json_num(const json_t *obj, const char *key);
 /* A fresh temporary directory for this test binary (removed at exit unless the test failed). */
 const char *tl_tmpdir(void);
 
+/* Resident kB of the mapping that holds addr, from /proc/self/smaps; -1 if not found. */
+long tl_mapping_rss_kb(const void *addr);
+
 #endif
