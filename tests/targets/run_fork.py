@@ -1,18 +1,21 @@
-"""Target for `scry run`: os.fork(); the child does ~0.5 s of pure-Python work (the line
-marked `@child_work`), prints and leaves with os._exit(0); the parent waits for it.
+"""Target for `scry run`: os.fork(); the child does 0.6 s of pure-Python work (by its CPU
+clock, the line marked `@child_work`), prints and leaves with os._exit(0); the parent waits for it.
 """
 
 import os
 import sys
+import time
 
-# ~0.4 s on pyenv's 3.11-3.13; Debian's 3.14/3.15 (optimised builds) run this loop ~1.7x faster,
-# and the tests want as many samples from them.
-WORK_N = 12_000_000 if sys.version_info < (3, 14) else 20_000_000
+# A CPU time, not a count: the tests want 20 samples of the line whatever the interpreter's speed
+# (a fixed count ran 0.3 s on one machine, ~21 samples), and the output must not depend on it.
+WORK_S = 0.6
 
 
-def child_work(n):
-    i = 0
-    while i < n: i += 1  # @child_work
+def child_work(seconds):
+    end, i = time.thread_time() + seconds, 0
+    while time.thread_time() < end:
+        n = i + 100_000
+        while i < n: i += 1  # @child_work
     return i
 
 
@@ -20,8 +23,8 @@ def main():
     print("parent: forking", flush=True)
     pid = os.fork()
     if pid == 0:
-        total = child_work(WORK_N)
-        print(f"child: done {total}", flush=True)
+        child_work(WORK_S)
+        print("child: done", flush=True)
         os._exit(0)
     _, status = os.waitpid(pid, 0)  # @wait
     print(f"parent: child exited with {os.waitstatus_to_exitcode(status)}", flush=True)
