@@ -324,6 +324,12 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
  * process will write a part (it waits a moment for processes that outlive the program); the
  * marker is removed once the part is written. */
 void ag_part_begin(void);
+/* The part directory's empty marker files (live-, heapexit-, exiting-<pid>: how a process tells
+ * the command where it is), made here only: 0600, never through a link; exclusive fails when
+ * the marker exists. 0 or -1. */
+int ag_part_mark(const char *name, bool exclusive);
+bool ag_part_mark_present(const char *name);
+void ag_part_unmark(const char *name);
 /* Closes the part directory and file (an attached agent's detach: the next attach has another). */
 void ag_part_forget_dir(void);
 /* While the process runs (SCRY_SNAPSHOT_INTERVAL, for `scry run --push`): the statistics so far,

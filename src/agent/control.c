@@ -104,62 +104,62 @@ uint64_t ag_alloc_request_poll(void)
     return req;
 }
 
+/* Creates the marker name in the part directory and sleeps, step_ms at a time, while it is there
+ * and keep_waiting() holds, limit_ms at most: the command removes the marker when it has done
+ * what this process waits for. False when the marker could not be made (nothing waited). */
+static bool wait_on_marker(const char *name, int limit_ms, int step_ms, bool (*keep_waiting)(void))
+{
+    if (ag_part_mark(name, true) != 0)
+        return false;
+    for (int ms = 0; ms < limit_ms && ag_part_mark_present(name) && keep_waiting(); ms += step_ms) {
+        struct timespec t = {0, (long)step_ms * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    return true;
+}
+
 #define HEAP_AT_EXIT_WAIT_MS (600 * 1000) /* a dump of a very large heap, at most */
+
+/* A scry run that is gone (this process's parent changed) is not waited for. */
+static bool heap_dumper_waits(void)
+{
+    return getppid() == ag_cfg.heap_at_exit_pid;
+}
 
 void ag_heap_at_exit_wait(void)
 {
     if (!ag_cfg.heap_at_exit_pid || getppid() != ag_cfg.heap_at_exit_pid || ag_low_fds_closed)
         return;
-    char path[sizeof(ag_cfg.part_dir) + 64];
-    if ((size_t)snprintf(path, sizeof(path), "%s/heapexit-%d", ag_cfg.part_dir, ag_pid) >=
-        sizeof(path))
-        return;
+    char name[64];
+    snprintf(name, sizeof(name), "heapexit-%d", ag_pid);
     int saved = errno;
     /* scry run's dump is its child, not this process's ancestor: Yama's ptrace_scope 1 lets it
      * read this process only when named here. */
     prctl(PR_SET_PTRACER, (unsigned long)ag_cfg.heap_at_exit_pid, 0, 0, 0);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        close(fd);
-        /* scry run removes the mark once the snapshot is taken; a scry run that is gone
-         * (this process's parent changed) is not waited for. */
-        struct stat st;
-        for (int ms = 0; ms < HEAP_AT_EXIT_WAIT_MS && getppid() == ag_cfg.heap_at_exit_pid &&
-                         lstat(path, &st) == 0;
-             ms += 5) {
-            struct timespec t = {0, 5000000};
-            nanosleep(&t, NULL);
-        }
-        unlink(path);
-    }
+    /* scry run removes the marker once the snapshot is taken. */
+    if (wait_on_marker(name, HEAP_AT_EXIT_WAIT_MS, 5, heap_dumper_waits))
+        ag_part_unmark(name);
     errno = saved;
 }
 
 #define COLLECT_AT_EXIT_WAIT_MS 10000 /* a profile's merge and write, at most */
+
+/* A scry collect that is gone (killed) is not waited for. */
+static bool collector_alive(void)
+{
+    return kill(ag_cfg.collect_pid, 0) == 0 || errno == EPERM;
+}
 
 void ag_collect_at_exit_wait(void)
 {
     static atomic_bool waited; /* once: the destructor after an exit path that waited */
     if (!ag_cfg.collect_pid || ag_pid != ag_cfg.collect_for || atomic_exchange(&waited, true))
         return;
-    char path[sizeof(ag_cfg.part_dir) + 64];
-    if ((size_t)snprintf(path, sizeof(path), "%s/exiting-%d", ag_cfg.part_dir, ag_pid) >=
-        sizeof(path))
-        return;
+    char name[64];
+    snprintf(name, sizeof(name), "exiting-%d", ag_pid);
     int saved = errno;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        close(fd);
-        /* scry collect removes the part directory once the profile is written; one that is
-         * gone (killed) is not waited for. */
-        struct stat st;
-        for (int ms = 0; ms < COLLECT_AT_EXIT_WAIT_MS && lstat(path, &st) == 0 &&
-                         (kill(ag_cfg.collect_pid, 0) == 0 || errno == EPERM);
-             ms += 2) {
-            struct timespec t = {0, 2000000};
-            nanosleep(&t, NULL);
-        }
-    }
+    /* scry collect removes the whole part directory once the profile is written. */
+    wait_on_marker(name, COLLECT_AT_EXIT_WAIT_MS, 2, collector_alive);
     errno = saved;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -466,17 +467,39 @@ static int part_file(bool reuse)
                                                       O_CLOEXEC, 0600));
 }
 
+int ag_part_mark(const char *name, bool exclusive)
+{
+    int dir = part_dir();
+    if (dir < 0)
+        return -1;
+    int fd = fd_above_stdio(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                                                  (exclusive ? O_EXCL : 0), 0600));
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+bool ag_part_mark_present(const char *name)
+{
+    struct stat st;
+    int dir = part_dir();
+    return dir >= 0 && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void ag_part_unmark(const char *name)
+{
+    int dir = part_dir();
+    if (dir >= 0)
+        unlinkat(dir, name, 0);
+}
+
 void ag_part_begin(void)
 {
     char name[64];
     part_file(false);
-    int dir = part_dir();
-    if (dir < 0)
-        return;
     snprintf(name, sizeof(name), "live-%d", ag_pid);
-    int fd = fd_above_stdio(openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (fd >= 0)
-        close(fd);
+    ag_part_mark(name, false);
 }
 
 void ag_part_forget_dir(void)
