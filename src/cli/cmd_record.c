@@ -33,6 +33,7 @@
 const char cmd_record_usage[] =
     "usage: scry record --pid PID [options]\n"
     "       scry record --pid PID --allocations (--dump FILE | -o FILE) [--duration S] [--json]\n"
+    "                   [--quiet]\n"
     "\n"
     "Samples a running Python process from outside (it needs no restart and loads nothing) and\n"
     "writes the profile `scry run` writes: python, native and system time per line and function,\n"
@@ -68,7 +69,7 @@ const char cmd_record_usage[] =
     "                                  taken at the end, with the live samples for analyze,\n"
     "                                  query and flamegraph --allocations (docs/allocations.md),\n"
     "                                  or -o FILE: the samples, for scry dump --allocations FILE;\n"
-    "                                  takes --duration, --json,\n"
+    "                                  takes --duration, --json, --quiet,\n"
     "                                  --allocation-sampling-window B (default 1048576)\n"
     "                                  and the --profile-* and --program-path filter below:\n"
     "                                  a sample's line is its innermost frame of your code\n"
@@ -80,7 +81,9 @@ const char cmd_record_usage[] =
     "                                  script's directory, else the process's working directory)\n"
     "      --timeline                  also keep each sample's time and thread (the per-thread\n"
     "                                  timelines of view --format trace and firefox)\n"
-    "  -q, --quiet                     no progress line (elapsed time, samples) on the terminal\n"
+    "  -q, --quiet                     say nothing but warnings and errors: no progress line\n"
+    "                                  (elapsed time, samples), no line saying what it records\n"
+    "                                  and what it wrote (with --memory and --allocations too)\n"
     PUSH_OPTIONS_HELP
     ;
 
@@ -94,7 +97,7 @@ struct rec_opts {
     bool memory;
     struct record_memory_opts mem; /* --heap-at-end, --allocation-sampling-window */
     bool timeline;        /* --timeline: the sample stream */
-    bool quiet;           /* --quiet: no progress line */
+    bool quiet;           /* --quiet: no progress line, no informational lines */
     struct push_cfg push; /* push.url NULL: no --push */
 };
 
@@ -714,6 +717,7 @@ static int record(struct rec_opts *op)
         char agent[PATH_MAX];
         if (cli_find_agent(agent, sizeof(agent)) != 0)
             return cli_report_error(false);
+        o.mem.quiet = o.quiet;
         return record_memory(o.pid, &o.s, &o.mem, o.outfile, agent);
     }
     if (o.s.native && rn_available() != 0)
@@ -768,10 +772,11 @@ static int record(struct rec_opts *op)
         run.next_push = (double)smp_mono_ns() / 1e9 + o.push.interval_sec;
     }
     smp_install_stop_handlers();
-    fprintf(stderr, "scry: recording process %d (Python %s) at %.0f Hz%s; Ctrl-C to stop\n",
-            o.pid, san_str(first->rt.version_str), o.s.rate,
-            o.s.native ? ", stopping it to unwind native frames"
-                       : o.s.blocking ? ", stopping it" : "");
+    if (!o.quiet)
+        fprintf(stderr, "scry: recording process %d (Python %s) at %.0f Hz%s; Ctrl-C to stop\n",
+                o.pid, san_str(first->rt.version_str), o.s.rate,
+                o.s.native ? ", stopping it to unwind native frames"
+                           : o.s.blocking ? ", stopping it" : "");
     const char *why = "the duration ended";
     /* The progress line (common/progress.h): the time recorded (of --duration) and the samples,
      * then the merge and the write; erased before the last line. */
@@ -792,7 +797,7 @@ static int record(struct rec_opts *op)
             push_profile(run.ps, &run.delta, &p, &jo); /* the last interval */
         err = cli_profile_write(&p, &jo, &out);
         prog_done();
-        if (!err)
+        if (!err && !o.quiet)
             fprintf(stderr,
                     "scry: %s: wrote %s (%llu samples over %.3f s); view it with: scry view "
                     "--cli %s\n",

@@ -86,6 +86,9 @@ const char cmd_run_usage[] =
     "                                  allocated at least MB megabytes (default 0: any)\n"
     "      --cli                       print the terminal view at the end (the default)\n"
     "      --no-view, --json           do not print it: the JSON profile only\n"
+    "  -q, --quiet                     say nothing but warnings and errors: no progress line\n"
+    "                                  at the end, no line saying what was written (the view\n"
+    "                                  is still printed unless --no-view)\n"
     "      --html                      also write the browser page next to the profile\n"
     "                                  (scry-profile.html for scry-profile.json)\n"
     "      --web, --viewer             open the browser view at the end instead of printing the\n"
@@ -131,6 +134,7 @@ struct run_opts {
     double threshold;
     struct push_cfg push; /* push.url NULL: no --push */
     bool web, html;          /* --web: the browser view at the end; --html: the page is written */
+    bool quiet;              /* --quiet: warnings and errors only (and the view) */
     double malloc_threshold; /* --malloc-threshold, MB */
     struct cli_config config; /* --config FILE */
     char **argv;              /* with --config: the file's arguments, then the command line */
@@ -239,6 +243,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
         {"cpu-percent-threshold", required_argument, NULL, O_THRESHOLD},
         {"reduced-profile", no_argument, NULL, O_REDUCED},
         {"no-view", no_argument, NULL, O_NO_VIEW},
+        {"quiet", no_argument, NULL, 'q'},
         {"stacks", no_argument, NULL, O_STACKS},
         {"no-stacks", no_argument, NULL, O_NO_STACKS},
         {"timeline", no_argument, NULL, O_TIMELINE},
@@ -286,7 +291,7 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         }
         o->at = optind;
-        c = getopt_long(argc, argv, "+:o:m:c:h", longopts, NULL);
+        c = getopt_long(argc, argv, "+:o:m:c:qh", longopts, NULL);
         if (c == -1)
             break;
         char *end;
@@ -408,6 +413,9 @@ static int parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case O_NO_VIEW:
             o->no_view = true;
+            break;
+        case 'q':
+            o->quiet = true;
             break;
         case O_STACKS:
             o->stacks = true;
@@ -860,11 +868,12 @@ static void show_views(const struct run_opts *o, const struct strbuf *json)
                     san_str(err_last_message()));
         } else {
             const char *shown = realpath(page, abs) ? abs : page, *why = "";
-            if (o->html)
+            if (o->html && !o->quiet)
                 fprintf(stderr, "scry: wrote the page to %s\n", san_str(page));
-            if (o->web && (in_browser = cli_page_open(shown, &why)))
-                fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
-            else if (o->web)
+            if (o->web && (in_browser = cli_page_open(shown, &why))) {
+                if (!o->quiet)
+                    fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
+            } else if (o->web) /* not silenced: the view is not where it was asked for */
                 fprintf(stderr, "scry: the page is %s; %s%s\n", san_str(shown), why,
                         o->no_view ? "" : ": the terminal view instead");
         }
@@ -1226,8 +1235,8 @@ static int run(struct run_opts o)
     if (ps.ps)
         push_window(&ps); /* the last interval, from the parts */
     /* The merge of many parts, the sources and the document take seconds: a progress line
-     * (common/progress.h), not with --json or --no-view, erased before the view. */
-    prog_init(o.no_view);
+     * (common/progress.h), not with --json, --no-view or --quiet, erased before the view. */
+    prog_init(o.no_view || o.quiet);
     read_parts(&p, part_dir, pid, false);
     remove_part_dir(part_dir);
     prof_finish(&p);
@@ -1266,10 +1275,12 @@ static int run(struct run_opts o)
         if (status == 0)
             status = CLI_EXIT_ERROR;
     } else {
-        fprintf(stderr,
-                "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli %s\n",
-                san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
-                san_str(o.outfile));
+        if (!o.quiet)
+            fprintf(stderr,
+                    "scry: wrote %s (%llu samples over %.3f s); view it with: scry view --cli "
+                    "%s\n",
+                    san_str(o.outfile), (unsigned long long)p.samples, p.elapsed_sec,
+                    san_str(o.outfile));
         show_views(&o, &json);
         warn_oversubscribed(&p);
     }

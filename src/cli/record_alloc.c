@@ -35,6 +35,7 @@
 #include "common/hashmap.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "common/strbuf.h"
 #include "cpython/frames.h"
@@ -55,7 +56,7 @@ struct ra_opts {
     double duration; /* 0: until Ctrl-C, SIGTERM or the process's end */
     const char *dump, *outfile; /* one of them */
     unsigned long long window;
-    bool json;
+    bool json, quiet; /* --quiet: no progress line */
     struct smp_opts filter; /* "your code": --profile-all, --profile-only, ... as record's */
     char program_path[PATH_MAX];
 };
@@ -104,6 +105,7 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
         {"outfile", required_argument, NULL, 'o'},
         {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
         {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"profile-all", no_argument, NULL, SMP_O_ALL},
         {"profile-only", required_argument, NULL, SMP_O_ONLY},
@@ -120,7 +122,7 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:o:jh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:d:o:jqh", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'p':
@@ -152,6 +154,9 @@ static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
             break;
         case 'j':
             o->json = true;
+            break;
+        case 'q':
+            o->quiet = true;
             break;
         case 'h':
             *help = true;
@@ -791,6 +796,9 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
         err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
         goto out;
     }
+    /* The progress line (common/progress.h): the probes' load, the seconds recorded (of
+     * --duration) with the samples, then the dump's own phases (copy, walk, write). */
+    prog_phase("loading the probes", PROG_NONE, 0, NULL, NULL);
     if ((err = load(&s, libc)) != 0)
         goto out;
     s.ring = ring_buffer__new(bpf_map__fd(s.skel->maps.rb), on_event, &s, NULL);
@@ -807,8 +815,11 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
     double t0 = mono_s(), threads_at = t0 + THREADS_EVERY_S, cache_at = t0;
     log_info("recording the allocations of pid %d%s", o->pid,
                  o->duration ? "" : " until Ctrl-C");
+    prog_phase("recording allocations", PROG_SECONDS, (uint64_t)(o->duration + 0.999), NULL,
+               "samples");
     while (!stop_signal && !s.err) {
         double now = mono_s();
+        prog_update2((uint64_t)(now - t0), s.nalloc);
         if (o->duration && now - t0 >= o->duration)
             break;
         if (!process_alive(o->pid))
@@ -838,10 +849,14 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
                        "process %d ended while its allocations were recorded: there is no heap "
                        "left to dump",
                        o->pid);
-    if (!err && o->dump)
+    prog_done();
+    if (!err && o->dump) {
         err = cli_dump_report_samples(o->pid, o->dump, o->json, ask_live, &s, &dump);
-    else if (!err)
+    } else if (!err) {
+        prog_phase("writing the samples", PROG_NONE, 0, NULL, NULL);
         err = write_file(&s, seconds);
+    }
+    prog_done();
     if (!err)
         report(&s, seconds, o->dump ? &dump : NULL, out);
 out:
@@ -869,5 +884,6 @@ int record_alloc_main(int argc, char **argv)
     int parsed = parse(argc, argv, &o, &help);
     if (parsed || help)
         return parsed ? parsed : cli_help();
+    prog_init(o.json || o.quiet);
     return cli_finish_report(record_run(&o, &out), &out, o.json);
 }

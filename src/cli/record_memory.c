@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/outfile.h"
+#include "common/progress.h"
 #include "common/sanitize.h"
 #include "reader/reader_impl.h"
 #include "render/profile_json.h"
@@ -387,6 +389,7 @@ static int wait_part(const char *dir, int pid, char **text, size_t *len)
     for (int waited = 0; waited < PART_WAIT_MS; waited += 10) {
         if (access(path, F_OK) == 0)
             return infile_read_all(path, "part", INFILE_MAX_READ, text, len);
+        prog_update((uint64_t)(waited / 1000));
         if (waited >= GONE_WAIT_MS && !smp_alive(pid))
             return err_fail(SCRY_E_NO_SUCH_PROCESS,
                             "process %d ended without writing its profile part (os._exit or a "
@@ -399,7 +402,7 @@ static int wait_part(const char *dir, int pid, char **text, size_t *len)
 }
 
 static int write_profile(const char *text, size_t len, int pid, const struct smp_program *pg,
-                         struct outfile *out, const char *outfile, const char *why)
+                         struct outfile *out, const char *outfile, const char *why, bool quiet)
 {
     struct profile p;
     prof_init(&p);
@@ -420,7 +423,8 @@ static int write_profile(const char *text, size_t len, int pid, const struct smp
             .ncpus = ncpu > 0 ? (unsigned)ncpu : 1,
         };
         err = cli_profile_write(&p, &jo, out);
-        if (!err)
+        prog_done();
+        if (!err && !quiet)
             fprintf(stderr,
                     "scry: %s: wrote %s (%llu samples over %.3f s); view it with: scry view "
                     "--cli %s\n",
@@ -432,8 +436,9 @@ static int write_profile(const char *text, size_t len, int pid, const struct smp
 }
 
 /* --heap-at-end: `scry dump --pid` of the process (this executable) while the agent is still
- * attached, so that it gets the agent's live allocation samples; its report goes to stderr. */
-static int heap_at_end(int pid, const char *path)
+ * attached, so that it gets the agent's live allocation samples; its report goes to stderr
+ * (with quiet nowhere: dump --quiet draws no progress line, and its "wrote" line is dropped). */
+static int heap_at_end(int pid, const char *path, bool quiet)
 {
     if (!smp_alive(pid))
         return err_fail(SCRY_E_NO_SUCH_PROCESS,
@@ -442,11 +447,14 @@ static int heap_at_end(int pid, const char *path)
                         pid, san_str(path));
     char pidtext[32];
     snprintf(pidtext, sizeof(pidtext), "%d", pid);
-    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)path, NULL};
+    char *const argv[] = {"scry", "dump", "--pid", pidtext, "-o", (char *)path,
+                          quiet ? "--quiet" : NULL, NULL};
     fflush(NULL);
+    prog_done(); /* the dump draws its own line */
     pid_t d = fork();
     if (d == 0) {
-        dup2(2, 1);
+        int null = quiet ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+        dup2(null >= 0 ? null : 2, 1);
         execv("/proc/self/exe", argv);
         _exit(127);
     }
@@ -460,11 +468,14 @@ static int heap_at_end(int pid, const char *path)
     return 0;
 }
 
-/* Sleeps until the duration ends, Ctrl-C/SIGTERM, or the process ends; says which. */
+/* Sleeps until the duration ends, Ctrl-C/SIGTERM, or the process ends; says which. The
+ * progress line counts the seconds recorded (of the duration). */
 static const char *wait_recording(int pid, double duration)
 {
     double slept = 0;
+    prog_phase("recording", PROG_SECONDS, (uint64_t)(duration + 0.999), NULL, NULL);
     while (duration <= 0 || slept < duration) {
+        prog_update((uint64_t)slept);
         if (smp_stop_signal)
             return smp_stop_signal == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
         if (!smp_alive(pid))
@@ -599,9 +610,12 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
                  "memory profiling of a free-threaded Python (process %d) is not supported", pid);
         return cli_report_error(false);
     }
-    fprintf(stderr, "scry: loading scry's agent into process %d (Python %s) for its memory; "
-                    "Ctrl-C to stop\n",
-            pid, san_str(rt->version_str));
+    /* What it does and how (lines), how far (the progress line): not with --quiet. */
+    prog_init(m->quiet);
+    if (!m->quiet)
+        fprintf(stderr, "scry: loading scry's agent into process %d (Python %s) for its memory; "
+                        "Ctrl-C to stop\n",
+                pid, san_str(rt->version_str));
 
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0) {
@@ -630,7 +644,7 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         }
         err = attach_once(rt, pid, dir, agent, settings, &rc, &how);
     }
-    if (!err && how)
+    if (!err && how && !m->quiet)
         fprintf(stderr, "scry: %s\n", how);
     if (!err && rc != 0)
         err = attach_refused(pid, rc);
@@ -642,20 +656,27 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
     char heap_msg[PATH_MAX + 256] = "";
     if (!err) {
         why = wait_recording(pid, o->duration);
-        if (m->heap_at_end && heap_at_end(pid, m->heap_at_end) != 0) {
+        if (m->heap_at_end && heap_at_end(pid, m->heap_at_end, m->quiet) != 0) {
             heap_code = err_last_code();
             snprintf(heap_msg, sizeof(heap_msg), "%s", err_last_message());
             err_clear();
         }
-        /* A process that ended wrote its part as it exited. */
-        if (smp_alive(pid) && detach(rt, pid, dir, agent) != 0)
+        /* A process that ended wrote its part as it exited. The agent writes it at the detach:
+         * seconds for a big profile. */
+        prog_phase("detaching and reading the profile", PROG_SECONDS, 0, NULL, NULL);
+        if (smp_alive(pid) && detach(rt, pid, dir, agent) != 0) {
+            prog_clear();
             fprintf(stderr, "scry: warning: %s\n", err_last_message());
+        }
         err = wait_part(dir, pid, &text, &len);
     }
-    if (!err)
-        err = write_profile(text, len, pid, &pg, &out, outfile, why);
-    else
+    if (!err) {
+        prog_phase("writing the profile", PROG_NONE, 0, NULL, NULL);
+        err = write_profile(text, len, pid, &pg, &out, outfile, why, m->quiet);
+    } else {
         outfile_abort(&out);
+    }
+    prog_done();
     free(text);
     free(pg.args);
     smp_set_free(&set);

@@ -8,6 +8,7 @@
 struct record_memory_opts {
     const char *heap_at_end;     /* a snapshot with the allocation samples, before the detach */
     unsigned long long window;   /* the allocation sampling window in bytes (0: the agent's) */
+    bool quiet;                  /* --quiet: no progress line, no informational lines */
 };
 
 /* Loads the agent (the library at agent) into process pid, profiles it until o->duration,

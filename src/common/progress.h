@@ -1,5 +1,6 @@
 /* The progress line of a long step of a command (dump's copy and walk, analyze's dominators, the
- * merge at the end of run, record's duration): one line on stderr, redrawn in place at most
+ * merge at the end of run, record's duration, with --memory its detach, with --allocations the
+ * probes' load): one line on stderr, redrawn in place at most
  * 10 times a second, erased when the step ends, before any message, and at exit. It is drawn only
  * when stderr is a terminal and the command was not asked for --json or --quiet, and only once
  * the command has worked for half a second (a quick command shows nothing). SCRY_PROGRESS=never

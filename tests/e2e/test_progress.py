@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import SCRY, TARGETS, run_scry
+from conftest import SCRY, TARGETS, preferred_python, run_scry
 
 DRAWN = re.compile(rb"\r(scry: [^\r\x1b]*)\x1b\[K")
 
@@ -177,6 +177,7 @@ def test_record_and_run(spawn, tmp_path, python_exe):
     rc, out, got = on_pty(["record", "--pid", busy.pid, "-d", "0.5", "-o", out_json, "--quiet"])
     assert rc == 0, got
     check_silent(got)
+    assert not info_lines(screen(got)), screen(got)  # "recording process", "wrote": not either
     cp = subprocess.run([str(SCRY), "record", "--pid", str(busy.pid), "-d", "0.5", "-o",
                          str(out_json)], capture_output=True, env=_env(SCRY_PROGRESS="always"),
                         timeout=60)
@@ -199,5 +200,145 @@ def test_record_and_run(spawn, tmp_path, python_exe):
     cp = subprocess.run([str(SCRY), "run", "--python", str(python_exe), "-o", str(prof), "--cli",
                          str(prog)], capture_output=True, env=_env(SCRY_PROGRESS="always"),
                         timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    check_silent(cp.stderr)
+
+
+def info_lines(shown):
+    """scry's lines on the screen that are neither warnings nor errors."""
+    return [line for line in shown if line.startswith("scry: ")
+            and not line.startswith(("scry: warning:", "scry: error:"))]
+
+
+POOL = """\
+import multiprocessing, sys
+
+def work(i):
+    total = sum(range(300000))
+    print(f"worker line {i}", file=sys.stderr, flush=True)
+    return total
+
+if __name__ == "__main__":
+    pool = multiprocessing.Pool(16)
+    pool.map(work, range(32), chunksize=1)
+    pool.close()
+    pool.join()
+    print("PROGRAM" + "-DONE", file=sys.stderr, flush=True)  # not the view's text of this line
+"""
+
+
+WORKER = re.compile(rb"worker line \d+")  # the program's output, not the view's source line
+
+
+def test_run_many_parts(tmp_path, python_exe):
+    """A pool of 16 workers: the merge of its 17+ parts at the end of run shows its count, only
+    after the program's last output (the program's terminal is its own while it runs), and is
+    gone when the view is printed. --quiet (and -q) draws nothing and leaves out the line that
+    says what was written, never the view, the program's own output or its exit status."""
+    prog = tmp_path / "pool.py"
+    prog.write_text(POOL)
+    prof = tmp_path / "prof.json"
+    rc, out, got = on_pty(["run", "--python", python_exe, "-o", prof, "--cli", prog])
+    assert rc == 0, got[-3000:]
+    drawn, shown = check_shown_and_erased(got, "merging the parts", "writing the profile")
+    counts = [int(m) for m in re.findall(r"merging the parts: \d+/(\d+) parts", " ".join(drawn))]
+    assert counts and min(counts) >= 17, drawn
+    end = got.rfind(b"PROGRAM-DONE")
+    assert end >= 0 and len(WORKER.findall(got)) == 32, got[-3000:]
+    first = min(m.start() for m in DRAWN.finditer(got))
+    assert first > end, f"a progress line before the program's last output: {got[:first + 200]!r}"
+    assert any(line.startswith("scry: wrote ") for line in shown), shown
+
+    for quiet in ("--quiet", "-q"):
+        rc, out, got = on_pty(["run", "--python", python_exe, "-o", prof, quiet, "--cli", prog])
+        assert rc == 0, got[-3000:]
+        check_silent(got)
+        shown = screen(got)
+        assert not info_lines(shown), shown
+        assert b"PROGRAM-DONE" in got and len(WORKER.findall(got)) == 32, got[-3000:]
+        # the view (stdout is a pipe: it goes to stderr, the terminal) names the program
+        assert any("pool.py" in line for line in shown), shown
+    # a pipe: no progress bytes even when asked for from the start; the lines as before
+    cp = subprocess.run([str(SCRY), "run", "--python", str(python_exe), "-o", str(prof),
+                         "--no-view", str(prog)], capture_output=True,
+                        env=_env(SCRY_PROGRESS="always"), timeout=120)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    check_silent(cp.stderr)
+    assert b"scry: wrote " in cp.stderr, cp.stderr[-3000:]
+    cp = subprocess.run([str(SCRY), "run", "--python", str(python_exe), "-o", str(prof), "-q",
+                         "--no-view", str(prog)], capture_output=True,
+                        env=_env(SCRY_PROGRESS="always"), timeout=120)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    check_silent(cp.stderr)
+    assert not info_lines(cp.stderr.decode().splitlines()), cp.stderr[-3000:]
+    assert b"PROGRAM-DONE" in cp.stderr, cp.stderr[-3000:]
+
+
+BUSY = "import time\nt = time.time()\nwhile time.time() - t < 90: sum(range(1000))"
+
+
+def test_record_memory(spawn, tmp_path, python_exe):
+    """record --memory (the agent loaded into a running process): the seconds recorded of
+    --duration on the line, gone at the end; --quiet, with the dump of --heap-at-end, prints
+    nothing but warnings; a pipe gets no progress bytes."""
+    busy = spawn([python_exe, "-c", BUSY])
+    time.sleep(0.5)
+    prof = tmp_path / "mem.json"
+    rc, out, got = on_pty(["record", "--pid", busy.pid, "--memory", "-d", "1.5", "-o", prof])
+    assert rc == 0, got
+    drawn, shown = check_shown_and_erased(got, "recording", "writing the profile")
+    assert any(re.match(r"scry: recording: \d s of 2 s \(\d+%\)$", d) for d in drawn), drawn
+    assert any(line.startswith("scry: the duration ended: wrote ") for line in shown), shown
+
+    heap = tmp_path / "mem.heap"
+    rc, out, got = on_pty(["record", "--pid", busy.pid, "--memory", "-d", "0.5", "-o", prof,
+                           "--heap-at-end", heap, "--quiet"])
+    assert rc == 0, got
+    check_silent(got)
+    assert not info_lines(screen(got)), screen(got)
+    assert heap.stat().st_size > 0
+
+    cp = subprocess.run([str(SCRY), "record", "--pid", str(busy.pid), "--memory", "-d", "0.5",
+                         "-o", str(prof)], capture_output=True, env=_env(SCRY_PROGRESS="always"),
+                        timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    check_silent(cp.stderr)
+    assert b"scry: loading scry's agent" in cp.stderr, cp.stderr
+
+
+def test_record_allocations(spawn, tmp_path):
+    """record --allocations (eBPF, from outside): the seconds recorded and the samples on the
+    line, then the dump's own phases; nothing with --json, --quiet or on a pipe."""
+    python = preferred_python()
+    busy = spawn([python, "-c", "import time\nt = time.time()\nkeep = []\n"
+                  "while time.time() - t < 90:\n    keep.append(bytes(100000))\n"
+                  "    keep = keep[-50:]\n    time.sleep(0.001)"])
+    time.sleep(0.5)
+    samples = tmp_path / "alloc.json"
+    rc, out, got = on_pty(["record", "--pid", busy.pid, "--allocations", "-o", samples, "-d",
+                           "1.5"])
+    if rc != 0 and b"bpf_unavailable" in got and b"verifier" not in got:
+        pytest.skip("BPF cannot be loaded here")
+    assert rc == 0, got
+    drawn, _ = check_shown_and_erased(got, "loading the probes", "recording allocations",
+                                      "writing the samples")
+    assert any(re.match(r"scry: recording allocations: \d s of 2 s \(\d+%\), \d+ samples$", d)
+               for d in drawn), drawn
+    assert out.startswith(b"recorded the allocations of pid"), out
+
+    heap = tmp_path / "alloc.heap"
+    rc, out, got = on_pty(["record", "--pid", busy.pid, "--allocations", "--dump", heap, "-d",
+                           "0.5"])
+    assert rc == 0, got
+    check_shown_and_erased(got, "recording allocations", "walking objects",
+                           "writing the snapshot")
+    for extra in (["--json"], ["--quiet"], ["-q"]):
+        rc, out, got = on_pty(["record", "--pid", busy.pid, "--allocations", "--dump", heap,
+                               "-d", "0.5", *extra])
+        assert rc == 0, (extra, got)
+        check_silent(got)
+    cp = subprocess.run([str(SCRY), "record", "--pid", str(busy.pid), "--allocations", "-o",
+                         str(samples), "-d", "0.5"], capture_output=True,
+                        env=_env(SCRY_PROGRESS="always"), timeout=120)
     assert cp.returncode == 0, cp.stderr
     check_silent(cp.stderr)
