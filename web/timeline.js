@@ -1,8 +1,11 @@
 /* scry's browser view: the per-thread timeline of a profile recorded with --timeline (its
  * "sample_stream", docs/json-schema.md; docs/viewer.md). One lane per thread, each sample a
- * segment [t - weight, t] coloured by its kind (Python, native, system), drawn on a canvas so that
- * the 100,000 samples a process may keep draw in one pass. Wheel or drag zooms, hovering names the
- * sample's line and time. Used by web/viewer.js, which is joined after this file. */
+ * segment [t - weight, t] coloured by its kind (Python, native, system), cut where the thread's
+ * previous sample ended: a CPU sample's weight is CPU time, which a thread sharing the CPU (or
+ * the GIL) spreads over more wall time, so segments taken as they are would overlap and hide each
+ * other; cut, the lane shows what each sample says of the time since the one before. Drawn on a
+ * canvas so that the 100,000 samples a process may keep draw in one pass. Wheel or drag zooms,
+ * hovering names the sample's line and time. Used by web/viewer.js, joined after this file. */
 const ScryTimeline = (function () {
     'use strict';
 
@@ -49,7 +52,8 @@ const ScryTimeline = (function () {
             l.stack[i] = Number.isInteger(s[4]) ? s[4] : -1;
             tEnd = Math.max(tEnd, t);
         }
-        /* Each lane in time order (the stream is; a merged one may not be), for the binary search. */
+        /* Each lane in time order (the stream is; a merged one may not be), for the binary search,
+         * then each segment cut at the end of the one before it. */
         for (const l of lanes) {
             let sorted = true;
             for (let i = 1; i < l.n && sorted; i++) sorted = l.end[i - 1] <= l.end[i];
@@ -60,6 +64,7 @@ const ScryTimeline = (function () {
                 idx.forEach((j, i) => { l[k][i] = old[j]; });
             }
         }
+        for (const l of lanes) for (let i = 1; i < l.n; i++) l.start[i] = Math.max(l.start[i], l.end[i - 1]);
         const stacks = Array.isArray(ss.stacks) ? ss.stacks : [];
         return {lanes: lanes, stacks: stacks, tEnd: tEnd || 1, samples: ss.samples.length};
     }
@@ -179,9 +184,12 @@ const ScryTimeline = (function () {
             const g = geometry(), li = Math.floor((y - AXIS_H) / LANE_H);
             if (li < 0 || li >= M.lanes.length || x < g.x0) return null;
             const l = M.lanes[li], span = view.t1 - view.t0;
-            const t = view.t0 + ((x - g.x0) / g.pw) * span, slop = (2 / g.pw) * span;
-            for (let i = firstEndingAfter(l, t - slop); i < l.n && l.start[i] <= t + slop; i++) {
-                if (l.start[i] - slop <= t && t <= l.end[i] + slop) return {lane: l, i: i};
+            const t = view.t0 + ((x - g.x0) / g.pw) * span;
+            /* The segment under the point, else one within 2 px (a narrow one is hard to hit). */
+            for (const slop of [0, (2 / g.pw) * span]) {
+                for (let i = firstEndingAfter(l, t - slop); i < l.n && l.start[i] <= t + slop; i++) {
+                    if (l.start[i] - slop <= t && t <= l.end[i] + slop) return {lane: l, i: i};
+                }
             }
             return null;
         }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 static bool is_mem(int k)
@@ -140,13 +141,19 @@ static void change_json(struct json_writer *w, const struct cmp_change *c)
     jw_obj_end(w);
 }
 
-static void row_json(struct json_writer *w, const struct cmp_row *r, double fail_above)
+/* A name for the document: as it is, or cleaned by the one sanitizer for a page (o->clean). */
+static void name_json(struct json_writer *w, const char *s, bool clean)
+{
+    jw_str(w, clean && s ? san_str(s) : s);
+}
+
+static void row_json(struct json_writer *w, const struct cmp_row *r, double fail_above, bool clean)
 {
     jw_obj_begin(w);
     jw_key(w, "file");
-    jw_str(w, r->file);
+    name_json(w, r->file, clean);
     jw_key(w, "function");
-    jw_str(w, r->func);
+    name_json(w, r->func, clean);
     jw_key(w, r->function ? "first_line" : "line");
     jw_uint(w, r->line);
     jw_key(w, "significant");
@@ -168,11 +175,11 @@ static void row_json(struct json_writer *w, const struct cmp_row *r, double fail
     jw_obj_end(w);
 }
 
-static void side_json(struct json_writer *w, const char *path, const struct pdoc *d)
+static void side_json(struct json_writer *w, const char *path, const struct pdoc *d, bool clean)
 {
     jw_obj_begin(w);
     jw_key(w, "path");
-    jw_str(w, path);
+    name_json(w, path, clean);
     jw_key(w, "elapsed_time_sec");
     jw_double(w, d->elapsed_sec);
     jw_key(w, "sampled_time_sec");
@@ -196,9 +203,9 @@ size_t compare_render_json(const struct cmp_result *r, const struct compare_rend
     }
     jw_obj_begin(&w);
     jw_key(&w, "before");
-    side_json(&w, o->before_path, o->before);
+    side_json(&w, o->before_path, o->before, o->clean);
     jw_key(&w, "after");
-    side_json(&w, o->after_path, o->after);
+    side_json(&w, o->after_path, o->after, o->clean);
     jw_key(&w, "normalized");
     jw_bool(&w, r->normalized);
     jw_key(&w, "scale");
@@ -223,7 +230,7 @@ size_t compare_render_json(const struct cmp_result *r, const struct compare_rend
         jw_arr_begin(&w);
         for (size_t i = 0; i < r->nrows; i++)
             if (r->rows[i].function == (g == 0))
-                row_json(&w, &r->rows[i], o->fail_above);
+                row_json(&w, &r->rows[i], o->fail_above, o->clean);
         jw_arr_end(&w);
     }
     jw_obj_end(&w);
