@@ -32,10 +32,12 @@ static void pct(struct strbuf *sb, const struct cmp_change *c)
 
 static void where(struct strbuf *sb, const struct cmp_row *r)
 {
+    /* Names come from the profiles (the program's file and function names): the one rule for
+     * text shown on a terminal. */
     if (r->function)
-        sb_addf(sb, "%s (%s:%u)", r->func, r->file, r->line);
+        sb_addf(sb, "%s (%s:%u)", san_str(r->func), san_str(r->file), r->line);
     else
-        sb_addf(sb, "%s:%u (in %s)", r->file, r->line, r->func);
+        sb_addf(sb, "%s:%u (in %s)", san_str(r->file), r->line, san_str(r->func));
 }
 
 static void row_text(struct strbuf *sb, const struct cmp_row *r, int k)
@@ -69,7 +71,7 @@ static void row_text(struct strbuf *sb, const struct cmp_row *r, int k)
 
 static void side_text(struct strbuf *sb, const char *label, const char *path, const struct pdoc *d)
 {
-    sb_addf(sb, "%s %s: %.3f s elapsed, %.3f s sampled in %.0f samples\n", label, path,
+    sb_addf(sb, "%s %s: %.3f s elapsed, %.3f s sampled in %.0f samples\n", label, san_str(path),
             d->elapsed_sec, d->sampled_sec, d->n_samples);
 }
 

@@ -26,7 +26,8 @@ def run_charts(browser, tmp_path, name, html, profile, **expect):  # noqa: F811
     node, modules, chromium = browser
     shots = tmp_path / "shots"
     case = tmp_path / f"{name}.case.json"
-    case.write_text(json.dumps({"name": name, "html": str(html), "profile": str(profile), **expect}))
+    case.write_text(json.dumps({"name": name, "html": str(html), "profile": str(profile),
+                                **expect}))
     cp = test_view_html.subprocess.run(
         [node, CHARTS_TEST, "--node-modules", modules, "--chromium", chromium, "--artifacts",
          shots, case], capture_output=True, text=True, timeout=test_view_html.NODE_TIMEOUT_S,
@@ -46,7 +47,8 @@ def names(report):
 
 # ---- a real 3-thread program, recorded with --stacks --timeline ---------------------------------
 
-def test_memory_flame_and_timeline_of_three_threads(scry, browser, any_python, tmp_path):  # noqa: F811
+def test_memory_flame_and_timeline_of_three_threads(scry, browser, any_python,  # noqa: F811
+                                                    tmp_path):
     ran = run_profiled(any_python, "run_threads.py", outfile=tmp_path / "threads.json",
                        options=("--stacks", "--timeline"))
     prof = load_profile(ran)
@@ -56,8 +58,9 @@ def test_memory_flame_and_timeline_of_three_threads(scry, browser, any_python, t
     assert len(stream["threads"]) == 4, stream["threads"]
     alloc_mb = sum(e.get("n_malloc_mb", 0) for d in prof["files"].values() for e in d["lines"])
     assert alloc_mb > 0, "no allocation sampled"
-    report = run_charts(browser, tmp_path, "threads", make_page(tmp_path, ran.profile_path, "threads"),
-                        ran.profile_path, lanes=4, memory_total_mb=alloc_mb)
+    page = make_page(tmp_path, ran.profile_path, "threads")
+    report = run_charts(browser, tmp_path, "threads", page, ran.profile_path, lanes=4,
+                        memory_total_mb=alloc_mb)
     assert {"memory flame graph root is the total sampled allocation",
             "one lane per thread", "every thread's lane is painted",
             "hovering a Python segment names its line", "wheel zooms in"} <= names(report)
@@ -69,7 +72,8 @@ def test_no_memory_stacks_no_timeline(scry, browser, tmp_path):  # noqa: F811
     doc["files"]["/synthetic/big_module.py"]["leaks"] = {}
     prof = write_json(tmp_path / "cpu.json", doc)
     report = run_charts(browser, tmp_path, "cpu-only", make_page(tmp_path, prof, "cpu"), prof)
-    assert {"no memory switch without memory_stacks", "no timeline without a sample stream"} <= names(report)
+    assert {"no memory switch without memory_stacks",
+            "no timeline without a sample stream"} <= names(report)
 
 
 # ---- a 20,000-function profile ------------------------------------------------------------------
@@ -104,7 +108,8 @@ def big_profile(n_files=200, funcs_per_file=100, threads=8, samples_per_thread=1
     samples = []
     for i in range(samples_per_thread):
         for t in range(threads):
-            samples.append([1000 + i * 1000 + t, t, (i + t) % 3, 1000, (i * threads + t) % len(ss_stacks)])
+            stack = (i * threads + t) % len(ss_stacks)
+            samples.append([1000 + i * 1000 + t, t, (i + t) % 3, 1000, stack])
     return {
         "tool": "scry", "version": "0.1.0", "program": "/big/main.py", "python_version": "3.12.1",
         "elapsed_time_sec": samples_per_thread / 1000 + 0.01, "sampled_time_sec": 100.0,
@@ -145,7 +150,8 @@ def compare_profile(hot_pct):
             "sampled_time_sec": 50.0, "n_samples": sum(e["n_samples"] for e in lines),
             "processes": 1,
             "files": {HOSTILE: {"percent_cpu_time": total, "lines": lines,
-                                "functions": [{"lineno": 1, "line": "work", "n_cpu_percent_python": total,
+                                "functions": [{"lineno": 1, "line": "work",
+                                               "n_cpu_percent_python": total,
                                                "n_cpu_percent_c": 0, "n_sys_percent": 0}],
                                 "leaks": {}, "imports": []}}}
 
@@ -162,11 +168,15 @@ def test_compare_html_page(scry, browser, tmp_path):  # noqa: F811
     block = re.search(r'id="scry-profile">(.*?)</script>', html, re.S).group(1)
     assert "<" not in block and "\x1b" not in html and "\u202e" not in html
     doc = json.loads(block)
-    assert doc["lines"][0]["file"] == "/app/</script><img src=x onerror=\"window.__pwned=1\">??[31m.py"
+    cleaned = "/app/</script><img src=x onerror=\"window.__pwned=1\">??[31m.py"
+    assert doc["lines"][0]["file"] == cleaned
     assert doc["lines"][0]["line"] == 3 and doc["lines"][0]["significant"], doc["lines"][0]
     cp = run_scry(["compare", "--json", before, after])
     exact = json.loads(cp.stdout)
     assert exact["lines"][0]["file"] == HOSTILE  # --json keeps the data exact
+    cp = run_scry(["compare", before, after])  # the terminal's text: cleaned as the page's
+    assert cp.returncode == 0 and "\u202e" not in cp.stdout and "\x1b" not in cp.stdout, cp.stdout
+    assert "onerror=\"window.__pwned=1\">??[31m.py:3 (in " in cp.stdout, cp.stdout
     report = run_charts(browser, tmp_path, "compare", page, page, compare=True,
                         first_line=f"{doc['lines'][0]['file']}:3",
                         significant_lines=sum(r["significant"] for r in doc["lines"]),
