@@ -50,6 +50,9 @@ async function memoryFlame(page, profile, shot) {
     }
     const hasCpu = Array.isArray(profile.stacks) && profile.stacks.length > 0;
     if (hasCpu) {
+        const switches = await page.locator('#flame-kinds button').count();
+        check('a CPU / Memory switch with memory stacks', switches === 2, `${switches} buttons`);
+        if (switches !== 2) return;
         check('the CPU flame graph is shown first', (await page.evaluate(() => window.scry.flame.kind)) === 'cpu');
         await page.click('#flame-kinds button[data-kind="memory"]');
     }
@@ -112,6 +115,9 @@ async function timeline(page, profile, shot) {
         check('no timeline without a sample stream', (await page.locator('#timeline').count()) === 0);
         return;
     }
+    const drawn = await page.locator('#timeline').count();
+    check('a timeline with a sample stream', drawn === 1 && (await page.evaluate(() => !!window.scry.timeline)), `${drawn} canvases`);
+    if (drawn !== 1) return;
     await page.locator('#timeline-section').scrollIntoViewIfNeeded();
     const m = await page.evaluate(() => {
         const M = window.scry.timeline;

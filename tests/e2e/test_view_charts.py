@@ -13,7 +13,7 @@ import re
 import pytest
 
 from conftest import run_profiled, run_scry, load_profile
-from test_view_html import browser, make_page, write_json, any_python  # noqa: F401 (fixtures)
+from test_view_html import browser, make_page, write_json  # noqa: F401 (a fixture)
 import test_view_html
 
 CHARTS_TEST = test_view_html.REPO / "tests" / "browser" / "charts.test.mjs"
@@ -47,9 +47,9 @@ def names(report):
 
 # ---- a real 3-thread program, recorded with --stacks --timeline ---------------------------------
 
-def test_memory_flame_and_timeline_of_three_threads(scry, browser, any_python,  # noqa: F811
+def test_memory_flame_and_timeline_of_three_threads(scry, browser, python_exe,  # noqa: F811
                                                     tmp_path):
-    ran = run_profiled(any_python, "run_threads.py", outfile=tmp_path / "threads.json",
+    ran = run_profiled(python_exe, "page_threads.py", outfile=tmp_path / "threads.json",
                        options=("--stacks", "--timeline"))
     prof = load_profile(ran)
     stream = prof.get("sample_stream")
