@@ -86,8 +86,9 @@ $(CORE_LIB): $(CORE_OBJ)
 	ar rcs $@ $^
 
 # The browser view's files (web/) become a C array source under $(BUILD)/gen/ (never committed),
-# linked into the scry binary only; src/render/profile_html.h declares what it defines.
-WEB_FILES := web/index.html web/viewer.css web/viewer.js
+# linked into the scry binary only; src/render/profile_html.h declares what it defines. The
+# scripts are joined in this order into the page's one script; viewer.js, which starts it, last.
+WEB_FILES := web/index.html web/viewer.css web/timeline.js web/compare.js web/viewer.js
 WEB_OBJ   := $(BUILD)/obj/gen/web_assets.o
 $(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed-web.sh
 	@mkdir -p $(dir $@)

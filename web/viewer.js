@@ -8,6 +8,11 @@
     const START = performance.now();
     const cfg = readJSON('scry-config') || {};
     const P = readJSON('scry-profile') || {};
+    /* `scry compare --html` embeds a comparison, not a profile: its page is web/compare.js's. */
+    if (cfg.page === 'compare') {
+        ScryCompare.main(P, cfg, START);
+        return;
+    }
     const THRESHOLD_DEFAULT = isFinite(cfg.threshold) ? cfg.threshold : 1;
     const HOT_PERCENT = 33; /* Scalene's hot threshold, as in the terminal view */
     const OPEN_FILES = 3;   /* files open at load; the others are built when opened */
@@ -565,7 +570,7 @@
         return h;
     }
 
-    /* ---- flame graph: icicle of the CPU stacks, root on top ------------------------------------ */
+    /* ---- flame graphs: icicles of the CPU stacks and of the memory stacks, root on top -------- */
 
     function frameLabel(key) {
         /* Scalene's frame "<file> <qualname>:<line>": the name and line, the file in the tooltip. */
@@ -573,7 +578,9 @@
         return sp > 0 ? key.slice(sp + 1) + ' (' + basename(key.slice(0, sp)) + ')' : key;
     }
 
-    function buildFlame() {
+    /* kind 'cpu': from stacks (else combined_stacks), weighted by samples; kind 'memory': from
+     * memory_stacks (scry run --stacks with memory on), weighted by the MB allocated. */
+    function buildFlame(kind) {
         const nodes = [];
         const mk = (name, parent, native) => {
             const n = {id: nodes.length, name: name, parent: parent, kids: new Map(), value: 0,
@@ -598,7 +605,16 @@
             }
         };
         let source = '';
-        if (Array.isArray(P.stacks) && P.stacks.length) {
+        const pyKey = (x) => String(x.filename_or_module || '') + ' ' + String(x.display_name || '?') +
+            (x.line != null ? ':' + x.line : '');
+        if (kind === 'memory') {
+            if (Array.isArray(P.memory_stacks) && P.memory_stacks.length) source = 'memory_stacks';
+            for (const st of source ? P.memory_stacks : []) {
+                if (!Array.isArray(st) || !Array.isArray(st[0])) continue;
+                const fr = st[0].filter((x) => x && typeof x === 'object');
+                add(fr.map(pyKey), fr.map((x) => x.kind === 'native'), num(st[1]), null);
+            }
+        } else if (Array.isArray(P.stacks) && P.stacks.length) {
             source = 'stacks';
             for (const st of P.stacks) {
                 if (!Array.isArray(st) || !Array.isArray(st[0])) continue;
@@ -612,9 +628,7 @@
             for (const st of P.combined_stacks) {
                 if (!Array.isArray(st) || !Array.isArray(st[0])) continue;
                 const fr = st[0].filter((x) => x && typeof x === 'object');
-                const keys = fr.map((x) => String(x.filename_or_module || '') + ' ' + String(x.display_name || '?') +
-                    (x.line != null ? ':' + x.line : ''));
-                add(keys, fr.map((x) => x.kind === 'native'), num(st[1]), null);
+                add(fr.map(pyKey), fr.map((x) => x.kind === 'native'), num(st[1]), null);
             }
         }
         if (!(root.value > 0)) return null;
@@ -635,7 +649,9 @@
                 stack.push(k);
             }
         }
-        return {root: root, nodes: nodes, maxDepth: maxDepth, source: source, zoom: root, query: ''};
+        const unit = kind === 'memory' ? 'MB' : 'samples';
+        return {kind: kind, unit: unit, root: root, nodes: nodes, maxDepth: maxDepth, source: source, zoom: root,
+                query: '', amount: (v) => (kind === 'memory' ? fmtNum(v) || '0' : v.toLocaleString()) + ' ' + unit};
     }
 
     function hue(s) {
@@ -688,7 +704,8 @@
         box.innerHTML = html;
         const info = document.getElementById('flame-info');
         let t = F.zoom !== F.root ? 'zoomed on ' + frameLabel(F.zoom.name) + ' (' + pctOf(F.zoom.value, F.root.value) + '); click "all" or Reset to zoom out. ' : 'Click a frame to zoom. ';
-        if (q) t += matchedFrames + ' frame' + (matchedFrames === 1 ? '' : 's') + ' match "' + F.query + '": ' + pctOf(matchedValue, F.root.value) + ' of the samples.';
+        if (q) t += matchedFrames + ' frame' + (matchedFrames === 1 ? '' : 's') + ' match "' + F.query + '": ' + pctOf(matchedValue, F.root.value) +
+            (F.kind === 'memory' ? ' of the bytes allocated.' : ' of the samples.');
         info.textContent = t;
     }
 
@@ -696,20 +713,24 @@
         return total > 0 ? ((v * 100) / total).toFixed(1) + '%' : '0%';
     }
 
-    function setupFlame(F) {
+    /* FL: {cpu, memory, shown}: the graphs the profile has and the one on screen; search and
+     * zoom act on the one shown, and each keeps its own zoom and query when switched away. */
+    function setupFlame(FL) {
         const box = document.getElementById('flame');
         const tip = document.getElementById('tooltip');
+        const search = document.getElementById('flame-search');
         box.addEventListener('click', (ev) => {
             const el = ev.target.closest('.frame');
             if (!el) return;
-            F.zoom = F.nodes[Number(el.dataset.id)];
-            renderFlame(F);
+            FL.shown.zoom = FL.shown.nodes[Number(el.dataset.id)];
+            renderFlame(FL.shown);
         });
         box.addEventListener('mousemove', (ev) => {
+            const F = FL.shown;
             const el = ev.target.closest('.frame');
             if (!el) { tip.style.display = 'none'; return; }
             const n = F.nodes[Number(el.dataset.id)];
-            let t = '<b>' + esc(n.depth ? n.name : 'all') + '</b><br>' + n.value.toLocaleString() + ' samples, ' +
+            let t = '<b>' + esc(n.depth ? n.name : 'all') + '</b><br>' + esc(F.amount(n.value)) + ', ' +
                 pctOf(n.value, F.root.value) + ' of all';
             if (F.zoom !== F.root) t += ', ' + pctOf(n.value, F.zoom.value) + ' of the zoomed frame';
             const tot = n.py + n.c + n.sys;
@@ -720,20 +741,37 @@
             tip.style.top = ev.clientY + 14 + 'px';
         });
         box.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
-        document.getElementById('flame-search').addEventListener('input', (ev) => {
-            F.query = ev.target.value.trim();
-            renderFlame(F);
+        search.addEventListener('input', (ev) => {
+            FL.shown.query = ev.target.value.trim();
+            renderFlame(FL.shown);
         });
         document.getElementById('flame-reset').addEventListener('click', () => {
-            F.zoom = F.root;
-            renderFlame(F);
+            FL.shown.zoom = FL.shown.root;
+            renderFlame(FL.shown);
         });
+        const kinds = document.getElementById('flame-kinds');
+        const title = document.getElementById('flame-title');
+        const show = (F) => {
+            FL.shown = F;
+            search.value = F.query;
+            title.textContent = (F.kind === 'memory' ? 'Memory flame graph' : 'CPU flame graph');
+            document.getElementById('flame-source').textContent = '(from ' + F.source + ', ' + F.amount(F.root.value) +
+                (F.kind === 'memory' ? ' allocated)' : ')');
+            if (kinds) for (const b of kinds.querySelectorAll('button')) b.classList.toggle('on', b.dataset.kind === F.kind);
+            renderFlame(F);
+        };
+        if (kinds) {
+            kinds.addEventListener('click', (ev) => {
+                const b = ev.target.closest('button');
+                if (b && FL[b.dataset.kind] && FL[b.dataset.kind] !== FL.shown) show(FL[b.dataset.kind]);
+            });
+        }
         let pending = 0;
         window.addEventListener('resize', () => {
             cancelAnimationFrame(pending);
-            pending = requestAnimationFrame(() => renderFlame(F));
+            pending = requestAnimationFrame(() => renderFlame(FL.shown));
         });
-        renderFlame(F);
+        show(FL.shown);
     }
 
     /* ---- the page ------------------------------------------------------------------------------ */
@@ -746,17 +784,24 @@
         head.innerHTML = headerHTML();
         app.appendChild(head);
 
-        const F = buildFlame();
-        if (F) {
+        const FL = {cpu: buildFlame('cpu'), memory: buildFlame('memory'), shown: null};
+        FL.shown = FL.cpu || FL.memory;
+        if (FL.shown) {
             const s = document.createElement('section');
             s.id = 'flame-section';
-            s.innerHTML = '<h2>CPU flame graph <span class="muted" style="font-weight:normal;font-size:13px">(from ' +
-                F.source + ', ' + F.root.value.toLocaleString() + ' samples)</span></h2><div class="flamebox">' +
-                '<div class="toolbar" style="position:static;border:0;padding:0 0 6px"><input type="search" id="flame-search" placeholder="search frames" aria-label="search frames">' +
+            /* Both graphs: a switch between them (the CPU one first). */
+            const kinds = FL.cpu && FL.memory ? '<span class="kinds" id="flame-kinds"><button data-kind="cpu">CPU</button>' +
+                '<button data-kind="memory">Memory</button></span>' : '';
+            s.innerHTML = '<h2><span id="flame-title"></span> <span class="muted" id="flame-source" style="font-weight:normal;font-size:13px">' +
+                '</span></h2><div class="flamebox">' +
+                '<div class="toolbar" style="position:static;border:0;padding:0 0 6px">' + kinds +
+                '<input type="search" id="flame-search" placeholder="search frames" aria-label="search frames">' +
                 '<button id="flame-reset">Reset zoom</button></div><div class="flameinfo" id="flame-info"></div>' +
                 '<div class="flame" id="flame"></div></div><div class="tooltip" id="tooltip"></div>';
             app.appendChild(s);
         }
+        const TL = ScryTimeline.create(P, {esc: esc, fmtSec: fmtSec, basename: basename});
+        if (TL) app.appendChild(TL.section);
 
         const tb = document.createElement('div');
         tb.className = 'toolbar';
@@ -796,9 +841,13 @@
         document.getElementById('collapse-all').addEventListener('click', () => { for (const f of files) setOpen(f, false); });
 
         files.forEach((f, i) => setOpen(f, i < OPEN_FILES && f.lines.length > 0));
-        if (F) setupFlame(F);
+        if (FL.shown) setupFlame(FL);
+        if (TL) TL.draw();
 
-        window.scry = {files: files, flame: F, renderMs: performance.now() - START};
+        /* flame: the graph on screen (CPU unless switched); flames: both, null when absent. */
+        window.scry = {files: files, flames: {cpu: FL.cpu, memory: FL.memory}, timeline: TL ? TL.model : null,
+                       renderMs: performance.now() - START};
+        Object.defineProperty(window.scry, 'flame', {get: () => FL.shown, enumerable: true});
         document.body.dataset.ready = '1';
     }
 

@@ -1,7 +1,8 @@
-/* `scry compare before.json after.json [--fail-above PCT] [--json]`: what got slower or bigger
- * between two profiles of one program, per function and per line, with intervals from the
- * sampling error (analysis/compare.h); for CI, --fail-above exits with status 1 when something
- * regressed by more than PCT percent. */
+/* `scry compare before.json after.json [--fail-above PCT] [--json|--html [-o FILE]]`: what got
+ * slower or bigger between two profiles of one program, per function and per line, with
+ * intervals from the sampling error (analysis/compare.h); for CI, --fail-above exits with status
+ * 1 when something regressed by more than PCT percent. --html writes the report as a
+ * self-contained page (the browser view's, render/profile_html.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -13,11 +14,14 @@
 #include "cli/cli.h"
 #include "cli/reports.h"
 #include "common/error.h"
+#include "common/outfile.h"
+#include "common/sanitize.h"
 #include "render/compare_render.h"
+#include "render/profile_html.h"
 
 const char cmd_compare_usage[] =
-    "usage: scry compare [--fail-above PCT] [--normalize] [--top N] [--json]\n"
-    "                    before.json after.json\n"
+    "usage: scry compare [--fail-above PCT] [--normalize] [--top N]\n"
+    "                    [--json | --html [-o FILE]] before.json after.json\n"
     "\n"
     "Compares two profiles of the same program (scry run): per function and per line, the\n"
     "change of the time (and of its Python, native and system parts) and of the memory\n"
@@ -33,7 +37,11 @@ const char cmd_compare_usage[] =
     "                        ratio: for machines whose speed varies between runs (shared CI\n"
     "                        runners), when most of the time is in code that did not change\n"
     "      --top N           show at most N functions and N lines (default 20; 0: all)\n"
-    "      --json            the whole comparison as JSON (docs/json-schema.md)\n";
+    "      --json            the whole comparison as JSON (docs/json-schema.md)\n"
+    "      --html            write the report as a self-contained HTML page (every entry that\n"
+    "                        changed significantly, most significant first; a switch shows the\n"
+    "                        others) to scry-compare.html, or -o FILE, and print its path\n"
+    "  -o, --outfile FILE    where --html writes the page\n";
 
 int cli_load_pdoc(const char *path, struct pdoc *d)
 {
@@ -69,6 +77,27 @@ int cli_compare_report(const char *before_path, const char *after_path, bool nor
     return err;
 }
 
+/* --html: the JSON report, names cleaned by the one sanitizer, embedded in the browser view's
+ * page (web/compare.js draws it); written through the output helper, 0600. */
+static int write_page(const struct cmp_result *r, const struct compare_render_opts *o,
+                      const char *dest, size_t *nreg)
+{
+    struct compare_render_opts po = *o;
+    struct strbuf doc = STRBUF_INIT, page = STRBUF_INIT, title = STRBUF_INIT;
+    struct profile_html_opts ho = {.threshold = 1, .scry_version = SCRY_VERSION};
+    po.clean = true;
+    *nreg = compare_render_json(r, &po, &doc);
+    sb_addf(&title, "compare %s \xe2\x86\x92 %s", o->before_path, o->after_path);
+    int err = profile_html_render_page(&profile_html_web_assets, "compare", sb_str(&title),
+                                       doc.buf, doc.len, &ho, &page);
+    if (!err)
+        err = outfile_write_all(dest, page.buf ? page.buf : "", page.len, OUTFILE_PRIVATE);
+    sb_release(&doc);
+    sb_release(&page);
+    sb_release(&title);
+    return err;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -76,16 +105,19 @@ int cmd_compare(int argc, char **argv)
         {"top", required_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},
         {"normalize", no_argument, NULL, 'n'},
+        {"html", no_argument, NULL, 'H'},
+        {"outfile", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool json = cli_wants_json(argc, argv);
     struct compare_render_opts o = {.fail_above = -1, .top = 20};
-    bool normalize = false;
+    bool normalize = false, html = false;
+    const char *outfile = NULL;
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (!cli_parse_amount(optarg, &o.fail_above))
@@ -108,6 +140,12 @@ int cmd_compare(int argc, char **argv)
         case 'n':
             normalize = true;
             break;
+        case 'H':
+            html = true;
+            break;
+        case 'o':
+            outfile = optarg;
+            break;
         case 'h':
             return cli_help();
         default:
@@ -116,6 +154,10 @@ int cmd_compare(int argc, char **argv)
     }
     if (argc - optind != 2)
         return cli_usage("give two profiles: scry compare before.json after.json");
+    if (html && json)
+        return cli_usage("give one of --json and --html");
+    if (outfile && !html)
+        return cli_usage("-o names the page's file: it goes with --html");
     o.before_path = argv[optind];
     o.after_path = argv[optind + 1];
 
@@ -132,7 +174,17 @@ int cmd_compare(int argc, char **argv)
     }
     o.before = &before;
     o.after = &after;
-    size_t nreg = json ? compare_render_json(&r, &o, &out) : compare_render_text(&r, &o, &out);
+    size_t nreg;
+    if (html) {
+        const char *dest = outfile ? outfile : "scry-compare.html";
+        if (write_page(&r, &o, dest, &nreg) != 0) {
+            status = cli_report_error(false);
+            goto out;
+        }
+        sb_addf(&out, "%s\n", san_str(dest));
+    } else {
+        nreg = json ? compare_render_json(&r, &o, &out) : compare_render_text(&r, &o, &out);
+    }
     cli_print(&out);
     if (nreg) {
         fprintf(stderr, "scry: %zu entr%s regressed by more than %g%% (--fail-above)\n", nreg,

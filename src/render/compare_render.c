@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/sanitize.h"
 #include "render/json_writer.h"
 
 static bool is_mem(int k)
@@ -31,10 +32,12 @@ static void pct(struct strbuf *sb, const struct cmp_change *c)
 
 static void where(struct strbuf *sb, const struct cmp_row *r)
 {
+    /* Names come from the profiles (the program's file and function names): the one rule for
+     * text shown on a terminal. */
     if (r->function)
-        sb_addf(sb, "%s (%s:%u)", r->func, r->file, r->line);
+        sb_addf(sb, "%s (%s:%u)", san_str(r->func), san_str(r->file), r->line);
     else
-        sb_addf(sb, "%s:%u (in %s)", r->file, r->line, r->func);
+        sb_addf(sb, "%s:%u (in %s)", san_str(r->file), r->line, san_str(r->func));
 }
 
 static void row_text(struct strbuf *sb, const struct cmp_row *r, int k)
@@ -68,7 +71,7 @@ static void row_text(struct strbuf *sb, const struct cmp_row *r, int k)
 
 static void side_text(struct strbuf *sb, const char *label, const char *path, const struct pdoc *d)
 {
-    sb_addf(sb, "%s %s: %.3f s elapsed, %.3f s sampled in %.0f samples\n", label, path,
+    sb_addf(sb, "%s %s: %.3f s elapsed, %.3f s sampled in %.0f samples\n", label, san_str(path),
             d->elapsed_sec, d->sampled_sec, d->n_samples);
 }
 
@@ -140,13 +143,19 @@ static void change_json(struct json_writer *w, const struct cmp_change *c)
     jw_obj_end(w);
 }
 
-static void row_json(struct json_writer *w, const struct cmp_row *r, double fail_above)
+/* A name for the document: as it is, or cleaned by the one sanitizer for a page (o->clean). */
+static void name_json(struct json_writer *w, const char *s, bool clean)
+{
+    jw_str(w, clean && s ? san_str(s) : s);
+}
+
+static void row_json(struct json_writer *w, const struct cmp_row *r, double fail_above, bool clean)
 {
     jw_obj_begin(w);
     jw_key(w, "file");
-    jw_str(w, r->file);
+    name_json(w, r->file, clean);
     jw_key(w, "function");
-    jw_str(w, r->func);
+    name_json(w, r->func, clean);
     jw_key(w, r->function ? "first_line" : "line");
     jw_uint(w, r->line);
     jw_key(w, "significant");
@@ -168,11 +177,11 @@ static void row_json(struct json_writer *w, const struct cmp_row *r, double fail
     jw_obj_end(w);
 }
 
-static void side_json(struct json_writer *w, const char *path, const struct pdoc *d)
+static void side_json(struct json_writer *w, const char *path, const struct pdoc *d, bool clean)
 {
     jw_obj_begin(w);
     jw_key(w, "path");
-    jw_str(w, path);
+    name_json(w, path, clean);
     jw_key(w, "elapsed_time_sec");
     jw_double(w, d->elapsed_sec);
     jw_key(w, "sampled_time_sec");
@@ -196,9 +205,9 @@ size_t compare_render_json(const struct cmp_result *r, const struct compare_rend
     }
     jw_obj_begin(&w);
     jw_key(&w, "before");
-    side_json(&w, o->before_path, o->before);
+    side_json(&w, o->before_path, o->before, o->clean);
     jw_key(&w, "after");
-    side_json(&w, o->after_path, o->after);
+    side_json(&w, o->after_path, o->after, o->clean);
     jw_key(&w, "normalized");
     jw_bool(&w, r->normalized);
     jw_key(&w, "scale");
@@ -223,7 +232,7 @@ size_t compare_render_json(const struct cmp_result *r, const struct compare_rend
         jw_arr_begin(&w);
         for (size_t i = 0; i < r->nrows; i++)
             if (r->rows[i].function == (g == 0))
-                row_json(&w, &r->rows[i], o->fail_above);
+                row_json(&w, &r->rows[i], o->fail_above, o->clean);
         jw_arr_end(&w);
     }
     jw_obj_end(&w);

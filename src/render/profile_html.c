@@ -3,12 +3,14 @@
  * page is one self-contained file; the template's Content-Security-Policy forbids every fetch. */
 #include "render/profile_html.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "common/error.h"
+#include "common/sanitize.h"
 #include "render/profile_text.h"
 
 /* Text placed inside <title>: HTML-escaped, control characters dropped. */
@@ -80,25 +82,17 @@ static void add_config_str(struct strbuf *out, const char *name, const char *v)
     sb_release(&js);
 }
 
-int profile_html_render_bytes(const struct profile_html_assets *a, const char *text, size_t len,
-                              const char *what, const struct profile_html_opts *o,
-                              struct strbuf *out)
+/* The template with its markers replaced: the title (cleaned by the one sanitizer, then
+ * escaped), the assets, the config (with "page" when not NULL: which view the script shows) and
+ * the document. */
+static int fill_template(const struct profile_html_assets *a, const char *title, const char *page,
+                         const char *text, size_t len, const struct profile_html_opts *o,
+                         struct strbuf *out)
 {
-    /* The same checks as the terminal view, so that a profile opens in both views or in
-     * neither; the text it renders is thrown away. */
-    struct strbuf scratch = STRBUF_INIT;
-    struct profile_text_opts to = {.color = false, .threshold = 100};
-    int err = profile_text_render_bytes(text, len, what, &to, &scratch);
-    sb_release(&scratch);
-    if (err)
-        return err;
+    int err;
     if ((err = check_asset("stylesheet", a->css, a->css_len, "</style")) ||
         (err = check_asset("script", a->js, a->js_len, "</script")))
         return err;
-
-    json_t *root = json_loadb(text, len, 0, NULL);
-    const json_t *prog = root ? json_object_get(root, "program") : NULL;
-    const char *title = json_is_string(prog) ? json_string_value(prog) : what;
 
     static const char *const markers[] = {"@@SCRY_TITLE@@", "@@SCRY_CSS@@", "@@SCRY_JS@@",
                                           "@@SCRY_CONFIG@@", "@@SCRY_PROFILE@@",
@@ -125,7 +119,7 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
         switch (k) {
         case 0:
             sb_adds(out, "scry: ");
-            add_escaped(out, title);
+            add_escaped(out, san_str(title));
             break;
         case 1:
             sb_add(out, a->css, a->css_len);
@@ -137,6 +131,7 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
             sb_addf(out, "{\"threshold\":%.17g,\"scry_version\":", o->threshold);
             sb_add_json_str(out, o->scry_version ? o->scry_version : "",
                             o->scry_version ? strlen(o->scry_version) : 0);
+            add_config_str(out, "page", page);
             if (o->serve_token) {
                 sb_adds(out, ",\"serve\":true,\"token\":");
                 sb_add_json_str(out, o->serve_token, strlen(o->serve_token));
@@ -156,8 +151,39 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
         seen |= 1 << k;
         p = m + strlen(markers[k]);
     }
-    json_decref(root);
     if ((seen & ((1 << 5) - 1)) != (1 << 5) - 1)
         return err_fail(SCRY_E_INTERNAL, "the viewer's template lacks a marker (have %#x)", seen);
     return 0;
+}
+
+int profile_html_render_bytes(const struct profile_html_assets *a, const char *text, size_t len,
+                              const char *what, const struct profile_html_opts *o,
+                              struct strbuf *out)
+{
+    /* The same checks as the terminal view, so that a profile opens in both views or in
+     * neither; the text it renders is thrown away. */
+    struct strbuf scratch = STRBUF_INIT;
+    struct profile_text_opts to = {.color = false, .threshold = 100};
+    int err = profile_text_render_bytes(text, len, what, &to, &scratch);
+    sb_release(&scratch);
+    if (err)
+        return err;
+    json_t *root = json_loadb(text, len, 0, NULL);
+    const json_t *prog = root ? json_object_get(root, "program") : NULL;
+    const char *title = json_is_string(prog) ? json_string_value(prog) : what;
+    err = fill_template(a, title, NULL, text, len, o, out);
+    json_decref(root);
+    return err;
+}
+
+int profile_html_render_page(const struct profile_html_assets *a, const char *page,
+                             const char *title, const char *text, size_t len,
+                             const struct profile_html_opts *o, struct strbuf *out)
+{
+    json_t *root = json_loadb(text, len, 0, NULL);
+    bool ok = json_is_object(root);
+    json_decref(root);
+    if (!ok)
+        return err_fail(SCRY_E_INTERNAL, "the %s page's document is not a JSON object", page);
+    return fill_template(a, title, page, text, len, o, out);
 }

@@ -41,4 +41,11 @@ int profile_html_render_bytes(const struct profile_html_assets *assets, const ch
                               size_t len, const char *what, const struct profile_html_opts *o,
                               struct strbuf *out);
 
+/* Another view of the same page (config "page": "compare" for `scry compare --html`, drawn by
+ * web/compare.js): the JSON document (one scry wrote, so not checked as a profile; it must be an
+ * object) embedded as a profile is, under the title `scry: TITLE` (cleaned and escaped). */
+int profile_html_render_page(const struct profile_html_assets *assets, const char *page,
+                             const char *title, const char *text, size_t len,
+                             const struct profile_html_opts *o, struct strbuf *out);
+
 #endif

@@ -89,8 +89,30 @@ static void test_refusals(void)
     sb_release(&sb);
 }
 
+/* Another page of the viewer (scry compare --html): its config names it, its title is cleaned by
+ * the one sanitizer (an escape sequence and a bidirectional override become '?') and escaped,
+ * its document embedded as a profile is, and a document that is not an object refused. */
+static void test_other_page(void)
+{
+    struct profile_html_assets a = assets(tmpl, "", "");
+    struct profile_html_opts o = {.threshold = 1, .scry_version = "9"};
+    struct strbuf sb = STRBUF_INIT;
+    const char *doc = "{\"lines\":[{\"file\":\"</script>\"}]}";
+    CHECK_EQ(profile_html_render_page(&a, "compare", "compare a\x1b[31m\xe2\x80\xae<b>", doc,
+                                      strlen(doc), &o, &sb),
+             0);
+    CHECK_STR(sb_str(&sb), "<title>scry: compare a?[31m?&lt;b&gt;</title><style></style>"
+                           "<c>{\"threshold\":1,\"scry_version\":\"9\",\"page\":\"compare\"}</c>"
+                           "<p>{\"lines\":[{\"file\":\"\\u003c/script>\"}]}</p>@@SCRY_other"
+                           "<script></script>");
+    sb_reset(&sb);
+    CHECK_EQ(profile_html_render_page(&a, "compare", "t", "[1]", 3, &o, &sb), -SCRY_E_INTERNAL);
+    sb_release(&sb);
+}
+
 static const struct tl_test tests[] = {
     TL(test_markers_replaced),
+    TL(test_other_page),
     TL(test_script_end_escaped),
     TL(test_refusals),
     TL(test_serve_config),
