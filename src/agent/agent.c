@@ -268,6 +268,7 @@ __attribute__((constructor)) static void ag_init(void)
     ag_mtls.guard++;
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     ag_install_flush_handlers();
+    ag_pyhooks_at_start();
     active = true;
     if (ag_cfg.memory && atomic_load(&ag_enabled))
         atomic_store(&ag_mem_on, true);

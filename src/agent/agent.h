@@ -300,6 +300,10 @@ void ag_sched_reset(void);
  * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts
  * only once CPython has counted the threads. */
 void ag_pyhooks_maybe_schedule(void);
+/* `scry run`'s agent, before the interpreter starts: a C audit hook that installs the same
+ * hooks in the main thread at the program's first line (cpython.run_file and its kin), whatever
+ * the collector thread is doing, then leaves the runtime's list of hooks. */
+void ag_pyhooks_at_start(void);
 bool ag_pyhooks_installed(void);
 /* Detach (attach.c), from a thread that holds no lock of Python's: a pending call puts Python's
  * allocators back; the next attach installs the wrappers again. */

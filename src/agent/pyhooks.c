@@ -13,8 +13,15 @@
  * profiling wraps the allocators there too, and the wrappers count mimalloc's blocks in the heap's
  * net by their sizes (mimalloc_sizes.c). */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/memory.h"
@@ -328,10 +335,10 @@ static void install_builtin_profile(void)
     put_ref(b);
 }
 
-/* Runs in the main thread with the GIL held. */
-static int install(void *arg)
+/* The allocator wrappers, the atexit callback and builtins.profile: each once. Main thread, GIL
+ * held. */
+static void install_python_side(void)
 {
-    (void)arg;
     if (ag_cfg.memory)
         wrap_allocators();
     register_at_exit();
@@ -341,6 +348,13 @@ static int install(void *arg)
         profile_done = true;
     }
     atomic_store(&ag_mem_python_ready, true);
+}
+
+/* Runs in the main thread with the GIL held. */
+static int install(void *arg)
+{
+    (void)arg;
+    install_python_side();
     if (atomic_load(&installed))
         return 0; /* attached again (attach.c): the fork hooks are there */
     PyObject *os = NULL, *reg = NULL, *kwargs = NULL, *args = NULL, *res = NULL;
@@ -454,4 +468,103 @@ void ag_pyhooks_maybe_schedule(void)
     }
     if (api.add_pending_call(install, NULL) != 0)
         log_debug("agent: Py_AddPendingCall failed");
+}
+
+/* ---- the program's first line: Python's "cpython.run_*" audit event ----
+ * The pending call above comes from the collector thread, which a loaded machine may not run for
+ * tens of milliseconds: the program's first lines would then allocate before the wrappers are
+ * there, without a stack. So `scry run`'s agent also adds a C audit hook before the interpreter
+ * starts (PySys_AddAuditHook may be called then; the runtime keeps such hooks across its
+ * initialization). The interpreter raises cpython.run_file (run_module, run_command, run_stdin,
+ * ...) in the main thread, with the GIL held, just before the program's own code: the hook
+ * installs everything there. It then takes itself out of the runtime's list (the head word found
+ * at start-up, below), because while any C hook is listed, every audited operation (id(),
+ * sys._getframe(), open(), ...) builds its argument tuple and calls it. */
+
+static struct {
+    uintptr_t *head;    /* _PyRuntime's audit_hooks.head: found when the hook was added */
+    uintptr_t entry;    /* our _Py_AuditHookEntry {next, hook, userData} */
+    _Atomic bool fired; /* the program's code started: nothing more to do here */
+} audit;
+static const char audit_cookie[] = "scry"; /* userData: tells our entry from another's */
+
+/* Reads n bytes at addr of this process, or fails (EFAULT) where nothing is mapped. */
+static bool read_self(uintptr_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)addr, n};
+    return syscall(SYS_process_vm_readv, ag_pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n;
+}
+
+static int on_audit(const char *event, PyObject *args, void *data)
+{
+    (void)args;
+    (void)data;
+    if (atomic_load_explicit(&audit.fired, memory_order_relaxed) ||
+        strncmp(event, "cpython.run_", 12) != 0)
+        return 0;
+    atomic_store(&audit.fired, true);
+    /* Out of the list, unless another hook came first (then it stays, and costs nothing more
+     * than the other one does). Our entry is not freed: a thread may be reading it. */
+    uintptr_t next;
+    if (audit.head && *audit.head == audit.entry && read_self(audit.entry, &next, sizeof(next)))
+        *audit.head = next;
+    else
+        log_debug("agent: the start-up audit hook stays listed");
+    if (!load_api())
+        return 0;
+    install_python_side();
+    /* The fork hooks need os, which a program run with -S may never import: then the collector
+     * installs them once it is imported (ag_pyhooks_maybe_schedule). */
+    uint64_t interp = 0, osdict = 0;
+    if (!py_interp_head(&ag_rt, &interp) && interp &&
+        !py_module_dict(&ag_rt, interp, "os", &osdict) && osdict &&
+        !atomic_exchange(&scheduled, true))
+        install(NULL);
+    log_debug("agent: Python hooks installed at %s", event);
+    return 0;
+}
+
+void ag_pyhooks_at_start(void)
+{
+    int (*add)(int (*)(const char *, PyObject *, void *), void *);
+    int (*initialized)(void);
+    *(void **)&add = dlsym(RTLD_DEFAULT, "PySys_AddAuditHook");
+    *(void **)&initialized = dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    /* Loaded into a running interpreter (scry.start() in a plain python): its program started
+     * long ago, no run event will come, and the hook would stay listed. */
+    if (!initialized || initialized())
+        return;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!add || !rt || !dladdr1(rt, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        sym->st_size < sizeof(uintptr_t) || sym->st_size > (1u << 20))
+        return;
+    size_t words = sym->st_size / sizeof(uintptr_t);
+    uintptr_t *before = malloc(words * sizeof(uintptr_t));
+    if (!before)
+        return;
+    uintptr_t *now = rt;
+    memcpy(before, now, words * sizeof(uintptr_t));
+    if (add(on_audit, (void *)audit_cookie) != 0) {
+        free(before);
+        return;
+    }
+    /* The one word of the runtime that went from nothing to our entry is the list's head. */
+    uintptr_t *head = NULL;
+    size_t changed = 0;
+    for (size_t i = 0; i < words; i++)
+        if (now[i] != before[i]) {
+            changed++;
+            head = before[i] == 0 ? &now[i] : NULL;
+        }
+    free(before);
+    uintptr_t entry[3];
+    if (changed == 1 && head && read_self(*head, entry, sizeof(entry)) &&
+        entry[1] == (uintptr_t)on_audit && entry[2] == (uintptr_t)audit_cookie) {
+        audit.head = head;
+        audit.entry = *head;
+    }
+    log_debug("agent: start-up audit hook added (%s)",
+              audit.head ? "its list head found" : "its list head not found: it stays");
 }
