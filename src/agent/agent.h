@@ -296,9 +296,10 @@ void ag_sched_read(int tid);
 bool ag_sched_totals(uint64_t *delay_ns, uint64_t *cpu_ns);
 void ag_sched_reset(void);
 
-/* pyhooks.c: what is done with the GIL, from a pending call the collector schedules once the
- * interpreter runs: os.register_at_fork hooks, so that after os.fork() the collector restarts
- * only once CPython has counted the threads. */
+/* pyhooks.c: what is done with the GIL (allocator wrappers, atexit, builtins.profile,
+ * os.register_at_fork hooks, so that after os.fork() the collector restarts only once CPython
+ * has counted the threads), at the program's first line (ag_pyhooks_at_start) or from a pending
+ * call the collector schedules once the interpreter has imported os. */
 void ag_pyhooks_maybe_schedule(void);
 /* `scry run`'s agent, before the interpreter starts: a C audit hook that installs the same
  * hooks in the main thread at the program's first line (cpython.run_file and its kin), whatever

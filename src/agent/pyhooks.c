@@ -1,5 +1,6 @@
-/* The agent's few calls into CPython's C API, all made from one pending call (run by the main
- * thread with the GIL held, between two bytecodes):
+/* The agent's few calls into CPython's C API, all made in the main thread with the GIL held, at
+ * the program's first line (an audit hook, below) or from a pending call the collector schedules
+ * (an agent loaded into a running interpreter):
  * - with memory profiling, it wraps Python's MEM and OBJ allocators (PyMem_SetAllocator, as
  *   tracemalloc does at run time): the wrappers sample the objects handed out and mark the
  *   thread as inside Python's allocator while the original runs, so that the malloc/mmap hooks
