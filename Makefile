@@ -141,7 +141,7 @@ $(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(
 
 # The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
 # objects they use; the test defines the command table cli_common.c refers to.
-OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)
+OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o tls_ca.o cli_common.o)
 $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
@@ -150,6 +150,11 @@ $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ)
 $(BUILD)/tests/test_serve_http: $(BUILD)/obj/tests/unit/test_serve_http.o $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+# The CA file named to libcurl (src/cli/tls_ca.c), on its own.
+$(BUILD)/tests/test_tls_ca: $(BUILD)/obj/tests/unit/test_tls_ca.o $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
