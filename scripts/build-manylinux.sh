@@ -237,8 +237,12 @@ make -s -C "$ROOT" -j"$JOBS" BUILD="$M/scry" CC="$CC" \
   EXTRA_CFLAGS="-isystem $PREFIX/include -isystem $PREFIX/unwind/include" \
   LDLIBS="-L$PREFIX/lib -lbpf -lelf -ljansson -lyaml -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lz -lpthread -lm -ldl -lrt" \
   "$M/scry/scry" "$M/scry/libscry-agent.so"
-cp "$M/scry/scry" "$M/scry/libscry-agent.so" "$OUT/"
-cp -L "$PREFIX/unwind/lib/libunwind.so.8" "$OUT/libunwind.so.8"
+# The wheel's copies without their DWARF (the symbol tables stay: names in backtraces and perf);
+# the build tree's keep it.
+rm -f "$OUT"/*
+strip --strip-debug -o "$OUT/scry" "$M/scry/scry"
+strip --strip-debug -o "$OUT/libscry-agent.so" "$M/scry/libscry-agent.so"
+strip --strip-debug -o "$OUT/libunwind.so.8" "$(readlink -f "$PREFIX/unwind/lib/libunwind.so.8")"
 
 # 5. No symbol of glibc newer than 2.17.
 for f in "$OUT"/*; do
