@@ -281,6 +281,11 @@ def test_binaries_need_only_glibc_2_17(venv):
         versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([0-9.]+)\b",
                                                                       cp.stdout)}
         assert versions and max(versions) <= (2, 17), f"{binary}: {sorted(versions)}"
+    # The agent's thread-local block is static TLS (initial-exec): a late dlopen (scry.start())
+    # fails unless it fits into glibc's surplus, 1664 bytes shared with every such library.
+    cp = _run(["readelf", "-lW", package / "_bin" / "libscry-agent.so"])
+    tls = re.search(r"^\s*TLS\s+(?:\S+\s+){4}(0x[0-9a-f]+)", cp.stdout, re.M)
+    assert tls and int(tls.group(1), 16) <= 1280, cp.stdout
 
 
 def test_scry_command_profiles_the_example(venv, tmp_path):
