@@ -28,8 +28,16 @@ PREFIX=$M/prefix
 SRC=$M/src
 WORK=$M/work
 OUT=$M/out
-mkdir -p "$PREFIX/lib" "$PREFIX/include" "$SRC" "$WORK" "$OUT" "$M/bin"
 say() { echo "scry: manylinux: $*" >&2; }
+# What is built depends on these scripts and the zig version: when they change, the libraries and
+# scry's objects are built again (the sources and downloads are kept).
+sig="$ZIG_VERSION $(cat "$0" "$ROOT/scripts/manylinux-libelf.sh" | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$M/signature" 2>/dev/null)" != "$sig" ]; then
+  rm -rf "$PREFIX" "$WORK" "$OUT" "$M/scry" "$M/zig-cache"
+  mkdir -p "$M"
+  echo "$sig" >"$M/signature"
+fi
+mkdir -p "$PREFIX/lib" "$PREFIX/include" "$SRC" "$WORK" "$OUT" "$M/bin"
 
 # 1. zig, and cc/ar wrappers that name the target (configure scripts take one word for CC).
 venv=$M/zig-venv
@@ -80,11 +88,8 @@ deb-src http://deb.debian.org/debian-security bookworm-security main
 EOF
   say "fetching the Debian source packages: ${PACKAGES[*]}..."
   apt-get "${apt_opts[@]}" update -qq
-  command -v dpkg-source >/dev/null || {
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq dpkg-dev >/dev/null
-  }
+  command -v dpkg-source >/dev/null ||
+    { say "dpkg-source is missing (dpkg-dev: scripts/install-deps.sh wheel)"; exit 1; }
   for p in "${PACKAGES[@]}"; do
     [ -n "$(ls -d "$SRC/$p"-[0-9]*/ 2>/dev/null)" ] && continue
     # The newest version first; where a mirror lacks it (a security update not yet there), the
