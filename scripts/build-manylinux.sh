@@ -115,6 +115,12 @@ fresh() {
   echo "$WORK/$1"
 }
 built() { [ -f "$PREFIX/.built-$1" ]; }
+# A step's output goes to $M/log-NAME; where it fails, its end is shown.
+failed() {
+  say "building $1 failed; the end of $M/log-$1:"
+  tail -n 30 "$M/log-$1" >&2
+  exit 1
+}
 mark() { touch "$PREFIX/.built-$1"; }
 configure_static() {
   CC=$CC AR=$AR RANLIB=$RANLIB CFLAGS="$CFLAGS_DEPS" CPPFLAGS="-I$PREFIX/include" \
@@ -127,7 +133,8 @@ if ! built zlib; then
   say "zlib..."
   d=$(fresh zlib)
   (cd "$d" && CC=$CC AR=$AR RANLIB=$RANLIB CFLAGS="$CFLAGS_DEPS" ./configure --static \
-     --prefix="$PREFIX" && make -s -j"$JOBS" libz.a && make -s install) >"$M/log-zlib" 2>&1
+     --prefix="$PREFIX" && make -s -j"$JOBS" libz.a && make -s install) >"$M/log-zlib" 2>&1 ||
+    failed zlib
   mark zlib
 fi
 
@@ -139,7 +146,7 @@ compile_lib() {
   mkdir -p "$dir/obj"
   printf '%s\n' "$@" | xargs -P "$JOBS" -I{} sh -c \
     'f={}; o=$(basename "${f%.c}").o; exec "$0" $1 -c "$f" -o obj/$o' "$CC" "$CFLAGS_DEPS $flags" \
-    >>"$M/log-$lib" 2>&1 || { tail -n 20 "$M/log-$lib" >&2; exit 1; }
+    >>"$M/log-$lib" 2>&1 || failed "$lib"
   (cd "$dir" && rm -f "$PREFIX/lib/$lib" && "$AR" rcs "$PREFIX/lib/$lib" obj/*.o)
 }
 
@@ -175,7 +182,8 @@ fi
 if ! built libelf; then
   say "libelf (elfutils' libelf/ only)..."
   d=$(fresh elfutils)
-  "$ROOT/scripts/manylinux-libelf.sh" "$d" "$PREFIX" "$CC" "$AR" "$CFLAGS_DEPS" "$JOBS"
+  "$ROOT/scripts/manylinux-libelf.sh" "$d" "$PREFIX" "$CC" "$AR" "$CFLAGS_DEPS" "$JOBS" \
+    >"$M/log-libelf" 2>&1 || failed libelf
   mark libelf
 fi
 
@@ -185,10 +193,9 @@ if ! built libbpf; then
   mkdir -p "$d/obj"
   # PKG_CONFIG=true: no flags of the system's libelf; -dumpmachine (zig has none) only picks a
   # lib64 directory, which LIBDIR names.
-  make -s PKG_CONFIG=true -C "$d/src" -j"$JOBS" BUILD_STATIC_ONLY=1 OBJDIR="$d/obj" DESTDIR= PREFIX="$PREFIX" \
-    LIBDIR="$PREFIX/lib" CC="$CC" AR="$AR" \
-    CFLAGS="$CFLAGS_DEPS -I$PREFIX/include" install >"$M/log-libbpf" 2>&1 ||
-    { tail -n 30 "$M/log-libbpf" >&2; exit 1; }
+  make -s PKG_CONFIG=true -C "$d/src" -j"$JOBS" BUILD_STATIC_ONLY=1 OBJDIR="$d/obj" DESTDIR= \
+    PREFIX="$PREFIX" LIBDIR="$PREFIX/lib" CC="$CC" AR="$AR" \
+    CFLAGS="$CFLAGS_DEPS -I$PREFIX/include" install >"$M/log-libbpf" 2>&1 || failed libbpf
   mark libbpf
 fi
 
@@ -196,7 +203,7 @@ if ! built mbedtls; then
   say "mbedtls..."
   d=$(fresh mbedtls)
   make -s -C "$d/library" -j"$JOBS" CC="$CC" AR="$AR" CFLAGS="$CFLAGS_DEPS" \
-    libmbedcrypto.a libmbedx509.a libmbedtls.a >/dev/null
+    libmbedcrypto.a libmbedx509.a libmbedtls.a >"$M/log-mbedtls" 2>&1 || failed mbedtls
   cp "$d"/library/libmbed{crypto,x509,tls}.a "$PREFIX/lib/"
   cp -r "$d/include/mbedtls" "$d/include/psa" "$PREFIX/include/"
   mark mbedtls
@@ -209,13 +216,14 @@ if ! built curl; then
      --with-zlib="$PREFIX" --without-ca-bundle --without-ca-path --without-ca-fallback \
      --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet \
      --disable-tftp --disable-pop3 --disable-imap --disable-smb --disable-smtp --disable-gopher \
-     --disable-mqtt --disable-ftp --disable-file --disable-manual --disable-docs \
+     --disable-mqtt --disable-ftp --disable-file --disable-manual \
      --disable-ntlm --disable-ntlm-wb --disable-tls-srp --disable-netrc \
      --without-libidn2 --without-libpsl --without-brotli --without-zstd --without-nghttp2 \
      --without-nghttp3 --without-ngtcp2 --without-quiche --without-msh3 --without-librtmp \
      --without-libssh2 --without-libssh --without-wolfssh --without-gssapi --without-libgsasl \
      --without-hyper --disable-unix-sockets --enable-threaded-resolver &&
-     make -s -j"$JOBS" -C lib && make -s -C lib install && make -s -C include install) >/dev/null
+     make -s -j"$JOBS" -C lib && make -s -C lib install && make -s -C include install) \
+    >"$M/log-curl" 2>&1 || failed curl
   mark curl
 fi
 
@@ -227,10 +235,12 @@ if ! built libunwind; then
      --disable-static --enable-shared --disable-minidebuginfo --disable-zlibdebuginfo \
      --disable-coredump --disable-ptrace --disable-setjmp --disable-tests --disable-documentation \
      --disable-cxx-exceptions --disable-debug-frame &&
-     make -s -j"$JOBS" -C src && make -s -C src install && make -s install-includeHEADERS install-nodist_includeHEADERS) \
-    >"$M/log-libunwind" 2>&1
+     make -s -j"$JOBS" -C src && make -s -C src install &&
+     make -s install-includeHEADERS install-nodist_includeHEADERS) >"$M/log-libunwind" 2>&1 ||
+    failed libunwind
   mark libunwind
 fi
+rm -rf "$WORK" # the build trees (300 MB): the libraries are installed
 # record --native dlopens the system's libunwind-ptrace; it only needs the header's types.
 cp "$(srcdir libunwind)/include/libunwind-ptrace.h" "$PREFIX/unwind/include/"
 
