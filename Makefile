@@ -194,14 +194,14 @@ $(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
 # The Python package (pyproject.toml, setup.py, python/scry): a manylinux2014 (glibc 2.17) wheel.
 # scripts/build-manylinux.sh builds scry, the agent and libunwind with zig cc for glibc 2.17, the
 # C libraries from Debian's sources linked in statically (curl: http/https, mbedTLS), under
-# $(BUILD)/manylinux (3-5 minutes the first time, seconds after); pip builds the wheel through
+# $(BUILD)/manylinux (2-3 minutes the first time, seconds after); pip builds the wheel through
 # setup.py from those three files (SCRY_WHEEL_BINARIES), and auditwheel tags it manylinux2014 and
 # checks it (it has nothing to graft: nothing is linked beyond glibc). WHEEL_DIR: where it goes.
 WHEEL_DIR  ?= $(BUILD)/wheel
 WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
 wheel: deps
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
-	@echo "scry: the manylinux2014 build (scripts/build-manylinux.sh: 3-5 minutes the first time)..." >&2
+	@echo "scry: the manylinux2014 build (scripts/build-manylinux.sh: 2-3 minutes the first time)..." >&2
 	BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/build-manylinux.sh
 	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
 	SCRY_WHEEL_BINARIES=$(abspath $(BUILD))/manylinux/out BUILD=$(abspath $(BUILD)) \

@@ -82,7 +82,7 @@ def _say(config, text):
 def wheel(tmp_path_factory, pytestconfig):
     """The manylinux wheel, made once by `make wheel` from the build SCRY belongs to."""
     env = dict(os.environ, BUILD=str(BUILD), PYTHON=sys.executable)
-    _say(pytestconfig, "test_wheel: the wheel's build tools, then the wheel (the first time, 3-5 "
+    _say(pytestconfig, "test_wheel: the wheel's build tools, then the wheel (the first time, 2-3 "
                        "minutes: scripts/build-manylinux.sh builds its libraries)...")
     tools = _run([REPO / "scripts" / "install-deps.sh", "wheel"], timeout=SLOW_S, cwd=REPO,
                  env=env)
