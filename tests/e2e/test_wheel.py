@@ -1,6 +1,7 @@
 """The Python package: `make wheel` builds the manylinux2014 wheel (glibc 2.17:
-scripts/build-manylinux.sh) once per session; every installed interpreter (3.11-3.15 and Debian's
-static 3.11) gets a fresh virtual environment with only that wheel installed (pip --no-index), and
+scripts/build-manylinux.sh) once per session; every installed interpreter (3.11-3.15, the
+free-threaded 3.13t and Debian's static 3.11) gets a fresh virtual environment with only that
+wheel installed (pip --no-index), and
 `scry run` and `python -m scry run` from there profile the bundled example (examples/hotspots.py,
 copied out of the tree) with nothing of the build tree on PATH: the profile is valid and the
 example's pure-Python loop (its two lines) is its hot spot. `scry run` does so with the system's
@@ -30,8 +31,8 @@ import zipfile
 
 import pytest
 
-from conftest import (REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail, find_pythons,
-                      line_entry, preferred_python)
+from conftest import (FREE_THREADED, REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail,
+                      find_free_threaded, find_pythons, line_entry, preferred_python)
 
 STATIC_PYTHON = "/usr/bin/python3.11"
 EXAMPLE = REPO / "examples" / "hotspots.py"
@@ -118,8 +119,8 @@ def wheel(tmp_path_factory, pytestconfig):
 
 
 def _interpreters():
-    found = find_pythons()
-    params = [pytest.param(found.get(v), id=v) for v in SUPPORTED]
+    found = {**find_pythons(), **find_free_threaded()}
+    params = [pytest.param(found.get(v), id=v) for v in SUPPORTED + FREE_THREADED]
     return params + [pytest.param(STATIC_PYTHON if os.path.exists(STATIC_PYTHON) else None,
                                   id="static-3.11")]
 
