@@ -9,7 +9,10 @@
 #include <sys/types.h>
 
 #if defined(__GLIBC__) && !__GLIBC_PREREQ(2, 25)
-/* getrandom: the system call itself (Linux 3.17+), which glibc 2.25 wrapped. */
+/* getrandom: the system call itself (Linux 3.17+), which glibc 2.25 wrapped; on an older kernel
+ * (CentOS 7's 3.10) /dev/urandom. */
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #ifndef GRND_NONBLOCK
@@ -17,7 +20,17 @@
 #endif
 static inline ssize_t scry_getrandom(void *buf, size_t n, unsigned int flags)
 {
-    return (ssize_t)syscall(SYS_getrandom, buf, n, flags);
+    ssize_t got = (ssize_t)syscall(SYS_getrandom, buf, n, flags);
+    if (got >= 0 || errno != ENOSYS)
+        return got;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    got = read(fd, buf, n);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return got;
 }
 #define getrandom scry_getrandom
 #else
