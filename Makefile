@@ -201,7 +201,7 @@ WHEEL_DIR  ?= $(BUILD)/wheel
 WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
 wheel: deps
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
-	@echo "scry: the manylinux2014 build (scripts/build-manylinux.sh: 2-3 minutes the first time)..." >&2
+	@echo "scry: the manylinux2014 build (build-manylinux.sh: 2-3 minutes the first time)..." >&2
 	BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/build-manylinux.sh
 	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
 	SCRY_WHEEL_BINARIES=$(abspath $(BUILD))/manylinux/out BUILD=$(abspath $(BUILD)) \

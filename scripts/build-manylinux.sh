@@ -49,7 +49,8 @@ if [ ! -f "$venv/installed" ] || [ "$(cat "$venv/installed")" != "ziglang==$ZIG_
     "ziglang==$ZIG_VERSION"
   echo "ziglang==$ZIG_VERSION" >"$venv/installed"
 fi
-zig=$("$venv/bin/python" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+zig=$("$venv/bin/python" -c \
+  'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
 # zig keeps its compilation cache under $HOME by default: under build/ instead.
 export ZIG_GLOBAL_CACHE_DIR=$M/zig-cache ZIG_LOCAL_CACHE_DIR=$M/zig-cache
 # -fno-sanitize=undefined: zig cc turns UBSan traps on by default.
@@ -171,8 +172,8 @@ if ! built libyaml; then
   d=$(fresh libyaml)
   v=$(basename "$(srcdir libyaml)" | sed 's/^libyaml-//')
   IFS=. read -r vmaj vmin vpatch <<<"$v"
-  printf '#define YAML_VERSION_MAJOR %s\n#define YAML_VERSION_MINOR %s\n#define YAML_VERSION_PATCH %s\n#define YAML_VERSION_STRING "%s"\n' \
-    "$vmaj" "$vmin" "$vpatch" "$v" >"$d/config.h"
+  printf '#define YAML_VERSION_%s %s\n' MAJOR "$vmaj" MINOR "$vmin" PATCH "$vpatch" \
+    STRING "\"$v\"" >"$d/config.h"
   (cd "$d" && compile_lib libyaml.a "$d" "-I. -Iinclude -DHAVE_CONFIG_H=1 -DYAML_DECLARE_STATIC" \
      src/*.c)
   cp "$d/include/yaml.h" "$PREFIX/include/"
@@ -250,7 +251,8 @@ say "scry..."
 make -s -C "$ROOT" -j"$JOBS" BUILD="$M/scry" CC="$CC" \
   BPF_INC=/usr/include/x86_64-linux-gnu \
   EXTRA_CFLAGS="-isystem $PREFIX/include -isystem $PREFIX/unwind/include" \
-  LDLIBS="-L$PREFIX/lib -lbpf -lelf -ljansson -lyaml -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lz -lpthread -lm -ldl -lrt" \
+  LDLIBS="-L$PREFIX/lib -lbpf -lelf -ljansson -lyaml -lcurl -lmbedtls -lmbedx509 -lmbedcrypto \
+          -lz -lpthread -lm -ldl -lrt" \
   "$M/scry/scry" "$M/scry/libscry-agent.so"
 # The wheel's copies without their DWARF (the symbol tables stay: names in backtraces and perf);
 # the build tree's keep it.

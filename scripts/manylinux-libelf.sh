@@ -24,7 +24,8 @@ echo "#define PACKAGE_NAME \"elfutils\"" >>config.h
 echo "#define PACKAGE_URL \"http://elfutils.org/\"" >>config.h
 echo "#define LOCALEDIR \"/usr/share/locale\"" >>config.h
 echo "#include <eu-config.h>" >>config.h
-sources=$(sed -n '/^libelf_a_SOURCES/,/^$/p' libelf/Makefile.am | sed -e 's/libelf_a_SOURCES *=//' -e 's/\\//g')
+sources=$(sed -n '/^libelf_a_SOURCES/,/^$/p' libelf/Makefile.am |
+          sed -e 's/libelf_a_SOURCES *=//' -e 's/\\//g')
 mkdir -p obj
 objs=()
 for s in $sources; do objs+=("obj/${s%.c}.o"); done
