@@ -3,8 +3,9 @@
 #   make demo            build, then run `scry stacks` on the bundled demo (examples/demo.py)
 #   make test            unit tests + end-to-end tests against every installed CPython 3.11-3.15
 #                        (installs 3.14, 3.15 and a free-threaded 3.13t first: scripts/install-pythons.sh)
-#   make wheel           the Python package, $(BUILD)/wheel/scry-VERSION-py3-none-manylinux_*.whl:
-#                        the binary, the agent and the C libraries they use (pip install it)
+#   make wheel           the Python package, $(BUILD)/wheel/scry-VERSION-py3-none-manylinux*.whl:
+#                        manylinux2014 (glibc 2.17): the binary with its C libraries linked in, the
+#                        agent and libunwind (scripts/build-manylinux.sh; pip install it)
 #   make check           test + AddressSanitizer/UBSan build of the unit tests + bounded fuzz runs
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
@@ -142,7 +143,7 @@ $(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(
 
 # The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
 # objects they use; the test defines the command table cli_common.c refers to.
-OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o cli_common.o)
+OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o tls_ca.o cli_common.o)
 $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
@@ -151,6 +152,11 @@ $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ)
 $(BUILD)/tests/test_serve_http: $(BUILD)/obj/tests/unit/test_serve_http.o $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
+# The CA file named to libcurl (src/cli/tls_ca.c), on its own.
+$(BUILD)/tests/test_tls_ca: $(BUILD)/obj/tests/unit/test_tls_ca.o $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)
@@ -186,20 +192,24 @@ $(BUILD)/tools/layout_table: tests/tools/layout_table.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
 
-# The Python package (pyproject.toml, setup.py, python/scry): pip builds a platform wheel through
-# setup.py, which runs this Makefile; auditwheel then grafts the libraries that no manylinux
-# system is sure to have (libelf, jansson, curl and theirs, libunwind's liblzma) into it with
-# rewritten run paths, and checks the result. WHEEL_DIR: where the wheel goes.
+# The Python package (pyproject.toml, setup.py, python/scry): a manylinux2014 (glibc 2.17) wheel.
+# scripts/build-manylinux.sh builds scry, the agent and libunwind with zig cc for glibc 2.17, the
+# C libraries from Debian's sources linked in statically (curl: http/https, mbedTLS), under
+# $(BUILD)/manylinux (2-3 minutes the first time, seconds after); pip builds the wheel through
+# setup.py from those three files (SCRY_WHEEL_BINARIES), and auditwheel tags it manylinux2014 and
+# checks it (it has nothing to graft: nothing is linked beyond glibc). WHEEL_DIR: where it goes.
 WHEEL_DIR  ?= $(BUILD)/wheel
 WHEEL_VENV := $(abspath $(BUILD))/wheel-venv
-wheel: all
+wheel: deps
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/install-deps.sh wheel
+	@echo "scry: the manylinux2014 build (build-manylinux.sh: 2-3 minutes the first time)..." >&2
+	BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/build-manylinux.sh
 	@rm -rf $(BUILD)/wheel-raw $(WHEEL_DIR)
-	@echo "scry: building the wheel (pip wheel through setup.py: about a minute)..." >&2
-	BUILD=$(abspath $(BUILD)) $(WHEEL_VENV)/bin/pip wheel -q --no-deps --no-build-isolation \
+	SCRY_WHEEL_BINARIES=$(abspath $(BUILD))/manylinux/out BUILD=$(abspath $(BUILD)) \
+	    $(WHEEL_VENV)/bin/pip wheel -q --no-deps --no-build-isolation \
 	    --no-cache-dir --disable-pip-version-check -w $(BUILD)/wheel-raw .
-	@echo "scry: bundling the wheel's libraries (auditwheel repair: 10-30 s)..." >&2
-	PATH=$(WHEEL_VENV)/bin:$$PATH auditwheel repair -w $(WHEEL_DIR) $(BUILD)/wheel-raw/scry-*.whl
+	PATH=$(WHEEL_VENV)/bin:$$PATH auditwheel repair --plat manylinux2014_x86_64 -w $(WHEEL_DIR) \
+	    $(BUILD)/wheel-raw/scry-*.whl
 	$(WHEEL_VENV)/bin/auditwheel show $(WHEEL_DIR)/scry-*.whl
 
 unit: deps $(UNIT_BIN)

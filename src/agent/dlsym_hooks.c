@@ -168,8 +168,8 @@ TAIL_CALLS AG_EXPORT void *dlvsym(void *handle, const char *name, const char *ve
 /* ---- the hooks' own addresses, for got_patch.c (memory.h) ----
  * Hidden aliases: a reference to `dlsym` from inside an agent loaded late binds to the C
  * library's. */
-extern __typeof__(dlsym) ag_hook_dlsym __attribute__((alias("dlsym"), copy(dlsym)));
-extern __typeof__(dlvsym) ag_hook_dlvsym __attribute__((alias("dlvsym"), copy(dlvsym)));
+extern __typeof__(dlsym) ag_hook_dlsym AG_ALIAS_OF(dlsym);
+extern __typeof__(dlvsym) ag_hook_dlvsym AG_ALIAS_OF(dlvsym);
 
 const struct ag_hook ag_dl_hooks[] = {
     {"dlsym", (void *)ag_hook_dlsym},

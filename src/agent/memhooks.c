@@ -770,7 +770,7 @@ void ag_mem_fork_child(void)
  * A reference to `malloc` from inside the agent binds to the program's malloc when the agent
  * was loaded late (dlopen) rather than preloaded: these hidden aliases are the hooks themselves,
  * for the relocation entries that `scry record --pid --memory` patches. */
-#define AG_HOOK_ALIAS(name) extern __typeof__(name) ag_hook_##name __attribute__((alias(#name), copy(name)));
+#define AG_HOOK_ALIAS(name) extern __typeof__(name) ag_hook_##name AG_ALIAS_OF(name);
 AG_HOOK_NAMES(AG_HOOK_ALIAS)
 #undef AG_HOOK_ALIAS
 

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/agent.h"
@@ -174,6 +175,18 @@ void ag_mem_py_net(int64_t delta);
     X(malloc) X(calloc) X(free) X(realloc) X(reallocarray) X(posix_memalign) X(aligned_alloc)    \
     X(memalign) X(valloc) X(pvalloc) X(mmap) X(mmap64) X(munmap) X(mremap) X(memcpy) X(memmove) \
     X(__memcpy_chk) X(__memmove_chk)
+/* reallocarray is hooked whatever glibc the agent is compiled against; glibc declares it from
+ * 2.26 on (the manylinux build compiles against 2.17's headers: scripts/build-manylinux.sh). */
+#if defined(__GLIBC__) && !__GLIBC_PREREQ(2, 26)
+void *reallocarray(void *old, size_t n, size_t size);
+#endif
+/* A hook's hidden alias, with the hooked function's attributes where the compiler can copy them
+ * (gcc; clang has no copy attribute). */
+#if __has_attribute(copy)
+#define AG_ALIAS_OF(name) __attribute__((alias(#name), copy(name)))
+#else
+#define AG_ALIAS_OF(name) __attribute__((alias(#name)))
+#endif
 struct ag_hook {
     const char *name;
     void *fn;

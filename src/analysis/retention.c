@@ -186,7 +186,7 @@ int ret_add_snapshot(struct stk_tree *t, const struct heap_analysis *a, bool bef
         }
         sb_reset(&text);
         ret_frame_text(a, entry, c, &text);
-        uint32_t f, id;
+        uint32_t f, id = 0;
         double w = (double)a->s->objects[c].size;
         err = stk_frame(t, sb_str(&text), text.len, &f);
         if (!err)

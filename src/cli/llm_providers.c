@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/push.h"
+#include "cli/tls_ca.h"
 #include "common/error.h"
 
 #define LLM_ANSWER_MAX (8u << 20) /* bytes of an answer read */
@@ -443,6 +444,7 @@ int llm_complete(const struct llm_config *c, const char *system, const char *use
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "scry/" SCRY_VERSION);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    tls_ca_apply(curl);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a);
     CURLcode rc = curl_easy_perform(curl);

@@ -22,6 +22,7 @@
 #include "analysis/profile.h"
 #include "analysis/profile_delta.h"
 #include "cli/cli.h"
+#include "cli/tls_ca.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "render/pprof.h"
@@ -300,6 +301,7 @@ static enum post_result post(struct pusher *ps, const struct push_item *it)
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, ps);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    tls_ca_apply(c);
     if (ps->headers)
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, ps->headers);
     if (ps->user) {

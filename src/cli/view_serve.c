@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +32,7 @@
 #include "cli/optimize_prompt.h"
 #include "cli/serve_http.h"
 #include "common/error.h"
+#include "common/glibc_compat.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"
 #include "render/profile_html.h"

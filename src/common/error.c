@@ -16,9 +16,19 @@ static const char *const default_hints[] = {
 #undef SCRY_ERR_HINT
 };
 
+/* The agent's texts are shorter: its whole thread-local block is static TLS (memhooks.c's
+ * initial-exec counters), which a late dlopen (scry.start(), record --pid --memory) must fit
+ * into the surplus glibc keeps for all such libraries together (1664 bytes from glibc 2.32 on,
+ * less what others took): at 512 each, this block alone took all of it. */
+#ifdef SCRY_AGENT
+#define ERR_TEXT_MAX 256
+#else
+#define ERR_TEXT_MAX 512
+#endif
+
 static _Thread_local enum scry_err last_code;
-static _Thread_local char last_message[512];
-static _Thread_local char last_hint[512];
+static _Thread_local char last_message[ERR_TEXT_MAX];
+static _Thread_local char last_hint[ERR_TEXT_MAX];
 
 int err_failv(enum scry_err code, const char *hint, const char *fmt, va_list ap)
 {

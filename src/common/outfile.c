@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/glibc_compat.h"
 
 /* 12 characters of [a-z0-9] from getrandom (72 bits less a little); falls back on the clock and
  * the pid mixed together only where getrandom is missing: O_EXCL keeps even that safe, an

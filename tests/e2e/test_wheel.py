@@ -1,30 +1,38 @@
-"""The Python package: `make wheel` builds the manylinux wheel once per session; every installed
-interpreter (3.11-3.15 and Debian's static 3.11) gets a fresh virtual environment with only that
-wheel installed (pip --no-index), and `scry run` and `python -m scry run` from there profile the
-bundled example (examples/hotspots.py, copied out of the tree) with nothing of the build tree on
-PATH: the profile is valid and the example's pure-Python loop (its two lines) is its hot spot. `scry
-run` does so with the system's copies of the bundled libraries hidden (a private mount namespace,
-where one can be made). The libraries the binary links, and libunwind with its liblzma (loaded by
-the agent for --stacks), come from the wheel; the wrappers hand over the exit status and start
-scry with SIGPIPE at its default. `pip install .` from the checkout builds a working package too.
+"""The Python package: `make wheel` builds the manylinux2014 wheel (glibc 2.17:
+scripts/build-manylinux.sh) once per session; every installed interpreter (3.11-3.15, the
+free-threaded 3.13t and Debian's static 3.11) gets a fresh virtual environment with only that
+wheel installed (pip --no-index), and
+`scry run` and `python -m scry run` from there profile the bundled example (examples/hotspots.py,
+copied out of the tree) with nothing of the build tree on PATH: the profile is valid and the
+example's pure-Python loop (its two lines) is its hot spot. `scry run` does so with the system's
+copies of the libraries the build tree's binary links hidden (a private mount namespace, where one
+can be made). The wheel's binaries link nothing beyond glibc (the C libraries are linked in,
+curl with mbedTLS alone: no second TLS library, no LDAP, RTMP, SSH, Kerberos, IDN), need no glibc
+symbol newer than 2.17, and libunwind (loaded by the agent for --stacks) is the wheel's; `run
+--push` to an https server checks its certificate (mbedTLS); the wrappers hand over the exit
+status and start scry with SIGPIPE at its default. `pip install .` from the checkout builds a
+working package too.
 
 Skips (saying why) when the build tools (scripts/install-deps.sh wheel: pip packages) cannot be
 installed; a wheel that does not build, repair or install is a failure."""
 
 import fnmatch
+import http.server
 import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 
 import pytest
 
-from conftest import (REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail, find_pythons,
-                      line_entry, preferred_python)
+from conftest import (FREE_THREADED, REPO, SCRY, SUPPORTED, TARGETS, check_profile, file_detail,
+                      find_free_threaded, find_pythons, line_entry, preferred_python)
 
 STATIC_PYTHON = "/usr/bin/python3.11"
 EXAMPLE = REPO / "examples" / "hotspots.py"
@@ -33,11 +41,21 @@ HOT_LINENO = next(n for n, text in enumerate(EXAMPLE.read_text().splitlines(), 1
                   if text.strip() == HOT_LINE)
 BUILD = SCRY.parent
 SLOW_S = 600
+FIRST_BUILD_S = 1500  # make wheel on a fresh machine: ziglang, Debian's sources, their build
 RUN_S = 120
 # What a manylinux wheel may take from the system (auditwheel's policy); everything else that the
 # binary or libunwind loads must resolve inside the virtual environment.
 SYSTEM_LIBS = {"linux-vdso.so.1", "libc.so.6", "libm.so.6", "libz.so.1", "libpthread.so.0",
                "libdl.so.2", "librt.so.1", "libresolv.so.2", "ld-linux-x86-64.so.2"}
+# What the wheel's binaries may link: glibc alone (the rest is linked in statically).
+GLIBC_LIBS = {"linux-vdso.so.1", "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2",
+              "librt.so.1", "ld-linux-x86-64.so.2"}
+# What the manylinux_2_34 wheel bundled through Debian's libcurl and that scry never used: none of
+# it may be in the wheel, under any name.
+UNWANTED = ("libldap", "liblber", "librtmp", "libssh", "libgssapi", "libkrb5", "libk5crypto",
+            "libgnutls", "libnettle", "libhogweed", "libidn", "libpsl", "libsasl", "libnghttp2",
+            "libbrotli", "libzstd", "libssl", "libcrypto", "libunistring", "libp11", "liblzma")
+BINARIES = ("scry", "libscry-agent.so", "libunwind.so.8")
 
 
 def _run(argv, timeout=RUN_S, **kwargs):
@@ -65,7 +83,8 @@ def _say(config, text):
 def wheel(tmp_path_factory, pytestconfig):
     """The manylinux wheel, made once by `make wheel` from the build SCRY belongs to."""
     env = dict(os.environ, BUILD=str(BUILD), PYTHON=sys.executable)
-    _say(pytestconfig, "test_wheel: the wheel's build tools, then the wheel (about a minute)...")
+    _say(pytestconfig, "test_wheel: the wheel's build tools, then the wheel (the first time, 2-3 "
+                       "minutes: scripts/build-manylinux.sh builds its libraries)...")
     tools = _run([REPO / "scripts" / "install-deps.sh", "wheel"], timeout=SLOW_S, cwd=REPO,
                  env=env)
     if tools.returncode != 0:
@@ -73,21 +92,24 @@ def wheel(tmp_path_factory, pytestconfig):
                     f" {tools.stderr.strip()[-600:]}")
     out = tmp_path_factory.mktemp("wheel")
     made = _run(["make", "-C", REPO, f"BUILD={BUILD}", f"WHEEL_DIR={out}", "wheel"],
-                timeout=SLOW_S)
+                timeout=FIRST_BUILD_S)
     assert made.returncode == 0, _describe(made)
     found = list(out.glob("scry-*.whl"))
     assert len(found) == 1, f"make wheel left {found} in {out}"
     whl = found[0]
-    assert re.fullmatch(r"scry-[^-]+-py3-none-manylinux_2_\d+_x86_64\.whl", whl.name), whl.name
+    assert re.fullmatch(r"scry-[^-]+-py3-none-manylinux2014_x86_64\.manylinux_2_17_x86_64\.whl",
+                        whl.name), whl.name
     shown = " ".join(made.stdout.split())  # auditwheel show's verdict, unwrapped
-    assert f'{whl.name} is consistent with the following platform tag: "manylinux_2_' in shown, \
-        made.stdout[-3000:]
+    assert f'{whl.name} is consistent with the following platform tag: "manylinux_2_17_x86_64"' \
+        in shown, made.stdout[-3000:]
     names = zipfile.ZipFile(whl).namelist()
-    for name in ("scry/_bin/scry", "scry/_bin/libscry-agent.so", "scry/_bin/libunwind.so.8",
-                 "scry/__main__.py", "scry/magics.py", "scry/_kernel.py"):
+    for name in [f"scry/_bin/{b}" for b in BINARIES] + ["scry/__main__.py", "scry/magics.py",
+                                                        "scry/_kernel.py"]:
         assert name in names, f"{name} is not in {whl.name}: {names}"
-    for lib in ("libelf", "libjansson", "libcurl", "liblzma"):
-        assert any(n.startswith(f"scry.libs/{lib}") for n in names), f"{lib} not bundled: {names}"
+    # Nothing grafted: the binaries link glibc alone.
+    assert not [n for n in names if n.startswith("scry.libs/")], names
+    for name in names:
+        assert not any(lib in os.path.basename(name) for lib in UNWANTED), name
     # The pytest plugin's entry point (docs/pytest.md): installing the wheel registers it.
     assert "scry/pytest_plugin.py" in names, names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
@@ -97,8 +119,8 @@ def wheel(tmp_path_factory, pytestconfig):
 
 
 def _interpreters():
-    found = find_pythons()
-    params = [pytest.param(found.get(v), id=v) for v in SUPPORTED]
+    found = {**find_pythons(), **find_free_threaded()}
+    params = [pytest.param(found.get(v), id=v) for v in SUPPORTED + FREE_THREADED]
     return params + [pytest.param(STATIC_PYTHON if os.path.exists(STATIC_PYTHON) else None,
                                   id="static-3.11")]
 
@@ -248,25 +270,33 @@ def _ldd(path):
     return libs
 
 
-def test_libraries_come_from_the_wheel(venv):
+def test_binaries_need_only_glibc_2_17(venv):
+    """Each binary of the installed package links glibc's libraries alone, and asks for no glibc
+    symbol version newer than 2.17 (manylinux2014: CentOS 7, RHEL 8, Ubuntu 20.04, Amazon Linux
+    2)."""
     package = _package_dir(venv)
-    for binary, wanted in (("scry", ("libelf", "libjansson", "libcurl")),
-                           ("libunwind.so.8", ("liblzma",)),
-                           ("libscry-agent.so", ())):
-        libs = _ldd(package / "_bin" / binary)
-        for name, path in libs.items():
-            if name in SYSTEM_LIBS:
-                continue
-            assert path.startswith(str(venv) + "/"), f"{binary}: {name} resolves to {path}"
-        for lib in wanted:
-            assert any(n.startswith(lib) for n in libs), f"{binary} links no {lib}: {libs}"
+    for binary in BINARIES:
+        path = package / "_bin" / binary
+        libs = _ldd(path)
+        assert set(libs) <= GLIBC_LIBS, f"{binary} links {sorted(set(libs) - GLIBC_LIBS)}"
+        cp = _run(["objdump", "-T", path])
+        assert cp.returncode == 0, _describe(cp)
+        versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([0-9.]+)\b",
+                                                                      cp.stdout)}
+        assert versions and max(versions) <= (2, 17), f"{binary}: {sorted(versions)}"
+    # The agent's thread-local block is static TLS (initial-exec): a late dlopen (scry.start())
+    # fails unless it fits into glibc's surplus, 1664 bytes shared with every such library.
+    cp = _run(["readelf", "-lW", package / "_bin" / "libscry-agent.so"])
+    tls = re.search(r"^\s*TLS\s+(?:\S+\s+){4}(0x[0-9a-f]+)", cp.stdout, re.M)
+    assert tls and int(tls.group(1), 16) <= 1280, cp.stdout
 
 
 def test_scry_command_profiles_the_example(venv, tmp_path):
     """`scry run --stacks` of the example from the venv, on a machine without the libraries:
     where a private mount namespace can be made (root), /dev/null is mounted over every system
     library that the build tree's binary or libunwind loads beyond what manylinux allows (libelf,
-    jansson, curl and theirs, libunwind, liblzma; those the interpreter itself needs stay)."""
+    jansson, curl and theirs, libunwind, liblzma; those the interpreter itself needs stay): the
+    wheel's binary has them linked in."""
     scry = venv / "bin" / "scry"
     assert scry.is_file(), f"the package installed no scry command: {list(venv.glob('bin/*'))}"
     _profile_example([*_hiding_system_libraries(venv), scry], venv, tmp_path,
@@ -302,7 +332,7 @@ def _hiding_system_libraries(venv):
 
 def test_stacks_load_the_bundled_libunwind(venv, tmp_path):
     """--stacks: the agent dlopens libunwind.so.8; its run path ($ORIGIN) finds the wheel's copy
-    before the system's, and that copy's liblzma is the wheel's too."""
+    before the system's, and that copy loads no liblzma (built without it)."""
     program = tmp_path / "maps.py"
     program.write_text(
         "import time\n"
@@ -319,7 +349,7 @@ def test_stacks_load_the_bundled_libunwind(venv, tmp_path):
     package = _package_dir(venv.resolve())
     assert str(package / "_bin" / "libunwind.so.8") in mapped, mapped
     assert all(p.startswith(f"{venv.resolve()}/") for p in mapped), mapped
-    assert any("/scry.libs/liblzma" in p for p in mapped), mapped
+    assert not any("liblzma" in p for p in mapped), mapped
 
 
 def test_wrappers_keep_exit_status_and_default_sigpipe(venv, tmp_path):
@@ -339,6 +369,90 @@ def test_wrappers_keep_exit_status_and_default_sigpipe(venv, tmp_path):
         assert name == "scry", _describe(cp)
         for signo in (13, 25):  # SIGPIPE, SIGXFSZ
             assert not int(ignored, 16) & (1 << (signo - 1)), f"signal {signo} ignored: {ignored}"
+
+
+class _HttpsIngest:
+    """A Pyroscope /ingest stand-in over https on 127.0.0.1 with a self-signed certificate
+    (cert.pem: its own CA) for the name localhost (mbedTLS 2.28 matches no IP address in a
+    certificate): counts the POSTs that reach it through a completed handshake."""
+
+    def __init__(self, workdir):
+        self.cert = workdir / "cert.pem"
+        key = workdir / "key.pem"
+        cp = _run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                   "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                   "-keyout", key, "-out", self.cert])
+        assert cp.returncode == 0, _describe(cp)
+        self.paths = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.paths.append(self.path.split("?")[0])
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert, key)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://localhost:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_push_over_https(venvs, tmp_path):
+    """run --push to an https server, from the wheel (its libcurl: mbedTLS, built without a CA
+    path; src/cli/tls_ca.c names one): with $SSL_CERT_FILE naming the server's certificate the
+    profiles arrive; without it (the system's bundle, which does not hold that certificate) the
+    handshake is refused and scry says so: the certificate is checked."""
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command to make the server's certificate")
+    venv = venvs(preferred_python())
+    server = _HttpsIngest(tmp_path)
+    program = tmp_path / "loop.py"
+    program.write_text("import time\nend = time.process_time() + 1.5\n"
+                       "while time.process_time() < end:\n    pass\n")
+    try:
+        for trusted in (True, False):
+            env = _env(venv, tmp_path)
+            if trusted:
+                env["SSL_CERT_FILE"] = str(server.cert)
+            before = len(server.paths)
+            # Untrusted: which bundle was read, where strace can say.
+            traced = [] if trusted or not shutil.which("strace") else \
+                ["strace", "-f", "-e", "trace=openat", "-o", tmp_path / "trace.txt"]
+            cp = _run([*traced, venv / "bin" / "scry", "run", "--no-view", "-o",
+                       tmp_path / "p.json", "--push", server.url, "--push-interval", "0.5",
+                       program], env=env)
+            assert cp.returncode == 0, _describe(cp)
+            got = server.paths[before:]
+            if trusted:
+                assert got and set(got) == {"/ingest"}, (got, cp.stderr)
+                assert re.search(r"scry: push: (\d+) of \1 profiles sent to .*, 0 dropped",
+                                 cp.stderr), cp.stderr
+            else:
+                assert got == [], got
+                assert re.search(r"scry: push: 0 of \d+ profiles sent to .*dropped \(.*"
+                                 r"(certificate|SSL|TLS)", cp.stderr), cp.stderr
+                if traced:
+                    # The first of tls_ca.h's list that this machine has: Debian's here, RHEL's
+                    # on RHEL.
+                    bundle = next(p for p in ("/etc/ssl/certs/ca-certificates.crt",
+                                              "/etc/pki/tls/certs/ca-bundle.crt")
+                                  if os.access(p, os.R_OK))
+                    assert f'openat(AT_FDCWD, "{bundle}", O_RDONLY' in \
+                        (tmp_path / "trace.txt").read_text(), bundle
+    finally:
+        server.close()
 
 
 def test_pip_install_from_the_checkout(wheel, tmp_path):
@@ -375,9 +489,10 @@ def test_readme_names_the_wheels_path():
     assert made.returncode == 0, _describe(made)
     wheel_dir = made.stdout.strip()
     version = re.search(r'#define SCRY_VERSION "([^"]+)"', (REPO / "src/cli/cli.h").read_text())
-    name = f"{wheel_dir}/scry-{version.group(1)}-py3-none-manylinux_2_34_x86_64.whl"
+    tag = "manylinux2014_x86_64.manylinux_2_17_x86_64"
+    name = f"{wheel_dir}/scry-{version.group(1)}-py3-none-{tag}.whl"
     assert fnmatch.fnmatchcase(name, pasted), (pasted, name)
-    assert f"The wheel is `{wheel_dir}/scry-VERSION-py3-none-manylinux_2_34_x86_64.whl`" in \
+    assert f"The wheel is `{wheel_dir}/scry-VERSION-py3-none-{tag}.whl`" in \
         " ".join(readme.split()), wheel_dir
 
 
