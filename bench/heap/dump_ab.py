@@ -6,7 +6,9 @@ so that both see the same heap and (as far as a shared machine allows) the same 
                         [--sizes 1M,5M] [--runs 3]
 
 Per Python, size and binary: objects and edges (which must match: the same graph), the walk's
-median and best objects/s (walk_ms: the copy while stopped and the walk), the pause, the dump's
+median and best objects/s (walk_ms: the copy while stopped and the walk), objects per CPU second
+of the walk (walk_cpu_ms: the walking thread's CPU time over walk_ms, when the binary prints it),
+the pause, the dump's
 wall time, CPU time (user + system, from wait4: what a loaded machine stretches least) and
 objects per CPU second, its peak RSS, and the target's RSS; with --analyze, `scry analyze --json`
 of each binary's last snapshot by that binary, alternated the same way: CPU time and peak RSS
@@ -55,10 +57,11 @@ def main():
     args = ap.parse_args()
     bins = {"base": args.base, "new": args.new}
     pythons = find_pythons()
-    print("| Python | objects | edges | scry | walk objects/s (median) | best | pause | "
+    print("| Python | objects | edges | scry | walk objects/s (median) | best "
+          "| walk objects per walk CPU s (median) | pause | "
           "dump wall | dump CPU | objects per CPU s | dump peak RSS | target RSS |"
           + (" analyze CPU | analyze peak RSS / object |" if args.analyze else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|"
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|"
           + ("---|---|" if args.analyze else ""))
     with tempfile.TemporaryDirectory(prefix="scry-dump-ab-") as tmp:
         for version in args.pythons.split(","):
@@ -87,9 +90,12 @@ def main():
                 for name, rs in runs.items():
                     d = rs[-1][2]
                     ops = [r[2]["objects"] / (r[2]["walk_ms"] / 1e3) for r in rs]
+                    cps = [r[2]["objects"] / (r[2]["walk_cpu_ms"] / 1e3) for r in rs
+                           if r[2].get("walk_cpu_ms")]
+                    cpu_rate = f"{statistics.median(cps) / 1e6:.2f}M" if cps else "-"
                     print(f"| {version} | {d['objects'] / 1e6:.2f}M | {d['edges'] / 1e6:.2f}M "
                           f"| {name} | **{statistics.median(ops) / 1e6:.2f}M** "
-                          f"| {max(ops) / 1e6:.2f}M "
+                          f"| {max(ops) / 1e6:.2f}M | {cpu_rate} "
                           f"| {statistics.median(r[2]['pause_ms'] for r in rs):.0f} ms "
                           f"| {statistics.median(r[0] for r in rs):.2f} s "
                           f"| {statistics.median(r[3] for r in rs):.2f} s "

@@ -268,6 +268,15 @@ static int sink_buffer(void *ctx, uint64_t owner, uint64_t addr, uint64_t size)
 
 /* ---- the command -------------------------------------------------------------------------- */
 
+/* This thread's CPU time (user + system), in ms. */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static double mono_ms(void)
 {
     struct timespec ts;
@@ -302,6 +311,7 @@ struct dump_result {
     struct hw_stats hs;
     struct snap_write_stats ws;
     double pause_ms, walk_ms;
+    double walk_cpu_ms; /* this thread's CPU time over walk_ms: what load does not stretch */
     int attempts;
     uint64_t rss;
     int64_t time_us;
@@ -377,7 +387,7 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
             rd_resume(rd);
             return err;
         }
-        double t1 = mono_ms();
+        double t1 = mono_ms(), c1 = thread_cpu_ms();
         if (rd_kind(rd) == RD_PID) {
             err = hw_walk_resuming(rt, &hopt, sink, &res->hs, budget, resume_target, &rc);
         } else {
@@ -385,6 +395,7 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
             rc.pause_ms = 0;
         }
         res->walk_ms = mono_ms() - t1;
+        res->walk_cpu_ms = thread_cpu_ms() - c1;
         res->pause_ms = rc.pause_ms;
         if (!(err && res->hs.gc_running && rd_kind(rd) == RD_PID))
             break;
@@ -548,6 +559,8 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
         jw_null(&j);
     jw_key(&j, "walk_ms");
     jw_double(&j, r->walk_ms);
+    jw_key(&j, "walk_cpu_ms");
+    jw_double(&j, r->walk_cpu_ms);
     jw_key(&j, "objects_per_second");
     jw_double(&j, r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0);
     jw_key(&j, "rss_bytes");

@@ -79,7 +79,7 @@ def dump(target, tmp_path, extra=(), core=None, exe=None):
     assert cp.returncode == 0, f"scry dump failed (rc {cp.returncode}):\n{cp.stdout}\n{cp.stderr}"
     doc = json.loads(cp.stdout)
     for key in ("objects", "edges", "roots", "bytes", "gc_tracked", "permanent", "walk_ms",
-                "rss_bytes", "output_bytes", "pid", "python_version"):
+                "walk_cpu_ms", "rss_bytes", "output_bytes", "pid", "python_version"):
         assert key in doc, f"--json document lacks {key}: {doc}"
     assert doc["output_bytes"] == out.stat().st_size
     return doc, Graph(graph), out
