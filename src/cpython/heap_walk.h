@@ -84,6 +84,7 @@ struct hw_stats {
     uint64_t objects, edges, roots, bytes; /* bytes: sum of shallow sizes */
     uint64_t gc_tracked, permanent;        /* objects on the GC lists; of those, frozen ones */
     uint64_t unreadable;                   /* pointers that could not be followed */
+    uint64_t max_waiting; /* the most objects on the work stack at once (its memory: 16 B each) */
     bool gc_running; /* the walk failed because a collection was in progress (nothing was
                         reported to the sink yet): resume the target and try again */
 };

@@ -156,8 +156,9 @@ struct hw {
     char (*index_labels)[8];       /* INDEX_LABELS of them, or NULL */
     struct hashmap names; /* str address -> const char * (decoded, capped) */
     struct hashmap codes; /* code address -> struct code_names * */
-    uint64_t *stack;
+    uint64_t *stack; /* (address, tinfo | flags) of objects to walk */
     size_t nstack, capstack;
+    unsigned popped; /* objects taken off the stack: the progress report's clock */
     uint64_t *deferred; /* (address, tinfo | flags) of str/bytes objects reported at the
                            end (captured contents) */
     size_t ndeferred, capdeferred;

@@ -105,13 +105,15 @@ static uint64_t alloc(uint64_t pre, uint64_t size)
 }
 
 /* A GC object's header: its PyGC_Head right before it, linked after `prev` (a list head or the
- * head of the previous object), and the list closed back to `head`. */
+ * head of the previous object), and the list closed back to `head`, both ways. */
 static void gc_link(uint64_t head, uint64_t *prev, uint64_t obj)
 {
     const struct py_heap_layout *H = g_img.H;
     uint64_t g = obj - H->gc_head_size;
     put64(*prev + H->gc_next, g);
+    put64(g + H->gc_prev, *prev);
     put64(g + H->gc_next, head);
+    put64(head + H->gc_prev, g);
     *prev = g;
 }
 
@@ -423,9 +425,11 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     g_img.H = H;
     uint64_t gc = INTERP + L->is_gc;
     put64(RUNTIME + L->rt_interpreters_head, INTERP);
-    for (int g = 0; g < 3; g++) /* empty lists point at themselves */
-        put64(gc + H->gc_generations[g] + H->gc_next, gc + H->gc_generations[g]);
-    put64(gc + H->gc_permanent + H->gc_next, gc + H->gc_permanent);
+    for (int g = 0; g < 4; g++) { /* empty lists point at themselves */
+        uint64_t head = gc + (g < 3 ? H->gc_generations[g] : H->gc_permanent);
+        put64(head + H->gc_next, head);
+        put64(head + H->gc_prev, head);
+    }
 
     put_type(T_TYPE, "type", TPF_HAVE_GC, H->sizeof_heaptype, 40);
     put_type(T_STR, "str", 0, L->str_ascii_size + 1, 1);
@@ -647,6 +651,85 @@ static void test_capture_contents(void)
     free(g_img.mem);
 }
 
+/* Counts what a walk reports (more objects than struct rec holds). */
+static int count_object(void *ctx, uint64_t addr, const char *type_name, uint64_t size,
+                        uint32_t flags, const char *content, size_t content_len)
+{
+    (void)addr, (void)type_name, (void)size, (void)flags, (void)content, (void)content_len;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+static int count_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                      const char *label)
+{
+    (void)ctx, (void)from, (void)to, (void)kind, (void)label;
+    return 0;
+}
+
+static int count_root(void *ctx, uint64_t to, const char *label)
+{
+    (void)ctx, (void)to, (void)label;
+    return 0;
+}
+
+/* The GC lists' objects are walked one at a time from the lists, last first (the order of a
+ * work stack they were all pushed on), not all pushed before the first is walked: the work stack
+ * stays small however many objects are tracked. Damaged backward links lose no object. */
+static void test_gc_lists_walked_one_by_one(void)
+{
+    g_img.mem = calloc(1, IMG_SIZE);
+    FOR_EACH_VERSION(L)
+    {
+        struct world w;
+        struct py_runtime *rt = build(L, &w);
+        const struct py_heap_layout *H = g_img.H;
+        struct hw_options opt = {.capture_contents = false, .max_str = 64};
+        struct rec *r = calloc(1, sizeof(*r));
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+        struct hw_stats st;
+        CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
+        size_t at_list = SIZE_MAX, at_node = SIZE_MAX, nobjects = r->nobjects;
+        for (size_t i = 0; i < r->nobjects; i++) {
+            at_list = r->objects[i].addr == w.list ? i : at_list;
+            at_node = r->objects[i].addr == w.node ? i : at_node;
+        }
+        CHECK(at_node < at_list); /* generation 0 is [list, node] */
+
+        /* node's backward link damaged: the forward links are followed instead */
+        put64(w.node - H->gc_head_size + H->gc_prev, 0x1230);
+        memset(r, 0, sizeof(*r));
+        CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
+        CHECK_EQ(r->nobjects, nobjects);
+        CHECK_EQ(st.gc_tracked, 2);
+        for (size_t i = 0; i < r->nobjects; i++)
+            for (size_t j = i + 1; j < r->nobjects; j++)
+                CHECK(r->objects[i].addr != r->objects[j].addr);
+        const struct rec_object *o = object_at(r, w.node);
+        CHECK(o && (o->flags & HW_OBJ_GC_TRACKED));
+        o = object_at(r, w.list);
+        CHECK(o && (o->flags & HW_OBJ_GC_TRACKED));
+        free(r);
+
+        /* 3000 empty tuples on generation 2: walked one by one, the stack stays short */
+        uint64_t head = INTERP + L->is_gc + H->gc_generations[2], prev = head, n = 0;
+        for (int i = 0; i < 3000; i++) {
+            uint64_t t = alloc(H->gc_head_size, H->tuple_items);
+            put64(t, 1);
+            put64(t + L->ob_type, type_at(T_TUPLE));
+            gc_link(head, &prev, t);
+        }
+        struct hw_sink counting = {&n, count_object, count_edge, count_root, NULL, NULL};
+        CHECK_EQ(hw_walk(rt, &opt, &counting, &st), 0);
+        CHECK_EQ(st.gc_tracked, 3002);
+        CHECK_EQ(st.objects, n);
+        CHECK(n > 3000);
+        CHECK(st.max_waiting < 64);
+        rd_close(rt->rd);
+        free(rt);
+    }
+    free(g_img.mem);
+}
 
 /* ---- 3.13t: objects in mimalloc pages -------------------------------------------------------- */
 
@@ -797,6 +880,7 @@ static void test_walk_free_threaded(void)
 static const struct tl_test tests[] = {
     TL(test_walk_every_layout),
     TL(test_capture_contents),
+    TL(test_gc_lists_walked_one_by_one),
     TL(test_walk_free_threaded),
 };
 
