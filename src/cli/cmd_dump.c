@@ -214,6 +214,25 @@ static int sink_object(void *ctx, uint64_t addr, const char *type_name, uint64_t
     return graph_line(d);
 }
 
+/* Without a graph trace, which wants the texts, type names and labels go to the writer as ids. */
+static int sink_intern(void *ctx, const char *s, uint32_t *id)
+{
+    return snap_intern(((struct dump_sink *)ctx)->w, s, id);
+}
+
+static int sink_object_id(void *ctx, uint64_t addr, uint32_t type, uint64_t size, uint32_t flags,
+                          const char *content, size_t content_len)
+{
+    return snap_add_object_id(((struct dump_sink *)ctx)->w, addr, type, size, flags, content,
+                              content_len);
+}
+
+static int sink_edge_id(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                        uint32_t label)
+{
+    return snap_add_edge_id(((struct dump_sink *)ctx)->w, from, to, (unsigned)kind, label);
+}
+
 static int sink_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
                      const char *label)
 {
@@ -631,8 +650,14 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
             err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
             goto fail;
         }
-    struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location,
-                           alloc ? sink_buffer : NULL};
+    struct hw_sink sink = {.ctx = &ds, .object = sink_object, .edge = sink_edge,
+                           .root = sink_root, .location = sink_location,
+                           .buffer = alloc ? sink_buffer : NULL};
+    if (!ds.graph) {
+        sink.intern = sink_intern;
+        sink.object_id = sink_object_id;
+        sink.edge_id = sink_edge_id;
+    }
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;

@@ -204,6 +204,17 @@ int hw_ref_slow(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_
     return w->sink->root(w->sink->ctx, to, buf);
 }
 
+int hw_label_id_slow(struct hw *w, const char *text, uint32_t *id)
+{
+    int err = w->sink->intern(w->sink->ctx, text, id);
+    if (!err) {
+        struct label_id *l = &w->label_ids[((uintptr_t)text >> 3) & (LABEL_IDS - 1)];
+        l->text = text;
+        l->id = *id;
+    }
+    return err;
+}
+
 int hw_root(struct hw *w, uint64_t to, const char *label)
 {
     struct holder h = {0, NULL, false};
@@ -440,7 +451,7 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         err = hw_ref_fields(w, &h, addr, H->weakref_cb, NFIELDS(H->weakref_cb));
         if (!err && mc_read_u64(&w->mc, addr + H->weakref_object, &referent) == 0 && referent &&
             referent != w->rt->types.none_struct)
-            err = hw_ref(w, &h, referent, HW_EDGE_WEAK, "<weakref>", false);
+            err = hw_ref_stable(w, &h, referent, HW_EDGE_WEAK, "<weakref>", false);
         break;
     }
     case K_CODE:
@@ -488,7 +499,7 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         ti->kind != K_MODULE && ti->kind != K_EXC && ti->kind != K_CLASSMETHOD)
         err = hw_walk_instance(w, &h, addr, ti, ob_size);
     else if (!err && ti->heap)
-        err = hw_ref(w, &h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
+        err = hw_ref_stable(w, &h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
     return err;
 }
 
@@ -710,6 +721,11 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     if (!rt->types.type || !rt->types.str || !rt->types.dict)
         return err_fail(SCRY_E_NOT_PYTHON, "the Python image does not export its type objects");
     mc_init(&w.mc, rt->rd, 0);
+    if (sink->intern && sink->object_id && sink->edge_id &&
+        !(w.label_ids = calloc(LABEL_IDS, sizeof(*w.label_ids)))) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+        goto out;
+    }
     double t_start = now_ms(), t_copied = t_start, t_seeds = t_start;
     bool copied = false;
     if (resume) {
@@ -822,6 +838,7 @@ out:
     hm_free(&w.names);
     hm_free(&w.codes);
     free(w.stack);
+    free(w.label_ids);
     free(w.deferred);
     sb_release(&w.content);
     arena_free(&w.arena);

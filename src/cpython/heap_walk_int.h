@@ -128,6 +128,15 @@ struct seenset {
     struct seen_page *last;
 };
 
+/* Ids of texts that stay the same through the walk (the sink's intern), by the text's address:
+ * direct-mapped, a miss asks the sink again (it gives the same id). */
+#define LABEL_IDS 1024
+
+struct label_id {
+    const char *text;
+    uint32_t id;
+};
+
 struct code_names {
     uint32_t n;
     const char **names;
@@ -153,6 +162,7 @@ struct hw {
     struct hashmap sensitive; /* captured contents: objects under secret-sounding names */
     struct hashmap types; /* type address -> struct tinfo * */
     struct tinfo *type_cache[256]; /* direct-mapped front of `types` */
+    struct label_id *label_ids;    /* LABEL_IDS of them; NULL: the sink takes texts only */
     char (*index_labels)[8];       /* INDEX_LABELS of them, or NULL */
     struct hashmap names; /* str address -> const char * (decoded, capped) */
     struct hashmap codes; /* code address -> struct code_names * */
@@ -266,6 +276,38 @@ static inline int hw_ref(struct hw *w, const struct holder *h, uint64_t to,
 }
 
 int hw_root(struct hw *w, uint64_t to, const char *label);
+
+/* The sink's id of a text that stays the same at its address through the walk (label_ids). */
+int hw_label_id_slow(struct hw *w, const char *text, uint32_t *id);
+
+static inline int hw_label_id(struct hw *w, const char *text, uint32_t *id)
+{
+    struct label_id *l = &w->label_ids[((uintptr_t)text >> 3) & (LABEL_IDS - 1)];
+    if (l->text == text) {
+        *id = l->id;
+        return 0;
+    }
+    return hw_label_id_slow(w, text, id);
+}
+
+/* hw_ref for a label that stays the same at its address through the walk (a literal, a layout
+ * table's field label, a type's attribute, slot or index label): passed to the sink as an id. */
+static inline int hw_ref_stable(struct hw *w, const struct holder *h, uint64_t to,
+                                enum hw_edge_kind kind, const char *label, bool sensitive)
+{
+    if (!w->label_ids || !h->from || w->opt->capture_contents)
+        return hw_ref(w, h, to, kind, label, sensitive);
+    if (!to)
+        return 0;
+    uint32_t id;
+    int err = hw_add(w, to, 0);
+    if (err <= 0)
+        return err;
+    if ((err = hw_label_id(w, label, &id)) != 0)
+        return err;
+    w->st->edges++;
+    return w->sink->edge_id(w->sink->ctx, h->from, to, kind, id);
+}
 
 /* A native block that owner alone holds, to the sink when it wants them (heap_walk.h). */
 static inline int hw_buffer(struct hw *w, uint64_t owner, uint64_t addr, uint64_t size)

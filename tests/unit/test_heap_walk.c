@@ -550,7 +550,7 @@ static void test_walk_every_layout(void)
         const struct py_heap_layout *H = g_img.H;
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = false, .max_str = 64};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, on_buffer};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, on_buffer, NULL, NULL, NULL};
         struct hw_stats st;
         CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
 
@@ -636,7 +636,7 @@ static void test_capture_contents(void)
         struct py_runtime *rt = build(L, &w);
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = true, .max_str = 4};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
         CHECK_EQ(hw_walk(rt, &opt, &sink, NULL), 0);
         const struct rec_object *o = object_at(r, w.hello);
         CHECK(o && strcmp(o->content, "hell") == 0); /* cut at --max-str */
@@ -686,7 +686,7 @@ static void test_gc_lists_walked_one_by_one(void)
         const struct py_heap_layout *H = g_img.H;
         struct hw_options opt = {.capture_contents = false, .max_str = 64};
         struct rec *r = calloc(1, sizeof(*r));
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
         struct hw_stats st;
         CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
         size_t at_list = SIZE_MAX, at_node = SIZE_MAX, nobjects = r->nobjects;
@@ -719,12 +719,80 @@ static void test_gc_lists_walked_one_by_one(void)
             put64(t + L->ob_type, type_at(T_TUPLE));
             gc_link(head, &prev, t);
         }
-        struct hw_sink counting = {&n, count_object, count_edge, count_root, NULL, NULL};
+        struct hw_sink counting = {
+            .ctx = &n, .object = count_object, .edge = count_edge, .root = count_root};
         CHECK_EQ(hw_walk(rt, &opt, &counting, &st), 0);
         CHECK_EQ(st.gc_tracked, 3002);
         CHECK_EQ(st.objects, n);
         CHECK(n > 3000);
         CHECK(st.max_waiting < 64);
+        rd_close(rt->rd);
+        free(rt);
+    }
+    free(g_img.mem);
+}
+/* A sink that takes ids: its string table, and how often the walker asked for an id. */
+static char g_strs[256][64];
+static uint32_t g_nstrs, g_interns;
+
+static int on_intern(void *ctx, const char *s, uint32_t *id)
+{
+    (void)ctx;
+    g_interns++;
+    for (*id = 0; *id < g_nstrs; ++*id)
+        if (strcmp(g_strs[*id], s) == 0)
+            return 0;
+    if (g_nstrs == 256)
+        return -SCRY_E_INTERNAL;
+    snprintf(g_strs[g_nstrs], sizeof(g_strs[0]), "%s", s);
+    *id = g_nstrs++;
+    return 0;
+}
+
+static int on_object_id(void *ctx, uint64_t addr, uint32_t type, uint64_t size, uint32_t flags,
+                        const char *content, size_t content_len)
+{
+    if (type >= g_nstrs)
+        return -SCRY_E_INTERNAL;
+    return on_object(ctx, addr, g_strs[type], size, flags, content, content_len);
+}
+
+static int on_edge_id(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                      uint32_t label)
+{
+    if (label >= g_nstrs)
+        return -SCRY_E_INTERNAL;
+    return on_edge(ctx, from, to, kind, g_strs[label]);
+}
+
+/* A sink that takes ids gets what a sink of texts gets, in the same order, with an id asked for
+ * once per text rather than once per object and reference. */
+static void test_walk_with_ids(void)
+{
+    g_img.mem = calloc(1, IMG_SIZE);
+    FOR_EACH_VERSION(L)
+    {
+        struct world w;
+        struct py_runtime *rt = build(L, &w);
+        struct hw_options opt = {.capture_contents = false, .max_str = 64};
+        struct rec *texts = calloc(1, sizeof(*texts)), *ids = calloc(1, sizeof(*ids));
+        struct hw_sink by_text = {.ctx = texts, .object = on_object, .edge = on_edge,
+                                  .root = on_root};
+        struct hw_sink by_id = {.ctx = ids, .object = on_object, .edge = on_edge,
+                                .root = on_root, .intern = on_intern,
+                                .object_id = on_object_id, .edge_id = on_edge_id};
+        CHECK_EQ(hw_walk(rt, &opt, &by_text, NULL), 0);
+        g_nstrs = g_interns = 0;
+        CHECK_EQ(hw_walk(rt, &opt, &by_id, NULL), 0);
+        CHECK_EQ(ids->nobjects, texts->nobjects);
+        CHECK_EQ(ids->nedges, texts->nedges);
+        CHECK(memcmp(ids->objects, texts->objects, sizeof(ids->objects)) == 0);
+        CHECK(memcmp(ids->edges, texts->edges, sizeof(ids->edges)) == 0);
+        CHECK(g_nstrs > 5);
+        CHECK(g_interns < g_nstrs + 4); /* the world's types and labels repeat */
+        CHECK(g_interns * 2 < ids->nobjects + ids->nedges);
+        free(texts);
+        free(ids);
         rd_close(rt->rd);
         free(rt);
     }
@@ -849,7 +917,7 @@ static void test_walk_free_threaded(void)
 
     struct rec *r = calloc(1, sizeof(*r));
     struct hw_options opt = {.capture_contents = false, .max_str = 64};
-    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
     struct hw_stats st;
     CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
     CHECK_EQ(st.gc_tracked, 4); /* l1, t2, l7 and lpre */
@@ -881,6 +949,7 @@ static const struct tl_test tests[] = {
     TL(test_walk_every_layout),
     TL(test_capture_contents),
     TL(test_gc_lists_walked_one_by_one),
+    TL(test_walk_with_ids),
     TL(test_walk_free_threaded),
 };
 
