@@ -737,9 +737,9 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
             goto out;
         copied = err == 0;
         t_copied = now_ms();
-        log_debug("heap walk: %s (%zu bytes copied)",
+        log_debug("heap walk: %s (%zu bytes copied); %llu untouched pages of its blocks left out",
                   copied ? "walking a copy of the writable memory" : "walking the stopped target",
-                  w.mc.bytes);
+                  w.mc.bytes, (unsigned long long)w.mc.pages_skipped);
     }
     if (rt->types.set_dummy_ptr)
         mc_read_u64(&w.mc, rt->types.set_dummy_ptr, &w.set_dummy);
