@@ -3,7 +3,7 @@
 so that both see the same heap and (as far as a shared machine allows) the same load.
 
   bench/heap/dump_ab.py --base /path/to/old/scry [--new build/scry] [--pythons 3.11,3.12,3.13]
-                        [--sizes 1M,5M] [--runs 3]
+                        [--sizes 1M,5M] [--runs 3] [--analyze] [--new-first]
 
 Per Python, size and binary: objects and edges (which must match: the same graph), the walk's
 median and best objects/s (walk_ms: the copy while stopped and the walk), objects per CPU second
@@ -54,6 +54,11 @@ def main():
                     help="labels of DEFAULT_SIZES, or LABEL=N (heap_bench.py --objects N)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--analyze", action="store_true", help="also scry analyze, alternated")
+    ap.add_argument("--new-first", action="store_true",
+                    help="all of the new binary's dumps first, then the base's, instead of "
+                         "alternated: a binary that reads a block whole maps the pages of it "
+                         "that the target never touched (as the zero page), and a binary that "
+                         "leaves untouched pages out of its copy then sees them as touched")
     args = ap.parse_args()
     bins = {"base": args.base, "new": args.new}
     pythons = find_pythons()
@@ -73,12 +78,15 @@ def main():
                 target, head = start_target(pythons[version], int(n) if n else DEFAULT_SIZES[label])
                 runs = {k: [] for k in bins}
                 try:
-                    for _ in range(args.runs):
-                        for name, exe in bins.items():
-                            wall, rss, out, cpu = run_measured(
-                                [exe, "dump", "--pid", str(head["pid"]), "-o",
-                                 os.path.join(tmp, name + ".heap"), "--json"])
-                            runs[name].append((wall, rss, json.loads(out), cpu))
+                    order = ([(name, exe) for name, exe in reversed(bins.items())
+                              for _ in range(args.runs)] if args.new_first
+                             else [(name, exe) for _ in range(args.runs)
+                                   for name, exe in bins.items()])
+                    for name, exe in order:
+                        wall, rss, out, cpu = run_measured(
+                            [exe, "dump", "--pid", str(head["pid"]), "-o",
+                             os.path.join(tmp, name + ".heap"), "--json"])
+                        runs[name].append((wall, rss, json.loads(out), cpu))
                     ana = {k: [] for k in bins}
                     for _ in range(args.runs if args.analyze else 0):
                         for name, exe in bins.items():
