@@ -64,14 +64,14 @@ void mc_free(struct memcache *mc);
  * mappings are still read on demand: they do not change. A page of anonymous memory that the
  * target never touched (rd_pages_touched) is not copied but read as the zeros it holds, and a
  * block of such pages takes no memory: allocators reserve large writable areas (a free-threaded
- * build's mimalloc arenas) and fill them as they go. Returns 0, 1 when the memory to copy is larger than max_bytes
- * (nothing is copied then), or a negative error. */
+ * build's mimalloc arenas) and fill them as they go. Returns 0, 1 when the memory to copy is
+ * larger than max_bytes (nothing is copied then), or a negative error. */
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes);
 /* Maps room for a copy of the target's readable and writable mappings (as listed now, less
  * their untouched anonymous blocks), when they take at most max_bytes, and faults in the room of
  * the pages the copy will write (not of the untouched ones); the few spare blocks mapped besides
- * (for a heap that grows before the stop) are faulted in only when used. Returns 0 (pool->base NULL when nothing was prepared: too large, or no memory; the
- * copy then allocates as it goes). */
+ * (for a heap that grows before the stop) are faulted in only when used. Returns 0 (pool->base
+ * NULL when nothing was prepared: too large, or no memory; the copy then allocates as it goes). */
 int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes);
 void mc_pool_free(struct mc_pool *pool);
 /* Copies go to pool's memory (mc_prefetch_writable) until it is used up. */
