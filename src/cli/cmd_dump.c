@@ -303,11 +303,14 @@ static double mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* VmRSS of a live process in bytes, 0 when unknown. */
-static uint64_t live_rss(int pid)
+/* A field of /proc/PID/status (pid 0: this process) in bytes, 0 when unknown. field: "VmRSS". */
+static uint64_t status_bytes(int pid, const char *field)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    char path[64], buf[4096], key[32];
+    if (pid)
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    else
+        snprintf(path, sizeof(path), "/proc/self/status");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -316,11 +319,18 @@ static uint64_t live_rss(int pid)
     if (n <= 0)
         return 0;
     buf[n] = 0;
-    const char *p = strstr(buf, "\nVmRSS:");
+    snprintf(key, sizeof(key), "\n%s:", field);
+    const char *p = strstr(buf, key);
     unsigned long long kb;
-    if (!p || sscanf(p + 7, "%llu", &kb) != 1)
+    if (!p || sscanf(p + strlen(key), "%llu", &kb) != 1)
         return 0;
     return (uint64_t)kb * 1024;
+}
+
+/* VmRSS of a live process in bytes, 0 when unknown. */
+static uint64_t live_rss(int pid)
+{
+    return status_bytes(pid, "VmRSS");
 }
 
 struct dump_result {
@@ -422,6 +432,10 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
         usleep(20000);
     }
     mc_pool_free(&pool);
+    /* The walk is scry's peak (docs/PERFORMANCE.md): VmHWM, which, unlike a parent's wait4,
+     * does not count what the process held before its exec. */
+    log_debug("dump: scry's peak resident memory so far %llu KiB (VmHWM)",
+              (unsigned long long)(status_bytes(0, "VmHWM") / 1024));
     return err;
 }
 
