@@ -526,6 +526,11 @@ static int drain(struct hw *w)
     return 0;
 }
 
+struct tinfo *hw_mark_seed(struct hw *w, struct seen_page *p, uint64_t obj)
+{
+    return check_new(w, p, obj, SEEN_ON_GC_LIST);
+}
+
 /* The first pass over a GC list: each object checked and marked SEEN_ON_GC_LIST, so that it is
  * known as tracked (and as an object) before any is reported, but not pushed: the second pass
  * walks them one by one (walk_gc_list_back), so the work stack holds only what one object leads
@@ -553,7 +558,7 @@ static int mark_gc_list(struct hw *w, uint64_t head, bool permanent, uint64_t *l
                 return err_fail(SCRY_E_READ_FAILED,
                                 "the GC list at 0x%llx loops (object 0x%llx seen twice)",
                                 (unsigned long long)head, (unsigned long long)obj);
-            if (state == SEEN_NEW && check_new(w, p, obj, SEEN_ON_GC_LIST)) {
+            if (state == SEEN_NEW && hw_mark_seed(w, p, obj)) {
                 w->st->gc_tracked++;
                 if (permanent)
                     w->st->permanent++;
@@ -568,9 +573,9 @@ static int mark_gc_list(struct hw *w, uint64_t head, bool permanent, uint64_t *l
     return 0;
 }
 
-/* Walks obj (and what it leads to) when it is an object of a GC list that nothing has walked
- * yet: marked by mark_gc_list and met since only through references, which do not push it. */
-static int walk_gc_object(struct hw *w, uint64_t obj, bool permanent)
+/* obj is marked by mark_gc_list or hw_ft_seeds, and met since only through references, which do
+ * not push it. */
+int hw_walk_seed(struct hw *w, uint64_t obj, bool frozen)
 {
     struct seen_page *p =
         obj >= 4096 && !(obj & 7) ? hw_seen_page(&w->seen, obj, false) : NULL;
@@ -583,7 +588,7 @@ static int walk_gc_object(struct hw *w, uint64_t obj, bool permanent)
     if (!ti || !ti->valid) /* checked by the first pass, on the same memory */
         return 0;
     seen_set(p, obj, SEEN_OBJECT);
-    int err = push(w, obj, ti, SEEN_TRACKED | (permanent ? SEEN_PERMANENT : 0));
+    int err = push(w, obj, ti, SEEN_TRACKED | (frozen ? SEEN_PERMANENT : 0));
     return err ? err : drain(w);
 }
 
@@ -609,7 +614,7 @@ static int walk_gc_list_back(struct hw *w, uint64_t head, bool permanent, uint64
                 break;
             g = prev;
             n++;
-            if ((err = walk_gc_object(w, g + H->gc_head_size, permanent)) != 0)
+            if ((err = hw_walk_seed(w, g + H->gc_head_size, permanent)) != 0)
                 return err;
         }
     }
@@ -618,7 +623,7 @@ static int walk_gc_list_back(struct hw *w, uint64_t head, bool permanent, uint64
     if (mc_read_u64(&w->mc, head + H->gc_next, &g))
         return 0;
     for (n = 0, g &= ~(uint64_t)GC_NEXT_FLAGS; g && g != head && n < len && !err; n++) {
-        err = walk_gc_object(w, g + H->gc_head_size, permanent);
+        err = hw_walk_seed(w, g + H->gc_head_size, permanent);
         if (!err && mc_read_u64(&w->mc, g + H->gc_next, &g) == 0)
             g &= ~(uint64_t)GC_NEXT_FLAGS;
         else
@@ -807,6 +812,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         goto out;
     /* The GC lists' objects, last interpreter and list first: the order of a work stack onto
        which they were pushed before the roots. */
+    if (w.L->free_threaded && (err = hw_ft_walk_seeds(&w)) != 0)
+        goto out;
     for (size_t i = ninterps; i-- > 0 && !w.L->free_threaded;) {
         uint64_t gc = interps[i] + w.L->is_gc;
         err = walk_gc_list_back(&w, gc + w.H->gc_permanent, true, lens[i][3]);
@@ -838,6 +845,7 @@ out:
     hm_free(&w.names);
     hm_free(&w.codes);
     free(w.stack);
+    free(w.ft_pages);
     free(w.label_ids);
     free(w.deferred);
     sb_release(&w.content);

@@ -137,6 +137,12 @@ struct label_id {
     uint32_t id;
 };
 
+/* A free-threaded build's mimalloc page that held seeds, in the order its seeds were met. */
+struct ft_page {
+    uint64_t start, bsize, obj_offset; /* block i's object: start + i * bsize + obj_offset */
+    uint32_t capacity;
+};
+
 struct code_names {
     uint32_t n;
     const char **names;
@@ -174,6 +180,8 @@ struct hw {
     size_t ndeferred, capdeferred;
     uint64_t set_dummy;
     struct strbuf content;
+    struct ft_page *ft_pages; /* hw_ft_seeds' pages, walked again by hw_ft_walk_seeds */
+    size_t nft_pages, capft_pages;
     struct thread_item *thread_items;
     size_t nthread_items, capthread_items;
     void (*resume)(void *ctx); /* not NULL until the target has been let go */
@@ -379,10 +387,20 @@ int hw_walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, bool su
 int hw_collect_threads(struct hw *w);
 int hw_thread_roots(struct hw *w);
 
+/* A seed (an object of a GC list, or of a free-threaded build's heaps) met for the first time
+ * (SEEN_NEW in page p): its tinfo when it is an object, marked SEEN_ON_GC_LIST (known as
+ * tracked, not walked yet; references to it do not push it), else NULL, marked as no object. */
+struct tinfo *hw_mark_seed(struct hw *w, struct seen_page *p, uint64_t obj);
+/* Walks obj (and what it leads to) when it is a seed nothing has walked yet; 0 or an error. */
+int hw_walk_seed(struct hw *w, uint64_t obj, bool frozen);
+
 /* ---- heap_mimalloc.c: a free-threaded build's seeds (it has no GC lists) ---- */
 
 /* Every object of interp's mimalloc heaps that its collector would visit (tracked GC objects),
- * pushed as hw_add pushes a GC list's objects. */
+ * marked as mark_gc_list marks a GC list's objects; the pages that held them are kept. */
 int hw_ft_seeds(struct hw *w, uint64_t interp);
+/* The seeds again, each walked (hw_walk_seed), last page and block first: the order of a work
+ * stack onto which they were pushed as hw_ft_seeds met them. */
+int hw_ft_walk_seeds(struct hw *w);
 
 #endif

@@ -923,6 +923,7 @@ static void test_walk_free_threaded(void)
     CHECK_EQ(st.gc_tracked, 4); /* l1, t2, l7 and lpre */
     CHECK_EQ(st.permanent, 1);  /* t2 */
     CHECK_EQ(st.objects, 5);    /* and t6, through l1 */
+    CHECK(st.max_waiting <= 2); /* the seeds walked one by one: l1, then t6 */
     CHECK_EQ(r->nobjects, 5);
     CHECK_OBJECT(r, l1, "builtins.list", 64); /* sys.getsizeof([x]) on 3.13t */
     CHECK_OBJECT(r, t2, "builtins.tuple", 40);
