@@ -214,6 +214,25 @@ static int sink_object(void *ctx, uint64_t addr, const char *type_name, uint64_t
     return graph_line(d);
 }
 
+/* Without a graph trace, which wants the texts, type names and labels go to the writer as ids. */
+static int sink_intern(void *ctx, const char *s, uint32_t *id)
+{
+    return snap_intern(((struct dump_sink *)ctx)->w, s, id);
+}
+
+static int sink_object_id(void *ctx, uint64_t addr, uint32_t type, uint64_t size, uint32_t flags,
+                          const char *content, size_t content_len)
+{
+    return snap_add_object_id(((struct dump_sink *)ctx)->w, addr, type, size, flags, content,
+                              content_len);
+}
+
+static int sink_edge_id(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                        uint32_t label)
+{
+    return snap_add_edge_id(((struct dump_sink *)ctx)->w, from, to, (unsigned)kind, label);
+}
+
 static int sink_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
                      const char *label)
 {
@@ -268,6 +287,15 @@ static int sink_buffer(void *ctx, uint64_t owner, uint64_t addr, uint64_t size)
 
 /* ---- the command -------------------------------------------------------------------------- */
 
+/* This thread's CPU time (user + system), in ms. */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static double mono_ms(void)
 {
     struct timespec ts;
@@ -275,11 +303,14 @@ static double mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* VmRSS of a live process in bytes, 0 when unknown. */
-static uint64_t live_rss(int pid)
+/* A field of /proc/PID/status (pid 0: this process) in bytes, 0 when unknown. field: "VmRSS". */
+static uint64_t status_bytes(int pid, const char *field)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    char path[64], buf[4096], key[32];
+    if (pid)
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    else
+        snprintf(path, sizeof(path), "/proc/self/status");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -288,11 +319,18 @@ static uint64_t live_rss(int pid)
     if (n <= 0)
         return 0;
     buf[n] = 0;
-    const char *p = strstr(buf, "\nVmRSS:");
+    snprintf(key, sizeof(key), "\n%s:", field);
+    const char *p = strstr(buf, key);
     unsigned long long kb;
-    if (!p || sscanf(p + 7, "%llu", &kb) != 1)
+    if (!p || sscanf(p + strlen(key), "%llu", &kb) != 1)
         return 0;
     return (uint64_t)kb * 1024;
+}
+
+/* VmRSS of a live process in bytes, 0 when unknown. */
+static uint64_t live_rss(int pid)
+{
+    return status_bytes(pid, "VmRSS");
 }
 
 struct dump_result {
@@ -302,6 +340,7 @@ struct dump_result {
     struct hw_stats hs;
     struct snap_write_stats ws;
     double pause_ms, walk_ms;
+    double walk_cpu_ms; /* this thread's CPU time over walk_ms: what load does not stretch */
     int attempts;
     uint64_t rss;
     int64_t time_us;
@@ -377,7 +416,7 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
             rd_resume(rd);
             return err;
         }
-        double t1 = mono_ms();
+        double t1 = mono_ms(), c1 = thread_cpu_ms();
         if (rd_kind(rd) == RD_PID) {
             err = hw_walk_resuming(rt, &hopt, sink, &res->hs, budget, resume_target, &rc);
         } else {
@@ -385,6 +424,7 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
             rc.pause_ms = 0;
         }
         res->walk_ms = mono_ms() - t1;
+        res->walk_cpu_ms = thread_cpu_ms() - c1;
         res->pause_ms = rc.pause_ms;
         if (!(err && res->hs.gc_running && rd_kind(rd) == RD_PID))
             break;
@@ -392,6 +432,10 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
         usleep(20000);
     }
     mc_pool_free(&pool);
+    /* The walk is scry's peak (docs/PERFORMANCE.md): VmHWM, which, unlike a parent's wait4,
+     * does not count what the process held before its exec. */
+    log_debug("dump: scry's peak resident memory so far %llu KiB (VmHWM)",
+              (unsigned long long)(status_bytes(0, "VmHWM") / 1024));
     return err;
 }
 
@@ -548,6 +592,8 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
         jw_null(&j);
     jw_key(&j, "walk_ms");
     jw_double(&j, r->walk_ms);
+    jw_key(&j, "walk_cpu_ms");
+    jw_double(&j, r->walk_cpu_ms);
     jw_key(&j, "objects_per_second");
     jw_double(&j, r->walk_ms > 0 ? (double)r->hs.objects / (r->walk_ms / 1e3) : 0);
     jw_key(&j, "rss_bytes");
@@ -618,8 +664,14 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
             err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
             goto fail;
         }
-    struct hw_sink sink = {&ds, sink_object, sink_edge, sink_root, sink_location,
-                           alloc ? sink_buffer : NULL};
+    struct hw_sink sink = {.ctx = &ds, .object = sink_object, .edge = sink_edge,
+                           .root = sink_root, .location = sink_location,
+                           .buffer = alloc ? sink_buffer : NULL};
+    if (!ds.graph) {
+        sink.intern = sink_intern;
+        sink.object_id = sink_object_id;
+        sink.edge_id = sink_edge_id;
+    }
     err = walk(rd, &rt, o, &sink, &res);
     if (err)
         goto fail;

@@ -65,7 +65,7 @@ int hw_ref_fields(struct hw *w, const struct holder *h, uint64_t base,
     for (size_t i = 0; i < max && f[i].label; i++) {
         uint64_t p;
         if (mc_read_u64(&w->mc, base + f[i].off, &p) == 0 && p) {
-            int err = hw_ref(w, h, p, (enum hw_edge_kind)f[i].kind, f[i].label, false);
+            int err = hw_ref_stable(w, h, p, (enum hw_edge_kind)f[i].kind, f[i].label, false);
             if (err)
                 return err;
         }
@@ -87,7 +87,9 @@ int hw_ref_items(struct hw *w, const struct holder *h, uint64_t items, uint64_t 
         for (size_t j = 0; j < k; j++) {
             if (!buf[j])
                 continue;
-            err = hw_ref(w, h, buf[j], HW_EDGE_INDEX, hw_index_label(w, i + j, label), false);
+            const char *l = hw_index_label(w, i + j, label);
+            err = l == label ? hw_ref(w, h, buf[j], HW_EDGE_INDEX, l, false)
+                             : hw_ref_stable(w, h, buf[j], HW_EDGE_INDEX, l, false);
             if (err)
                 return err;
         }
@@ -191,7 +193,7 @@ int hw_walk_set(struct hw *w, const struct holder *h, uint64_t set, uint64_t *si
             uint64_t key = rd64(buf + j * H->setentry_size + H->setentry_key);
             if (!key || key == w->set_dummy)
                 continue;
-            int err = hw_ref(w, h, key, HW_EDGE_INDEX, "<member>", false);
+            int err = hw_ref_stable(w, h, key, HW_EDGE_INDEX, "<member>", false);
             if (err)
                 return err;
         }

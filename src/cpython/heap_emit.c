@@ -257,6 +257,12 @@ int hw_emit_object(struct hw *w, uint64_t addr, const struct tinfo *ti, uint64_t
         flags |= HW_OBJ_TYPE;
     w->st->objects++;
     w->st->bytes += size;
+    if (w->label_ids && ti->name) { /* a type's name stays at its address through the walk */
+        uint32_t id;
+        int err = hw_label_id(w, ti->name, &id);
+        return err ? err
+                   : w->sink->object_id(w->sink->ctx, addr, id, size, flags, content, content_len);
+    }
     return w->sink->object(w->sink->ctx, addr, ti->name, size, flags, content, content_len);
 }
 

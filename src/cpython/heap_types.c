@@ -437,8 +437,10 @@ int hw_ref_values(struct hw *w, const struct holder *h, const struct tinfo *ti,
                 shown = kept;
             }
         }
-        int err = hw_ref(w, h, val, HW_EDGE_ATTR, shown,
-                      hw_sensitive_name(w, name));
+        int err = shown == label ? hw_ref(w, h, val, HW_EDGE_ATTR, shown,
+                                          hw_sensitive_name(w, name))
+                                 : hw_ref_stable(w, h, val, HW_EDGE_ATTR, shown,
+                                                 hw_sensitive_name(w, name));
         if (err)
             return err;
     }
@@ -455,8 +457,8 @@ int hw_walk_instance(struct hw *w, const struct holder *h, uint64_t obj, const s
         uint64_t p;
         if (mc_read_u64(&w->mc, obj + ti->slots[i].off, &p) == 0 && p) {
             const char *name = ti->slots[i].label + 1;
-            err = hw_ref(w, h, p, HW_EDGE_ATTR, ti->slots[i].label,
-                      hw_sensitive_name(w, name));
+            err = hw_ref_stable(w, h, p, HW_EDGE_ATTR, ti->slots[i].label,
+                                hw_sensitive_name(w, name));
             if (err)
                 return err;
         }
@@ -506,11 +508,11 @@ int hw_walk_instance(struct hw *w, const struct holder *h, uint64_t obj, const s
         mc_read_u64(&w->mc, obj + size + (uint64_t)ti->dictoffset, &dict);
     }
     if (dict && ti->kind != K_TYPE) { /* a metatype's instances: tp_dict is reported already */
-        err = hw_ref(w, h, dict, HW_EDGE_ATTR, ".__dict__", false);
+        err = hw_ref_stable(w, h, dict, HW_EDGE_ATTR, ".__dict__", false);
         if (err)
             return err;
     }
     if (ti->heap)
-        return hw_ref(w, h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
+        return hw_ref_stable(w, h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
     return 0;
 }

@@ -126,7 +126,9 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 
 /* ---- objects, edges, roots ------------------------------------------------------------------- */
 
-int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
+/* The first meeting of addr (SEEN_NEW in page p): its tinfo, with its state set to `state`, when
+ * it is an object; else NULL, marked as no object. */
+static struct tinfo *check_new(struct hw *w, struct seen_page *p, uint64_t addr, unsigned state)
 {
     uint64_t tp;
     struct tinfo *ti = NULL;
@@ -135,10 +137,15 @@ int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
     if (!ti || !ti->valid) {
         w->st->unreadable++;
         seen_set(p, addr, SEEN_NOT_OBJECT);
-        return 0;
+        return NULL;
     }
-    seen_set(p, addr, (flags & SEEN_TRACKED) ? SEEN_ON_GC_LIST : SEEN_OBJECT);
-    /* The stack holds (address, tinfo | flags) pairs: no lookup when the object is walked. */
+    seen_set(p, addr, state);
+    return ti;
+}
+
+/* The stack holds (address, tinfo | flags) pairs: no lookup when the object is walked. */
+static int push(struct hw *w, uint64_t addr, const struct tinfo *ti, uint64_t flags)
+{
     if (w->nstack + 2 > w->capstack) {
         size_t nc = w->capstack ? w->capstack * 2 : 8192;
         uint64_t *ns = realloc(w->stack, nc * sizeof(*ns));
@@ -149,7 +156,19 @@ int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
     }
     w->stack[w->nstack++] = addr;
     w->stack[w->nstack++] = (uint64_t)(uintptr_t)ti | flags;
-    return 1;
+    if (w->nstack / 2 > w->st->max_waiting)
+        w->st->max_waiting = w->nstack / 2;
+    return 0;
+}
+
+int hw_add_new(struct hw *w, struct seen_page *p, uint64_t addr, uint64_t flags)
+{
+    struct tinfo *ti =
+        check_new(w, p, addr, (flags & SEEN_TRACKED) ? SEEN_ON_GC_LIST : SEEN_OBJECT);
+    if (!ti)
+        return 0;
+    int err = push(w, addr, ti, flags);
+    return err ? err : 1;
 }
 
 static int mark_sensitive(struct hw *w, uint64_t addr)
@@ -183,6 +202,17 @@ int hw_ref_slow(struct hw *w, const struct holder *h, uint64_t to, enum hw_edge_
              label);
     w->st->roots++;
     return w->sink->root(w->sink->ctx, to, buf);
+}
+
+int hw_label_id_slow(struct hw *w, const char *text, uint32_t *id)
+{
+    int err = w->sink->intern(w->sink->ctx, text, id);
+    if (!err) {
+        struct label_id *l = &w->label_ids[((uintptr_t)text >> 3) & (LABEL_IDS - 1)];
+        l->text = text;
+        l->id = *id;
+    }
+    return err;
 }
 
 int hw_root(struct hw *w, uint64_t to, const char *label)
@@ -421,7 +451,7 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         err = hw_ref_fields(w, &h, addr, H->weakref_cb, NFIELDS(H->weakref_cb));
         if (!err && mc_read_u64(&w->mc, addr + H->weakref_object, &referent) == 0 && referent &&
             referent != w->rt->types.none_struct)
-            err = hw_ref(w, &h, referent, HW_EDGE_WEAK, "<weakref>", false);
+            err = hw_ref_stable(w, &h, referent, HW_EDGE_WEAK, "<weakref>", false);
         break;
     }
     case K_CODE:
@@ -469,47 +499,137 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         ti->kind != K_MODULE && ti->kind != K_EXC && ti->kind != K_CLASSMETHOD)
         err = hw_walk_instance(w, &h, addr, ti, ob_size);
     else if (!err && ti->heap)
-        err = hw_ref(w, &h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
+        err = hw_ref_stable(w, &h, ti->addr, HW_EDGE_INTERNAL, ".__class__", false);
     return err;
 }
 
 /* ---- seeds ----------------------------------------------------------------------------------- */
 
-/* The low bits of _gc_next are flags (NEXT_MASK_UNREACHABLE), never part of the address. */
+/* The low bits of _gc_next and _gc_prev are flags (NEXT_MASK_UNREACHABLE; PREV_MASK_COLLECTING,
+ * _PyGC_PREV_MASK_FINALIZED), never part of the address. */
 #define GC_NEXT_FLAGS 3
+#define GC_PREV_FLAGS 3
 
-static int walk_gc_list(struct hw *w, uint64_t head, bool permanent)
+/* Pops and walks objects until the work stack is empty. */
+static int drain(struct hw *w)
+{
+    while (w->nstack) {
+        if (w->opt->progress && (w->popped++ & 4095) == 0)
+            w->opt->progress(w->opt->progress_ctx, HW_PROGRESS_OBJECTS, w->st->objects, 0);
+        uint64_t v = w->stack[--w->nstack], addr = w->stack[--w->nstack];
+        if (w->opt->capture_contents) /* sensitivity may have been learnt since the push */
+            v = current_flags(w, addr, v);
+        int err = walk_object(w, addr, v);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+struct tinfo *hw_mark_seed(struct hw *w, struct seen_page *p, uint64_t obj)
+{
+    return check_new(w, p, obj, SEEN_ON_GC_LIST);
+}
+
+/* The first pass over a GC list: each object checked and marked SEEN_ON_GC_LIST, so that it is
+ * known as tracked (and as an object) before any is reported, but not pushed: the second pass
+ * walks them one by one (walk_gc_list_back), so the work stack holds only what one object leads
+ * to instead of every tracked object at once (16 bytes each). *len: the list's length. */
+static int mark_gc_list(struct hw *w, uint64_t head, bool permanent, uint64_t *len)
 {
     const struct py_heap_layout *H = w->H;
-    uint64_t g;
+    uint64_t g, n = 0;
     int err = mc_read_u64(&w->mc, head + H->gc_next, &g);
+    *len = 0;
     if (err)
         return err;
     g &= ~(uint64_t)GC_NEXT_FLAGS;
-    for (uint64_t n = 0; g != head; n++) {
+    for (; g != head; n++) {
         if (!g || n > (1ULL << 32))
             return err_fail(SCRY_E_READ_FAILED, "the GC list at 0x%llx is damaged",
                             (unsigned long long)head);
         uint64_t obj = g + H->gc_head_size; /* the object follows its PyGC_Head */
-        struct seen_page *p = hw_seen_page(&w->seen, obj, false);
-        if (p && !(obj & 7) && hw_seen_get(p, obj) == SEEN_ON_GC_LIST)
-            return err_fail(SCRY_E_READ_FAILED,
-                            "the GC list at 0x%llx loops (object 0x%llx seen twice)",
-                            (unsigned long long)head, (unsigned long long)obj);
-        err = hw_add(w, obj, SEEN_TRACKED | (permanent ? SEEN_PERMANENT : 0));
-        if (err < 0)
-            return err;
-        if (err) {
-            w->st->gc_tracked++;
-            if (permanent)
-                w->st->permanent++;
+        if (obj >= 4096 && !(obj & 7)) {
+            struct seen_page *p = hw_seen_page(&w->seen, obj, true);
+            if (!p)
+                return -SCRY_E_NO_MEMORY;
+            unsigned state = hw_seen_get(p, obj);
+            if (state == SEEN_ON_GC_LIST)
+                return err_fail(SCRY_E_READ_FAILED,
+                                "the GC list at 0x%llx loops (object 0x%llx seen twice)",
+                                (unsigned long long)head, (unsigned long long)obj);
+            if (state == SEEN_NEW && hw_mark_seed(w, p, obj)) {
+                w->st->gc_tracked++;
+                if (permanent)
+                    w->st->permanent++;
+            }
         }
         err = mc_read_u64(&w->mc, g + H->gc_next, &g);
         if (err)
             return err;
         g &= ~(uint64_t)GC_NEXT_FLAGS;
     }
+    *len = n;
     return 0;
+}
+
+/* obj is marked by mark_gc_list or hw_ft_seeds, and met since only through references, which do
+ * not push it. */
+int hw_walk_seed(struct hw *w, uint64_t obj, bool frozen)
+{
+    struct seen_page *p =
+        obj >= 4096 && !(obj & 7) ? hw_seen_page(&w->seen, obj, false) : NULL;
+    if (!p || hw_seen_get(p, obj) != SEEN_ON_GC_LIST)
+        return 0;
+    uint64_t tp;
+    struct tinfo *ti = NULL;
+    if (mc_read_u64(&w->mc, obj + w->L->ob_type, &tp) == 0)
+        ti = hw_type(w, tp);
+    if (!ti || !ti->valid) /* checked by the first pass, on the same memory */
+        return 0;
+    seen_set(p, obj, SEEN_OBJECT);
+    int err = push(w, obj, ti, SEEN_TRACKED | (frozen ? SEEN_PERMANENT : 0));
+    return err ? err : drain(w);
+}
+
+/* The second pass over a GC list of len objects: each walked, from the last to the first (by
+ * _gc_prev), the order in which they came off the work stack when every one was pushed first
+ * (the snapshot is the same, its strings numbered alike). Each backward link is checked against
+ * the forward one; where they disagree, the rest is walked in forward order instead. */
+static int walk_gc_list_back(struct hw *w, uint64_t head, bool permanent, uint64_t len)
+{
+    const struct py_heap_layout *H = w->H;
+    uint64_t link[2], g = head, n = 0, prev;
+    int err = 0;
+    bool whole = false;
+    if (H->gc_prev == H->gc_next + 8 && mc_read(&w->mc, head + H->gc_next, link, 16) == 0) {
+        for (;;) {
+            prev = link[1] & ~(uint64_t)GC_PREV_FLAGS;
+            if (prev == head) {
+                whole = n == len;
+                break;
+            }
+            if (n >= len || !prev || mc_read(&w->mc, prev + H->gc_next, link, 16) ||
+                (link[0] & ~(uint64_t)GC_NEXT_FLAGS) != g)
+                break;
+            g = prev;
+            n++;
+            if ((err = hw_walk_seed(w, g + H->gc_head_size, permanent)) != 0)
+                return err;
+        }
+    }
+    if (whole)
+        return 0;
+    if (mc_read_u64(&w->mc, head + H->gc_next, &g))
+        return 0;
+    for (n = 0, g &= ~(uint64_t)GC_NEXT_FLAGS; g && g != head && n < len && !err; n++) {
+        err = hw_walk_seed(w, g + H->gc_head_size, permanent);
+        if (!err && mc_read_u64(&w->mc, g + H->gc_next, &g) == 0)
+            g &= ~(uint64_t)GC_NEXT_FLAGS;
+        else
+            g = 0;
+    }
+    return err;
 }
 
 static int interp_roots(struct hw *w, uint64_t interp, int64_t id)
@@ -606,6 +726,11 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     if (!rt->types.type || !rt->types.str || !rt->types.dict)
         return err_fail(SCRY_E_NOT_PYTHON, "the Python image does not export its type objects");
     mc_init(&w.mc, rt->rd, 0);
+    if (sink->intern && sink->object_id && sink->edge_id &&
+        !(w.label_ids = calloc(LABEL_IDS, sizeof(*w.label_ids)))) {
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
+        goto out;
+    }
     double t_start = now_ms(), t_copied = t_start, t_seeds = t_start;
     bool copied = false;
     if (resume) {
@@ -617,9 +742,9 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
             goto out;
         copied = err == 0;
         t_copied = now_ms();
-        log_debug("heap walk: %s (%zu bytes copied)",
+        log_debug("heap walk: %s (%zu bytes copied); %llu untouched pages of its blocks left out",
                   copied ? "walking a copy of the writable memory" : "walking the stopped target",
-                  w.mc.bytes);
+                  w.mc.bytes, (unsigned long long)w.mc.pages_skipped);
     }
     if (rt->types.set_dummy_ptr)
         mc_read_u64(&w.mc, rt->types.set_dummy_ptr, &w.set_dummy);
@@ -661,6 +786,7 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         let_go(&w);
     /* GC lists (a free-threaded build's heaps) first, so that every tracked object is flagged
        before any is reported. */
+    uint64_t lens[PY_MAX_INTERPRETERS][4]; /* gen0-2, permanent */
     for (size_t i = 0; i < ninterps; i++) {
         if (w.L->free_threaded) {
             if ((err = hw_ft_seeds(&w, interps[i])) != 0)
@@ -669,9 +795,9 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         }
         uint64_t gc = interps[i] + w.L->is_gc;
         for (int g = 0; g < 3 && !err; g++)
-            err = walk_gc_list(&w, gc + w.H->gc_generations[g], false);
+            err = mark_gc_list(&w, gc + w.H->gc_generations[g], false, &lens[i][g]);
         if (!err)
-            err = walk_gc_list(&w, gc + w.H->gc_permanent, true);
+            err = mark_gc_list(&w, gc + w.H->gc_permanent, true, &lens[i][3]);
         if (err)
             goto out;
     }
@@ -682,13 +808,18 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
         goto out;
 
     t_seeds = now_ms();
-    for (unsigned n = 0; w.nstack; n++) {
-        if (opt->progress && (n & 4095) == 0)
-            opt->progress(opt->progress_ctx, HW_PROGRESS_OBJECTS, stats->objects, 0);
-        uint64_t v = w.stack[--w.nstack], addr = w.stack[--w.nstack];
-        if (opt->capture_contents) /* sensitivity may have been learnt since the push */
-            v = current_flags(&w, addr, v);
-        if ((err = walk_object(&w, addr, v)) != 0)
+    if ((err = drain(&w)) != 0)
+        goto out;
+    /* The GC lists' objects, last interpreter and list first: the order of a work stack onto
+       which they were pushed before the roots. */
+    if (w.L->free_threaded && (err = hw_ft_walk_seeds(&w)) != 0)
+        goto out;
+    for (size_t i = ninterps; i-- > 0 && !w.L->free_threaded;) {
+        uint64_t gc = interps[i] + w.L->is_gc;
+        err = walk_gc_list_back(&w, gc + w.H->gc_permanent, true, lens[i][3]);
+        for (int g = 2; g >= 0 && !err; g--)
+            err = walk_gc_list_back(&w, gc + w.H->gc_generations[g], false, lens[i][g]);
+        if (err)
             goto out;
     }
     for (size_t i = 0; i + 1 < w.ndeferred; i += 2) {
@@ -699,10 +830,11 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     log_debug("heap walk: copy %.1f ms, GC lists and roots %.1f ms, objects %.1f ms",
               t_copied - t_start, t_seeds - t_copied, now_ms() - t_seeds);
     log_debug("heap walk: %llu objects, %llu edges, %llu roots; %llu blocks read, %llu direct "
-              "reads, %zu types",
+              "reads, %zu types; at most %llu objects waiting",
               (unsigned long long)stats->objects, (unsigned long long)stats->edges,
               (unsigned long long)stats->roots, (unsigned long long)w.mc.block_reads,
-              (unsigned long long)w.mc.direct_reads, w.types.count);
+              (unsigned long long)w.mc.direct_reads, w.types.count,
+              (unsigned long long)stats->max_waiting);
 out:
     let_go(&w);
     mc_free(&w.mc);
@@ -713,6 +845,8 @@ out:
     hm_free(&w.names);
     hm_free(&w.codes);
     free(w.stack);
+    free(w.ft_pages);
+    free(w.label_ids);
     free(w.deferred);
     sb_release(&w.content);
     arena_free(&w.arena);

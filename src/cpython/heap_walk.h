@@ -62,6 +62,15 @@ struct hw_sink {
      * points; the allocator's block may start up to a small header before it. Used to credit an
      * allocation sample inside a buffer to its owner (docs/allocations.md). */
     int (*buffer)(void *ctx, uint64_t owner, uint64_t addr, uint64_t size);
+    /* Optional, all three or none (NULL: every type name and label goes as text): a text's id
+     * in the sink's string table, made on its first use, and object and edge with ids for the
+     * type name and the label. The walker asks once for each text that stays the same through
+     * the walk (type names, attribute, index and field labels) and passes its id from then on,
+     * so that the sink does not look the text up again for every object and reference. */
+    int (*intern)(void *ctx, const char *s, uint32_t *id);
+    int (*object_id)(void *ctx, uint64_t addr, uint32_t type, uint64_t size, uint32_t flags,
+                     const char *content, size_t content_len);
+    int (*edge_id)(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind, uint32_t label);
 };
 
 struct mc_pool;
@@ -84,6 +93,7 @@ struct hw_stats {
     uint64_t objects, edges, roots, bytes; /* bytes: sum of shallow sizes */
     uint64_t gc_tracked, permanent;        /* objects on the GC lists; of those, frozen ones */
     uint64_t unreadable;                   /* pointers that could not be followed */
+    uint64_t max_waiting; /* the most objects on the work stack at once (its memory: 16 B each) */
     bool gc_running; /* the walk failed because a collection was in progress (nothing was
                         reported to the sink yet): resume the target and try again */
 };

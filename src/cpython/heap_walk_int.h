@@ -128,6 +128,21 @@ struct seenset {
     struct seen_page *last;
 };
 
+/* Ids of texts that stay the same through the walk (the sink's intern), by the text's address:
+ * direct-mapped, a miss asks the sink again (it gives the same id). */
+#define LABEL_IDS 1024
+
+struct label_id {
+    const char *text;
+    uint32_t id;
+};
+
+/* A free-threaded build's mimalloc page that held seeds, in the order its seeds were met. */
+struct ft_page {
+    uint64_t start, bsize, obj_offset; /* block i's object: start + i * bsize + obj_offset */
+    uint32_t capacity;
+};
+
 struct code_names {
     uint32_t n;
     const char **names;
@@ -153,16 +168,20 @@ struct hw {
     struct hashmap sensitive; /* captured contents: objects under secret-sounding names */
     struct hashmap types; /* type address -> struct tinfo * */
     struct tinfo *type_cache[256]; /* direct-mapped front of `types` */
+    struct label_id *label_ids;    /* LABEL_IDS of them; NULL: the sink takes texts only */
     char (*index_labels)[8];       /* INDEX_LABELS of them, or NULL */
     struct hashmap names; /* str address -> const char * (decoded, capped) */
     struct hashmap codes; /* code address -> struct code_names * */
-    uint64_t *stack;
+    uint64_t *stack; /* (address, tinfo | flags) of objects to walk */
     size_t nstack, capstack;
+    unsigned popped; /* objects taken off the stack: the progress report's clock */
     uint64_t *deferred; /* (address, tinfo | flags) of str/bytes objects reported at the
                            end (captured contents) */
     size_t ndeferred, capdeferred;
     uint64_t set_dummy;
     struct strbuf content;
+    struct ft_page *ft_pages; /* hw_ft_seeds' pages, walked again by hw_ft_walk_seeds */
+    size_t nft_pages, capft_pages;
     struct thread_item *thread_items;
     size_t nthread_items, capthread_items;
     void (*resume)(void *ctx); /* not NULL until the target has been let go */
@@ -266,6 +285,38 @@ static inline int hw_ref(struct hw *w, const struct holder *h, uint64_t to,
 
 int hw_root(struct hw *w, uint64_t to, const char *label);
 
+/* The sink's id of a text that stays the same at its address through the walk (label_ids). */
+int hw_label_id_slow(struct hw *w, const char *text, uint32_t *id);
+
+static inline int hw_label_id(struct hw *w, const char *text, uint32_t *id)
+{
+    struct label_id *l = &w->label_ids[((uintptr_t)text >> 3) & (LABEL_IDS - 1)];
+    if (l->text == text) {
+        *id = l->id;
+        return 0;
+    }
+    return hw_label_id_slow(w, text, id);
+}
+
+/* hw_ref for a label that stays the same at its address through the walk (a literal, a layout
+ * table's field label, a type's attribute, slot or index label): passed to the sink as an id. */
+static inline int hw_ref_stable(struct hw *w, const struct holder *h, uint64_t to,
+                                enum hw_edge_kind kind, const char *label, bool sensitive)
+{
+    if (!w->label_ids || !h->from || w->opt->capture_contents)
+        return hw_ref(w, h, to, kind, label, sensitive);
+    if (!to)
+        return 0;
+    uint32_t id;
+    int err = hw_add(w, to, 0);
+    if (err <= 0)
+        return err;
+    if ((err = hw_label_id(w, label, &id)) != 0)
+        return err;
+    w->st->edges++;
+    return w->sink->edge_id(w->sink->ctx, h->from, to, kind, id);
+}
+
 /* A native block that owner alone holds, to the sink when it wants them (heap_walk.h). */
 static inline int hw_buffer(struct hw *w, uint64_t owner, uint64_t addr, uint64_t size)
 {
@@ -336,10 +387,20 @@ int hw_walk_iframe(struct hw *w, const struct holder *h, uint64_t frame, bool su
 int hw_collect_threads(struct hw *w);
 int hw_thread_roots(struct hw *w);
 
+/* A seed (an object of a GC list, or of a free-threaded build's heaps) met for the first time
+ * (SEEN_NEW in page p): its tinfo when it is an object, marked SEEN_ON_GC_LIST (known as
+ * tracked, not walked yet; references to it do not push it), else NULL, marked as no object. */
+struct tinfo *hw_mark_seed(struct hw *w, struct seen_page *p, uint64_t obj);
+/* Walks obj (and what it leads to) when it is a seed nothing has walked yet; 0 or an error. */
+int hw_walk_seed(struct hw *w, uint64_t obj, bool frozen);
+
 /* ---- heap_mimalloc.c: a free-threaded build's seeds (it has no GC lists) ---- */
 
 /* Every object of interp's mimalloc heaps that its collector would visit (tracked GC objects),
- * pushed as hw_add pushes a GC list's objects. */
+ * marked as mark_gc_list marks a GC list's objects; the pages that held them are kept. */
 int hw_ft_seeds(struct hw *w, uint64_t interp);
+/* The seeds again, each walked (hw_walk_seed), last page and block first: the order of a work
+ * stack onto which they were pushed as hw_ft_seeds met them. */
+int hw_ft_walk_seeds(struct hw *w);
 
 #endif

@@ -166,9 +166,9 @@ struct py_heap_layout {
     int gen_state_cleared;
     /* PyThreadState objects used as roots */
     uint64_t ts_dict, ts_async_exc, ts_context, ts_exc_info, ts_current_exception;
-    /* PyGC_Head (its size and the next link, whose low 2 bits are flags), PyVarObject.ob_size,
-       sizeof(PyObject), tp_dealloc */
-    uint64_t gc_head_size, gc_next, ob_size, object_size, tp_dealloc;
+    /* PyGC_Head (its size and the next and previous links, whose low 2 bits are flags),
+       PyVarObject.ob_size, sizeof(PyObject), tp_dealloc */
+    uint64_t gc_head_size, gc_next, gc_prev, ob_size, object_size, tp_dealloc;
     /* sys.getsizeof's pre-header (_PyType_PreHeaderSize): preheader_gc bytes for a GC type,
        preheader_dict more when the type has any of preheader_flags (managed dict/weakref) */
     uint64_t preheader_gc, preheader_flags, preheader_dict;

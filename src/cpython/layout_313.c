@@ -134,6 +134,7 @@ const struct py_heap_layout py_heap_layout_313 = {
     .ts_current_exception = 112,
     .gc_head_size = 16,
     .gc_next = 0,
+    .gc_prev = 8,
     .ob_size = 16,
     .object_size = 16,
     .tp_dealloc = 48,

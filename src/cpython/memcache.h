@@ -16,6 +16,9 @@
 #define MC_BLOCK_SHIFT 16
 #define MC_BLOCK_SIZE (1u << MC_BLOCK_SHIFT)
 #define MC_FRONT 64 /* entries of the direct-mapped front (a power of two) */
+#define MC_PAGE_SHIFT 12 /* the target's pages, as its page map gives them */
+#define MC_BLOCK_PAGES (MC_BLOCK_SIZE >> MC_PAGE_SHIFT)
+#define MC_ALL_PAGES 0xffffu
 
 struct mc_block {
     uint32_t lo, hi; /* the readable part [lo, hi) of the block; lo == hi: read directly */
@@ -28,6 +31,7 @@ struct mc_block {
 struct mc_pool {
     uint8_t *base;
     size_t slots, used; /* slots of sizeof(struct mc_block) + MC_BLOCK_SIZE bytes */
+    bool written;       /* a copy was made in it: zeros are no longer where pages were skipped */
 };
 
 struct memcache {
@@ -46,6 +50,7 @@ struct memcache {
     bool pinned; /* blocks are never dropped (mc_prefetch_writable made them) */
     struct mc_block *zero; /* all zeros: every untouched block of anonymous memory in the copy */
     uint64_t block_reads, direct_reads;
+    uint64_t pages_skipped; /* pages of copied blocks the target never touched: not copied */
     /* mc_prefetch_writable's progress, every 64 blocks (NULL: none) */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -56,16 +61,17 @@ void mc_init(struct memcache *mc, struct rd_reader *rd, size_t max_bytes);
 void mc_free(struct memcache *mc);
 /* Copies every readable and writable mapping now (the memory that can change once the target
  * runs again), so that later reads see this moment even after the target is resumed. Read-only
- * mappings are still read on demand: they do not change. A block of anonymous memory whose
- * pages the target never touched (rd_pages_touched) is not copied but read as the zeros it
- * holds: allocators reserve large writable areas (a free-threaded build's mimalloc arenas) and
- * fill them as they go. Returns 0, 1 when the memory to copy is larger than max_bytes
- * (nothing is copied then), or a negative error. */
+ * mappings are still read on demand: they do not change. A page of anonymous memory that the
+ * target never touched (rd_pages_touched) is not copied but read as the zeros it holds, and a
+ * block of such pages takes no memory: allocators reserve large writable areas (a free-threaded
+ * build's mimalloc arenas) and fill them as they go. Returns 0, 1 when the memory to copy is
+ * larger than max_bytes (nothing is copied then), or a negative error. */
 int mc_prefetch_writable(struct memcache *mc, uint64_t max_bytes);
-/* Maps and touches room for a copy of the target's readable and writable mappings (as listed
- * now, less their untouched anonymous blocks), when they take at most max_bytes. Returns 0
- * (pool->base NULL when nothing was prepared: too large, or no memory; the copy then allocates
- * as it goes). */
+/* Maps room for a copy of the target's readable and writable mappings (as listed now, less
+ * their untouched anonymous blocks), when they take at most max_bytes, and faults in the room of
+ * the pages the copy will write (not of the untouched ones); the few spare blocks mapped besides
+ * (for a heap that grows before the stop) are faulted in only when used. Returns 0 (pool->base
+ * NULL when nothing was prepared: too large, or no memory; the copy then allocates as it goes). */
 int mc_pool_prepare(struct mc_pool *pool, struct rd_reader *rd, uint64_t max_bytes);
 void mc_pool_free(struct mc_pool *pool);
 /* Copies go to pool's memory (mc_prefetch_writable) until it is used up. */

@@ -270,41 +270,59 @@ int snap_writer_open(const char *path, struct snap_writer **out)
     return 0;
 }
 
-int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name, uint64_t size,
-                    uint32_t flags, const char *content, size_t content_len)
+int snap_intern(struct snap_writer *w, const char *s, uint32_t *id)
 {
     if (w->failed)
         return -SCRY_E_INTERNAL;
-    if (addr == 0 || addr == UINT64_MAX)
-        return err_fail(SCRY_E_INTERNAL, "object at address 0x%llx cannot be stored",
-                        (unsigned long long)addr);
-    struct snap_object o = {.addr = addr, .size = size, .flags = flags};
-    int err = intern_recent(&w->strings, w->recent, type_name, &o.type);
-    if (err)
-        return writer_fail(w, err);
-    if (content) {
-        struct raw_ref c = {.addr = addr, .seq = (uint32_t)w->contents.n};
-        err = intern(&w->strings, content, content_len, &c.str);
-        if (err || (err = VEC_PUSH(w, w->contents, c)))
-            return writer_fail(w, err);
-    }
-    if ((err = snap_spill_push(&w->objects, &o)) != 0)
-        return writer_fail(w, err);
-    return 0;
+    int err = intern_recent(&w->strings, w->recent, s, id);
+    return err ? writer_fail(w, err) : 0;
+}
+
+int snap_add_object_id(struct snap_writer *w, uint64_t addr, uint32_t type, uint64_t size,
+                       uint32_t flags, const char *content, size_t content_len)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    if (addr == 0 || addr == UINT64_MAX || type >= w->strings.count)
+        return err_fail(SCRY_E_INTERNAL, "object at address 0x%llx (type string %u) cannot be "
+                        "stored", (unsigned long long)addr, type);
+    struct snap_object o = {.addr = addr, .size = size, .flags = flags, .type = type};
+    struct raw_ref c = {.addr = addr, .seq = (uint32_t)w->contents.n};
+    int err = content ? intern(&w->strings, content, content_len, &c.str) : 0;
+    if (!err && content)
+        err = VEC_PUSH(w, w->contents, c);
+    if (!err)
+        err = snap_spill_push(&w->objects, &o);
+    return err ? writer_fail(w, err) : 0;
+}
+
+int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name, uint64_t size,
+                    uint32_t flags, const char *content, size_t content_len)
+{
+    uint32_t type;
+    int err = snap_intern(w, type_name, &type);
+    return err ? err : snap_add_object_id(w, addr, type, size, flags, content, content_len);
+}
+
+int snap_add_edge_id(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
+                     uint32_t label)
+{
+    if (w->failed)
+        return -SCRY_E_INTERNAL;
+    if ((kind & ~(unsigned)SNAP_EDGE_INFERRED) > SNAP_EDGE_KIND_MAX || label >= w->strings.count)
+        return err_fail(SCRY_E_INTERNAL, "edge of kind %u, label string %u, cannot be stored",
+                        kind, label);
+    struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind, .label = label};
+    int err = snap_spill_push(&w->edges, &e);
+    return err ? writer_fail(w, err) : 0;
 }
 
 int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
                   const char *label)
 {
-    if (w->failed)
-        return -SCRY_E_INTERNAL;
-    if ((kind & ~(unsigned)SNAP_EDGE_INFERRED) > SNAP_EDGE_KIND_MAX)
-        return err_fail(SCRY_E_INTERNAL, "edge kind %u is not one of the snapshot's", kind);
-    struct raw_edge e = {.from = from, .to = to, .kind = (uint8_t)kind};
-    int err = intern_recent(&w->strings, w->recent, label, &e.label);
-    if (err || (err = snap_spill_push(&w->edges, &e)) != 0)
-        return writer_fail(w, err);
-    return 0;
+    uint32_t id;
+    int err = snap_intern(w, label, &id);
+    return err ? err : snap_add_edge_id(w, from, to, kind, id);
 }
 
 int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label)

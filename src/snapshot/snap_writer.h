@@ -53,6 +53,17 @@ int snap_add_object(struct snap_writer *w, uint64_t addr, const char *type_name,
 int snap_add_edge(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
                   const char *label);
 int snap_add_root(struct snap_writer *w, uint64_t addr, const char *label);
+/* The id of a string in the snapshot's table, added if new: a caller that passes the same text
+ * many times (type names, attribute labels) asks once and gives the id to the calls below, which
+ * then look nothing up. Ids are numbered in the order of first use, as the calls above number
+ * them. */
+int snap_intern(struct snap_writer *w, const char *s, uint32_t *id);
+/* snap_add_object and snap_add_edge with a type name or label id from snap_intern (an id not
+ * given by it: -SCRY_E_INTERNAL). */
+int snap_add_object_id(struct snap_writer *w, uint64_t addr, uint32_t type, uint64_t size,
+                       uint32_t flags, const char *content, size_t content_len);
+int snap_add_edge_id(struct snap_writer *w, uint64_t from, uint64_t to, unsigned kind,
+                     uint32_t label);
 /* Where the object at addr comes from; a second location for the same object is dropped. A
  * negative line is stored as 0 (unknown). */
 int snap_add_location(struct snap_writer *w, uint64_t addr, const char *file, int line);

@@ -83,7 +83,7 @@ HEAP_U64 = """gc_permanent gc_collecting gc_garbage tp_itemsize tp_weaklistoffse
     co_stacksize co_extra fr_func fr_globals fr_builtins fr_locals fr_frame_obj fr_stacktop
     frobj_back frobj_frame frobj_trace frobj_data gi_name gi_qualname gi_exc_value gi_frame_state
     gi_iframe ts_dict ts_async_exc ts_context ts_exc_info ts_current_exception
-    gc_head_size gc_next ob_size object_size tp_dealloc preheader_gc preheader_flags
+    gc_head_size gc_next gc_prev ob_size object_size tp_dealloc preheader_gc preheader_flags
     preheader_dict managed_values member_size member_name member_type member_offset
     member_t_object member_t_object_ex dk_refcnt dk_log2_size dk_log2_index_bytes dk_kind
     dk_indices dke_size dke_key dke_value dkue_size dkue_key dkue_value dv_values dv_capacity

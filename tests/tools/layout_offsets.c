@@ -301,6 +301,7 @@ int main(void)
     /* object, GC and type headers the heap walker reads */
     P("gc_head_size", sizeof(PyGC_Head));
     O("gc_next", PyGC_Head, _gc_next);
+    O("gc_prev", PyGC_Head, _gc_prev);
     O("ob_size", PyVarObject, ob_size);
     P("object_size", sizeof(PyObject));
     O("tp_dealloc", PyTypeObject, tp_dealloc);

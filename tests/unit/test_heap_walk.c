@@ -105,13 +105,15 @@ static uint64_t alloc(uint64_t pre, uint64_t size)
 }
 
 /* A GC object's header: its PyGC_Head right before it, linked after `prev` (a list head or the
- * head of the previous object), and the list closed back to `head`. */
+ * head of the previous object), and the list closed back to `head`, both ways. */
 static void gc_link(uint64_t head, uint64_t *prev, uint64_t obj)
 {
     const struct py_heap_layout *H = g_img.H;
     uint64_t g = obj - H->gc_head_size;
     put64(*prev + H->gc_next, g);
+    put64(g + H->gc_prev, *prev);
     put64(g + H->gc_next, head);
+    put64(head + H->gc_prev, g);
     *prev = g;
 }
 
@@ -423,9 +425,11 @@ static struct py_runtime *build(const struct py_layout *L, struct world *w)
     g_img.H = H;
     uint64_t gc = INTERP + L->is_gc;
     put64(RUNTIME + L->rt_interpreters_head, INTERP);
-    for (int g = 0; g < 3; g++) /* empty lists point at themselves */
-        put64(gc + H->gc_generations[g] + H->gc_next, gc + H->gc_generations[g]);
-    put64(gc + H->gc_permanent + H->gc_next, gc + H->gc_permanent);
+    for (int g = 0; g < 4; g++) { /* empty lists point at themselves */
+        uint64_t head = gc + (g < 3 ? H->gc_generations[g] : H->gc_permanent);
+        put64(head + H->gc_next, head);
+        put64(head + H->gc_prev, head);
+    }
 
     put_type(T_TYPE, "type", TPF_HAVE_GC, H->sizeof_heaptype, 40);
     put_type(T_STR, "str", 0, L->str_ascii_size + 1, 1);
@@ -546,7 +550,7 @@ static void test_walk_every_layout(void)
         const struct py_heap_layout *H = g_img.H;
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = false, .max_str = 64};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, on_buffer};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, on_buffer, NULL, NULL, NULL};
         struct hw_stats st;
         CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
 
@@ -632,7 +636,7 @@ static void test_capture_contents(void)
         struct py_runtime *rt = build(L, &w);
         struct rec *r = calloc(1, sizeof(*r));
         struct hw_options opt = {.capture_contents = true, .max_str = 4};
-        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
         CHECK_EQ(hw_walk(rt, &opt, &sink, NULL), 0);
         const struct rec_object *o = object_at(r, w.hello);
         CHECK(o && strcmp(o->content, "hell") == 0); /* cut at --max-str */
@@ -647,6 +651,153 @@ static void test_capture_contents(void)
     free(g_img.mem);
 }
 
+/* Counts what a walk reports (more objects than struct rec holds). */
+static int count_object(void *ctx, uint64_t addr, const char *type_name, uint64_t size,
+                        uint32_t flags, const char *content, size_t content_len)
+{
+    (void)addr, (void)type_name, (void)size, (void)flags, (void)content, (void)content_len;
+    ++*(uint64_t *)ctx;
+    return 0;
+}
+
+static int count_edge(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                      const char *label)
+{
+    (void)ctx, (void)from, (void)to, (void)kind, (void)label;
+    return 0;
+}
+
+static int count_root(void *ctx, uint64_t to, const char *label)
+{
+    (void)ctx, (void)to, (void)label;
+    return 0;
+}
+
+/* The GC lists' objects are walked one at a time from the lists, last first (the order of a
+ * work stack they were all pushed on), not all pushed before the first is walked: the work stack
+ * stays small however many objects are tracked. Damaged backward links lose no object. */
+static void test_gc_lists_walked_one_by_one(void)
+{
+    g_img.mem = calloc(1, IMG_SIZE);
+    FOR_EACH_VERSION(L)
+    {
+        struct world w;
+        struct py_runtime *rt = build(L, &w);
+        const struct py_heap_layout *H = g_img.H;
+        struct hw_options opt = {.capture_contents = false, .max_str = 64};
+        struct rec *r = calloc(1, sizeof(*r));
+        struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
+        struct hw_stats st;
+        CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
+        size_t at_list = SIZE_MAX, at_node = SIZE_MAX, nobjects = r->nobjects;
+        for (size_t i = 0; i < r->nobjects; i++) {
+            at_list = r->objects[i].addr == w.list ? i : at_list;
+            at_node = r->objects[i].addr == w.node ? i : at_node;
+        }
+        CHECK(at_node < at_list); /* generation 0 is [list, node] */
+
+        /* node's backward link damaged: the forward links are followed instead */
+        put64(w.node - H->gc_head_size + H->gc_prev, 0x1230);
+        memset(r, 0, sizeof(*r));
+        CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
+        CHECK_EQ(r->nobjects, nobjects);
+        CHECK_EQ(st.gc_tracked, 2);
+        for (size_t i = 0; i < r->nobjects; i++)
+            for (size_t j = i + 1; j < r->nobjects; j++)
+                CHECK(r->objects[i].addr != r->objects[j].addr);
+        const struct rec_object *o = object_at(r, w.node);
+        CHECK(o && (o->flags & HW_OBJ_GC_TRACKED));
+        o = object_at(r, w.list);
+        CHECK(o && (o->flags & HW_OBJ_GC_TRACKED));
+        free(r);
+
+        /* 3000 empty tuples on generation 2: walked one by one, the stack stays short */
+        uint64_t head = INTERP + L->is_gc + H->gc_generations[2], prev = head, n = 0;
+        for (int i = 0; i < 3000; i++) {
+            uint64_t t = alloc(H->gc_head_size, H->tuple_items);
+            put64(t, 1);
+            put64(t + L->ob_type, type_at(T_TUPLE));
+            gc_link(head, &prev, t);
+        }
+        struct hw_sink counting = {
+            .ctx = &n, .object = count_object, .edge = count_edge, .root = count_root};
+        CHECK_EQ(hw_walk(rt, &opt, &counting, &st), 0);
+        CHECK_EQ(st.gc_tracked, 3002);
+        CHECK_EQ(st.objects, n);
+        CHECK(n > 3000);
+        CHECK(st.max_waiting < 64);
+        rd_close(rt->rd);
+        free(rt);
+    }
+    free(g_img.mem);
+}
+/* A sink that takes ids: its string table, and how often the walker asked for an id. */
+static char g_strs[256][64];
+static uint32_t g_nstrs, g_interns;
+
+static int on_intern(void *ctx, const char *s, uint32_t *id)
+{
+    (void)ctx;
+    g_interns++;
+    for (*id = 0; *id < g_nstrs; ++*id)
+        if (strcmp(g_strs[*id], s) == 0)
+            return 0;
+    if (g_nstrs == 256)
+        return -SCRY_E_INTERNAL;
+    snprintf(g_strs[g_nstrs], sizeof(g_strs[0]), "%s", s);
+    *id = g_nstrs++;
+    return 0;
+}
+
+static int on_object_id(void *ctx, uint64_t addr, uint32_t type, uint64_t size, uint32_t flags,
+                        const char *content, size_t content_len)
+{
+    if (type >= g_nstrs)
+        return -SCRY_E_INTERNAL;
+    return on_object(ctx, addr, g_strs[type], size, flags, content, content_len);
+}
+
+static int on_edge_id(void *ctx, uint64_t from, uint64_t to, enum hw_edge_kind kind,
+                      uint32_t label)
+{
+    if (label >= g_nstrs)
+        return -SCRY_E_INTERNAL;
+    return on_edge(ctx, from, to, kind, g_strs[label]);
+}
+
+/* A sink that takes ids gets what a sink of texts gets, in the same order, with an id asked for
+ * once per text rather than once per object and reference. */
+static void test_walk_with_ids(void)
+{
+    g_img.mem = calloc(1, IMG_SIZE);
+    FOR_EACH_VERSION(L)
+    {
+        struct world w;
+        struct py_runtime *rt = build(L, &w);
+        struct hw_options opt = {.capture_contents = false, .max_str = 64};
+        struct rec *texts = calloc(1, sizeof(*texts)), *ids = calloc(1, sizeof(*ids));
+        struct hw_sink by_text = {.ctx = texts, .object = on_object, .edge = on_edge,
+                                  .root = on_root};
+        struct hw_sink by_id = {.ctx = ids, .object = on_object, .edge = on_edge,
+                                .root = on_root, .intern = on_intern,
+                                .object_id = on_object_id, .edge_id = on_edge_id};
+        CHECK_EQ(hw_walk(rt, &opt, &by_text, NULL), 0);
+        g_nstrs = g_interns = 0;
+        CHECK_EQ(hw_walk(rt, &opt, &by_id, NULL), 0);
+        CHECK_EQ(ids->nobjects, texts->nobjects);
+        CHECK_EQ(ids->nedges, texts->nedges);
+        CHECK(memcmp(ids->objects, texts->objects, sizeof(ids->objects)) == 0);
+        CHECK(memcmp(ids->edges, texts->edges, sizeof(ids->edges)) == 0);
+        CHECK(g_nstrs > 5);
+        CHECK(g_interns < g_nstrs + 4); /* the world's types and labels repeat */
+        CHECK(g_interns * 2 < ids->nobjects + ids->nedges);
+        free(texts);
+        free(ids);
+        rd_close(rt->rd);
+        free(rt);
+    }
+    free(g_img.mem);
+}
 
 /* ---- 3.13t: objects in mimalloc pages -------------------------------------------------------- */
 
@@ -766,12 +917,13 @@ static void test_walk_free_threaded(void)
 
     struct rec *r = calloc(1, sizeof(*r));
     struct hw_options opt = {.capture_contents = false, .max_str = 64};
-    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL};
+    struct hw_sink sink = {r, on_object, on_edge, on_root, NULL, NULL, NULL, NULL, NULL};
     struct hw_stats st;
     CHECK_EQ(hw_walk(rt, &opt, &sink, &st), 0);
     CHECK_EQ(st.gc_tracked, 4); /* l1, t2, l7 and lpre */
     CHECK_EQ(st.permanent, 1);  /* t2 */
     CHECK_EQ(st.objects, 5);    /* and t6, through l1 */
+    CHECK(st.max_waiting <= 2); /* the seeds walked one by one: l1, then t6 */
     CHECK_EQ(r->nobjects, 5);
     CHECK_OBJECT(r, l1, "builtins.list", 64); /* sys.getsizeof([x]) on 3.13t */
     CHECK_OBJECT(r, t2, "builtins.tuple", 40);
@@ -797,6 +949,8 @@ static void test_walk_free_threaded(void)
 static const struct tl_test tests[] = {
     TL(test_walk_every_layout),
     TL(test_capture_contents),
+    TL(test_gc_lists_walked_one_by_one),
+    TL(test_walk_with_ids),
     TL(test_walk_free_threaded),
 };
 

@@ -939,6 +939,50 @@ static void test_write_seeds(void)
     }
 }
 
+/* Type names and labels given as ids (snap_intern) make the same file as given as texts; an id
+ * the writer did not give is refused. */
+static void test_ids(void)
+{
+    char path[2][600];
+    uint8_t *data[2];
+    size_t len[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof(path[i]), "%s/ids%d.heap", tl_tmpdir(), i);
+        struct snap_writer *w;
+        CHECK_EQ(snap_writer_open(path[i], &w), 0);
+        if (i == 0) {
+            CHECK_EQ(snap_add_object(w, 0x1000, "builtins.dict", 232, 1, NULL, 0), 0);
+            CHECK_EQ(snap_add_edge(w, 0x1000, 0x2000, SNAP_EDGE_DICT_VALUE, "['f']"), 0);
+            CHECK_EQ(snap_add_object(w, 0x2000, "builtins.str", 58, 0, NULL, 0), 0);
+            CHECK_EQ(snap_add_edge(w, 0x2000, 0x1000, SNAP_EDGE_ATTR, ".x"), 0);
+            CHECK_EQ(snap_add_object(w, 0x3000, "builtins.str", 50, 0, NULL, 0), 0);
+            CHECK_EQ(snap_add_edge(w, 0x3000, 0x1000, SNAP_EDGE_ATTR, ".x"), 0);
+        } else {
+            uint32_t dict, f, str, x;
+            CHECK_EQ(snap_intern(w, "builtins.dict", &dict), 0);
+            CHECK_EQ(snap_add_object_id(w, 0x1000, dict, 232, 1, NULL, 0), 0);
+            CHECK_EQ(snap_intern(w, "['f']", &f), 0);
+            CHECK_EQ(snap_add_edge_id(w, 0x1000, 0x2000, SNAP_EDGE_DICT_VALUE, f), 0);
+            CHECK_EQ(snap_intern(w, "builtins.str", &str), 0);
+            CHECK_EQ(snap_add_object_id(w, 0x2000, str, 58, 0, NULL, 0), 0);
+            CHECK_EQ(snap_intern(w, ".x", &x), 0);
+            CHECK_EQ(snap_add_edge_id(w, 0x2000, 0x1000, SNAP_EDGE_ATTR, x), 0);
+            CHECK_EQ(snap_add_object_id(w, 0x3000, str, 50, 0, NULL, 0), 0);
+            CHECK_EQ(snap_add_edge_id(w, 0x3000, 0x1000, SNAP_EDGE_ATTR, x), 0);
+            CHECK_EQ(snap_add_edge_id(w, 0x3000, 0x1000, SNAP_EDGE_ATTR, x + 100),
+                     -SCRY_E_INTERNAL);
+            CHECK_EQ(snap_add_object_id(w, 0x4000, x + 1, 50, 0, NULL, 0), -SCRY_E_INTERNAL);
+        }
+        snap_set_meta(w, &test_meta);
+        CHECK_EQ(snap_writer_close(w, NULL), 0);
+        data[i] = read_all(path[i], &len[i]);
+        CHECK(data[i] != NULL);
+    }
+    CHECK(data[0] && data[1] && len[0] == len[1] && memcmp(data[0], data[1], len[0]) == 0);
+    free(data[0]);
+    free(data[1]);
+}
+
 /* Inferred edges (1.1): the writer lists them in INFR and keeps their kind; the reader finds
  * them, refuses a damaged list, and reads a 1.0 file (no INFR) as before. */
 static void test_inferred(void)
@@ -1006,6 +1050,7 @@ static void test_inferred(void)
 
 static const struct tl_test tests[] = {
     TL(test_inferred),
+    TL(test_ids),
     TL(test_arenas_need_samples),
     TL(test_crc32),
     TL(test_roundtrip),
