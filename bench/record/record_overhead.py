@@ -11,10 +11,14 @@ drifts of the machine fall on all alike:
   base            no profiler
   scry            scry record --pid PID --rate 100 (does not stop the process)
   scry-blocking   scry record --pid PID --rate 100 --blocking
+  scry-native     scry record --pid PID --rate 100 --native (stops each running thread to unwind
+                  its native stack with libunwind)
   py-spy-nb       py-spy record --pid PID --rate 100 --nonblocking
   py-spy          py-spy record --pid PID --rate 100 (its default: stops the process per sample)
 
-The slowdown of a tool is the median of its times over the median of the baseline's. The
+The slowdown of a tool is the median of its times over the median of the baseline's; beside it,
+the median of its per-round ratios to that round's baseline (paired, so slower drifts of the
+machine between rounds cancel). The
 profiler's own CPU time (user + system, from wait4) per run is given too: on a machine with
 few cores that is what it takes from the target and everything else.
 
@@ -35,7 +39,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BIN = os.path.dirname(sys.executable)
-TOOLS = ["base", "scry", "scry-blocking", "py-spy-nb", "py-spy"]
+TOOLS = ["base", "scry", "scry-blocking", "scry-native", "py-spy-nb", "py-spy"]
 ATTACH_S = 1.0  # the profiler's time to attach before the work starts
 
 TARGET = r'''
@@ -60,6 +64,8 @@ def profiler(tool, pid, scry, out):
         return [scry, "record", "--pid", str(pid), "--rate", "100", "-o", out]
     if tool == "scry-blocking":
         return [scry, "record", "--pid", str(pid), "--rate", "100", "--blocking", "-o", out]
+    if tool == "scry-native":
+        return [scry, "record", "--pid", str(pid), "--rate", "100", "--native", "-o", out]
     if tool == "py-spy-nb":
         return [os.path.join(BIN, "py-spy"), "record", "--pid", str(pid), "--rate", "100",
                 "--nonblocking", "-o", out, "-f", "raw"]
@@ -129,12 +135,14 @@ def main():
             print(f"# round {r + 1}: " + ", ".join(f"{t} {times[t][-1]:.3f}" for t in tools),
                   file=sys.stderr, flush=True)
     base = statistics.median(times["base"])
-    print("| tool | median s | slowdown | min..max s | profiler CPU s per run |")
-    print("|---|---|---|---|---|")
+    print("| tool | median s | slowdown | per-round ratio, median | min..max s | "
+          "profiler CPU s per run |")
+    print("|---|---|---|---|---|---|")
     for t in tools:
         med = statistics.median(times[t])
-        print(f"| {t} | {med:.3f} | {med / base:.3f}x | {min(times[t]):.3f}..{max(times[t]):.3f} "
-              f"| {statistics.median(cpus[t]):.3f} |")
+        paired = statistics.median(x / b for x, b in zip(times[t], times["base"]))
+        print(f"| {t} | {med:.3f} | {med / base:.3f}x | {paired:.3f} | "
+              f"{min(times[t]):.3f}..{max(times[t]):.3f} | {statistics.median(cpus[t]):.3f} |")
     print(f"\n{a.rounds} rounds, {n} iterations (~{a.work} s without a profiler), "
           f"Python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} at the end")
 
