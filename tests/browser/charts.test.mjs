@@ -8,26 +8,12 @@
 // painted, colours by kind, hover, wheel and drag zoom) and the compare page (order, escaping),
 // recording console errors and requests. Prints one JSON report on stdout (as view.test.mjs)
 // and exits 0 when the browser ran, whatever the checks say.
-import {readFileSync, mkdirSync} from 'node:fs';
-import {join, resolve} from 'node:path';
-import {pathToFileURL} from 'node:url';
+import {readFileSync} from 'node:fs';
 
-function arg(name, dflt) {
-    const i = process.argv.indexOf('--' + name);
-    return i >= 0 ? process.argv[i + 1] : dflt;
-}
+import {runPage, setup} from './harness.mjs';
 
-const nodeModules = resolve(arg('node-modules', 'build/node_modules'));
-const chromiumPath = arg('chromium', '/usr/bin/chromium');
-const artifacts = resolve(arg('artifacts', 'build/test-artifacts'));
-const tc = JSON.parse(readFileSync(process.argv[process.argv.length - 1], 'utf8'));
-mkdirSync(artifacts, {recursive: true});
-const {chromium} = await import(pathToFileURL(join(nodeModules, 'playwright-core', 'index.mjs')).href);
-
-const report = {name: tc.name, checks: [], load_ms: null, render_ms: null, screenshots: []};
-function check(name, ok, detail = '') {
-    report.checks.push({name, ok: !!ok, detail: String(detail)});
-}
+const h = await setup();
+const {tc, report, check} = h;
 const num = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
 
 /* A frame of the shown flame graph narrower than the box, to zoom on: its id and width. */
@@ -227,21 +213,7 @@ async function comparePage(page, shot) {
     await shot('compare-all');
 }
 
-const browser = await chromium.launch({executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu']});
-const problems = {console: [], pageerror: [], requests: []};
-try {
-    const context = await browser.newContext({viewport: {width: 1400, height: 900}});
-    const page = await context.newPage();
-    const url = pathToFileURL(resolve(tc.html)).href;
-    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.console.push(m.type() + ': ' + m.text()); });
-    page.on('pageerror', (e) => problems.pageerror.push(String(e)));
-    page.on('request', (r) => { if (r.url() !== url) problems.requests.push(r.method() + ' ' + r.url()); });
-    page.setDefaultTimeout(60000);
-    const shot = async (what) => {
-        const p = join(artifacts, `${tc.name}-${what}.png`);
-        await page.screenshot({path: p});
-        report.screenshots.push(p);
-    };
+await runPage(h, async (page, shot, url) => {
     /* readable(canvas): a 2D context of a copy of it, made for reading back. */
     await page.addInitScript(() => {
         window.readable = (cv) => {
@@ -272,11 +244,4 @@ try {
         await memoryFlame(page, profile, shot);
         await timeline(page, profile, shot);
     }
-    await page.waitForTimeout(100);
-} finally {
-    await browser.close();
-}
-check('no console errors or warnings', problems.console.length === 0, problems.console.slice(0, 5).join(' | '));
-check('no page errors', problems.pageerror.length === 0, problems.pageerror.slice(0, 5).join(' | '));
-check('no network requests', problems.requests.length === 0, problems.requests.slice(0, 5).join(' | '));
-process.stdout.write(JSON.stringify(report) + '\n');
+});

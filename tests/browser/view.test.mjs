@@ -7,29 +7,13 @@
 // while every console error, page error and request other than the page's own file:// URL is
 // recorded. Prints one JSON report on stdout: {"name", "checks": [{"name", "ok", "detail"}],
 // "load_ms", "render_ms", "screenshots"}; exits 0 when the browser ran, whatever the checks say.
-import {readFileSync, mkdirSync} from 'node:fs';
-import {join, resolve} from 'node:path';
-import {pathToFileURL} from 'node:url';
+import {readFileSync} from 'node:fs';
 
-function arg(name, dflt) {
-    const i = process.argv.indexOf('--' + name);
-    return i >= 0 ? process.argv[i + 1] : dflt;
-}
+import {runPage, setup} from './harness.mjs';
 
-const nodeModules = resolve(arg('node-modules', 'build/node_modules'));
-const chromiumPath = arg('chromium', '/usr/bin/chromium');
-const artifacts = resolve(arg('artifacts', 'build/test-artifacts'));
-const casePath = process.argv[process.argv.length - 1];
-const tc = JSON.parse(readFileSync(casePath, 'utf8'));
+const h = await setup();
+const {tc, report, check} = h;
 const profile = JSON.parse(readFileSync(tc.profile, 'utf8'));
-mkdirSync(artifacts, {recursive: true});
-
-const {chromium} = await import(pathToFileURL(join(nodeModules, 'playwright-core', 'index.mjs')).href);
-
-const report = {name: tc.name, checks: [], load_ms: null, render_ms: null, screenshots: []};
-function check(name, ok, detail = '') {
-    report.checks.push({name, ok: !!ok, detail: String(detail)});
-}
 
 // ---- expectations from the profile alone ----
 const num = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
@@ -52,24 +36,7 @@ function fmtSec(x) { /* as the page writes seconds (web/viewer.js) */
     return x.toFixed(3) + ' s';
 }
 
-const browser = await chromium.launch({executablePath: chromiumPath, headless: true,
-                                       args: ['--no-sandbox', '--disable-gpu']});
-const problems = {console: [], pageerror: [], requests: []};
-try {
-    const context = await browser.newContext({viewport: {width: 1400, height: 900}});
-    const page = await context.newPage();
-    const url = pathToFileURL(resolve(tc.html)).href;
-    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.console.push(m.type() + ': ' + m.text()); });
-    page.on('pageerror', (e) => problems.pageerror.push(String(e)));
-    page.on('request', (r) => { if (r.url() !== url) problems.requests.push(r.method() + ' ' + r.url()); });
-    page.setDefaultTimeout(60000);
-
-    const shot = async (what) => {
-        const p = join(artifacts, `${tc.name}-${what}.png`);
-        await page.screenshot({path: p});
-        report.screenshots.push(p);
-    };
-
+await runPage(h, async (page, shot, url) => {
     // ---- load ----
     const t0 = Date.now();
     await page.goto(url, {waitUntil: 'load'});
@@ -218,11 +185,4 @@ try {
     } else {
         check('no flame graph without stacks', (await page.locator('#flame').count()) === 0);
     }
-    await page.waitForTimeout(100);
-} finally {
-    await browser.close();
-}
-check('no console errors or warnings', problems.console.length === 0, problems.console.slice(0, 5).join(' | '));
-check('no page errors', problems.pageerror.length === 0, problems.pageerror.slice(0, 5).join(' | '));
-check('no network requests', problems.requests.length === 0, problems.requests.slice(0, 5).join(' | '));
-process.stdout.write(JSON.stringify(report) + '\n');
+});
