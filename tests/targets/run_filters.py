@@ -1,5 +1,5 @@
 """Target for `scry run`'s file filters: its own loop, a helper module in a subdirectory
-(run_lib/filter_helper.py) and the json module of the standard library, ~0.4 s each.
+(run_lib/filter_helper.py) and the json module of the standard library, ~0.5-0.8 s each.
 
 By default the profile holds this file and the helper (both under the program's directory), and
 the json time is charged to the line here that called json (the first profiled frame outwards).
@@ -8,12 +8,16 @@ to the line here that called it; --profile-all and --profile-system-libraries ad
 """
 
 import json
+import sys
 
 from run_lib import filter_helper
 
-OWN_N = 9_000_000  # ~0.4 s (the json work: ~0.25 s a round)
-HELPER_N = 9_000_000
-JSON_ROUNDS = 2
+# ~0.8 s each (the json work: ~0.25 s a round). Debian's 3.14/3.15 builds run this loop about
+# twice as fast: 9M gave 13 samples there, and the two lines' ratio missed its bar once in a run
+# beside a busy loop.
+OWN_N = 18_000_000 if sys.version_info < (3, 14) else 40_000_000
+HELPER_N = OWN_N
+JSON_ROUNDS = 6  # json stays a fifth or more of the run beside the two longer loops
 
 
 def own_work(n):
