@@ -31,7 +31,9 @@ LDLIBS  := -lbpf -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 
 CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
-CLI_SRC   := $(wildcard src/cli/*.c)
+# The scry binary's own code: the commands (src/cli) and the subsystems they drive.
+APP_DIRS  := src/cli src/record src/attach src/ebpf src/mcp src/http src/llm src/push
+CLI_SRC   := $(foreach d,$(APP_DIRS),$(wildcard $(d)/*.c))
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CORE_LIB  := $(BUILD)/libscry-core.a
@@ -109,8 +111,8 @@ $(BUILD)/gen/alloc_record.bpf.o: src/bpf/alloc_record.bpf.c src/bpf/alloc_record
 	    -c $< -o $@
 $(BUILD)/gen/alloc_record.skel.h: $(BUILD)/gen/alloc_record.bpf.o
 	bpftool gen skeleton $< name alloc_record_bpf > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/src/cli/record_alloc.o: $(BUILD)/gen/alloc_record.skel.h
-$(BUILD)/obj/src/cli/record_alloc.o: CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/src/ebpf/record_alloc.o: $(BUILD)/gen/alloc_record.skel.h
+$(BUILD)/obj/src/ebpf/record_alloc.o: CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/scry: $(CLI_OBJ) $(CORE_LIB) $(WEB_OBJ)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(WEB_OBJ) $(CORE_LIB) $(LDLIBS)
@@ -130,33 +132,34 @@ $(BUILD)/tests/test_mimalloc_sizes: $(BUILD)/obj/tests/unit/test_mimalloc_sizes.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/agent/mimalloc_sizes.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# scry mcp's validator, answers and line reader: the CLI's objects, on their own.
-MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,mcp_schema.o mcp_answer.o mcp_protocol.o mcp_paths.o)
+# scry mcp's validator, answers and line reader: the MCP server's objects, on their own.
+MCP_UNIT_OBJ := $(addprefix $(BUILD)/obj/src/mcp/,mcp_schema.o mcp_answer.o mcp_protocol.o mcp_paths.o)
 $(BUILD)/tests/test_mcp: $(BUILD)/obj/tests/unit/test_mcp.o $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(MCP_UNIT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# record --allocations' probe point past a NULL test (src/cli/uprobe_point.c).
-$(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(BUILD)/obj/src/cli/uprobe_point.o $(UNIT_LIB) $(CORE_LIB)
+# record --allocations' probe point past a NULL test (src/ebpf/uprobe_point.c).
+$(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(BUILD)/obj/src/ebpf/uprobe_point.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/uprobe_point.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/ebpf/uprobe_point.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# The optimisation proposals' prompt, answer and diff (src/cli): linked with the command-line
-# objects they use; the test defines the command table cli_common.c refers to.
-OPT_OBJ := $(addprefix $(BUILD)/obj/src/cli/,optimize_prompt.o llm_providers.o push.o tls_ca.o cli_common.o)
+# The optimisation proposals' prompt, answer and diff (src/llm): linked with the objects they
+# use; the test defines the command table cli_common.c refers to.
+OPT_OBJ := $(addprefix $(BUILD)/obj/src/,llm/optimize_prompt.o llm/llm_providers.o push/push.o \
+             push/tls_ca.o cli/cli_common.o)
 $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# view --serve's request parser, routing and key rule (src/cli/serve_http.c), on their own.
-$(BUILD)/tests/test_serve_http: $(BUILD)/obj/tests/unit/test_serve_http.o $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB)
+# view --serve's request parser, routing and key rule (src/http/serve_http.c), on their own.
+$(BUILD)/tests/test_serve_http: $(BUILD)/obj/tests/unit/test_serve_http.o $(BUILD)/obj/src/http/serve_http.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/serve_http.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/http/serve_http.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# The CA file named to libcurl (src/cli/tls_ca.c), on its own.
-$(BUILD)/tests/test_tls_ca: $(BUILD)/obj/tests/unit/test_tls_ca.o $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB)
+# The CA file named to libcurl (src/push/tls_ca.c), on its own.
+$(BUILD)/tests/test_tls_ca: $(BUILD)/obj/tests/unit/test_tls_ca.o $(BUILD)/obj/src/push/tls_ca.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/cli/tls_ca.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/src/push/tls_ca.o $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
 # strbuf as the agent compiles it (-DSCRY_AGENT: out of memory marks the buffer failed).
 AGENT_STRBUF := $(addprefix $(BUILD)/agent-obj/src/common/,strbuf.o sanitize.o grow.o)

@@ -10,7 +10,7 @@
 #
 # What is left out on purpose: curl is built for http and https only, with mbedTLS (one TLS
 # library, no OpenSSL or GnuTLS) and zlib, and without LDAP, RTMP, SSH, Kerberos/GSSAPI, IDN, PSL,
-# brotli, zstd or HTTP/2; its CA bundle is none at build time: scry's src/cli/tls_ca.c picks the
+# brotli, zstd or HTTP/2; its CA bundle is none at build time: scry's src/push/tls_ca.c picks the
 # system's at run time (Debian's, RHEL's, SUSE's, Alpine's path, or $SSL_CERT_FILE).
 # libelf is compiled from elfutils' libelf/ sources alone (elfutils' configure wants gcc, and
 # nothing else of elfutils is needed); libbpf through its own src/Makefile.

@@ -1,5 +1,5 @@
 /* What the allocation recorder's BPF program (alloc_record.bpf.c) and its user space
- * (src/cli/record_alloc.c) share: the records of the ring buffer and the bounds of the memory
+ * (src/ebpf/record_alloc.c) share: the records of the ring buffer and the bounds of the memory
  * copied for a stack. The BPF side interprets nothing of CPython beyond following a frame's
  * `previous` pointer; every offset comes from scry's layout tables through the program's
  * read-only configuration, and user space walks the copies with cpython/frame_walk.c. */

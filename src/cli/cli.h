@@ -171,7 +171,7 @@ int cli_view_export(const char *path, const char *format, const char *outfile);
  * $TMPDIR when dest is NULL; its path goes to path. Returns 0 or a negative error (recorded). */
 int cli_page_write(const char *data, size_t len, const char *what, double threshold,
                    const char *dest, char *path, size_t size);
-/* `scry view --serve` (view_serve.c): serves the page of the profile document data from
+/* `scry view --serve` (src/http/view_serve.c): serves the page of the profile document data from
  * 127.0.0.1:port (0: any free port) under a random token, with its "propose" action, until
  * SIGINT or SIGTERM. Returns 0 or a negative error (recorded). */
 struct serve_llm;

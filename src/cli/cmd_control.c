@@ -4,8 +4,8 @@
  * later included. It writes "on" or "off" into the run's control file, in the part directory
  * the processes share (SCRY_PART_DIR in their environment); each process's agent looks at it
  * at every tick of its collector (src/agent/control.c). The directory is opened component by
- * component, refusing links and directories that another user could change (run_link.c), and
- * written through its descriptor. */
+ * component, refusing links and directories that another user could change
+ * (attach/run_link.c), and written through its descriptor. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach/run_link.h"
 #include "cli/cli.h"
-#include "cli/run_link.h"
 #include "common/error.h"
 #include "common/outfile.h"
 #include "common/sanitize.h"

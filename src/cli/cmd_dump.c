@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "analysis/alloc_join.h"
+#include "attach/run_link.h"
 #include "cli/cli.h"
 #include "cli/reports.h"
-#include "cli/run_link.h"
 #include "common/error.h"
 #include "common/hashmap.h"
 #include "common/log.h"

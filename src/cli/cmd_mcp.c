@@ -1,7 +1,7 @@
 /* `scry mcp`: a Model Context Protocol server on stdio for coding agents (docs/mcp.md). The
  * handshake era of MCP (2024-11-05 to 2025-11-25): initialize, ping, tools/list, tools/call;
- * JSON-RPC framing in mcp_protocol.c, the messages answered in mcp_server.c, the tools in
- * mcp_tools.c, which files they may touch in mcp_paths.c. Requests are served one at a
+ * JSON-RPC framing in src/mcp/mcp_protocol.c, the messages answered in mcp_server.c, the tools
+ * in mcp_tools.c, which files they may touch in mcp_paths.c. Requests are served one at a
  * time, in order; stdout carries only protocol messages, logs go to stderr. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/mcp_paths.h"
-#include "cli/mcp_protocol.h"
-#include "cli/mcp_server.h"
-#include "cli/mcp_tools.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/outfile.h"
+#include "mcp/mcp_paths.h"
+#include "mcp/mcp_protocol.h"
+#include "mcp/mcp_server.h"
+#include "mcp/mcp_tools.h"
 
 #define DEFAULT_MAX_DUMP_MB 4096
 #define DEFAULT_RUN_TIMEOUT 300

@@ -11,10 +11,10 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/llm_providers.h"
-#include "cli/optimize_prompt.h"
 #include "common/error.h"
 #include "common/sanitize.h"
+#include "llm/llm_providers.h"
+#include "llm/optimize_prompt.h"
 
 const char cmd_optimize_usage[] =
     "usage: scry optimize [options] profile.json FILE[:LINE[-LINE]] --provider P\n"

@@ -26,7 +26,7 @@
 #include "analysis/profile_doc.h"
 #include "analysis/part_delta.h"
 #include "cli/cli.h"
-#include "cli/push.h"
+#include "push/push.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/infile.h"

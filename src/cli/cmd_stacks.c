@@ -15,7 +15,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "cli/record_native.h"
+#include "record/record_native.h"
 #include "cpython/async_tasks.h"
 #include "cpython/frames.h"
 #include "cpython/locals.h"
@@ -208,8 +208,8 @@ static int add_group(struct py_runtime *rt, struct arena *a, const struct py_fra
  * frames it runs, innermost first (record --native's rule, docs/agent-protocol.md: the k-th
  * eval-loop frame from the leaf runs group k; groups the chain has no eval-loop frame for go
  * last, outermost; a build whose eval loop is not recognised, by symbol or unwind tables
- * (record_native.c), shows the whole native chain, then the Python frames). Sets *nout; *out
- * lives in the arena. */
+ * (record/record_native.c), shows the whole native chain, then the Python frames). Sets *nout;
+ * *out lives in the arena. */
 static int stitch_native(struct py_runtime *rt, struct arena *a, struct rn_proc *rn, int tid,
                          const struct py_frame *frames, size_t n, bool with_locals,
                          struct stacks_frame **out, size_t *nout)

@@ -2,7 +2,7 @@
  * with scry's split of the time: each function's own time (at the first profiled frame of the
  * stack) and total time (anywhere on it, once per sample), as python, native and system, per
  * thread for the filter, with the GIL's holder and the process's RSS. The samples are
- * sampling.c's, the same as `scry record --pid` takes (docs/top.md). */
+ * record/sampling.c's, the same as `scry record --pid` takes (docs/top.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,11 +17,11 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/sampling.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/sanitize.h"
 #include "common/strbuf.h"
+#include "record/sampling.h"
 
 const char cmd_top_usage[] =
     "usage: scry top --pid PID [options]\n"

@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/llm_providers.h"
-#include "cli/push.h"
-#include "cli/serve_http.h"
 #include "common/error.h"
 #include "common/infile.h"
 #include "common/sanitize.h"
+#include "http/serve_http.h"
+#include "llm/llm_providers.h"
+#include "push/push.h"
 #include "render/profile_text.h"
 
 const char cmd_view_usage[] =

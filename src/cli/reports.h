@@ -15,7 +15,8 @@ int cli_stacks_report(int pid, bool json, struct strbuf *out);
 /* `scry dump --pid PID -o OUTPUT [--json]`: writes the snapshot, reports what was written. */
 int cli_dump_report(int pid, const char *output, bool json, struct strbuf *out);
 /* The same with the live allocation samples from ask (asked before and after the walk, as of an
- * agent: `scry record --allocations --dump`), which fills t (struct alloc_table, run_link.h). */
+ * agent: `scry record --allocations --dump`), which fills t (struct alloc_table,
+ * attach/run_link.h). */
 struct alloc_table;
 int cli_dump_report_samples(int pid, const char *output, bool json,
                             int (*ask)(void *ctx, struct alloc_table *t), void *ctx,

@@ -33,7 +33,7 @@ from test_export import pprof_top
 from pyroscope_server import start_server
 
 REPORT = re.compile(r"^scry: push: (\d+) of (\d+) profiles sent to (\S+), (\d+) dropped")
-FLUSH_SEC = 3.0  # PUSH_FLUSH_SEC in src/cli/push.h
+FLUSH_SEC = 3.0  # PUSH_FLUSH_SEC in src/push/push.h
 
 
 class FakeIngest:

@@ -411,7 +411,7 @@ class _HttpsIngest:
 
 def test_push_over_https(venvs, tmp_path):
     """run --push to an https server, from the wheel (its libcurl: mbedTLS, built without a CA
-    path; src/cli/tls_ca.c names one): with $SSL_CERT_FILE naming the server's certificate the
+    path; src/push/tls_ca.c names one): with $SSL_CERT_FILE naming the server's certificate the
     profiles arrive; without it (the system's bundle, which does not hold that certificate) the
     handshake is refused and scry says so: the certificate is checked."""
     if shutil.which("openssl") is None:

@@ -1,4 +1,4 @@
-/* Fuzz target: arbitrary bytes as the lines a client sends `scry mcp` (src/cli/mcp_server.c with
+/* Fuzz target: arbitrary bytes as the lines a client sends `scry mcp` (src/mcp/mcp_server.c with
  * the real framing, argument validator, answer cutter and cleaner). The tools themselves stand in
  * here (they read files and processes, which the reader targets fuzz): "echo" validates its
  * arguments against a tool-like schema and answers them as a document, so that fuzzed names and
@@ -6,8 +6,8 @@
  * Every answer must be one line of JSON whose result and error hold no control character (a
  * text's newlines aside), no bidirectional control and nothing that is not UTF-8; nothing may
  * crash or leak.
- * fuzz-links: src/cli/mcp_server.c src/cli/mcp_protocol.c src/cli/mcp_schema.c
- * fuzz-links: src/cli/mcp_answer.c */
+ * fuzz-links: src/mcp/mcp_server.c src/mcp/mcp_protocol.c src/mcp/mcp_schema.c
+ * fuzz-links: src/mcp/mcp_answer.c */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +16,13 @@
 
 #include <jansson.h>
 
-#include "cli/mcp_answer.h"
-#include "cli/mcp_protocol.h"
-#include "cli/mcp_schema.h"
-#include "cli/mcp_server.h"
-#include "cli/mcp_tools.h"
 #include "common/error.h"
 #include "common/sanitize.h"
+#include "mcp/mcp_answer.h"
+#include "mcp/mcp_protocol.h"
+#include "mcp/mcp_schema.h"
+#include "mcp/mcp_server.h"
+#include "mcp/mcp_tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,16 +1,16 @@
-/* Fuzz target: arbitrary bytes as a request to `scry view --serve` (cli/serve_http.h): the head
+/* Fuzz target: arbitrary bytes as a request to `scry view --serve` (http/serve_http.h): the head
  * parser, the checks of what a request may reach and the rule for the environment's key. Nothing
  * may crash or read past the bytes (they are copied into a buffer of exactly their size); the
  * same bytes give the same answer; a head is never taken as whole before its blank line; what
  * is parsed stays within its bounds; a request routed to a proposal carries the right Host,
  * Origin and token; and a proposal naming a base URL of its own never gets the environment's
  * key. The input is also read as a proposal's JSON body on its own.
- * fuzz-links: src/cli/serve_http.c */
+ * fuzz-links: src/http/serve_http.c */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/serve_http.h"
+#include "http/serve_http.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 

@@ -1,6 +1,6 @@
-/* `scry mcp`'s pure parts: the argument validator (src/cli/mcp_schema.c), the answer's cuts to
- * limit and token budget (src/cli/mcp_answer.c), the line reader and the cleaning of what is
- * sent (src/cli/mcp_protocol.c), and the roots rule of path arguments (src/cli/mcp_paths.c). */
+/* `scry mcp`'s pure parts: the argument validator (src/mcp/mcp_schema.c), the answer's cuts to
+ * limit and token budget (src/mcp/mcp_answer.c), the line reader and the cleaning of what is
+ * sent (src/mcp/mcp_protocol.c), and the roots rule of path arguments (src/mcp/mcp_paths.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "analysis/profile_doc.h"
-#include "cli/mcp_answer.h"
-#include "cli/mcp_paths.h"
-#include "cli/mcp_protocol.h"
-#include "cli/mcp_schema.h"
 #include "common/error.h"
+#include "mcp/mcp_answer.h"
+#include "mcp/mcp_paths.h"
+#include "mcp/mcp_protocol.h"
+#include "mcp/mcp_schema.h"
 #include "testlib.h"
 
 static const char schema_text[] =

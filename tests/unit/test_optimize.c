@@ -1,13 +1,13 @@
-/* Unit tests for optimisation proposals (src/cli/optimize_prompt.c, llm_providers.c): the
+/* Unit tests for optimisation proposals (src/llm/optimize_prompt.c, llm_providers.c): the
  * location parser, the region and prompt from a synthetic profile, the answer split into code
  * and reasons, the line diff, and the key scrubbing of provider text. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/llm_providers.h"
-#include "cli/optimize_prompt.h"
 #include "common/error.h"
+#include "llm/llm_providers.h"
+#include "llm/optimize_prompt.h"
 #include "testlib.h"
 
 /* cli_common.c names the command table; this test has no commands. */

@@ -1,9 +1,9 @@
-/* The request side of `scry view --serve` (src/cli/serve_http.c): the head parser's answers to
+/* The request side of `scry view --serve` (src/http/serve_http.c): the head parser's answers to
  * whole, partial and malformed heads, what each request may reach, and the rule that keeps the
  * key of scry's environment away from a base URL the page names. */
 #include <string.h>
 
-#include "cli/serve_http.h"
+#include "http/serve_http.h"
 #include "testlib.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

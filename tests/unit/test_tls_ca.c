@@ -1,10 +1,10 @@
-/* The CA file scry names to libcurl (src/cli/tls_ca.c): the environment's first, then the first
+/* The CA file scry names to libcurl (src/push/tls_ca.c): the environment's first, then the first
  * readable file of the list, none when none can be read. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/tls_ca.h"
+#include "push/tls_ca.h"
 #include "testlib.h"
 
 static void test_pick(void)

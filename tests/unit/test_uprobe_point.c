@@ -1,6 +1,6 @@
-/* The probe point past a NULL test (src/cli/uprobe_point.c): glibc 2.36's free and variants,
+/* The probe point past a NULL test (src/ebpf/uprobe_point.c): glibc 2.36's free and variants,
  * and every shape that must fall back to the entry. */
-#include "cli/uprobe_point.h"
+#include "ebpf/uprobe_point.h"
 #include "testlib.h"
 
 static void test_glibc_free(void)
