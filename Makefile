@@ -32,7 +32,7 @@ LDLIBS  := -lbpf -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 # The scry binary's own code: the commands (src/cli) and the subsystems they drive.
-APP_DIRS  := src/cli src/record src/attach src/ebpf src/mcp src/http src/llm src/push
+APP_DIRS  := src/cli src/run src/record src/attach src/ebpf src/mcp src/http src/llm src/push
 CLI_SRC   := $(foreach d,$(APP_DIRS),$(wildcard $(d)/*.c))
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)

@@ -144,7 +144,7 @@ static inline uint64_t ag_thread_cpu_advance(struct ag_thread *t, uint64_t now)
 
 enum { AG_T_FREE, AG_T_ACTIVE, AG_T_RETIRED, AG_T_CLAIMED, AG_T_EXITED };
 
-/* --timeline (SCRY_TIMELINE=1): the stream of samples the collector appends to (collector.c),
+/* --timeline (SCRY_TIMELINE=1): the stream of samples the collector appends to (attribution.c),
  * at most ag_sstream_max (SCRY_TIMELINE_MAX) per process; the final part has it. */
 extern bool ag_sstream_on;
 extern size_t ag_sstream_max;
@@ -249,8 +249,8 @@ AG_EXPORT int scry_agent_profiling(int want);
 /* @profile (the builtin, or scry.profile): a decorated function, by its code object's
  * co_filename, co_qualname and co_firstlineno. When the program decorated any, a sample with a
  * decorated function on its stack is charged to the innermost one's current line (its calling
- * line when the sample is in an undecorated callee: collector.c attribute), and the profile
- * reports only those functions (the merge filters: docs/json-schema.md). 0, or -1 if the
+ * line when the sample is in an undecorated callee: attribution.c ag_col_attribute), and the
+ * profile reports only those functions (the merge filters: docs/json-schema.md). 0, or -1 if the
  * table is full or this process is not profiled. */
 AG_EXPORT int scry_agent_profile_function(const char *file, const char *qualname,
                                           int firstlineno);

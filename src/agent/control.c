@@ -3,7 +3,7 @@
  * scry_agent_profiling through ctypes); another process switches the whole run with
  * `scry control PID on|off`, which writes "on" or "off" into the run's control file (the part
  * directory's `control`, replaced atomically), looked at by every process's collector at each
- * tick. What off means for the numbers is in collector.c (set_profiling_locked). */
+ * tick. What off means for the numbers is in collector_settle.c (ag_col_set_profiling_locked). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * call from a signal handler or a hook. The thread polls every SCRY_GPU_INTERVAL_MS (at least 10,
  * default 50): utilisation at every poll; this process's own SM utilisation and device memory,
  * the costly process-list calls, at most every PROC_INTERVAL_NS; and publishes the reading in a
- * seqlock that the collector reads as it charges each sample (collector.c charge()).
+ * seqlock that the collector reads as it charges each sample (attribution.c ag_col_charge).
  *
  * Sources, best first (the part says which one the figures come from):
  *  utilisation: "process": nvmlDeviceGetProcessUtilization's samples of this pid (other tenants

@@ -1,6 +1,6 @@
 /* GPU sampling (NVIDIA, through NVML loaded with dlopen): a thread of its own reads the devices'
  * utilisation and this process's device memory and publishes the latest reading; the collector
- * charges that reading to every sample it attributes (collector.c charge()), so a line's GPU
+ * charges that reading to every sample it attributes (attribution.c ag_col_charge), so a line's GPU
  * figures are the readings while it ran. Nothing here runs on a signal or malloc-hook path.
  * docs/gpu.md says what each number means. */
 #ifndef SCRY_AGENT_GPU_H

@@ -260,11 +260,10 @@ static void write_gpu(const struct ag_stats *st, struct json_writer *w)
     jw_arr_end(w);
 }
 
-static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
-                       struct json_writer *w)
+/* The process, its times and totals, its @profile functions and its run-queue delay. */
+static void write_process(const struct ag_stats *st, double start_real_sec, double elapsed_sec,
+                          struct json_writer *w)
 {
-    jw_obj_begin(w);
     jw_key(w, "format");
     jw_str(w, "scry-part");
     jw_key(w, "format_version");
@@ -332,7 +331,11 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
         jw_double(w, (double)cpu_ns / 1e9);
         jw_obj_end(w);
     }
+}
 
+/* The files, functions and lines, which the rest names by index. */
+static void write_lines(const struct ag_stats *st, struct json_writer *w)
+{
     jw_key(w, "files");
     jw_arr_begin(w);
     for (size_t i = 0; i < st->nfiles; i++)
@@ -363,42 +366,45 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
         jw_arr_end(w);
     }
     jw_arr_end(w);
+}
 
-    if (ag_cfg.stacks) {
-        jw_key(w, "stacks");
+/* --stacks: the Python call stacks (with memory on, the bytes allocated under each). */
+static void write_stacks(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                         struct json_writer *w)
+{
+    jw_key(w, "stacks");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < st->nstacks; i++) {
+        const struct ag_stack *x = &st->stacks[i];
+        if (!x->samples && !x->malloc_bytes)
+            continue;
         jw_arr_begin(w);
-        for (size_t i = 0; i < st->nstacks; i++) {
-            const struct ag_stack *x = &st->stacks[i];
-            if (!x->samples && !x->malloc_bytes)
-                continue;
+        jw_arr_begin(w);
+        for (uint32_t f = 0; f < x->depth; f++) {
+            const struct ag_sframe *fr = &st->sframes[x->off + f];
             jw_arr_begin(w);
-            jw_arr_begin(w);
-            for (uint32_t f = 0; f < x->depth; f++) {
-                const struct ag_sframe *fr = &st->sframes[x->off + f];
-                jw_arr_begin(w);
-                jw_uint(w, fr->file);
-                jw_uint(w, fr->func);
-                jw_int(w, fr->line);
-                jw_arr_end(w);
-            }
-            jw_arr_end(w);
-            jw_uint(w, x->samples);
-            jw_double(w, x->sec[AG_PYTHON]);
-            jw_double(w, x->sec[AG_NATIVE]);
-            jw_double(w, x->sec[AG_SYS]);
-            if (mem)
-                jw_uint(w, x->malloc_bytes);
+            jw_uint(w, fr->file);
+            jw_uint(w, fr->func);
+            jw_int(w, fr->line);
             jw_arr_end(w);
         }
         jw_arr_end(w);
-        jw_key(w, "stacks_overflow");
-        jw_uint(w, st->stacks_overflow);
+        jw_uint(w, x->samples);
+        jw_double(w, x->sec[AG_PYTHON]);
+        jw_double(w, x->sec[AG_NATIVE]);
+        jw_double(w, x->sec[AG_SYS]);
+        if (mem)
+            jw_uint(w, x->malloc_bytes);
+        jw_arr_end(w);
     }
-    if (ag_cfg.stacks && ag_unwind_ok)
-        write_native(st, w);
-    if (mem)
-        write_memory(mem, elapsed_sec > 0 ? (uint64_t)(elapsed_sec * 1e9) : 0, w);
-    write_gpu(st, w);
+    jw_arr_end(w);
+    jw_key(w, "stacks_overflow");
+    jw_uint(w, st->stacks_overflow);
+}
+
+/* The files filtered out, by their time, most first. */
+static void write_excluded(const struct ag_stats *st, struct json_writer *w)
+{
     jw_key(w, "excluded");
     jw_arr_begin(w);
     uint32_t *order = malloc((st->nfiles ? st->nfiles : 1) * sizeof(*order));
@@ -418,6 +424,23 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     }
     free(order);
     jw_arr_end(w);
+}
+
+static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
+                       double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
+                       struct json_writer *w)
+{
+    jw_obj_begin(w);
+    write_process(st, start_real_sec, elapsed_sec, w);
+    write_lines(st, w);
+    if (ag_cfg.stacks)
+        write_stacks(st, mem, w);
+    if (ag_cfg.stacks && ag_unwind_ok)
+        write_native(st, w);
+    if (mem)
+        write_memory(mem, elapsed_sec > 0 ? (uint64_t)(elapsed_sec * 1e9) : 0, w);
+    write_gpu(st, w);
+    write_excluded(st, w);
     if (timeline_origin && ag_sstream_on)
         write_sample_stream(st, timeline_origin, w);
     jw_obj_end(w);

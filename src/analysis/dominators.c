@@ -87,32 +87,28 @@ static void report(void (*progress)(void *, uint64_t, uint64_t), void *ctx, uint
         progress(ctx, (uint64_t)k * n + done * n / m, 3 * (uint64_t)n);
 }
 
-int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *succ,
-                         const uint32_t *roots, uint32_t nroots, uint32_t *idom,
-                         void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
-{
-    if (n > DOM_MAX_NODES)
-        return err_fail(SCRY_E_BAD_SNAPSHOT, "graph of %u nodes: at most %u supported", n,
-                        DOM_MAX_NODES);
-    int ret = 0;
-    size_t cap = (size_t)n + 2;
-    uint32_t *anc = malloc(cap * sizeof(*anc));
-    uint32_t *label = malloc(cap * sizeof(*label));
-    uint32_t *ps = malloc(cap * sizeof(*ps));
-    uint32_t *dom = malloc(cap * sizeof(*dom));
-    uint32_t *pred = NULL;
-    uint32_t *pre = idom; /* vertex -> DFS number until the end */
-    if (!anc || !label || !ps || !dom) {
-        ret = err_fail(SCRY_E_NO_MEMORY, "dominators of %u nodes", n);
-        goto out;
-    }
-    memset(pre, 0xff, (size_t)n * sizeof(*pre));
-    const uint32_t nedges = succ_off[n];
+/* The graph and the working arrays of one computation (dom_compute_progress), indexed by DFS
+ * number; the comments there say what each holds at which pass. */
+struct lt {
+    uint32_t n, nroots, nedges;
+    const uint32_t *succ_off, *succ, *roots;
+    uint32_t *anc, *label, *ps, *dom, *pred;
+    uint32_t *pre;  /* vertex -> DFS number until the end */
+    uint32_t m;     /* the nodes reached, the super-root included */
+    uint64_t total; /* predecessors other than DFS parents */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+};
 
-    /* 1. Depth-first search from the super-root (DFS number 0), numbering in preorder, counting
-     * each node's predecessors other than its DFS parent as it goes: an edge u -> s to a node seen
-     * before is such a predecessor unless u is s's parent (a repeated tree edge). */
-    uint32_t *vert = label, *cur = ps, *npred = dom;
+/* 1. Depth-first search from the super-root (DFS number 0), numbering in preorder, counting
+ * each node's predecessors other than its DFS parent as it goes: an edge u -> s to a node seen
+ * before is such a predecessor unless u is s's parent (a repeated tree edge). */
+static int lt_search(struct lt *g)
+{
+    const uint32_t n = g->n, nroots = g->nroots, nedges = g->nedges;
+    const uint32_t *succ_off = g->succ_off, *succ = g->succ, *roots = g->roots;
+    uint32_t *anc = g->anc, *pre = g->pre;
+    uint32_t *vert = g->label, *cur = g->ps, *npred = g->dom;
     uint32_t m = 1, u = 0;
     uint64_t total = 0;
     vert[0] = n;
@@ -132,11 +128,9 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
             }
             s = succ[cur[u]++];
         }
-        if (s >= n) {
-            ret = err_fail(SCRY_E_BAD_SNAPSHOT, "%s of node %u names node %u of %u",
-                           u ? "an edge" : "a root", u ? vert[u] : 0, s, n);
-            goto out;
-        }
+        if (s >= n)
+            return err_fail(SCRY_E_BAD_SNAPSHOT, "%s of node %u names node %u of %u",
+                            u ? "an edge" : "a root", u ? vert[u] : 0, s, n);
         uint32_t t = pre[s];
         if (t != NONE) {
             if (anc[t] != u) {
@@ -146,11 +140,9 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
             continue;
         }
         uint32_t lo = succ_off[s], hi = succ_off[s + 1];
-        if (lo > hi || hi > nedges) {
-            ret = err_fail(SCRY_E_BAD_SNAPSHOT, "edges of node %u at [%u, %u) of %u", s, lo, hi,
-                           nedges);
-            goto out;
-        }
+        if (lo > hi || hi > nedges)
+            return err_fail(SCRY_E_BAD_SNAPSHOT, "edges of node %u at [%u, %u) of %u", s, lo, hi,
+                            nedges);
         pre[s] = m;
         vert[m] = s;
         anc[m] = u;
@@ -158,22 +150,30 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
         npred[m] = 0;
         u = m++;
         if ((m & (PROGRESS_EVERY - 1)) == 0)
-            report(progress, ctx, n, 0, m, n); /* the reachable ones: n at most */
+            report(g->progress, g->ctx, n, 0, m, n); /* the reachable ones: n at most */
     }
+    g->m = m;
+    g->total = total;
+    return 0;
+}
 
-    /* 2. Predecessor lists in DFS numbers, without tree edges: prefix sums of the counts, then
-     * a fill in DFS order (a node's successors tend to have nearby DFS numbers, so the writes stay
-     * local even when the indices are scattered). */
-    if (total > UINT32_MAX) {
-        ret = err_fail(SCRY_E_BAD_SNAPSHOT, "%llu edges: at most %u supported",
-                       (unsigned long long)total, UINT32_MAX);
-        goto out;
-    }
-    pred = malloc((total ? total : 1) * sizeof(*pred));
-    if (!pred) {
-        ret = err_fail(SCRY_E_NO_MEMORY, "dominators: %llu predecessors", (unsigned long long)total);
-        goto out;
-    }
+/* 2. Predecessor lists in DFS numbers, without tree edges: prefix sums of the counts, then
+ * a fill in DFS order (a node's successors tend to have nearby DFS numbers, so the writes stay
+ * local even when the indices are scattered). */
+static int lt_predecessors(struct lt *g)
+{
+    const uint32_t n = g->n, m = g->m, nroots = g->nroots;
+    const uint32_t *succ_off = g->succ_off, *succ = g->succ, *roots = g->roots;
+    uint32_t *anc = g->anc, *pre = g->pre, *ps = g->ps;
+    const uint32_t *vert = g->label, *npred = g->dom;
+    uint64_t total = g->total;
+    if (total > UINT32_MAX)
+        return err_fail(SCRY_E_BAD_SNAPSHOT, "%llu edges: at most %u supported",
+                        (unsigned long long)total, UINT32_MAX);
+    uint32_t *pred = g->pred = malloc((total ? total : 1) * sizeof(*pred));
+    if (!pred)
+        return err_fail(SCRY_E_NO_MEMORY, "dominators: %llu predecessors",
+                        (unsigned long long)total);
     ps[0] = 0;
     for (uint32_t t = 0; t < m; t++) /* ps[t] = start of t's list for now */
         ps[t + 1] = ps[t] + npred[t];
@@ -185,7 +185,7 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
     for (uint32_t i = 1; i < m; i++) {
         uint32_t v = vert[i];
         if ((i & (PROGRESS_EVERY - 1)) == 0)
-            report(progress, ctx, n, 1, i, m);
+            report(g->progress, g->ctx, n, 1, i, m);
         if (i + 2 * AHEAD < m)
             PREFETCH(&succ_off[vert[i + 2 * AHEAD]]);
         if (i + AHEAD < m) {
@@ -203,14 +203,22 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
     for (uint32_t t = m; t > 0; t--) /* each ps[t] now ends t's list: shift back to starts */
         ps[t] = ps[t - 1];
     ps[0] = 0;
+    return 0;
+}
 
-    /* 3. Semi-dominators and, through the buckets, immediate dominators or their stand-ins. */
+/* 3. Semi-dominators and, through the buckets, immediate dominators or their stand-ins; then
+ * the immediate dominators (in DFS numbers, in dom). */
+static void lt_dominators(struct lt *g)
+{
+    const uint32_t n = g->n, m = g->m;
+    uint32_t *anc = g->anc, *label = g->label, *ps = g->ps, *dom = g->dom;
+    const uint32_t *pred = g->pred;
     for (uint32_t i = 0; i < m; i++)
         label[i] = NONE; /* empty buckets */
     uint32_t *semi = ps + 1; /* semi[w] replaces ps[w + 1], the end of w's list, once w is done */
     for (uint32_t w = m - 1; w > 0; w--) {
         if ((w & (PROGRESS_EVERY - 1)) == 0)
-            report(progress, ctx, n, 2, m - w, m);
+            report(g->progress, g->ctx, n, 2, m - w, m);
         uint32_t start = ps[w], end = ps[w + 1], p = anc[w];
         uint32_t s = p;
         for (uint32_t k = start; k < end; k++) {
@@ -232,29 +240,56 @@ int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *s
             v = next;
         }
     }
-    free(pred);
-    pred = NULL;
     dom[0] = 0;
     for (uint32_t w = 1; w < m; w++)
         if (dom[w] != semi[w])
             dom[w] = dom[dom[w]];
+}
+
+int dom_compute_progress(uint32_t n, const uint32_t *succ_off, const uint32_t *succ,
+                         const uint32_t *roots, uint32_t nroots, uint32_t *idom,
+                         void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
+    if (n > DOM_MAX_NODES)
+        return err_fail(SCRY_E_BAD_SNAPSHOT, "graph of %u nodes: at most %u supported", n,
+                        DOM_MAX_NODES);
+    int ret = 0;
+    size_t cap = (size_t)n + 2;
+    struct lt g = {.n = n, .nroots = nroots, .succ_off = succ_off, .succ = succ, .roots = roots,
+                   .pre = idom, .progress = progress, .ctx = ctx};
+    g.anc = malloc(cap * sizeof(*g.anc));
+    g.label = malloc(cap * sizeof(*g.label));
+    g.ps = malloc(cap * sizeof(*g.ps));
+    g.dom = malloc(cap * sizeof(*g.dom));
+    if (!g.anc || !g.label || !g.ps || !g.dom) {
+        ret = err_fail(SCRY_E_NO_MEMORY, "dominators of %u nodes", n);
+        goto out;
+    }
+    memset(g.pre, 0xff, (size_t)n * sizeof(*g.pre));
+    g.nedges = succ_off[n];
+    if ((ret = lt_search(&g)) != 0 || (ret = lt_predecessors(&g)) != 0)
+        goto out;
+    lt_dominators(&g);
+    free(g.pred);
+    g.pred = NULL;
 
     /* 4. Back to vertex indices, in place over the vertex -> DFS number map. */
+    uint32_t *label = g.label, *pre = g.pre;
     label[0] = n;
     for (uint32_t v = 0; v < n; v++)
         if (pre[v] != NONE)
             label[pre[v]] = v;
     for (uint32_t v = 0; v < n; v++)
         if (pre[v] != NONE)
-            idom[v] = label[dom[pre[v]]];
+            idom[v] = label[g.dom[pre[v]]];
 out:
     if (ret < 0 && n <= DOM_MAX_NODES)
         memset(idom, 0xff, (size_t)n * sizeof(*idom));
-    free(anc);
-    free(label);
-    free(ps);
-    free(dom);
-    free(pred);
+    free(g.anc);
+    free(g.label);
+    free(g.ps);
+    free(g.dom);
+    free(g.pred);
     return ret;
 }
 

@@ -183,26 +183,6 @@ bool cli_page_open(const char *path, const char **why);
 /* The same without waiting (a browser may stay in the foreground): the started command's pid,
  * for the caller to reap, or -1 with *why. Started means exec worked, not that a page opened. */
 pid_t cli_page_start(const char *path, const char **why);
-/* `scry run --config FILE` (run_config.c): the YAML file's options as command-line arguments.
- * The file is a mapping of long option names (dashes or underscores) to values: a scalar for an
- * option with a value, a list of scalars for a repeatable one (repeatable[], NULL-ended),
- * true/false for a flag (false: its --no- twin; an error for a flag without one). */
-struct cli_config {
-    char *path;
-    char **args;    /* "--name=value" or "--name", in the file's order */
-    size_t *lines;  /* the line of each argument's key, from 1 */
-    size_t nargs, cap;
-};
-struct option;
-/* Reads path into cfg; a missing or unreadable file is an io_error, everything else wrong with
- * it a usage error naming the file, the line and the key. skip names options the file may not
- * hold (NULL-ended). */
-int cli_config_load(const char *path, const struct option *opts, const char *const *repeatable,
-                    const char *const *skip, struct cli_config *cfg);
-/* When the usage error just recorded is about argument i of cfg (0-based), records it again
- * with the file and line in front. */
-void cli_config_blame(const struct cli_config *cfg, size_t i);
-void cli_config_free(struct cli_config *cfg);
 /* Whether the file starts with a heap snapshot's magic (heap_flamegraph.c); false if unreadable. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */

@@ -47,7 +47,30 @@ const char cmd_flamegraph_usage[] =
     "                      per name)\n"
     "      --width PX      image width (default 1200)\n";
 
-int cmd_flamegraph(int argc, char **argv)
+/* What the command line asks for. */
+struct flame_args {
+    const char *outfile, *title;
+    bool folded, diff, min_bytes_given, pct_given;
+    bool memory;      /* the memory flame graph (memory_stacks, MB allocated) */
+    bool allocations; /* a snapshot's retained bytes by allocating stack */
+    struct stk_cut cut;
+    struct fg_opts fo;
+};
+
+/* A whole number from lo to hi, or false. */
+static bool parse_long(const char *arg, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The options into a: 0 (*help set for --help), or a usage error. */
+static int parse_options(int argc, char **argv, struct flame_args *a, bool *help)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
@@ -65,134 +88,148 @@ int cmd_flamegraph(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *outfile = NULL, *title = NULL;
-    bool folded = false, diff = false, min_bytes_given = false, pct_given = false;
-    bool memory = false; /* the memory flame graph (memory_stacks, MB allocated) */
-    bool allocations = false; /* a snapshot's retained bytes by allocating stack */
-    struct stk_cut cut = {0};
-    struct fg_opts fo = {.unit = "samples", .palette = FG_PALETTE_KIND};
     opterr = 0;
     optind = 1;
     int c;
+    long v;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            outfile = optarg;
+            a->outfile = optarg;
             break;
         case 'F':
-            folded = true;
+            a->folded = true;
             break;
         case 'A':
-            allocations = true;
+            a->allocations = true;
             break;
         case 'M':
-            memory = true;
+            a->memory = true;
             break;
         case 'D':
-            diff = true;
+            a->diff = true;
             break;
         case 'p':
-            if (!cli_parse_percent(optarg, &cut.min_pct))
+            if (!cli_parse_percent(optarg, &a->cut.min_pct))
                 return cli_usage("--min-pct needs a percentage from 0 to 100, not '%s'",
                                  optarg);
-            pct_given = true;
+            a->pct_given = true;
             break;
         case 'b':
-            if (!cli_parse_amount(optarg, &cut.min_weight))
+            if (!cli_parse_amount(optarg, &a->cut.min_weight))
                 return cli_usage("--min-bytes needs a number of bytes, not '%s'",
                                  optarg);
-            min_bytes_given = true;
+            a->min_bytes_given = true;
             break;
-        case 'd': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > 100000)
+        case 'd':
+            if (!parse_long(optarg, 1, 100000, &v))
                 return cli_usage("--max-depth needs a depth from 1 to 100000, not '%s'",
                                  optarg);
-            cut.max_depth = (uint32_t)v;
+            a->cut.max_depth = (uint32_t)v;
             break;
-        }
         case 'T':
-            title = optarg;
+            a->title = optarg;
             break;
         case 'c':
             if (strcmp(optarg, "kind") == 0)
-                fo.palette = FG_PALETTE_KIND;
+                a->fo.palette = FG_PALETTE_KIND;
             else if (strcmp(optarg, "hash") == 0)
-                fo.palette = FG_PALETTE_HASH;
+                a->fo.palette = FG_PALETTE_HASH;
             else
                 return cli_usage("--colors takes kind or hash, not '%s'", optarg);
             break;
-        case 'w': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 100 || v > 100000)
+        case 'w':
+            if (!parse_long(optarg, 100, 100000, &v))
                 return cli_usage("--width needs a width in pixels from 100 to "
                                  "100000, not '%s'",
                                  optarg);
-            fo.width = (unsigned)v;
+            a->fo.width = (unsigned)v;
             break;
-        }
         case 'h':
-            return cli_help();
+            *help = true;
+            return 0;
         default:
             return cli_option_error(c, argv);
         }
     }
-    int nin = argc - optind;
-    if (diff && nin != 2)
-        return cli_usage("--diff takes two profiles: before.json after.json");
-    if (!diff && nin != 1)
-        return cli_usage(nin == 0 ? "give the profile to draw "
-                         "(scry flamegraph scry-profile.json -o cpu.svg)"
-                         : "give one profile (or --diff BEFORE AFTER)");
-    if (cli_is_snapshot(argv[optind])) {
-        if (memory)
-            return cli_usage("--memory draws a profile's memory flame graph; a heap "
-                             "snapshot's graph is always by retained bytes");
-        if (allocations && diff)
-            return cli_usage("--allocations draws one snapshot, not a difference");
-        if (!folded && !outfile && isatty(1))
-            return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
-                             "folded stacks)");
-        struct cli_heap_graph hg = {.inputs = argv + optind, .diff = diff, .folded = folded,
-                                    .allocations = allocations,
-                                    .title = title, .min_pct = pct_given ? cut.min_pct : -1,
-                                    .min_bytes = cut.min_weight, .max_depth = cut.max_depth,
-                                    .width = fo.width};
-        struct strbuf hout = STRBUF_INIT;
-        int hstatus = cli_heap_flamegraph(&hg, &hout) == 0 && cli_write_output(outfile, &hout) == 0
-                          ? CLI_EXIT_OK
-                          : cli_report_error(false);
-        sb_release(&hout);
-        return hstatus;
-    }
-    if (allocations)
-        return cli_usage("--allocations applies to heap snapshots (scry dump of a program "
-                         "under scry run, or scry run --heap-at-exit)");
-    if (min_bytes_given)
-        return cli_usage("--min-bytes applies to heap snapshots; a CPU profile's "
-                         "weights are samples: use --min-pct");
-    if (!folded && !outfile && isatty(1))
+    return 0;
+}
+
+/* Heap snapshots: their retention flame graph (heap_flamegraph.c). */
+static int draw_snapshots(const struct flame_args *a, char **inputs)
+{
+    if (a->memory)
+        return cli_usage("--memory draws a profile's memory flame graph; a heap "
+                         "snapshot's graph is always by retained bytes");
+    if (a->allocations && a->diff)
+        return cli_usage("--allocations draws one snapshot, not a difference");
+    if (!a->folded && !a->outfile && isatty(1))
         return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
                          "folded stacks)");
+    struct cli_heap_graph hg = {.inputs = inputs, .diff = a->diff, .folded = a->folded,
+                                .allocations = a->allocations,
+                                .title = a->title, .min_pct = a->pct_given ? a->cut.min_pct : -1,
+                                .min_bytes = a->cut.min_weight, .max_depth = a->cut.max_depth,
+                                .width = a->fo.width};
+    struct strbuf hout = STRBUF_INIT;
+    int hstatus = cli_heap_flamegraph(&hg, &hout) == 0 && cli_write_output(a->outfile, &hout) == 0
+                      ? CLI_EXIT_OK
+                      : cli_report_error(false);
+    sb_release(&hout);
+    return hstatus;
+}
 
+/* The SVG of the (cut) tree draw, with its title and the subtitle that says what it shows. */
+static void write_svg(struct flame_args *a, const struct stk_tree *draw, char **inputs,
+                      const json_t *doc, struct strbuf *out)
+{
+    struct strbuf sub = STRBUF_INIT;
+    const char *program = cli_profile_program(doc);
+    const struct stk_node *root = &draw->nodes[STK_ROOT];
+    if (a->diff) {
+        sb_addf(&sub, "%s -> %s: ", inputs[0], inputs[1]);
+        stk_format_weight(&sub, root->total_before);
+        sb_adds(&sub, " -> ");
+        stk_format_weight(&sub, root->total);
+        sb_adds(&sub, a->memory ? " MB allocated" : " samples");
+    } else {
+        if (program)
+            sb_addf(&sub, "%s: ", program);
+        stk_format_weight(&sub, root->total);
+        sb_adds(&sub, a->memory ? " MB allocated" : " samples");
+    }
+    if (a->cut.min_pct > 0)
+        sb_addf(&sub, "; frames under %g%% folded into [other]", a->cut.min_pct);
+    if (a->cut.max_depth > 0)
+        sb_addf(&sub, "; deeper than %u folded", a->cut.max_depth);
+    if (a->memory)
+        a->fo.unit = "MB";
+    a->fo.title = a->title     ? a->title
+                  : a->memory ? (a->diff ? "Differential memory flame graph" : "Memory flame graph")
+                  : a->diff   ? "Differential CPU flame graph"
+                              : "CPU flame graph";
+    a->fo.subtitle = sb_str(&sub);
+    fg_write_svg(draw, &a->fo, out);
+    sb_release(&sub);
+}
+
+/* Profiles: their CPU (or memory) flame graph, or folded stacks. */
+static int draw_profiles(struct flame_args *a, char **inputs)
+{
     struct stk_tree t, cutt;
-    stk_init(&t, diff);
+    stk_init(&t, a->diff);
     memset(&cutt, 0, sizeof(cutt));
     bool have_cut = false;
-    struct strbuf out = STRBUF_INIT, sub = STRBUF_INIT;
+    struct strbuf out = STRBUF_INIT;
     json_t *doc = NULL;
     int status = CLI_EXIT_OK;
-    if (diff) {
-        if (cli_load_profile_stacks(argv[optind], &t, true, memory, NULL) != 0 ||
-            cli_load_profile_stacks(argv[optind + 1], &t, false, memory, &doc) != 0) {
+    if (a->diff) {
+        if (cli_load_profile_stacks(inputs[0], &t, true, a->memory, NULL) != 0 ||
+            cli_load_profile_stacks(inputs[1], &t, false, a->memory, &doc) != 0) {
             status = cli_report_error(false);
             goto out;
         }
-    } else if (cli_load_profile_stacks(argv[optind], &t, false, memory, &doc) != 0) {
+    } else if (cli_load_profile_stacks(inputs[0], &t, false, a->memory, &doc) != 0) {
         status = cli_report_error(false);
         goto out;
     }
@@ -201,55 +238,57 @@ int cmd_flamegraph(int argc, char **argv)
         goto out;
     }
     const struct stk_tree *draw = &t;
-    if (cut.min_pct > 0 || cut.min_weight > 0 || cut.max_depth > 0) {
+    if (a->cut.min_pct > 0 || a->cut.min_weight > 0 || a->cut.max_depth > 0) {
         have_cut = true;
-        if (stk_cut(&t, &cut, &cutt) != 0) {
+        if (stk_cut(&t, &a->cut, &cutt) != 0) {
             status = cli_report_error(false);
             goto out;
         }
         draw = &cutt;
     }
-    if (folded) {
+    if (a->folded) {
         if (stk_write_folded(draw, &out) != 0) {
             status = cli_report_error(false);
             goto out;
         }
     } else {
-        const char *program = cli_profile_program(doc);
-        const struct stk_node *root = &draw->nodes[STK_ROOT];
-        if (diff) {
-            sb_addf(&sub, "%s -> %s: ", argv[optind], argv[optind + 1]);
-            stk_format_weight(&sub, root->total_before);
-            sb_adds(&sub, " -> ");
-            stk_format_weight(&sub, root->total);
-            sb_adds(&sub, memory ? " MB allocated" : " samples");
-        } else {
-            if (program)
-                sb_addf(&sub, "%s: ", program);
-            stk_format_weight(&sub, root->total);
-            sb_adds(&sub, memory ? " MB allocated" : " samples");
-        }
-        if (cut.min_pct > 0)
-            sb_addf(&sub, "; frames under %g%% folded into [other]", cut.min_pct);
-        if (cut.max_depth > 0)
-            sb_addf(&sub, "; deeper than %u folded", cut.max_depth);
-        if (memory)
-            fo.unit = "MB";
-        fo.title = title     ? title
-                   : memory ? (diff ? "Differential memory flame graph" : "Memory flame graph")
-                   : diff   ? "Differential CPU flame graph"
-                            : "CPU flame graph";
-        fo.subtitle = sb_str(&sub);
-        fg_write_svg(draw, &fo, &out);
+        write_svg(a, draw, inputs, doc, &out);
     }
-    if (cli_write_output(outfile, &out) != 0)
+    if (cli_write_output(a->outfile, &out) != 0)
         status = cli_report_error(false);
 out:
     json_decref(doc);
     sb_release(&out);
-    sb_release(&sub);
     stk_free(&t);
     if (have_cut)
         stk_free(&cutt);
     return status;
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+    struct flame_args a = {.fo = {.unit = "samples", .palette = FG_PALETTE_KIND}};
+    bool help = false;
+    int err = parse_options(argc, argv, &a, &help);
+    if (err || help)
+        return help ? cli_help() : err;
+    int nin = argc - optind;
+    if (a.diff && nin != 2)
+        return cli_usage("--diff takes two profiles: before.json after.json");
+    if (!a.diff && nin != 1)
+        return cli_usage(nin == 0 ? "give the profile to draw "
+                         "(scry flamegraph scry-profile.json -o cpu.svg)"
+                         : "give one profile (or --diff BEFORE AFTER)");
+    if (cli_is_snapshot(argv[optind]))
+        return draw_snapshots(&a, argv + optind);
+    if (a.allocations)
+        return cli_usage("--allocations applies to heap snapshots (scry dump of a program "
+                         "under scry run, or scry run --heap-at-exit)");
+    if (a.min_bytes_given)
+        return cli_usage("--min-bytes applies to heap snapshots; a CPU profile's "
+                         "weights are samples: use --min-pct");
+    if (!a.folded && !a.outfile && isatty(1))
+        return cli_usage("give -o FILE.svg for the SVG (or --folded to print the "
+                         "folded stacks)");
+    return draw_profiles(&a, argv + optind);
 }

@@ -227,54 +227,37 @@ struct code_extra {
     uint64_t ce_extras[1];
 };
 
-static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
+/* A str, bytes or bytearray: a leaf, whose contents are captured after the walk (when
+ * sensitivity is known). */
+static int walk_bytes_like(struct hw *w, const struct holder *h, uint64_t addr,
+                           const struct tinfo *ti, int64_t ob_size, uint64_t seen)
 {
-    const struct tinfo *ti = (const struct tinfo *)(uintptr_t)(seen & ~(uint64_t)SEEN_FLAGS);
-    const struct py_heap_layout *H = w->H;
-    struct holder h = {addr, NULL, (seen & SEEN_SENSITIVE) != 0};
-    uint8_t hdr[64];
-    int err = 0;
-    /* The header up to ob_size (a variable-size object's item count); an object that ends
-     * before it (at the end of a mapping) has none. */
-    memset(hdr, 0, sizeof(hdr));
-    if (H->ob_size + PTR > sizeof(hdr) || (mc_read(&w->mc, addr, hdr, H->ob_size + PTR) &&
-                                         mc_read(&w->mc, addr, hdr, H->object_size)))
-        return 0;
-    uint64_t refcnt = hw_refcnt(w->L, hdr);
-    int64_t ob_size = (int64_t)rd64(hdr + H->ob_size);
-
-    if (ti->kind == K_STR || ti->kind == K_BYTES || ti->kind == K_BYTEARRAY) {
-        if (ti->heap) {
-            err = hw_walk_instance(w, &h, addr, ti, ob_size);
-            if (err)
-                return err;
-        }
-        if (w->opt->capture_contents) /* after the walk: sensitivity is known then */
-            return push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, addr) ||
-                           push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, seen)
-                       ? -SCRY_E_NO_MEMORY
-                       : 0;
-        return hw_emit_leaf(w, addr, seen);
+    if (ti->heap) {
+        int err = hw_walk_instance(w, h, addr, ti, ob_size);
+        if (err)
+            return err;
     }
+    if (w->opt->capture_contents) /* after the walk: sensitivity is known then */
+        return push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, addr) ||
+                       push_u64(&w->deferred, &w->ndeferred, &w->capdeferred, seen)
+                   ? -SCRY_E_NO_MEMORY
+                   : 0;
+    return hw_emit_leaf(w, addr, seen);
+}
 
-    /* object.__sizeof__, refined per kind below. */
-    uint64_t items = ti->itemsize ? (uint64_t)(ob_size < 0 ? -ob_size : ob_size) : 0;
-    if (items > MAX_ITEMS)
-        items = 0; /* not a variable-size object after all */
-    uint64_t size = (uint64_t)ti->basicsize + items * (uint64_t)ti->itemsize;
-    uint64_t presize = ti->presize;
-    uint64_t code = 0;
-
-    /* Report the object before its references (sinks may rely on it for nothing, but it reads
-     * naturally in a trace); sizes that need the walk are computed first. */
+/* object.__sizeof__ of the kinds whose size is not basicsize + items * itemsize (that, size, for
+ * the others). */
+static uint64_t kind_size(struct hw *w, uint64_t addr, const struct tinfo *ti, uint64_t items,
+                          uint64_t size)
+{
+    const struct py_heap_layout *H = w->H;
     switch (ti->kind) {
     case K_INT: {
         uint64_t nd = 0, tag;
         bool negative;
         if (mc_read_u64(&w->mc, addr + H->long_tag, &tag) == 0)
             py_long_shape(w->L, tag, &nd, &negative);
-        size = w->L->long_digits + sizeof(uint32_t) * (nd ? nd : 1); /* 30-bit digits */
-        break;
+        return w->L->long_digits + sizeof(uint32_t) * (nd ? nd : 1); /* 30-bit digits */
     }
     case K_GEN:
     case K_FRAME: {
@@ -291,13 +274,13 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         size = (uint64_t)ti->basicsize;
         if (nl >= 0 && ns >= 0 && nl + ns < (1 << 20))
             size += (uint64_t)(nl + ns) * PTR;
-        break;
+        return size;
     }
     case K_LIST: {
         uint64_t alloc;
         if (mc_read_u64(&w->mc, addr + H->list_allocated, &alloc) == 0 && alloc < MAX_ITEMS)
             size = (uint64_t)ti->basicsize + alloc * PTR;
-        break;
+        return size;
     }
     case K_CODE: {
         uint64_t extra;
@@ -309,63 +292,239 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
                 size += sizeof(struct code_extra) +
                         (uint64_t)(ce_size - 1) * sizeof(((struct code_extra *)0)->ce_extras[0]);
         }
-        break;
+        return size;
     }
     default:
-        break;
+        return size;
     }
+}
 
-    switch (ti->kind) {
-    case K_DICT:
-    case K_SET: {
-        /* Sizes depend on the tables read while walking: walk first, report after. */
-        uint64_t sz = size;
-        if (ti->kind == K_DICT)
-            err = hw_walk_dict(w, &h, addr, ti->basicsize, &sz);
-        else
-            err = hw_walk_set(w, &h, addr, &sz);
-        if (!err && ti->ct) { /* OrderedDict's nodes, defaultdict's factory */
-            uint64_t extra = 0;
-            err = hw_walk_ctype(w, &h, addr, ti, &extra);
-            sz += extra;
-        }
-        if (!err && (ti->heap || ti->dictoffset > 0)) /* OrderedDict's od_inst_dict */
-            err = hw_walk_instance(w, &h, addr, ti, ob_size);
-        if (!err)
-            err = hw_emit_object(w, addr, ti, sz + presize, seen, refcnt, NULL, 0);
-        return err;
+/* A dict or set: its size depends on the tables read while walking, so it is walked first and
+ * reported after. */
+static int walk_dict_set(struct hw *w, const struct holder *h, uint64_t addr,
+                         const struct tinfo *ti, int64_t ob_size, uint64_t size, uint64_t presize,
+                         uint64_t seen, uint64_t refcnt)
+{
+    int err;
+    if (ti->kind == K_DICT)
+        err = hw_walk_dict(w, h, addr, ti->basicsize, &size);
+    else
+        err = hw_walk_set(w, h, addr, &size);
+    if (!err && ti->ct) { /* OrderedDict's nodes, defaultdict's factory */
+        uint64_t extra = 0;
+        err = hw_walk_ctype(w, h, addr, ti, &extra);
+        size += extra;
     }
-    case K_TYPE: {
-        /* A type object: its size is type.__sizeof__ of itself. */
-        uint64_t flags = 0, ck = 0;
-        mc_read_u64(&w->mc, addr + w->L->tp_flags, &flags);
-        if (flags & TPFLAGS_HEAPTYPE) {
-            size = H->sizeof_heaptype;
-            if (mc_read_u64(&w->mc, addr + w->L->ht_cached_keys, &ck) == 0 && ck) {
-                struct py_dict_keys k;
-                if (hw_dict_keys(w, ck, &k) == 0)
-                    size += py_dict_keys_sizeof(H, k.log2_size, k.log2_index_bytes, k.kind);
-            }
-            presize = ti->presize;
-        } else {
-            size = H->sizeof_type;
-            presize = H->static_type_presize ? 16 : 0;
-        }
+    if (!err && (ti->heap || ti->dictoffset > 0)) /* OrderedDict's od_inst_dict */
+        err = hw_walk_instance(w, h, addr, ti, ob_size);
+    if (!err)
         err = hw_emit_object(w, addr, ti, size + presize, seen, refcnt, NULL, 0);
-        if (err)
-            return err;
-        if (flags & TPFLAGS_HEAPTYPE) {
-            err = hw_ref_fields(w, &h, addr, H->type_fields, NFIELDS(H->type_fields));
-        } else {
-            err = hw_ref_fields(w, &h, addr, H->type_fields, 4); /* dict, mro, bases, base */
+    return err;
+}
+
+/* A type object: its size is type.__sizeof__ of itself. */
+static int walk_type(struct hw *w, const struct holder *h, uint64_t addr, const struct tinfo *ti,
+                     int64_t ob_size, uint64_t seen, uint64_t refcnt)
+{
+    const struct py_heap_layout *H = w->H;
+    uint64_t flags = 0, ck = 0, size, presize;
+    mc_read_u64(&w->mc, addr + w->L->tp_flags, &flags);
+    if (flags & TPFLAGS_HEAPTYPE) {
+        size = H->sizeof_heaptype;
+        if (mc_read_u64(&w->mc, addr + w->L->ht_cached_keys, &ck) == 0 && ck) {
+            struct py_dict_keys k;
+            if (hw_dict_keys(w, ck, &k) == 0)
+                size += py_dict_keys_sizeof(H, k.log2_size, k.log2_index_bytes, k.kind);
         }
-        if (!err && ti->heap)
-            err = hw_walk_instance(w, &h, addr, ti, ob_size);
+        presize = ti->presize;
+    } else {
+        size = H->sizeof_type;
+        presize = H->static_type_presize ? 16 : 0;
+    }
+    int err = hw_emit_object(w, addr, ti, size + presize, seen, refcnt, NULL, 0);
+    if (err)
+        return err;
+    if (flags & TPFLAGS_HEAPTYPE) {
+        err = hw_ref_fields(w, h, addr, H->type_fields, NFIELDS(H->type_fields));
+    } else {
+        err = hw_ref_fields(w, h, addr, H->type_fields, 4); /* dict, mro, bases, base */
+    }
+    if (!err && ti->heap)
+        err = hw_walk_instance(w, h, addr, ti, ob_size);
+    return err;
+}
+
+static int walk_function(struct hw *w, const struct holder *h, uint64_t addr)
+{
+    const struct py_heap_layout *H = w->H;
+    int err = hw_ref_fields(w, h, addr, H->func, NFIELDS(H->func));
+    uint64_t closure, code_obj;
+    /* Each closure cell also hangs off the function directly, as heapspy shows it. */
+    if (!err && mc_read_u64(&w->mc, addr + H->func_closure, &closure) == 0 && closure) {
+        int64_t n;
+        if (mc_read_u64(&w->mc, closure + H->ob_size, (uint64_t *)&n) == 0 && n > 0 &&
+            n < 65536) {
+            for (int64_t i = 0; i < n && !err; i++) {
+                uint64_t cell;
+                char label[48];
+                if (mc_read_u64(&w->mc, closure + H->tuple_items + (uint64_t)i * PTR, &cell))
+                    break;
+                snprintf(label, sizeof(label), ".__closure__[%lld]", (long long)i);
+                err = hw_ref(w, h, cell, HW_EDGE_CELL, label, false);
+            }
+        }
+    }
+    if (!err && mc_read_u64(&w->mc, addr + H->func_code, &code_obj) == 0 && code_obj)
+        err = hw_code_location(w, addr, code_obj);
+    return err;
+}
+
+static int walk_module(struct hw *w, const struct holder *h, uint64_t addr)
+{
+    const struct py_heap_layout *H = w->H;
+    int err = hw_ref_fields(w, h, addr, H->module, NFIELDS(H->module));
+    uint64_t md, file;
+    if (!err && w->sink->location && mc_read_u64(&w->mc, addr + w->L->mod_dict, &md) == 0 &&
+        md &&
+        (file = hw_dict_get(w, md, "__file__")) != 0) {
+        const char *f = hw_str_text(w, file, NULL);
+        if (f)
+            err = w->sink->location(w->sink->ctx, addr, f, 0);
+    }
+    return err;
+}
+
+static int walk_frame(struct hw *w, const struct holder *h, uint64_t addr)
+{
+    const struct py_heap_layout *H = w->H;
+    int err = hw_ref_fields(w, h, addr, H->frobj, NFIELDS(H->frobj));
+    uint64_t f;
+    uint8_t owner = 0;
+    /* Locals belong to the frame object only once it owns its interpreter frame. */
+    if (!err && mc_read_u64(&w->mc, addr + H->frobj_frame, &f) == 0 &&
+        f == addr + H->frobj_data &&
+        mc_read(&w->mc, f + w->L->fr_owner, &owner, 1) == 0 &&
+        owner == H->frame_owned_by_frame_object)
+        err = hw_walk_iframe(w, h, f, true, NULL);
+    return err;
+}
+
+static int walk_generator(struct hw *w, const struct holder *h, uint64_t addr)
+{
+    const struct py_heap_layout *H = w->H;
+    uint64_t code = 0;
+    int err = hw_ref_fields(w, h, addr,
+                         (const struct py_ref_field[]){{(uint16_t)H->gi_name, HW_EDGE_INTERNAL,
+                                                        ".__name__"},
+                                                       {(uint16_t)H->gi_qualname,
+                                                        HW_EDGE_INTERNAL, ".__qualname__"},
+                                                       {(uint16_t)H->gi_exc_value,
+                                                        HW_EDGE_ATTR, ".gi_exc_value"}},
+                         3);
+    int8_t state = 0;
+    if (!err && mc_read(&w->mc, addr + H->gi_frame_state, &state, 1) == 0 &&
+        state < H->gen_state_cleared) {
+        /* locals, value stack, f_globals, f_func, f_code */
+        err = hw_walk_iframe(w, h, addr + H->gi_iframe, true, &code);
+        if (!err && code)
+            err = hw_code_location(w, addr, code);
+    }
+    return err;
+}
+
+/* The references of an object already reported, by its kind (size: its reported size less
+ * what comes before it). */
+static int walk_refs(struct hw *w, const struct holder *h, uint64_t addr, const struct tinfo *ti,
+                     int64_t ob_size, uint64_t items, uint64_t size)
+{
+    const struct py_heap_layout *H = w->H;
+    int err = 0;
+    switch (ti->kind) {
+    case K_TUPLE:
+        return hw_ref_items(w, h, addr + H->tuple_items, items);
+    case K_LIST: {
+        uint64_t arr;
+        if (mc_read_u64(&w->mc, addr + H->list_items, &arr) || !arr)
+            return 0;
+        err = hw_buffer(w, addr, arr, size - (uint64_t)ti->basicsize); /* the item array */
+        if (!err && ob_size > 0 && (uint64_t)ob_size < MAX_ITEMS)
+            err = hw_ref_items(w, h, arr, (uint64_t)ob_size);
         return err;
     }
-    default:
-        break;
+    case K_CELL:
+        return hw_ref_fields(w, h, addr, H->cell, NFIELDS(H->cell));
+    case K_FUNCTION:
+        return walk_function(w, h, addr);
+    case K_METHOD:
+        return hw_ref_fields(w, h, addr, H->method, NFIELDS(H->method));
+    case K_CFUNCTION:
+        return hw_ref_fields(w, h, addr, H->cfunc, NFIELDS(H->cfunc));
+    case K_CLASSMETHOD:
+        return hw_ref_fields(w, h, addr, H->classmethod, NFIELDS(H->classmethod));
+    case K_PROPERTY:
+        return hw_ref_fields(w, h, addr, H->property, NFIELDS(H->property));
+    case K_MODULE:
+        return walk_module(w, h, addr);
+    case K_EXC:
+        return hw_ref_fields(w, h, addr, H->exc, NFIELDS(H->exc));
+    case K_TRACEBACK:
+        return hw_ref_fields(w, h, addr, H->tb, NFIELDS(H->tb));
+    case K_WEAKREF: {
+        uint64_t referent;
+        err = hw_ref_fields(w, h, addr, H->weakref_cb, NFIELDS(H->weakref_cb));
+        if (!err && mc_read_u64(&w->mc, addr + H->weakref_object, &referent) == 0 && referent &&
+            referent != w->rt->types.none_struct)
+            err = hw_ref_stable(w, h, referent, HW_EDGE_WEAK, "<weakref>", false);
+        return err;
     }
+    case K_CODE:
+        return hw_code_location(w, addr, addr);
+    case K_FRAME:
+        return walk_frame(w, h, addr);
+    case K_GEN:
+        return walk_generator(w, h, addr);
+    case K_OBJECT:
+        if (!ti->ct && ti->gc)
+            err = hw_scan_body(w, h, addr, (struct tinfo *)ti);
+        return err;
+    default:
+        return 0;
+    }
+}
+
+static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
+{
+    const struct tinfo *ti = (const struct tinfo *)(uintptr_t)(seen & ~(uint64_t)SEEN_FLAGS);
+    const struct py_heap_layout *H = w->H;
+    struct holder h = {addr, NULL, (seen & SEEN_SENSITIVE) != 0};
+    uint8_t hdr[64];
+    int err = 0;
+    /* The header up to ob_size (a variable-size object's item count); an object that ends
+     * before it (at the end of a mapping) has none. */
+    memset(hdr, 0, sizeof(hdr));
+    if (H->ob_size + PTR > sizeof(hdr) || (mc_read(&w->mc, addr, hdr, H->ob_size + PTR) &&
+                                         mc_read(&w->mc, addr, hdr, H->object_size)))
+        return 0;
+    uint64_t refcnt = hw_refcnt(w->L, hdr);
+    int64_t ob_size = (int64_t)rd64(hdr + H->ob_size);
+
+    if (ti->kind == K_STR || ti->kind == K_BYTES || ti->kind == K_BYTEARRAY)
+        return walk_bytes_like(w, &h, addr, ti, ob_size, seen);
+
+    /* object.__sizeof__, refined per kind. */
+    uint64_t items = ti->itemsize ? (uint64_t)(ob_size < 0 ? -ob_size : ob_size) : 0;
+    if (items > MAX_ITEMS)
+        items = 0; /* not a variable-size object after all */
+    uint64_t size = kind_size(w, addr, ti,
+                              items, (uint64_t)ti->basicsize + items * (uint64_t)ti->itemsize);
+    uint64_t presize = ti->presize;
+
+    /* Report the object before its references (sinks may rely on it for nothing, but it reads
+     * naturally in a trace); sizes that need the walk are computed first. */
+    if (ti->kind == K_DICT || ti->kind == K_SET)
+        return walk_dict_set(w, &h, addr, ti, ob_size, size, presize, seen, refcnt);
+    if (ti->kind == K_TYPE)
+        return walk_type(w, &h, addr, ti, ob_size, seen, refcnt);
 
     if (ti->ct) { /* known C layouts: references and owned memory before the report */
         uint64_t extra = 0;
@@ -375,126 +534,8 @@ static int walk_object(struct hw *w, uint64_t addr, uint64_t seen)
         size += extra;
     }
     err = hw_emit_object(w, addr, ti, size + presize, seen, refcnt, NULL, 0);
-    if (err)
-        return err;
-
-    switch (ti->kind) {
-    case K_TUPLE:
-        err = hw_ref_items(w, &h, addr + H->tuple_items, items);
-        break;
-    case K_LIST: {
-        uint64_t arr;
-        if (mc_read_u64(&w->mc, addr + H->list_items, &arr) || !arr)
-            break;
-        err = hw_buffer(w, addr, arr, size - (uint64_t)ti->basicsize); /* the item array */
-        if (!err && ob_size > 0 && (uint64_t)ob_size < MAX_ITEMS)
-            err = hw_ref_items(w, &h, arr, (uint64_t)ob_size);
-        break;
-    }
-    case K_CELL:
-        err = hw_ref_fields(w, &h, addr, H->cell, NFIELDS(H->cell));
-        break;
-    case K_FUNCTION: {
-        err = hw_ref_fields(w, &h, addr, H->func, NFIELDS(H->func));
-        uint64_t closure, code_obj;
-        /* Each closure cell also hangs off the function directly, as heapspy shows it. */
-        if (!err && mc_read_u64(&w->mc, addr + H->func_closure, &closure) == 0 && closure) {
-            int64_t n;
-            if (mc_read_u64(&w->mc, closure + H->ob_size, (uint64_t *)&n) == 0 && n > 0 &&
-                n < 65536) {
-                for (int64_t i = 0; i < n && !err; i++) {
-                    uint64_t cell;
-                    char label[48];
-                    if (mc_read_u64(&w->mc, closure + H->tuple_items + (uint64_t)i * PTR, &cell))
-                        break;
-                    snprintf(label, sizeof(label), ".__closure__[%lld]", (long long)i);
-                    err = hw_ref(w, &h, cell, HW_EDGE_CELL, label, false);
-                }
-            }
-        }
-        if (!err && mc_read_u64(&w->mc, addr + H->func_code, &code_obj) == 0 && code_obj)
-            err = hw_code_location(w, addr, code_obj);
-        break;
-    }
-    case K_METHOD:
-        err = hw_ref_fields(w, &h, addr, H->method, NFIELDS(H->method));
-        break;
-    case K_CFUNCTION:
-        err = hw_ref_fields(w, &h, addr, H->cfunc, NFIELDS(H->cfunc));
-        break;
-    case K_CLASSMETHOD:
-        err = hw_ref_fields(w, &h, addr, H->classmethod, NFIELDS(H->classmethod));
-        break;
-    case K_PROPERTY:
-        err = hw_ref_fields(w, &h, addr, H->property, NFIELDS(H->property));
-        break;
-    case K_MODULE: {
-        err = hw_ref_fields(w, &h, addr, H->module, NFIELDS(H->module));
-        uint64_t md, file;
-        if (!err && w->sink->location && mc_read_u64(&w->mc, addr + w->L->mod_dict, &md) == 0 &&
-            md &&
-            (file = hw_dict_get(w, md, "__file__")) != 0) {
-            const char *f = hw_str_text(w, file, NULL);
-            if (f)
-                err = w->sink->location(w->sink->ctx, addr, f, 0);
-        }
-        break;
-    }
-    case K_EXC:
-        err = hw_ref_fields(w, &h, addr, H->exc, NFIELDS(H->exc));
-        break;
-    case K_TRACEBACK:
-        err = hw_ref_fields(w, &h, addr, H->tb, NFIELDS(H->tb));
-        break;
-    case K_WEAKREF: {
-        uint64_t referent;
-        err = hw_ref_fields(w, &h, addr, H->weakref_cb, NFIELDS(H->weakref_cb));
-        if (!err && mc_read_u64(&w->mc, addr + H->weakref_object, &referent) == 0 && referent &&
-            referent != w->rt->types.none_struct)
-            err = hw_ref_stable(w, &h, referent, HW_EDGE_WEAK, "<weakref>", false);
-        break;
-    }
-    case K_CODE:
-        err = hw_code_location(w, addr, addr);
-        break;
-    case K_FRAME: {
-        err = hw_ref_fields(w, &h, addr, H->frobj, NFIELDS(H->frobj));
-        uint64_t f;
-        uint8_t owner = 0;
-        /* Locals belong to the frame object only once it owns its interpreter frame. */
-        if (!err && mc_read_u64(&w->mc, addr + H->frobj_frame, &f) == 0 &&
-            f == addr + H->frobj_data &&
-            mc_read(&w->mc, f + w->L->fr_owner, &owner, 1) == 0 &&
-            owner == H->frame_owned_by_frame_object)
-            err = hw_walk_iframe(w, &h, f, true, NULL);
-        break;
-    }
-    case K_GEN: {
-        err = hw_ref_fields(w, &h, addr,
-                         (const struct py_ref_field[]){{(uint16_t)H->gi_name, HW_EDGE_INTERNAL,
-                                                        ".__name__"},
-                                                       {(uint16_t)H->gi_qualname,
-                                                        HW_EDGE_INTERNAL, ".__qualname__"},
-                                                       {(uint16_t)H->gi_exc_value,
-                                                        HW_EDGE_ATTR, ".gi_exc_value"}},
-                         3);
-        int8_t state = 0;
-        if (!err && mc_read(&w->mc, addr + H->gi_frame_state, &state, 1) == 0 &&
-            state < H->gen_state_cleared) {
-            /* locals, value stack, f_globals, f_func, f_code */
-            err = hw_walk_iframe(w, &h, addr + H->gi_iframe, true, &code);
-            if (!err && code)
-                err = hw_code_location(w, addr, code);
-        }
-        break;
-    }
-    case K_OBJECT:
-        if (!ti->ct && ti->gc)
-            err = hw_scan_body(w, &h, addr, (struct tinfo *)ti);
-        break;
-    default:
-        break;
-    }
+    if (!err)
+        err = walk_refs(w, &h, addr, ti, ob_size, items, size);
     if (!err && (ti->heap || ti->kind == K_OBJECT) && ti->kind != K_FUNCTION &&
         ti->kind != K_MODULE && ti->kind != K_EXC && ti->kind != K_CLASSMETHOD)
         err = hw_walk_instance(w, &h, addr, ti, ob_size);
@@ -700,6 +741,74 @@ static void copy_progress(void *ctx, uint64_t done, uint64_t total)
     w->opt->progress(w->opt->progress_ctx, HW_PROGRESS_COPY, done, total);
 }
 
+/* Every interpreter (at most PY_MAX_INTERPRETERS) and its id, the main one first; an error
+ * when there is none, or when one is collecting garbage (its lists are being moved). */
+static int list_interpreters(struct hw *w, uint64_t *interps, int64_t *ids, size_t *ninterps)
+{
+    uint64_t interp;
+    int err = py_interp_head(w->rt, &interp);
+    if (err)
+        return err;
+    if (!interp)
+        return err_fail(SCRY_E_NOT_PYTHON,
+                        "the Python runtime has no interpreter (not started yet, or finalized)");
+    size_t n = 0;
+    for (; interp && n < PY_MAX_INTERPRETERS; n++) {
+        int32_t collecting = 0;
+        interps[n] = interp;
+        ids[n] = 0;
+        mc_read(&w->mc, interp + w->L->is_id, &ids[n], 8);
+        err = mc_read(&w->mc, interp + w->L->is_gc + w->H->gc_collecting, &collecting, 4);
+        if (!err && collecting) {
+            w->st->gc_running = true;
+            err = err_fail(SCRY_E_READ_FAILED, "a garbage collection is running; try again");
+        }
+        if (!err)
+            err = mc_read_u64(&w->mc, interp + w->L->is_next, &interp);
+        if (err)
+            return err;
+    }
+    *ninterps = n;
+    return 0;
+}
+
+/* The GC lists (a free-threaded build's heaps) of every interpreter flagged, lens: their
+ * lengths (gen0-2, permanent). */
+static int mark_gc_lists(struct hw *w, const uint64_t *interps, size_t ninterps,
+                         uint64_t (*lens)[4])
+{
+    int err = 0;
+    for (size_t i = 0; i < ninterps && !err; i++) {
+        if (w->L->free_threaded) {
+            err = hw_ft_seeds(w, interps[i]);
+            continue;
+        }
+        uint64_t gc = interps[i] + w->L->is_gc;
+        for (int g = 0; g < 3 && !err; g++)
+            err = mark_gc_list(w, gc + w->H->gc_generations[g], false, &lens[i][g]);
+        if (!err)
+            err = mark_gc_list(w, gc + w->H->gc_permanent, true, &lens[i][3]);
+    }
+    return err;
+}
+
+/* The GC lists' objects, last interpreter and list first: the order of a work stack onto which
+ * they were pushed before the roots. */
+static int walk_gc_lists(struct hw *w, const uint64_t *interps, size_t ninterps,
+                         uint64_t (*lens)[4])
+{
+    if (w->L->free_threaded)
+        return hw_ft_walk_seeds(w);
+    int err = 0;
+    for (size_t i = ninterps; i-- > 0 && !err;) {
+        uint64_t gc = interps[i] + w->L->is_gc;
+        err = walk_gc_list_back(w, gc + w->H->gc_permanent, true, lens[i][3]);
+        for (int g = 2; g >= 0 && !err; g--)
+            err = walk_gc_list_back(w, gc + w->H->gc_generations[g], false, lens[i][g]);
+    }
+    return err;
+}
+
 static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
                      const struct hw_sink *sink, struct hw_stats *stats, uint64_t max_copy,
                      void (*resume)(void *ctx), void *resume_ctx)
@@ -752,32 +861,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     uint64_t interps[PY_MAX_INTERPRETERS];
     int64_t ids[PY_MAX_INTERPRETERS];
     size_t ninterps = 0;
-    uint64_t interp;
-    err = py_interp_head(rt, &interp);
-    if (err)
+    if ((err = list_interpreters(&w, interps, ids, &ninterps)) != 0)
         goto out;
-    if (!interp) {
-        err = err_fail(SCRY_E_NOT_PYTHON,
-                       "the Python runtime has no interpreter (not started yet, or finalized)");
-        goto out;
-    }
-    for (; interp && ninterps < PY_MAX_INTERPRETERS; ninterps++) {
-        int32_t collecting = 0;
-        interps[ninterps] = interp;
-        ids[ninterps] = 0;
-        mc_read(&w.mc, interp + w.L->is_id, &ids[ninterps], 8);
-        err = mc_read(&w.mc, interp + w.L->is_gc + w.H->gc_collecting, &collecting, 4);
-        if (err)
-            goto out;
-        if (collecting) {
-            stats->gc_running = true;
-            err = err_fail(SCRY_E_READ_FAILED, "a garbage collection is running; try again");
-            goto out;
-        }
-        err = mc_read_u64(&w.mc, interp + w.L->is_next, &interp);
-        if (err)
-            goto out;
-    }
     hw_hc_env_init(&w);
     hw_find_subtype_dealloc(&w, interps[0]);
     if ((err = hw_collect_threads(&w)) != 0)
@@ -787,20 +872,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     /* GC lists (a free-threaded build's heaps) first, so that every tracked object is flagged
        before any is reported. */
     uint64_t lens[PY_MAX_INTERPRETERS][4]; /* gen0-2, permanent */
-    for (size_t i = 0; i < ninterps; i++) {
-        if (w.L->free_threaded) {
-            if ((err = hw_ft_seeds(&w, interps[i])) != 0)
-                goto out;
-            continue;
-        }
-        uint64_t gc = interps[i] + w.L->is_gc;
-        for (int g = 0; g < 3 && !err; g++)
-            err = mark_gc_list(&w, gc + w.H->gc_generations[g], false, &lens[i][g]);
-        if (!err)
-            err = mark_gc_list(&w, gc + w.H->gc_permanent, true, &lens[i][3]);
-        if (err)
-            goto out;
-    }
+    if ((err = mark_gc_lists(&w, interps, ninterps, lens)) != 0)
+        goto out;
     for (size_t i = 0; i < ninterps; i++)
         if ((err = interp_roots(&w, interps[i], ids[i])) != 0)
             goto out;
@@ -810,18 +883,8 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     t_seeds = now_ms();
     if ((err = drain(&w)) != 0)
         goto out;
-    /* The GC lists' objects, last interpreter and list first: the order of a work stack onto
-       which they were pushed before the roots. */
-    if (w.L->free_threaded && (err = hw_ft_walk_seeds(&w)) != 0)
+    if ((err = walk_gc_lists(&w, interps, ninterps, lens)) != 0)
         goto out;
-    for (size_t i = ninterps; i-- > 0 && !w.L->free_threaded;) {
-        uint64_t gc = interps[i] + w.L->is_gc;
-        err = walk_gc_list_back(&w, gc + w.H->gc_permanent, true, lens[i][3]);
-        for (int g = 2; g >= 0 && !err; g--)
-            err = walk_gc_list_back(&w, gc + w.H->gc_generations[g], false, lens[i][g]);
-        if (err)
-            goto out;
-    }
     for (size_t i = 0; i + 1 < w.ndeferred; i += 2) {
         uint64_t addr = w.deferred[i], v = current_flags(&w, addr, w.deferred[i + 1]);
         if ((err = hw_emit_leaf(&w, addr, v)) != 0)

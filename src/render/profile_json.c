@@ -785,141 +785,159 @@ static void write_memory_globals(struct json_writer *w, const struct profile *p)
     jw_double(w, (double)m->native_malloc_bytes / MIB);
 }
 
+/* The run: the program, its times, its samples, the run queue and the note. */
+static void write_run(struct json_writer *w, const struct profile *p,
+                      const struct profile_json_opts *o)
+{
+    jw_key(w, "tool");
+    jw_str(w, "scry");
+    jw_key(w, "version");
+    jw_str(w, o->version);
+    jw_key(w, "program");
+    jw_str(w, o->program ? o->program : "");
+    jw_key(w, "entrypoint_dir");
+    jw_str(w, o->entrypoint_dir ? o->entrypoint_dir : "");
+    jw_key(w, "args");
+    jw_arr_begin(w);
+    if (o->args)
+        for (size_t i = 0; i < o->nargs; i++)
+            jw_str(w, o->args[i]);
+    else
+        for (size_t i = 1; i < p->argc; i++)
+            jw_str(w, p->argv[i]);
+    jw_arr_end(w);
+    jw_key(w, "filename");
+    jw_str(w, o->filename ? o->filename : "");
+    jw_key(w, "python_version");
+    jw_str(w, p->python_version);
+    jw_key(w, "elapsed_time_sec");
+    jw_double(w, p->elapsed_sec);
+    jw_key(w, "start_time_absolute");
+    jw_double(w, p->start_time_absolute);
+    jw_key(w, "start_time_perf");
+    jw_double(w, o->start_time_perf);
+    jw_key(w, "main_thread_id");
+    jw_uint(w, p->main_thread_id);
+    jw_key(w, "cpu_sampling_rate");
+    jw_double(w, p->sampling_rate_sec);
+    jw_key(w, "use_virtual_time");
+    jw_bool(w, p->virtual_time);
+    jw_key(w, "processes");
+    jw_uint(w, p->nparts);
+    jw_key(w, "n_samples");
+    jw_uint(w, p->samples);
+    jw_key(w, "n_dropped_samples");
+    jw_uint(w, p->dropped);
+    jw_key(w, "sampled_time_sec");
+    jw_double(w, prof_total_sec(p));
+    jw_key(w, "profiled_time_sec");
+    jw_double(w, prof_charged_sec(p));
+    jw_key(w, "profiling_off_sec");
+    jw_double(w, p->off_sec);
+    /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
+    jw_key(w, "run_queue_delay_sec");
+    if (p->have_run_queue)
+        jw_double(w, p->run_queue_delay_sec);
+    else
+        jw_null(w);
+    jw_key(w, "run_queue_cpu_sec");
+    if (p->have_run_queue)
+        jw_double(w, p->run_queue_cpu_sec);
+    else
+        jw_null(w);
+    jw_key(w, "oversubscribed");
+    jw_bool(w, prof_oversubscribed(p));
+    if (p->note) {
+        jw_key(w, "note");
+        jw_str(w, p->note);
+    }
+}
+
+/* The files left out with their time, and (scry record) the threads. */
+static void write_excluded_threads(struct json_writer *w, const struct profile *p)
+{
+    jw_key(w, "excluded");
+    jw_arr_begin(w);
+    for (size_t i = 0; i < p->nexcluded; i++) {
+        jw_obj_begin(w);
+        jw_key(w, "file");
+        jw_str(w, p->excluded[i].file);
+        jw_key(w, "rule");
+        jw_str(w, p->excluded[i].rule);
+        jw_key(w, "seconds");
+        jw_double(w, p->excluded[i].sec);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    /* scry record: which thread held the GIL, per thread (docs/json-schema.md). */
+    if (p->have_threads) {
+        jw_key(w, "threads");
+        jw_arr_begin(w);
+        for (size_t i = 0; i < p->nthreads; i++) {
+            const struct prof_thread *t = &p->threads[i];
+            jw_obj_begin(w);
+            jw_key(w, "pid");
+            jw_int(w, t->pid);
+            jw_key(w, "native_id");
+            jw_int(w, t->native_id);
+            jw_key(w, "thread_id");
+            jw_uint(w, t->thread_id);
+            jw_key(w, "name");
+            jw_str(w, t->name);
+            jw_key(w, "samples");
+            jw_uint(w, t->samples);
+            jw_key(w, "gil_samples");
+            jw_uint(w, t->gil_samples);
+            jw_obj_end(w);
+        }
+        jw_arr_end(w);
+    }
+}
+
+/* The memory totals (placeholders in Scalene's shape when memory is off) and the GPU's. */
+static void write_memory_gpu(struct json_writer *w, const struct profile *p)
+{
+    if (p->mem.on) {
+        write_memory_globals(w, p);
+    } else {
+        /* Memory off: the placeholders in Scalene's shape, as before memory profiling. */
+        zero_key(w, "alloc_samples");
+        zero_key(w, "growth_rate");
+        zero_key(w, "max_footprint_mb");
+        zero_key(w, "max_footprint_python_fraction");
+        jw_key(w, "max_footprint_fname");
+        jw_null(w);
+        jw_key(w, "max_footprint_lineno");
+        jw_null(w);
+        zero_key(w, "native_allocations_mb");
+    }
+    jw_key(w, "gpu");
+    jw_bool(w, p->gpu);
+    jw_key(w, "gpu_device");
+    jw_str(w, p->gpu && p->gpu_device ? p->gpu_device : "");
+    if (p->gpu) {
+        jw_key(w, "gpu_utilization_source");
+        jw_str(w, p->gpu_util_source ? p->gpu_util_source : "device");
+        jw_key(w, "gpu_memory_source");
+        jw_str(w, p->gpu_mem_source ? p->gpu_mem_source : "device");
+        jw_key(w, "gpu_sampler_cpu_sec");
+        jw_double(w, p->gpu_sampler_cpu_sec);
+    }
+    if (p->gpu_note) {
+        jw_key(w, "gpu_note");
+        jw_str(w, p->gpu_note);
+    }
+}
+
 void profile_json_write(const struct profile *p, const struct profile_json_opts *o,
                         struct strbuf *out)
 {
     struct json_writer w;
     jw_init(&w, out, true);
     jw_obj_begin(&w);
-    jw_key(&w, "tool");
-    jw_str(&w, "scry");
-    jw_key(&w, "version");
-    jw_str(&w, o->version);
-    jw_key(&w, "program");
-    jw_str(&w, o->program ? o->program : "");
-    jw_key(&w, "entrypoint_dir");
-    jw_str(&w, o->entrypoint_dir ? o->entrypoint_dir : "");
-    jw_key(&w, "args");
-    jw_arr_begin(&w);
-    if (o->args)
-        for (size_t i = 0; i < o->nargs; i++)
-            jw_str(&w, o->args[i]);
-    else
-        for (size_t i = 1; i < p->argc; i++)
-            jw_str(&w, p->argv[i]);
-    jw_arr_end(&w);
-    jw_key(&w, "filename");
-    jw_str(&w, o->filename ? o->filename : "");
-    jw_key(&w, "python_version");
-    jw_str(&w, p->python_version);
-    jw_key(&w, "elapsed_time_sec");
-    jw_double(&w, p->elapsed_sec);
-    jw_key(&w, "start_time_absolute");
-    jw_double(&w, p->start_time_absolute);
-    jw_key(&w, "start_time_perf");
-    jw_double(&w, o->start_time_perf);
-    jw_key(&w, "main_thread_id");
-    jw_uint(&w, p->main_thread_id);
-    jw_key(&w, "cpu_sampling_rate");
-    jw_double(&w, p->sampling_rate_sec);
-    jw_key(&w, "use_virtual_time");
-    jw_bool(&w, p->virtual_time);
-    jw_key(&w, "processes");
-    jw_uint(&w, p->nparts);
-    jw_key(&w, "n_samples");
-    jw_uint(&w, p->samples);
-    jw_key(&w, "n_dropped_samples");
-    jw_uint(&w, p->dropped);
-    jw_key(&w, "sampled_time_sec");
-    jw_double(&w, prof_total_sec(p));
-    jw_key(&w, "profiled_time_sec");
-    jw_double(&w, prof_charged_sec(p));
-    jw_key(&w, "profiling_off_sec");
-    jw_double(&w, p->off_sec);
-    /* The run-queue delay: null when no process could read it (docs/json-schema.md). */
-    jw_key(&w, "run_queue_delay_sec");
-    if (p->have_run_queue)
-        jw_double(&w, p->run_queue_delay_sec);
-    else
-        jw_null(&w);
-    jw_key(&w, "run_queue_cpu_sec");
-    if (p->have_run_queue)
-        jw_double(&w, p->run_queue_cpu_sec);
-    else
-        jw_null(&w);
-    jw_key(&w, "oversubscribed");
-    jw_bool(&w, prof_oversubscribed(p));
-    if (p->note) {
-        jw_key(&w, "note");
-        jw_str(&w, p->note);
-    }
-    jw_key(&w, "excluded");
-    jw_arr_begin(&w);
-    for (size_t i = 0; i < p->nexcluded; i++) {
-        jw_obj_begin(&w);
-        jw_key(&w, "file");
-        jw_str(&w, p->excluded[i].file);
-        jw_key(&w, "rule");
-        jw_str(&w, p->excluded[i].rule);
-        jw_key(&w, "seconds");
-        jw_double(&w, p->excluded[i].sec);
-        jw_obj_end(&w);
-    }
-    jw_arr_end(&w);
-    /* scry record: which thread held the GIL, per thread (docs/json-schema.md). */
-    if (p->have_threads) {
-        jw_key(&w, "threads");
-        jw_arr_begin(&w);
-        for (size_t i = 0; i < p->nthreads; i++) {
-            const struct prof_thread *t = &p->threads[i];
-            jw_obj_begin(&w);
-            jw_key(&w, "pid");
-            jw_int(&w, t->pid);
-            jw_key(&w, "native_id");
-            jw_int(&w, t->native_id);
-            jw_key(&w, "thread_id");
-            jw_uint(&w, t->thread_id);
-            jw_key(&w, "name");
-            jw_str(&w, t->name);
-            jw_key(&w, "samples");
-            jw_uint(&w, t->samples);
-            jw_key(&w, "gil_samples");
-            jw_uint(&w, t->gil_samples);
-            jw_obj_end(&w);
-        }
-        jw_arr_end(&w);
-    }
-
-    if (p->mem.on) {
-        write_memory_globals(&w, p);
-    } else {
-        /* Memory off: the placeholders in Scalene's shape, as before memory profiling. */
-        zero_key(&w, "alloc_samples");
-        zero_key(&w, "growth_rate");
-        zero_key(&w, "max_footprint_mb");
-        zero_key(&w, "max_footprint_python_fraction");
-        jw_key(&w, "max_footprint_fname");
-        jw_null(&w);
-        jw_key(&w, "max_footprint_lineno");
-        jw_null(&w);
-        zero_key(&w, "native_allocations_mb");
-    }
-    jw_key(&w, "gpu");
-    jw_bool(&w, p->gpu);
-    jw_key(&w, "gpu_device");
-    jw_str(&w, p->gpu && p->gpu_device ? p->gpu_device : "");
-    if (p->gpu) {
-        jw_key(&w, "gpu_utilization_source");
-        jw_str(&w, p->gpu_util_source ? p->gpu_util_source : "device");
-        jw_key(&w, "gpu_memory_source");
-        jw_str(&w, p->gpu_mem_source ? p->gpu_mem_source : "device");
-        jw_key(&w, "gpu_sampler_cpu_sec");
-        jw_double(&w, p->gpu_sampler_cpu_sec);
-    }
-    if (p->gpu_note) {
-        jw_key(&w, "gpu_note");
-        jw_str(&w, p->gpu_note);
-    }
+    write_run(&w, p, o);
+    write_excluded_threads(&w, p);
+    write_memory_gpu(&w, p);
     jw_key(&w, "memory");
     jw_bool(&w, p->mem.on);
     jw_key(&w, "async_profile");

@@ -14,11 +14,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/cursor.h"
 #include "common/error.h"
 #include "common/infile.h"
-#include "snapshot/crc32.h"
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
@@ -95,7 +95,7 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
                    size, SNAP_HEADER_SIZE);
     cur_seek(c, SNAP_HEADER_CRC_OFF);
     uint32_t want = cur_u32(c);
-    uint32_t got = snap_crc32(0, s->base, SNAP_HEADER_CRC_OFF);
+    uint32_t got = (uint32_t)crc32_z(0, s->base, SNAP_HEADER_CRC_OFF);
     if (want != got)
         return bad(v, SNAP_HEADER_CRC_OFF, "header checksum 0x%08x does not match its bytes (0x%08x)",
                    want, got);
@@ -125,7 +125,7 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
         size - dir_offset != (uint64_t)nchunks * SNAP_DIR_ENTRY_SIZE)
         return bad(v, 24, "the directory of %u chunks at offset %llu does not end the file", nchunks,
                    (unsigned long long)dir_offset);
-    got = snap_crc32(0, s->base + dir_offset, size - dir_offset);
+    got = (uint32_t)crc32_z(0, s->base + dir_offset, size - dir_offset);
     if (got != dir_crc)
         return bad(v, dir_offset, "directory checksum 0x%08x does not match its bytes (0x%08x)",
                    dir_crc, got);
@@ -156,7 +156,7 @@ static int check_frame(struct vctx *v, struct span spans[K__COUNT])
         int err = check_padding(v, end, ci->offset);
         if (err)
             return err;
-        got = snap_crc32(0, s->base + ci->offset, ci->length);
+        got = (uint32_t)crc32_z(0, s->base + ci->offset, ci->length);
         if (got != ci->crc)
             return bad(v, ci->offset, "chunk %s: checksum 0x%08x does not match its bytes (0x%08x)",
                        name, ci->crc, got);

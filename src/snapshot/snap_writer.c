@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/hashmap.h" /* hm_hash64 */
 #include "common/outfile.h"
-#include "snapshot/crc32.h"
 #include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
 #include "snapshot/snap_index.h"
 #include "snapshot/snap_spill.h"
@@ -549,7 +549,7 @@ static void out_flush(struct out *o)
 
 static void out_put(struct out *o, const void *data, size_t len)
 {
-    o->crc = snap_crc32(o->crc, data, len);
+    o->crc = (uint32_t)crc32_z(o->crc, data, len);
     o->pos += len;
     const uint8_t *p = data;
     while (len) {
@@ -849,7 +849,7 @@ static void write_snapshot(struct snap_writer *w, struct out *o, const struct cs
     put_le64(header + 24, dir_offset);
     put_le32(header + 32, (uint32_t)nd);
     put_le32(header + 36, dir_crc);
-    put_le32(header + SNAP_HEADER_CRC_OFF, snap_crc32(0, header, SNAP_HEADER_CRC_OFF));
+    put_le32(header + SNAP_HEADER_CRC_OFF, (uint32_t)crc32_z(0, header, SNAP_HEADER_CRC_OFF));
     if (!o->err && pwrite(w->out.fd, header, sizeof(header), 0) != (ssize_t)sizeof(header))
         o->err = errno ? errno : EIO;
 }

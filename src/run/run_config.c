@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/infile.h"
+#include "run/run_config.h"
 
 /* A config is a few lines; anything this big is not one. */
 #define CONFIG_MAX_BYTES ((uint64_t)1 << 20)
