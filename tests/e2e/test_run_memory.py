@@ -678,9 +678,14 @@ def test_raw_pthread_allocations_are_native(mem_run, python_exe, native_thread_l
                                            f"native_allocations_mb {got:.2f}")
     assert all(e["lineno"] == 0 for e in native["lines"]), native["lines"]
     # The thread's memory is not charged to the line that started it (the line itself
-    # allocates next to nothing; 8 MB would be the thread's stack, if it were counted).
-    e = mem_line(detail_of(profile, NATIVE_THREAD, ran), marker(NATIVE_THREAD, "native_call"))
-    assert e["n_malloc_mb"] < 16, describe(e)
+    # allocates next to nothing; 8 MB would be the thread's stack, if it were counted). The
+    # program runs ~40 ms, mostly waiting: on a loaded machine the collector may take no sample
+    # of it and no allocation sample may fall on its lines; then the file is not in the profile,
+    # which means that nothing was charged to it (seen in a CI run: 0 samples over 0.040 s).
+    detail = file_detail(profile, NATIVE_THREAD)
+    if detail is not None:
+        e = mem_line(detail, marker(NATIVE_THREAD, "native_call"))
+        assert e["n_malloc_mb"] < 16, describe(e)
 
 
 def test_stress_16_threads(mem_run, python_exe):
