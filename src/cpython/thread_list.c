@@ -75,7 +75,7 @@ enum py_tl_end py_tl_walk(struct py_tl *w, uint64_t first)
         if (ni >= w->max_interps)
             return PY_TL_INTERP_LONG;
         uint64_t tstate = 0, next = 0;
-        if (!read_u64(w, interp + L->is_threads_head, &tstate) ||
+        if ((w->on_thread && !read_u64(w, interp + L->is_threads_head, &tstate)) ||
             !read_u64(w, interp + L->is_next, &next))
             return PY_TL_READ_FAILED;
         if (w->on_interp && w->on_interp(w->ctx, interp))

@@ -36,8 +36,9 @@ struct py_tl {
     bool go_on; /* a thread list that ends early (not PY_TL_STOPPED) does not end the walk: the
                  * next interpreter's is walked, and the first such end is returned
                  * (one other than PY_TL_THREAD_LONG preferred) */
-    /* Called for each interpreter before its threads (may be NULL), and for each thread state;
-     * a nonzero return ends the walk (PY_TL_STOPPED). */
+    /* Called for each interpreter before its threads (may be NULL), and for each thread state
+     * (NULL: the interpreters only, no thread list is read); a nonzero return ends the walk
+     * (PY_TL_STOPPED). */
     int (*on_interp)(void *ctx, uint64_t interp);
     int (*on_thread)(void *ctx, uint64_t interp, uint64_t tstate);
     void *ctx;

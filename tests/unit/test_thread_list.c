@@ -136,6 +136,14 @@ static void test_two_interpreters(void)
         build_interp(L, 2, 0, (int[]){6}, 1);
         CHECK_EQ(WALK(L, &w, &s, true, false), PY_TL_COMPLETE);
         CHECK_STR(s.log, "i0t0t1i1i2t6");
+        /* The interpreters only: no thread list is read. */
+        WALK(L, &w, &s, true, false);
+        s.log[0] = 0;
+        w.on_thread = NULL;
+        g.hole = INTERP(1) + L->is_threads_head;
+        CHECK_EQ(py_tl_walk(&w, INTERP(0)), PY_TL_COMPLETE);
+        CHECK_STR(s.log, "i0i1i2");
+        g.hole = 0;
     }
 }
 
