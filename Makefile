@@ -45,7 +45,7 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 AGENT_SRC := $(wildcard src/agent/*.c) \
              $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c sstream.c) \
              $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c eh_frame.c) \
-             $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c linetable.c objects.c opcodes.c file_filter.c) \
+             $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c thread_list.c linetable.c objects.c opcodes.c file_filter.c) \
              $(wildcard src/cpython/layout_3*.c) \
              src/render/json_writer.c
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/agent-obj/%.o)

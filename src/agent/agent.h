@@ -173,6 +173,8 @@ bool ag_unwind_fork_prepare(void);
 void ag_unwind_fork_done(bool child, bool clean);
 /* Reads len bytes of this process at addr; false (never a fault) if unmapped. */
 bool ag_safe_read(uint64_t addr, void *buf, size_t len);
+/* ag_safe_read as the cpython walkers' memory interface (cpython/frame_walk.h). */
+extern const struct py_mem ag_self_mem;
 /* Walks tstate's frames into s (depth, frames, TRUNCATED); returns the innermost frame's opcode
  * or -1. Usable from a signal handler and from the collector (for another thread). */
 int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *scratch);

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/hashmap.h"
 #include "cpython/frames.h"
+#include "cpython/thread_list.h"
 
 #define SCAN_INTERVAL_NS 20000000ULL  /* look for new or ended threads every 20 ms */
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
@@ -405,46 +406,48 @@ static void end_carry(void)
     carry_ns = 0;
 }
 
+static int scan_interp(void *ctx, uint64_t interp)
+{
+    (void)ctx;
+    ag_col_read_prefixes(interp);
+    return 0;
+}
+
+static int scan_thread(void *ctx, uint64_t interp, uint64_t tstate)
+{
+    (void)interp;
+    const uint64_t *scan_now = ctx; /* scan, now */
+    uint64_t native = 0;
+    if (!ag_safe_read(tstate + ag_rt.layout.ts_native_thread_id, &native, 8))
+        return -1;
+    int tid = (int)native;
+    if (tid > 0) {
+        struct ag_thread *t = find_thread(tid);
+        if (t) {
+            t->tstate = tstate;
+            t->seen_scan = scan_now[0];
+        } else {
+            start_thread_sampling(tstate, tid, scan_now[1], scan_now[0]);
+        }
+    }
+    return 0;
+}
+
 /* Walks every interpreter's thread list, starts sampling new threads and retires ended ones. */
 static void scan_threads(uint64_t now)
 {
     static uint64_t scan;
-    const struct py_layout *L = &ag_rt.layout;
     uint64_t interp = 0;
     scan++;
-    if (!ag_safe_read(ag_rt.runtime_addr + L->rt_interpreters_head, &interp, 8))
+    if (!ag_safe_read(ag_rt.runtime_addr + ag_rt.layout.rt_interpreters_head, &interp, 8))
         return;
-    bool complete = true;
-    for (int ni = 0; interp && ni < 64; ni++) {
-        uint64_t tstate = 0, next = 0;
-        if (!ag_safe_read(interp + L->is_threads_head, &tstate, 8) ||
-            !ag_safe_read(interp + L->is_next, &next, 8)) {
-            complete = false;
-            break;
-        }
-        ag_col_read_prefixes(interp);
-        for (int nt = 0; tstate && nt < AG_MAX_THREADS; nt++) {
-            uint64_t owner = 0, native = 0, tnext = 0;
-            if (!ag_safe_read(tstate + L->ts_interp, &owner, 8) || owner != interp ||
-                !ag_safe_read(tstate + L->ts_native_thread_id, &native, 8) ||
-                !ag_safe_read(tstate + L->ts_next, &tnext, 8)) {
-                complete = false;
-                break;
-            }
-            int tid = (int)native;
-            if (tid > 0) {
-                struct ag_thread *t = find_thread(tid);
-                if (t) {
-                    t->tstate = tstate;
-                    t->seen_scan = scan;
-                } else {
-                    start_thread_sampling(tstate, tid, now, scan);
-                }
-            }
-            tstate = tnext;
-        }
-        interp = next;
-    }
+    uint64_t scan_now[2] = {scan, now};
+    struct py_tl w = {.L = &ag_rt.layout, .mem = &ag_self_mem, .max_interps = 64,
+                      .max_threads = AG_MAX_THREADS, .check_owner = true, .go_on = true,
+                      .on_interp = scan_interp, .on_thread = scan_thread, .ctx = scan_now};
+    enum py_tl_end end = py_tl_walk(&w, interp);
+    /* Past the bounds the walk counts as complete, as it always did. */
+    bool complete = end == PY_TL_COMPLETE || end == PY_TL_INTERP_LONG || end == PY_TL_THREAD_LONG;
     if (!complete)
         return; /* a torn list says nothing about which threads ended */
     /* Threads counted from their creation end on their own (end_exited_threads). */

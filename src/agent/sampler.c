@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "cpython/frame_walk.h"
 #include "cpython/opcodes.h"
+#include "cpython/thread_list.h"
 #include "reader/eh_frame.h"
 
 #if defined(__has_include)
@@ -224,6 +225,8 @@ static bool self_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return ag_safe_read(addr, buf, len);
 }
 
+const struct py_mem ag_self_mem = {.read = self_read};
+
 /* A thread's frames mostly live in its current data-stack chunk: one read copies the used part
  * of it, the walker reads the frames from that copy, and the code objects' headers are fetched in
  * one batched read, so a sample costs a handful of system calls whatever the depth. Frames
@@ -305,29 +308,35 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
 
 /* The thread state whose native thread id is tid, from the interpreters' lists (0: none yet).
  * For a thread counted from its creation, whose state the collector has not seen yet. */
+struct find_ctx {
+    int tid;
+    uint64_t found;
+};
+
+static int find_one(void *ctx, uint64_t interp, uint64_t tstate)
+{
+    (void)interp;
+    struct find_ctx *f = ctx;
+    uint64_t native = 0;
+    if (!ag_safe_read(tstate + ag_rt.layout.ts_native_thread_id, &native, 8))
+        return -1;
+    if ((int64_t)native != f->tid)
+        return 0;
+    f->found = tstate;
+    return 1;
+}
+
 static uint64_t find_tstate(int tid)
 {
-    const struct py_layout *L = &ag_rt.layout;
     uint64_t interp = 0;
-    if (!ag_safe_read(ag_rt.runtime_addr + L->rt_interpreters_head, &interp, 8))
+    if (!ag_safe_read(ag_rt.runtime_addr + ag_rt.layout.rt_interpreters_head, &interp, 8))
         return 0;
-    for (int ni = 0; interp && ni < 64; ni++) {
-        uint64_t tstate = 0, next = 0;
-        if (!ag_safe_read(interp + L->is_threads_head, &tstate, 8) ||
-            !ag_safe_read(interp + L->is_next, &next, 8))
-            return 0;
-        for (int nt = 0; tstate && nt < AG_MAX_THREADS; nt++) {
-            uint64_t native = 0, tnext = 0;
-            if (!ag_safe_read(tstate + L->ts_native_thread_id, &native, 8) ||
-                !ag_safe_read(tstate + L->ts_next, &tnext, 8))
-                return 0;
-            if ((int64_t)native == tid)
-                return tstate;
-            tstate = tnext;
-        }
-        interp = next;
-    }
-    return 0;
+    struct find_ctx f = {tid, 0};
+    struct py_tl w = {.L = &ag_rt.layout, .mem = &ag_self_mem, .max_interps = 64,
+                      .max_threads = AG_MAX_THREADS, .go_on = true, .on_thread = find_one,
+                      .ctx = &f};
+    py_tl_walk(&w, interp);
+    return f.found;
 }
 
 static void arm_after(struct ag_thread *t, uint64_t ns)

@@ -37,15 +37,9 @@ static const char *read_name(struct py_runtime *rt, struct arena *a, uint64_t ob
     return r;
 }
 
-/* The frame walker reads through the runtime's reader; the first error is kept. */
-struct reader_mem {
-    struct rd_reader *rd;
-    int err;
-};
-
-static bool reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
+bool py_reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-    struct reader_mem *r = ctx;
+    struct py_reader_mem *r = ctx;
     int err = rd_read(r->rd, addr, buf, len);
     if (err && !r->err)
         r->err = err;
@@ -180,8 +174,8 @@ static int stack_walk(struct py_runtime *rt, struct py_code_cache *cc, const str
 int py_thread_stack(struct py_runtime *rt, struct py_code_cache *cc, uint64_t tstate,
                     struct py_frame *frames, size_t max, size_t *count, bool *truncated)
 {
-    struct reader_mem rm = {rt->rd, 0};
-    struct py_mem mem = {.read = reader_read, .ctx = &rm};
+    struct py_reader_mem rm = {rt->rd, 0};
+    struct py_mem mem = {.read = py_reader_read, .ctx = &rm};
     return stack_walk(rt, cc, &mem, &rm.err, tstate, frames, max, count, truncated);
 }
 

@@ -46,6 +46,14 @@ void py_code_forget(struct py_code_cache *cc, uint64_t code);
  * layout does not fit the walker's bounds. */
 int py_runtime_fw(const struct py_runtime *rt, struct py_fw *fw);
 
+/* The walkers' memory interface (struct py_mem, ctx a struct py_reader_mem) over a reader; the
+ * first error is kept. */
+struct py_reader_mem {
+    struct rd_reader *rd;
+    int err;
+};
+bool py_reader_read(void *ctx, uint64_t addr, void *buf, size_t len);
+
 struct py_frame {
     uint64_t addr; /* the _PyInterpreterFrame */
     const struct py_code_info *code;

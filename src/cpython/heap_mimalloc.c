@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "cpython/heap_walk_int.h"
 #include "cpython/mimalloc_layout.h"
+#include "cpython/thread_list.h"
 
 #define SEGMENT_SIZE (1ULL << PY_MI_SEGMENT_SHIFT)
 #define SLICE_BYTES (1ULL << PY_MI_SLICE_SHIFT)
@@ -33,6 +34,7 @@ struct ft_walk {
     struct hashmap delayed; /* the heap's thread_delayed_free blocks */
     uint64_t pages, blocks, segments; /* read: pages, live blocks, abandoned segments (log) */
     uint64_t seeds;                   /* marked so far */
+    int err;                          /* a thread's heaps' (thread_heaps) */
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -250,6 +252,24 @@ int hw_ft_walk_seeds(struct hw *w)
     return 0;
 }
 
+/* A thread's heaps (interp's list of thread states, py_tl_walk). */
+static int thread_heaps(void *ctx, uint64_t interp, uint64_t ts)
+{
+    (void)interp;
+    struct ft_walk *f = ctx;
+    struct hw *w = f->w;
+    uint64_t m = ts + PY_MI_TSTATE, thread_id = 0;
+    int32_t initialized = 0;
+    if (mc_read(&w->mc, m + PY_MI_TS_INITIALIZED, &initialized, 4) == 0 && initialized &&
+        mc_read_u64(&w->mc, ts + w->L->ts_thread_id, &thread_id) == 0) {
+        uint64_t heaps = m + PY_MI_TS_HEAPS;
+        f->err = visit_heap(f, heaps + PY_MI_HEAP_GC * PY_MI_HEAP_SIZE, 0, thread_id);
+        if (!f->err)
+            f->err = visit_heap(f, heaps + PY_MI_HEAP_GC_PRE * PY_MI_HEAP_SIZE, 2 * PTR, thread_id);
+    }
+    return f->err;
+}
+
 int hw_ft_seeds(struct hw *w, uint64_t interp)
 {
     struct ft_walk f = {.w = w};
@@ -257,22 +277,12 @@ int hw_ft_seeds(struct hw *w, uint64_t interp)
     f.free_map = malloc(MAX_CAPACITY / 8);
     if (!f.free_map)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory walking the heap");
-    uint64_t ts = 0;
-    mc_read_u64(&w->mc, interp + w->L->is_threads_head, &ts);
-    for (uint32_t n = 0; ts && n < MAX_LIST_STEPS && !err; n++) {
-        uint64_t m = ts + PY_MI_TSTATE, thread_id = 0;
-        int32_t initialized = 0;
-        if (mc_read(&w->mc, m + PY_MI_TS_INITIALIZED, &initialized, 4) == 0 && initialized &&
-            mc_read_u64(&w->mc, ts + w->L->ts_thread_id, &thread_id) == 0) {
-            uint64_t heaps = m + PY_MI_TS_HEAPS;
-            err = visit_heap(&f, heaps + PY_MI_HEAP_GC * PY_MI_HEAP_SIZE, 0, thread_id);
-            if (!err)
-                err = visit_heap(&f, heaps + PY_MI_HEAP_GC_PRE * PY_MI_HEAP_SIZE, 2 * PTR,
-                                 thread_id);
-        }
-        if (!err && mc_read_u64(&w->mc, ts + w->L->ts_next, &ts))
-            break;
-    }
+    struct hw_mem hm = {w, 0};
+    struct py_mem mem = {.read = hw_mem_read, .ctx = &hm};
+    struct py_tl tl = {.L = w->L, .mem = &mem, .max_interps = 1, .max_threads = MAX_LIST_STEPS,
+                       .on_thread = thread_heaps, .ctx = &f};
+    if (py_tl_walk(&tl, interp) == PY_TL_STOPPED)
+        err = f.err; /* else the threads up to a torn or looping list were seen */
     /* _mi_abandoned_pool_visit_blocks: `abandoned` (tagged in its low bits), then
        `abandoned_visited` */
     static const uint64_t lists[] = {PY_MI_POOL_ABANDONED, PY_MI_POOL_VISITED};

@@ -34,6 +34,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "cpython/heap_walk_int.h"
+#include "cpython/thread_list.h"
 #include "cpython/threads.h"
 
 static size_t seen_index(const struct seenset *m, uint64_t key)
@@ -741,8 +742,45 @@ static void copy_progress(void *ctx, uint64_t done, uint64_t total)
     w->opt->progress(w->opt->progress_ctx, HW_PROGRESS_COPY, done, total);
 }
 
-/* Every interpreter (at most PY_MAX_INTERPRETERS) and its id, the main one first; an error
- * when there is none, or when one is collecting garbage (its lists are being moved). */
+bool hw_mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    struct hw_mem *m = ctx;
+    int err = mc_read(&m->w->mc, addr, buf, len);
+    if (err && !m->err)
+        m->err = err;
+    return err == 0;
+}
+
+/* list_interpreters' walk: the interpreters found so far. */
+struct interp_list {
+    struct hw *w;
+    uint64_t *interps;
+    int64_t *ids;
+    size_t n;
+    int err;
+};
+
+static int list_interp(void *ctx, uint64_t interp)
+{
+    struct interp_list *l = ctx;
+    struct hw *w = l->w;
+    int32_t collecting = 0;
+    l->interps[l->n] = interp;
+    l->ids[l->n] = 0;
+    mc_read(&w->mc, interp + w->L->is_id, &l->ids[l->n], 8);
+    l->n++;
+    int err = mc_read(&w->mc, interp + w->L->is_gc + w->H->gc_collecting, &collecting, 4);
+    if (!err && collecting) {
+        w->st->gc_running = true;
+        err = err_fail(SCRY_E_READ_FAILED, "a garbage collection is running; try again");
+    }
+    l->err = err;
+    return err;
+}
+
+/* Every interpreter (at most PY_MAX_INTERPRETERS; a list that loops ends where the loop is
+ * seen) and its id, the main one first; an error when there is none, or when one is collecting
+ * garbage (its lists are being moved). */
 static int list_interpreters(struct hw *w, uint64_t *interps, int64_t *ids, size_t *ninterps)
 {
     uint64_t interp;
@@ -752,23 +790,15 @@ static int list_interpreters(struct hw *w, uint64_t *interps, int64_t *ids, size
     if (!interp)
         return err_fail(SCRY_E_NOT_PYTHON,
                         "the Python runtime has no interpreter (not started yet, or finalized)");
-    size_t n = 0;
-    for (; interp && n < PY_MAX_INTERPRETERS; n++) {
-        int32_t collecting = 0;
-        interps[n] = interp;
-        ids[n] = 0;
-        mc_read(&w->mc, interp + w->L->is_id, &ids[n], 8);
-        err = mc_read(&w->mc, interp + w->L->is_gc + w->H->gc_collecting, &collecting, 4);
-        if (!err && collecting) {
-            w->st->gc_running = true;
-            err = err_fail(SCRY_E_READ_FAILED, "a garbage collection is running; try again");
-        }
-        if (!err)
-            err = mc_read_u64(&w->mc, interp + w->L->is_next, &interp);
-        if (err)
-            return err;
-    }
-    *ninterps = n;
+    struct interp_list l = {w, interps, ids, 0, 0};
+    struct hw_mem hm = {w, 0};
+    struct py_mem mem = {.read = hw_mem_read, .ctx = &hm};
+    struct py_tl tl = {.L = w->L, .mem = &mem, .max_interps = PY_MAX_INTERPRETERS,
+                       .on_interp = list_interp, .ctx = &l}; /* no on_thread: no thread lists */
+    enum py_tl_end end = py_tl_walk(&tl, interp);
+    if (end == PY_TL_STOPPED || end == PY_TL_READ_FAILED)
+        return end == PY_TL_STOPPED ? l.err : hm.err;
+    *ninterps = l.n;
     return 0;
 }
 

@@ -399,6 +399,14 @@ int hw_walk_seed(struct hw *w, uint64_t obj, bool frozen);
 /* Every object of interp's mimalloc heaps that its collector would visit (tracked GC objects),
  * marked as mark_gc_list marks a GC list's objects; the pages that held them are kept. */
 int hw_ft_seeds(struct hw *w, uint64_t interp);
+
+/* The walk's cache (w->mc) as a struct py_mem (ctx a struct hw_mem) for the list walker
+ * (cpython/thread_list.h); the first error is kept. */
+struct hw_mem {
+    struct hw *w;
+    int err;
+};
+bool hw_mem_read(void *ctx, uint64_t addr, void *buf, size_t len);
 /* The seeds again, each walked (hw_walk_seed), last page and block first: the order of a work
  * stack onto which they were pushed as hw_ft_seeds met them. */
 int hw_ft_walk_seeds(struct hw *w);

@@ -8,7 +8,9 @@
 #include "common/hashmap.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "cpython/frames.h"
 #include "cpython/objects.h"
+#include "cpython/thread_list.h"
 
 #define MAX_THREAD_NAME 256
 
@@ -42,13 +44,77 @@ static void thread_names(struct py_runtime *rt, uint64_t interp, struct arena *a
         log_debug("reading threading._active: %s", err_last_message());
 }
 
+/* py_list_threads' walk: the interpreter being listed, and the threads found so far. */
+struct list_ctx {
+    struct py_runtime *rt;
+    struct arena *arena;
+    struct py_reader_mem rm;
+    int err;
+    struct py_thread *threads;
+    size_t n, cap;
+    int64_t id; /* the interpreter's */
+    uint64_t holder;
+    bool gil;
+    struct hashmap names;
+};
+
+static int list_interp(void *ctx, uint64_t interp)
+{
+    struct list_ctx *c = ctx;
+    c->id = 0;
+    c->err = rd_read_u64(c->rt->rd, interp + c->rt->layout.is_id, (uint64_t *)&c->id);
+    if (c->err)
+        return -1;
+    c->holder = 0;
+    c->gil = true;
+    if (py_gil_holder(c->rt, interp, &c->holder, &c->gil))
+        c->holder = 0;
+    hm_free(&c->names);
+    thread_names(c->rt, interp, c->arena, &c->names);
+    return 0;
+}
+
+static int list_thread(void *ctx, uint64_t interp, uint64_t tstate)
+{
+    struct list_ctx *c = ctx;
+    const struct py_layout *L = &c->rt->layout;
+    uint64_t tid, native;
+    c->err = rd_read_u64(c->rt->rd, tstate + L->ts_thread_id, &tid);
+    if (!c->err)
+        c->err = rd_read_u64(c->rt->rd, tstate + L->ts_native_thread_id, &native);
+    if (c->err)
+        return -1;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 16;
+        struct py_thread *nt_arr = arena_alloc(c->arena, ncap * sizeof(*nt_arr));
+        if (!nt_arr) {
+            c->err = err_fail(SCRY_E_NO_MEMORY, "out of memory listing threads");
+            return -1;
+        }
+        if (c->n)
+            memcpy(nt_arr, c->threads, c->n * sizeof(*c->threads));
+        c->threads = nt_arr;
+        c->cap = ncap;
+    }
+    uint64_t name = 0;
+    hm_get(&c->names, tid, &name);
+    c->threads[c->n++] = (struct py_thread){
+        .tstate = tstate,
+        .interp = interp,
+        .interp_id = c->id,
+        .thread_id = tid,
+        .native_id = (int64_t)native,
+        .holds_gil = c->holder == tstate,
+        .no_gil = !c->gil,
+        .name = (const char *)(uintptr_t)name,
+    };
+    return 0;
+}
+
 int py_list_threads(struct py_runtime *rt, struct arena *arena, struct py_thread **out,
                     size_t *count)
 {
-    const struct py_layout *L = &rt->layout;
-    struct hashmap seen = HASHMAP_INIT;
-    struct py_thread *threads = NULL;
-    size_t n = 0, cap = 0;
+    struct list_ctx c = {.rt = rt, .arena = arena, .rm = {rt->rd, 0}, .names = HASHMAP_INIT};
     uint64_t interp;
     int err = py_interp_head(rt, &interp);
     if (err)
@@ -58,88 +124,36 @@ int py_list_threads(struct py_runtime *rt, struct arena *arena, struct py_thread
                        "the Python runtime has no interpreter (not started yet, or finalized)");
         goto out;
     }
-
-    for (size_t ni = 0; interp; ni++) {
-        if (ni >= PY_MAX_INTERPRETERS || hm_has(&seen, interp)) {
-            err = err_fail(SCRY_E_READ_FAILED, "the interpreter list loops or is too long");
-            goto out;
-        }
-        hm_put(&seen, interp, 1);
-        int64_t id = 0;
-        uint64_t tstate, next, holder = 0;
-        bool gil = true;
-        err = rd_read_u64(rt->rd, interp + L->is_id, (uint64_t *)&id);
-        if (!err)
-            err = rd_read_u64(rt->rd, interp + L->is_threads_head, &tstate);
-        if (!err)
-            err = rd_read_u64(rt->rd, interp + L->is_next, &next);
-        if (err)
-            goto out;
-        if (py_gil_holder(rt, interp, &holder, &gil))
-            holder = 0;
-        struct hashmap names = HASHMAP_INIT;
-        thread_names(rt, interp, arena, &names);
-
-        for (size_t nt = 0; tstate; nt++) {
-            uint64_t owner, tid, native;
-            if (nt >= PY_MAX_THREADS || hm_has(&seen, tstate)) {
-                hm_free(&names);
-                err = err_fail(SCRY_E_READ_FAILED, "the thread list loops or is too long");
-                goto out;
-            }
-            hm_put(&seen, tstate, 1);
-            err = rd_read_u64(rt->rd, tstate + L->ts_interp, &owner);
-            if (!err && owner != interp)
-                err = err_fail(SCRY_E_READ_FAILED,
-                               "thread state 0x%llx does not belong to interpreter 0x%llx",
-                               (unsigned long long)tstate, (unsigned long long)interp);
-            if (!err)
-                err = rd_read_u64(rt->rd, tstate + L->ts_thread_id, &tid);
-            if (!err)
-                err = rd_read_u64(rt->rd, tstate + L->ts_native_thread_id, &native);
-            if (err) {
-                hm_free(&names);
-                goto out;
-            }
-            if (n == cap) {
-                size_t ncap = cap ? cap * 2 : 16;
-                struct py_thread *nt_arr = arena_alloc(arena, ncap * sizeof(*nt_arr));
-                if (!nt_arr) {
-                    hm_free(&names);
-                    err = err_fail(SCRY_E_NO_MEMORY, "out of memory listing threads");
-                    goto out;
-                }
-                if (n)
-                    memcpy(nt_arr, threads, n * sizeof(*threads));
-                threads = nt_arr;
-                cap = ncap;
-            }
-            uint64_t name = 0;
-            hm_get(&names, tid, &name);
-            threads[n] = (struct py_thread){
-                .tstate = tstate,
-                .interp = interp,
-                .interp_id = id,
-                .thread_id = tid,
-                .native_id = (int64_t)native,
-                .holds_gil = holder == tstate,
-                .no_gil = !gil,
-                .name = (const char *)(uintptr_t)name,
-            };
-            n++;
-            err = rd_read_u64(rt->rd, tstate + L->ts_next, &tstate);
-            if (err) {
-                hm_free(&names);
-                goto out;
-            }
-        }
-        hm_free(&names);
-        interp = next;
+    struct py_mem mem = {.read = py_reader_read, .ctx = &c.rm};
+    struct py_tl w = {.L = &rt->layout, .mem = &mem, .max_interps = PY_MAX_INTERPRETERS,
+                      .max_threads = PY_MAX_THREADS, .check_owner = true,
+                      .on_interp = list_interp, .on_thread = list_thread, .ctx = &c};
+    switch (py_tl_walk(&w, interp)) {
+    case PY_TL_COMPLETE:
+        break;
+    case PY_TL_STOPPED:
+        err = c.err;
+        break;
+    case PY_TL_READ_FAILED:
+        err = c.rm.err;
+        break;
+    case PY_TL_INTERP_LOOP:
+    case PY_TL_INTERP_LONG:
+        err = err_fail(SCRY_E_READ_FAILED, "the interpreter list loops or is too long");
+        break;
+    case PY_TL_THREAD_LOOP:
+    case PY_TL_THREAD_LONG:
+        err = err_fail(SCRY_E_READ_FAILED, "the thread list loops or is too long");
+        break;
+    case PY_TL_FOREIGN:
+        err = err_fail(SCRY_E_READ_FAILED,
+                       "thread state 0x%llx does not belong to interpreter 0x%llx",
+                       (unsigned long long)w.tstate, (unsigned long long)w.interp);
+        break;
     }
-    err = 0;
 out:
-    hm_free(&seen);
-    *out = threads;
-    *count = n;
+    hm_free(&c.names);
+    *out = c.threads;
+    *count = c.n;
     return err;
 }
