@@ -306,8 +306,6 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
     return opcode;
 }
 
-/* The thread state whose native thread id is tid, from the interpreters' lists (0: none yet).
- * For a thread counted from its creation, whose state the collector has not seen yet. */
 struct find_ctx {
     int tid;
     uint64_t found;
@@ -326,6 +324,8 @@ static int find_one(void *ctx, uint64_t interp, uint64_t tstate)
     return 1;
 }
 
+/* The thread state whose native thread id is tid, from the interpreters' lists (0: none yet).
+ * For a thread counted from its creation, whose state the collector has not seen yet. */
 static uint64_t find_tstate(int tid)
 {
     uint64_t interp = 0;
