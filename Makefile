@@ -29,7 +29,8 @@ endif
 CFLAGS  := $(CFLAGS_BASE) $(OPT) $(EXTRA_CFLAGS)
 LDLIBS  := -lbpf -lelf -ljansson -lyaml -lz -lcurl -lpthread -lm $(LDSAN)
 
-CORE_DIRS := src/common src/reader src/cpython src/analysis src/render src/snapshot
+CORE_DIRS := src/common src/platform src/platform/linux src/reader src/cpython src/analysis src/render \
+             src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 # The scry binary's own code: the commands (src/cli) and the subsystems they drive.
 APP_DIRS  := src/cli src/run src/record src/attach src/ebpf src/mcp src/http src/llm src/push
@@ -43,8 +44,10 @@ CORE_LIB  := $(BUILD)/libscry-core.a
 # or core reader, no libelf (tests/e2e/test_agent_lean.py checks); -DSCRY_AGENT: common/strbuf.c
 # marks a buffer failed instead of aborting when out of memory.
 AGENT_SRC := $(wildcard src/agent/*.c) \
-             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c outfile.c strbuf.c sanitize.c sstream.c) \
-             $(addprefix src/reader/,reader.c self_reader.c maps_linux.c self_symbols.c eh_frame.c) \
+             $(addprefix src/common/,arena.c cursor.c error.c grow.c hashmap.c log.c strbuf.c sanitize.c sstream.c) \
+             $(addprefix src/reader/,reader.c self_symbols.c eh_frame.c) \
+             $(addprefix src/platform/linux/,self_reader.c maps_linux.c outfile_linux.c proc_info_linux.c \
+                                           module_hooks_elf.c) \
              $(addprefix src/cpython/,runtime.c runtime_self.c layout.c frames.c frame_walk.c thread_list.c linetable.c objects.c opcodes.c file_filter.c) \
              $(wildcard src/cpython/layout_3*.c) \
              src/render/json_writer.c
@@ -100,14 +103,15 @@ $(WEB_OBJ): $(BUILD)/gen/web_assets.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# scry record --allocations: the BPF program (src/bpf/), compiled for the BPF target against the
-# UAPI headers only (uprobes need no kernel type, so no vmlinux.h and no BTF at build time), and
-# embedded in the binary through the skeleton bpftool generates from it (never committed).
+# scry record --allocations: the BPF program (src/platform/linux/bpf/), compiled for the BPF
+# target against the UAPI headers only (uprobes need no kernel type, so no vmlinux.h and no BTF at
+# build time), and embedded in the binary through the skeleton bpftool generates from it (never
+# committed).
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 BPF_INC  := /usr/include/$(shell $(CC) -print-multiarch 2>/dev/null)
-$(BUILD)/gen/alloc_record.bpf.o: src/bpf/alloc_record.bpf.c src/bpf/alloc_record.h | deps
+$(BUILD)/gen/alloc_record.bpf.o: src/platform/linux/bpf/alloc_record.bpf.c src/platform/linux/bpf/alloc_record.h | deps
 	@mkdir -p $(dir $@)
-	clang -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BPF_INC) -Isrc/bpf \
+	clang -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BPF_INC) -Isrc/platform/linux/bpf \
 	    -c $< -o $@
 $(BUILD)/gen/alloc_record.skel.h: $(BUILD)/gen/alloc_record.bpf.o
 	bpftool gen skeleton $< name alloc_record_bpf > $@.tmp && mv $@.tmp $@

@@ -12,15 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "common/outfile.h"
 #include "agent/gpu.h"
 #include "agent/memory.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
 #include "reader/reader.h"
 
 struct ag_config ag_cfg;
@@ -112,7 +112,7 @@ static void read_config(void)
     const char *cp = setting("SCRY_COLLECT_PID");
     if (cp && *cp && atoi(cp) > 0) {
         ag_cfg.collect_pid = atoi(cp);
-        ag_cfg.collect_for = (int)syscall(SYS_getpid);
+        ag_cfg.collect_for = pf_getpid();
     }
     ag_sstream_on = env_flag("SCRY_TIMELINE");
     const char *tlmax = setting("SCRY_TIMELINE_MAX");
@@ -160,7 +160,7 @@ int ag_fd_get(const struct ag_fd *id)
 static bool is_ours(void)
 {
     /* A vfork child shares our memory but is another process: it must not touch anything. */
-    return active && (int)syscall(SYS_getpid) == ag_pid;
+    return active && pf_getpid() == ag_pid;
 }
 
 bool ag_agent_active(void)
@@ -206,7 +206,7 @@ static void after_fork_child(void)
     if (!active)
         return;
     ag_memq_fork_child();
-    ag_pid = (int)syscall(SYS_getpid);
+    ag_pid = pf_getpid();
     ag_main_thread_id = (uint64_t)pthread_self();
     ag_unwind_fork_done(true, unwind_clean);
     ag_collector_reset_child();
@@ -226,7 +226,7 @@ static int start(const char *(*get)(const char *name))
     for (int fd = 0; fd < 3; fd++)
         if (fcntl(fd, F_GETFD) < 0)
             ag_low_fds_closed = true;
-    ag_pid = (int)syscall(SYS_getpid);
+    ag_pid = pf_getpid();
     ag_main_thread_id = (uint64_t)pthread_self();
     if (!self_reader &&
         (rd_open_self(&self_reader) != 0 || py_runtime_open_self(self_reader, &ag_rt) != 0)) {
@@ -314,8 +314,7 @@ AG_EXPORT void _exit(int status)
 {
     if (is_ours())
         finish_for_exit();
-    for (;;)
-        syscall(SYS_exit_group, status);
+    pf_exit_now(status);
 }
 
 AG_EXPORT void _Exit(int status)

@@ -21,6 +21,7 @@
 #include "agent/memory.h"
 #include "common/agent_link.h"
 #include "common/log.h"
+#include "platform/module_hooks.h"
 
 #define SETTINGS_MAX 65536
 #define SETTINGS_KEYS 64
@@ -106,7 +107,7 @@ AG_EXPORT int scry_agent_attach(const char *settings_path)
          * one (under `scry run`, the pending call that wraps the allocators says so, after
          * start-up), so that the allocations made before that call runs keep their lines. */
         atomic_store(&ag_mem_python_ready, true);
-        if (ag_got_patch() != 0)
+        if (pf_hooks_install(ag_hook_for, (const void *)&ag_hook_for) != 0)
             log_warn("agent: no relocation entry to hook in pid %d: C allocations are not seen",
                      ag_pid);
         if (atomic_load(&ag_enabled))
@@ -128,7 +129,7 @@ static void *detach_main(void *arg)
     (void)arg;
     ag_mtls.guard = 1;
     link_set(NULL); /* no more answers from here on */
-    ag_got_restore();
+    pf_hooks_remove();
     ag_collector_finish(); /* counting stops, the part is written, timers deleted */
     ag_pyhooks_detach();
     ag_attach_stopped();

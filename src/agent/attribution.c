@@ -11,11 +11,12 @@
 #include "agent/gpu.h"
 #include "common/grow.h"
 #include "common/hashmap.h"
-#include "common/outfile.h"
 #include "cpython/file_filter.h"
 #include "cpython/frames.h"
 #include "cpython/linetable.h"
 #include "cpython/objects.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 
 /* What the collector knows of a code object, by address. */
 struct ag_code {
@@ -242,18 +243,9 @@ struct sst_stream ag_sstream;
  * file may be opened (the program started with fd 0-2 closed). */
 static void thread_comm(int tid, char *out, size_t size)
 {
-    char path[64];
     out[0] = 0;
-    if (ag_low_fds_closed)
-        return;
-    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-    int fd = fd_above_stdio(open(path, O_RDONLY | O_CLOEXEC));
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, out, size - 1);
-    close(fd);
-    out[n > 0 ? n : 0] = 0;
-    out[strcspn(out, "\n")] = 0;
+    if (!ag_low_fds_closed)
+        pf_thread_name(0, tid, out, size);
 }
 
 /* A charge to a line, into the sample stream (--timeline), at charged_at. */

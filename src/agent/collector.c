@@ -10,18 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/collector_internal.h"
 #include "agent/gpu.h"
 #include "common/error.h"
-#include "common/log.h"
 #include "common/hashmap.h"
+#include "common/log.h"
 #include "cpython/frames.h"
 #include "cpython/thread_list.h"
+#include "platform/os_process.h"
+#include "platform/thread_timer.h"
+#include "platform/wake.h"
 
 #define SCAN_INTERVAL_NS 20000000ULL  /* look for new or ended threads every 20 ms */
 #define RETIRE_GRACE_NS 2000000000ULL /* a retired slot is reused only after 2 s */
@@ -90,12 +91,6 @@ static struct {
 } wall_cache[AG_MAX_THREADS];
 
 /* ---- threads ---- */
-
-static clockid_t thread_cpu_clock(int tid)
-{
-    /* The kernel's encoding of a per-thread CPU clock (MAKE_THREAD_CPUCLOCK(tid, SCHED)). */
-    return (clockid_t)((~(unsigned)tid << 3) | 6);
-}
 
 static struct ag_thread *find_thread(int tid)
 {
@@ -264,7 +259,7 @@ static void start_thread_sampling(uint64_t tstate, int tid, uint64_t now, uint64
     t->hooked = false;
     t->tid = tid;
     t->tstate = tstate;
-    t->cpu_clock = thread_cpu_clock(tid);
+    t->cpu_clock = pf_thread_cpu_clock(tid);
     t->last_cpu_ns = ag_now_ns(t->cpu_clock);
     if (!t->last_cpu_ns) {
         atomic_store(&t->state, AG_T_FREE);
@@ -321,10 +316,10 @@ void ag_thread_unclaim(struct ag_thread *t)
 void ag_thread_begin(struct ag_thread *t)
 {
     ag_mtls.py_thread = true;
-    int tid = (int)syscall(SYS_gettid);
+    int tid = pf_gettid();
     t->tid = tid;
     atomic_store(&t->tstate, 0);
-    t->cpu_clock = thread_cpu_clock(tid);
+    t->cpu_clock = pf_thread_cpu_clock(tid);
     t->rng = hm_hash64(((uint64_t)tid << 32) ^ ag_now_ns(CLOCK_MONOTONIC));
     t->pending_off_ns = 0;
     t->seen_scan = 0;
@@ -343,7 +338,7 @@ void ag_thread_begin(struct ag_thread *t)
 
 void ag_thread_end(struct ag_thread *t)
 {
-    if (atomic_load(&t->state) != AG_T_ACTIVE || t->tid != (int)syscall(SYS_gettid))
+    if (atomic_load(&t->state) != AG_T_ACTIVE || t->tid != pf_gettid())
         return; /* a forked child's copy, or sampling has ended */
     /* No sample of this thread after its exit time is read: its signal is blocked for the few
      * instructions it has left, and its timer goes. */
@@ -601,7 +596,7 @@ static void charge_shutdown(uint64_t now)
         !atomic_load(&ag_enabled))
         return;
     uint64_t wall = now - shutdown.start_ns;
-    uint64_t cpu_now = ag_now_ns(thread_cpu_clock(shutdown.tid));
+    uint64_t cpu_now = ag_now_ns(pf_thread_cpu_clock(shutdown.tid));
     uint64_t sampled = shutdown.sampled_ns[0] + shutdown.sampled_ns[1];
     uint64_t cpu = cpu_now > shutdown.cpu0_ns ? cpu_now - shutdown.cpu0_ns : 0;
     if (!cpu_now)
@@ -692,7 +687,7 @@ static void *collector_main(void *arg)
     (void)arg;
     ag_mtls.guard = 1; /* the agent's own allocations and copies are not the program's */
     uint64_t rng = hm_hash64((uint64_t)ag_pid ^ ag_now_ns(CLOCK_MONOTONIC));
-    atomic_store(&collector_tid, (int)syscall(SYS_gettid));
+    atomic_store(&collector_tid, pf_gettid());
     uint64_t started = ag_now_ns(CLOCK_MONOTONIC);
     while (!atomic_load(&stop_requested) && !atomic_load(&pause_requested)) {
         uint64_t ns = ag_exp_interval_ns(&rng);
@@ -701,13 +696,7 @@ static void *collector_main(void *arg)
         if (!ag_pyhooks_installed() && ag_now_ns(CLOCK_MONOTONIC) - started < 5000000000ULL)
             ns = 1000000;
         /* Not ours any more (the program closed it): wait out the interval. */
-        struct pollfd pfd = {ag_fd_get(&wake_fd), POLLIN, 0};
-        struct timespec ts = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
-        if (ppoll(&pfd, 1, &ts, NULL) > 0) {
-            uint64_t v;
-            ssize_t r = read(pfd.fd, &v, sizeof(v));
-            (void)r;
-        }
+        pf_wake_wait(ag_fd_get(&wake_fd), ns);
         if (atomic_load(&stop_requested) || atomic_load(&pause_requested))
             break;
         take_lock();
@@ -782,7 +771,7 @@ int ag_collector_start(void)
     if (ag_unwind_ok)
         ag_col_native_names_init();
     reset_state();
-    if (ag_fd_keep(&wake_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+    if (ag_fd_keep(&wake_fd, pf_wake_open()) < 0)
         return -1;
     atomic_store(&ag_running, true);
     ag_part_begin();
@@ -791,10 +780,7 @@ int ag_collector_start(void)
 
 static void wake(void)
 {
-    uint64_t one = 1;
-    int fd = ag_fd_get(&wake_fd);
-    ssize_t r = fd >= 0 ? write(fd, &one, sizeof(one)) : -1;
-    (void)r;
+    pf_wake_post(ag_fd_get(&wake_fd));
 }
 
 void ag_collector_wake(void)
@@ -842,7 +828,7 @@ void ag_collector_shutdown_begins(void)
     sigset_t old;
     ag_col_take_lock_in_program(&old);
     if (!shutdown.start_ns) {
-        shutdown.tid = (int)syscall(SYS_gettid);
+        shutdown.tid = pf_gettid();
         shutdown.cpu0_ns = ag_now_ns(CLOCK_THREAD_CPUTIME_ID);
         shutdown.start_ns = ag_now_ns(CLOCK_MONOTONIC);
     }
@@ -861,7 +847,7 @@ void ag_collector_pause(void)
      * multi-threaded process): wait until the thread is gone for the kernel too. */
     int tid = atomic_load(&collector_tid);
     for (int i = 0; tid > 0 && i < 2000; i++) {
-        if (syscall(SYS_tgkill, ag_pid, tid, 0) != 0 && errno == ESRCH)
+        if (pf_thread_kill(ag_pid, tid, 0) != 0 && errno == ESRCH)
             break;
         struct timespec us = {0, 5000};
         nanosleep(&us, NULL);

@@ -12,13 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/memory.h"
+#include "platform/os_process.h"
 
 static struct {
     bool seen;
@@ -135,7 +135,7 @@ void ag_heap_at_exit_wait(void)
     int saved = errno;
     /* scry run's dump is its child, not this process's ancestor: Yama's ptrace_scope 1 lets it
      * read this process only when named here. */
-    prctl(PR_SET_PTRACER, (unsigned long)ag_cfg.heap_at_exit_pid, 0, 0, 0);
+    pf_allow_tracer(ag_cfg.heap_at_exit_pid);
     /* scry run removes the marker once the snapshot is taken. */
     if (wait_on_marker(name, HEAP_AT_EXIT_WAIT_MS, 5, heap_dumper_waits))
         ag_part_unmark(name);

@@ -165,7 +165,7 @@ TAIL_CALLS AG_EXPORT void *dlvsym(void *handle, const char *name, const char *ve
     return replace(name, real_dlvsym(handle, name, version));
 }
 
-/* ---- the hooks' own addresses, for got_patch.c (memory.h) ----
+/* ---- the hooks' own addresses, for platform/module_hooks.h (memory.h) ----
  * Hidden aliases: a reference to `dlsym` from inside an agent loaded late binds to the C
  * library's. */
 extern __typeof__(dlsym) ag_hook_dlsym AG_ALIAS_OF(dlsym);
@@ -176,3 +176,13 @@ const struct ag_hook ag_dl_hooks[] = {
     {"dlvsym", (void *)ag_hook_dlvsym},
     {NULL, NULL},
 };
+
+void *ag_hook_for(const char *name)
+{
+    const struct ag_hook *const lists[] = {ag_mem_hooks, ag_dl_hooks};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+        for (const struct ag_hook *h = lists[i]; h->name; h++)
+            if (strcmp(h->name, name) == 0)
+                return h->fn;
+    return NULL;
+}

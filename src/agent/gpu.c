@@ -29,14 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/memory.h"
 #include "common/log.h"
+#include "platform/os_process.h"
+#include "platform/wake.h"
 #include "render/json_writer.h"
 
 /* ---- NVML's ABI (reference/gpu.md sections 2-4): return codes, opaque handles, structs ---- */
@@ -467,10 +467,7 @@ static void *sampler_main(void *arg)
             struct timespec ts;
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
             sampler_cpu_sec = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-            struct pollfd pfd = {wake_fd, POLLIN, 0};
-            struct timespec wait = {(time_t)(interval_ns / 1000000000ULL),
-                                    (long)(interval_ns % 1000000000ULL)};
-            if (ppoll(&pfd, 1, &wait, NULL) > 0 || atomic_load(&stop_flag))
+            if (pf_wake_wait(wake_fd, interval_ns) || atomic_load(&stop_flag))
                 break;
         }
     }
@@ -495,8 +492,8 @@ void ag_gpu_start(void)
         else
             interval_ns = ms * 1000000ULL;
     }
-    own_pid = (int)syscall(SYS_getpid);
-    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    own_pid = pf_getpid();
+    wake_fd = pf_wake_open();
     if (wake_fd < 0) {
         set_note("GPU: cannot start the sampler: %s", strerror(errno));
         return;
@@ -519,9 +516,7 @@ void ag_gpu_stop(void)
         return;
     started = false;
     atomic_store(&stop_flag, true);
-    uint64_t one = 1;
-    ssize_t w = write(wake_fd, &one, sizeof(one));
-    (void)w;
+    pf_wake_post(wake_fd);
     /* A first nvmlInit can take seconds (a GPU not in persistence mode): wait, but not forever. */
     for (int i = 0; i < STOP_WAIT_MS && !atomic_load(&exited); i++) {
         struct timespec ms = {0, 1000000};

@@ -13,12 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/memory.h"
+#include "platform/os_process.h"
+#include "platform/raw_mem.h"
 
 __thread struct ag_mem_tls ag_mtls __attribute__((tls_model("initial-exec")));
 
@@ -146,7 +147,7 @@ static inline bool counting(void)
 static int my_tid(void)
 {
     if (!ag_mtls.tid)
-        ag_mtls.tid = (int)syscall(SYS_gettid);
+        ag_mtls.tid = pf_gettid();
     return ag_mtls.tid;
 }
 
@@ -600,7 +601,7 @@ static void *mapped(void *p, size_t len, int flags)
 
 static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return pf_raw_mmap(addr, len, prot, flags, fd, off);
 }
 
 AG_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -626,7 +627,7 @@ AG_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 AG_EXPORT int munmap(void *addr, size_t len)
 {
     if (!ready() || !real.munmap)
-        return (int)syscall(SYS_munmap, addr, len);
+        return pf_raw_munmap(addr, len);
     struct ag_mem_tls *t = &ag_mtls;
     bool count = counting();
     uint64_t seq = 0, resident = 0;
@@ -664,7 +665,7 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
         realloc_begin(t, old);
     void *p;
     if (!ready() || !real.mremap)
-        p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, newaddr);
+        p = pf_raw_mremap(old, oldlen, newlen, flags, newaddr);
     else
         p = real.mremap(old, oldlen, newlen, flags, newaddr);
     if (count) {
@@ -766,7 +767,7 @@ void ag_mem_fork_child(void)
         rng_seed(&ag_mtls);
 }
 
-/* ---- the hooks' own addresses (got_patch.c) ----
+/* ---- the hooks' own addresses (for platform/module_hooks.h) ----
  * A reference to `malloc` from inside the agent binds to the program's malloc when the agent
  * was loaded late (dlopen) rather than preloaded: these hidden aliases are the hooks themselves,
  * for the relocation entries that `scry record --pid --memory` patches. */

@@ -169,8 +169,8 @@ void ag_mi_keep_bytes(const void *p, uint64_t bytes);
  * sample; a gain waits for the object's own sample). */
 void ag_mem_py_net(int64_t delta);
 
-/* The hooked functions by name, and the hooks' own addresses (memhooks.c): what got_patch.c
- * writes into the relocation entries of a process the agent was loaded into late. */
+/* The hooked functions by name, and the hooks' own addresses (memhooks.c): what attach.c has
+ * platform/module_hooks.h put in the way of a process the agent was loaded into late. */
 #define AG_HOOK_NAMES(X)                                                                         \
     X(malloc) X(calloc) X(free) X(realloc) X(reallocarray) X(posix_memalign) X(aligned_alloc)    \
     X(memalign) X(valloc) X(pvalloc) X(mmap) X(mmap64) X(munmap) X(mremap) X(memcpy) X(memmove) \
@@ -195,14 +195,8 @@ extern const struct ag_hook ag_mem_hooks[]; /* ends with {NULL, NULL} */
 /* dlsym_hooks.c: dlsym and dlvsym, patched too, so that a look-up through a handle made while
  * attached answers the hook (ctypes.CDLL(None).malloc); ends with {NULL, NULL}. */
 extern const struct ag_hook ag_dl_hooks[];
-/* got_patch.c: the agent's own hook for a name of either list, else NULL. */
+/* dlsym_hooks.c: the agent's own hook for a name of either list, else NULL (what attach.c
+ * hands to pf_hooks_install). */
 void *ag_hook_for(const char *name);
-
-/* got_patch.c: points every loaded object's relocation entries (GOT, PLT slots) for the hooked
- * functions at the hooks, saving what was there (0, or -1 when nothing could be patched);
- * ag_got_restore writes every saved value back. Not on a signal path; not thread-safe against
- * itself (attach and detach are serialized by `scry record`). */
-int ag_got_patch(void);
-void ag_got_restore(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "agent/collector_internal.h"
+#include "platform/os_process.h"
 
 static char self_exe[4096];
 static const void *agent_base;
@@ -137,6 +138,5 @@ void ag_col_native_names_init(void)
     Dl_info info;
     if (dladdr((void *)&ag_col_native_names_init, &info))
         agent_base = info.dli_fbase;
-    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
-    self_exe[n > 0 ? n : 0] = 0;
+    pf_self_exe(self_exe, sizeof(self_exe));
 }

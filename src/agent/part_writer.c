@@ -11,12 +11,13 @@
 
 #include "agent/agent.h"
 #include "agent/gpu.h"
-#include "common/outfile.h"
 #include "agent/memory.h"
 #include "agent/memstats.h"
 #include "agent/stats.h"
 #include "common/error.h"
 #include "common/strbuf.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 #include "render/json_writer.h"
 
 #define MAX_EXCLUDED 50
@@ -24,10 +25,7 @@
 static void write_argv(struct json_writer *w)
 {
     char buf[65536];
-    int fd = fd_above_stdio(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
-    if (fd >= 0)
-        close(fd);
+    ssize_t n = pf_process_cmdline(0, buf, sizeof(buf));
     jw_arr_begin(w);
     for (ssize_t i = 0; i < n;) {
         size_t len = strnlen(buf + i, (size_t)(n - i));

@@ -20,14 +20,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/memory.h"
 #include "common/log.h"
 #include "cpython/objects.h"
+#include "platform/mem_access.h"
 
 _Atomic bool ag_python_fork;
 
@@ -492,8 +491,7 @@ static const char audit_cookie[] = "scry"; /* userData: tells our entry from ano
 /* Reads n bytes at addr of this process, or fails (EFAULT) where nothing is mapped. */
 static bool read_self(uintptr_t addr, void *out, size_t n)
 {
-    struct iovec local = {out, n}, remote = {(void *)addr, n};
-    return syscall(SYS_process_vm_readv, ag_pid, &local, 1UL, &remote, 1UL, 0UL) == (long)n;
+    return pf_mem_read(ag_pid, (uint64_t)addr, out, n) == (long)n;
 }
 
 static int on_audit(const char *event, PyObject *args, void *data)

@@ -7,8 +7,6 @@
 #include <link.h>
 #include <math.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -18,6 +16,9 @@
 #include "cpython/frame_walk.h"
 #include "cpython/opcodes.h"
 #include "cpython/thread_list.h"
+#include "platform/mem_access.h"
+#include "platform/os_process.h"
+#include "platform/thread_timer.h"
 #include "reader/eh_frame.h"
 
 #if defined(__has_include)
@@ -41,10 +42,7 @@ bool ag_safe_read(uint64_t addr, void *buf, size_t len)
 {
     if (addr < 4096)
         return false;
-    struct iovec local = {buf, len};
-    struct iovec remote = {(void *)(uintptr_t)addr, len};
-    long n = syscall(SYS_process_vm_readv, ag_pid, &local, 1UL, &remote, 1UL, 0UL);
-    return n == (long)len;
+    return pf_mem_read(ag_pid, addr, buf, len) == (long)len;
 }
 
 uint64_t ag_now_ns(clockid_t clock)
@@ -234,7 +232,7 @@ const struct py_mem ag_self_mem = {.read = self_read};
 struct walk_scratch {
     unsigned char chunk[AG_CHUNK_COPY];
     unsigned char headers[AG_MAX_DEPTH][256];
-    struct iovec local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
+    struct pf_iov local[AG_MAX_DEPTH], remote[AG_MAX_DEPTH];
     struct py_fw_frame frames[AG_MAX_DEPTH];
 };
 
@@ -269,11 +267,10 @@ int ag_walk_stack(uint64_t tstate, int expect_tid, struct ag_sample *s, void *sc
     /* Pass 2: every code object's header in one batched read. process_vm_readv stops at the
      * first unreadable range: the ones after it are read one by one. */
     for (int i = 0; i < n; i++) {
-        w->local[i] = (struct iovec){w->headers[i], L->co_size};
-        w->remote[i] = (struct iovec){(void *)(uintptr_t)w->frames[i].code, L->co_size};
+        w->local[i] = (struct pf_iov){w->headers[i], L->co_size};
+        w->remote[i] = (struct pf_iov){(void *)(uintptr_t)w->frames[i].code, L->co_size};
     }
-    long got = syscall(SYS_process_vm_readv, ag_pid, w->local, (unsigned long)n, w->remote,
-                       (unsigned long)n, 0UL);
+    long got = pf_mem_readv(ag_pid, w->local, w->remote, (size_t)n);
     int complete = got > 0 ? (int)((uint64_t)got / L->co_size) : 0;
 
     int opcode = -1;
@@ -341,15 +338,12 @@ static uint64_t find_tstate(int tid)
 
 static void arm_after(struct ag_thread *t, uint64_t ns)
 {
-    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
-    timer_settime(t->timer, 0, &its, NULL);
+    pf_timer_arm_once(t->timer, ns);
 }
 
 static void arm(struct ag_thread *t)
 {
-    uint64_t ns = ag_exp_interval_ns(&t->rng);
-    struct itimerspec its = {{0, 0}, {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)}};
-    timer_settime(t->timer, 0, &its, NULL);
+    pf_timer_arm_once(t->timer, ag_exp_interval_ns(&t->rng));
 }
 
 /* ---- native stacks (SCRY_STACKS=1) ----
@@ -485,7 +479,7 @@ static void on_cpu_signal(int sig, siginfo_t *si, void *uctx)
         atomic_load_explicit(&t->state, memory_order_acquire) != AG_T_ACTIVE ||
         !atomic_load_explicit(&ag_running, memory_order_relaxed))
         goto out;
-    if (t->tid != (int)syscall(SYS_gettid))
+    if (t->tid != pf_gettid())
         goto out;
     /* Profiling off: no sample, and the clock is left as it is (switching on restarts it). */
     if (!atomic_load_explicit(&ag_enabled, memory_order_acquire)) {
@@ -597,13 +591,8 @@ int ag_sampler_init(void)
 
 int ag_timer_create(struct ag_thread *t, uint64_t first_ns)
 {
-    struct sigevent sev;
-    memset(&sev, 0, sizeof(sev));
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = ag_signal;
-    sev._sigev_un._tid = t->tid;
-    sev.sigev_value.sival_ptr = (void *)((uintptr_t)t | t->gen);
-    if (timer_create(t->cpu_clock, &sev, &t->timer) != 0)
+    void *value = (void *)((uintptr_t)t | t->gen);
+    if (pf_thread_timer_create(t->cpu_clock, t->tid, ag_signal, value, &t->timer) != 0)
         return -1;
     atomic_store(&t->has_timer, true);
     if (first_ns)
@@ -618,5 +607,5 @@ int ag_timer_create(struct ag_thread *t, uint64_t first_ns)
 void ag_timer_delete(struct ag_thread *t)
 {
     if (atomic_exchange(&t->has_timer, false))
-        timer_delete(t->timer);
+        pf_timer_delete(t->timer);
 }

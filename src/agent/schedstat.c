@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "common/hashmap.h"
 #include "common/grow.h"
+#include "common/hashmap.h"
+#include "platform/proc_info.h"
 
 /* Per thread, by its id (a thread may change slots, and a slot threads: keyed by the slot, a
  * thread seen again in a new slot would add its whole life a second time): its values when it
@@ -31,22 +32,7 @@ static bool available; /* some thread's schedstat was read */
 /* Reads the thread's (cpu ns, run delay ns); false when the kernel keeps no schedstat. */
 static bool read_schedstat(int tid, uint64_t *cpu, uint64_t *delay)
 {
-    char path[64], buf[128];
-    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = 0;
-    unsigned long long c, d;
-    if (sscanf(buf, "%llu %llu", &c, &d) != 2)
-        return false;
-    *cpu = c;
-    *delay = d;
-    return true;
+    return pf_thread_sched(0, tid, cpu, delay);
 }
 
 void ag_sched_read(int tid)

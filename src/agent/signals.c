@@ -12,10 +12,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "platform/os_process.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -57,7 +57,7 @@ static void on_flush_signal(int sig)
     sigemptyset(&dfl.sa_mask);
     real_sigaction()(sig, &dfl, NULL);
     /* Pending until this handler returns, then the default action ends the process. */
-    syscall(SYS_tgkill, getpid(), (int)syscall(SYS_gettid), sig);
+    pf_thread_kill(pf_getpid(), pf_gettid(), sig);
     errno = saved;
 }
 

@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 
 #include "cli/cli.h"
 #include "common/agent_link.h"
 #include "common/arena.h"
 #include "common/error.h"
+#include "platform/mem_access.h"
+#include "platform/proc_info.h"
 #include "reader/elf_image.h"
 #include "reader/reader_impl.h"
 
@@ -48,7 +48,7 @@ uint64_t agent_link_symbol(int pid, const char *prefix, const char *sym)
     char path[PATH_MAX], rooted[PATH_MAX + 64];
     if (!find_object(pid, prefix, &base, path, sizeof(path)))
         return 0;
-    snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", pid, path);
+    pf_process_file_path(pid, path, rooted, sizeof(rooted));
     struct elf_image *img;
     if (elf_open(rooted, &img) != 0 && elf_open(path, &img) != 0) {
         err_clear();
@@ -63,17 +63,14 @@ uint64_t agent_link_symbol(int pid, const char *prefix, const char *sym)
 
 static bool read_at(int pid, uint64_t addr, void *buf, size_t len)
 {
-    struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
+    return pf_mem_read(pid, addr, buf, len) == (long)len;
 }
 
 int agent_link_dir(int pid, char *dir, size_t size, bool *found)
 {
     *found = false;
-    char proc[64];
-    struct stat st;
-    snprintf(proc, sizeof(proc), "/proc/%d", pid);
-    if (stat(proc, &st) != 0)
+    long uid = pf_process_owner(pid);
+    if (uid < 0)
         return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
     uint64_t at = agent_link_symbol(pid, "libscry-agent.so", AGENT_LINK_SYMBOL);
     if (!at)
@@ -95,7 +92,7 @@ int agent_link_dir(int pid, char *dir, size_t size, bool *found)
     l.part_dir[sizeof(l.part_dir) - 1] = 0;
     /* The record is the target's memory: only a private part directory of the process's own
      * user is taken (never a path the target could point anywhere else). */
-    if (l.part_dir[0] != '/' || strlen(l.part_dir) >= size || !cli_is_part_dir(l.part_dir, st.st_uid))
+    if (l.part_dir[0] != '/' || strlen(l.part_dir) >= size || !cli_is_part_dir(l.part_dir, (uid_t)uid))
         return 0;
     snprintf(dir, size, "%s", l.part_dir);
     *found = true;

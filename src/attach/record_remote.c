@@ -17,17 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/arena.h"
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
 #include "common/strbuf.h"
 #include "cpython/threads.h"
+#include "platform/infile.h"
+#include "platform/mem_access.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 
 #define EVAL_PLEASE_STOP_BIT (1u << 5) /* _PY_EVAL_PLEASE_STOP_BIT: any set bit is looked at */
 #define DEBUGGER_FIELDS 6              /* the debugger_support section's fields, at the end */
@@ -92,26 +92,20 @@ static bool main_may_run(int pid, bool holds_gil)
 {
     if (holds_gil)
         return true;
-    char path[64], text[64] = "";
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    bool ok = fgets(text, sizeof(text), f) != NULL;
-    fclose(f);
-    if (!ok)
-        return false;
-    if (strncmp(text, "running", 7) == 0)
+    long nr;
+    switch (pf_thread_call(pid, pid, &nr)) {
+    case PF_CALL_RUNNING:
         return true;
-    char *end;
-    long nr = strtol(text, &end, 10);
-    return end != text && nr == SYS_futex;
+    case PF_CALL_SYSCALL:
+        return pf_syscall_is_lock_wait(nr);
+    default:
+        return false;
+    }
 }
 
 static int write_at(int pid, uint64_t addr, const void *buf, size_t len)
 {
-    struct iovec local = {(void *)buf, len}, remote = {(void *)(uintptr_t)addr, len};
-    if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+    if (pf_mem_write(pid, addr, buf, len) != (long)len)
         return err_fail(SCRY_E_PERMISSION_DENIED, "cannot write into process %d: %s", pid,
                         strerror(errno));
     return 0;

@@ -15,27 +15,27 @@
 #include "attach/agent_link.h"
 #include "cli/cli.h"
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
+#include "platform/infile.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 
 /* The part directory named in pid's environment, into dir (false: none there). Records an
  * error for a process that cannot be read. */
 static int run_dir_of(int pid, char *dir, size_t size, bool *found)
 {
-    char path[64];
     char *env;
     size_t len;
     *found = false;
-    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-    if (cli_read_file(path, &env, &len) != 0) {
-        if (access(path, F_OK) != 0 && errno == ENOENT)
-            return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+    int e = pf_process_environ(pid, &env, &len);
+    if (e == -ENOENT)
+        return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
+    if (e == -ENOMEM)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory");
+    if (e)
         return err_fail_hint(SCRY_E_PERMISSION_DENIED,
                              "run scry as the user who runs the program, or as root",
-                             "cannot read the environment of pid %d: %s", pid,
-                             san_str(err_last_message()));
-    }
+                             "cannot read the environment of pid %d: %s", pid, strerror(-e));
     static const char key[] = "SCRY_PART_DIR=";
     for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
         if (strncmp(env + i, key, sizeof(key) - 1) == 0 && env[i + sizeof(key) - 1]) {
@@ -47,33 +47,31 @@ static int run_dir_of(int pid, char *dir, size_t size, bool *found)
     free(env);
     /* Only a run's own part directory, owned by the process's user: an environment can name
      * any directory. */
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d", pid);
-    if (*found && (stat(path, &st) != 0 || !cli_is_part_dir(dir, st.st_uid)))
+    long uid = pf_process_owner(pid);
+    if (*found && (uid < 0 || !cli_is_part_dir(dir, (uid_t)uid)))
         *found = false;
     return 0;
+}
+
+struct child_dir {
+    char *dir;
+    size_t size;
+    bool *found;
+};
+
+static void try_child(int child, void *ctx)
+{
+    struct child_dir *c = ctx;
+    if (!*c->found && run_dir_of(child, c->dir, c->size, c->found) != 0)
+        err_clear();
 }
 
 /* pid is `scry run` itself: its environment is its own; the run's is its children's. */
 static int run_dir_of_children(int pid, char *dir, size_t size, bool *found)
 {
-    char path[64];
-    char *kids;
-    size_t len;
     *found = false;
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
-    if (cli_read_file(path, &kids, &len) != 0) {
-        err_clear();
-        return 0;
-    }
-    char *save = NULL;
-    for (char *tok = strtok_r(kids, " \n", &save); tok && !*found;
-         tok = strtok_r(NULL, " \n", &save)) {
-        int child;
-        if (cli_parse_pid(tok, &child) && run_dir_of(child, dir, size, found) != 0)
-            err_clear();
-    }
-    free(kids);
+    struct child_dir c = {dir, size, found};
+    pf_process_children(pid, try_child, &c);
     return 0;
 }
 
@@ -243,15 +241,14 @@ static int parse_table(const char *path, json_t *doc, struct alloc_table *out)
 int run_link_allocations(int pid, const char *dir, double timeout_s, struct alloc_table *out)
 {
     memset(out, 0, sizeof(*out));
-    char req_name[64], ans_name[64], ans_path[128], proc[64], text[32];
-    struct stat st;
-    snprintf(proc, sizeof(proc), "/proc/%d", pid);
-    if (stat(proc, &st) != 0)
+    char req_name[64], ans_name[64], ans_path[128], text[32];
+    long uid = pf_process_owner(pid);
+    if (uid < 0)
         return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
     /* Reached as `scry control` reaches it: no link or directory of another user's on the way
      * (scry dump --pid runs as root as often as not). */
     int dfd;
-    int err = run_link_open_dir(dir, st.st_uid, &dfd);
+    int err = run_link_open_dir(dir, (uid_t)uid, &dfd);
     if (err)
         return err;
     struct timespec now;
@@ -301,22 +298,7 @@ int run_link_allocations(int pid, const char *dir, double timeout_s, struct allo
 
 uint64_t run_link_start_time(int pid)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    unsigned long long start = 0;
-    /* fields 3..22 after the name: state, then 18 numbers, then starttime */
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-                            "%*d %*d %*d %llu",
-                     &start) != 1)
-        return 0;
-    return start;
+    return pf_process_start_time(pid);
 }
 
 int alloc_table_load(const char *path, int pid, struct alloc_table *out)

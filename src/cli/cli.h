@@ -177,12 +177,6 @@ int cli_page_write(const char *data, size_t len, const char *what, double thresh
 struct serve_llm;
 int cli_view_serve(const char *path, const char *data, size_t len, double threshold,
                    unsigned port, const struct serve_llm *llm);
-/* Opens the page in a browser when there is a display: the first command of $BROWSER, else
- * xdg-open. False, with *why saying why, when nothing opened it. */
-bool cli_page_open(const char *path, const char **why);
-/* The same without waiting (a browser may stay in the foreground): the started command's pid,
- * for the caller to reap, or -1 with *why. Started means exec worked, not that a page opened. */
-pid_t cli_page_start(const char *path, const char **why);
 /* Whether the file starts with a heap snapshot's magic (heap_flamegraph.c); false if unreadable. */
 bool cli_is_snapshot(const char *path);
 /* The retention flame graph of heap snapshots (heap_flamegraph.c), for `scry flamegraph`. */

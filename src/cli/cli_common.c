@@ -17,10 +17,11 @@
 #include "analysis/stacks.h"
 #include "cli/cli.h"
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
+#include "platform/infile.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 #include "snapshot/format.h"
@@ -407,10 +408,8 @@ const char *cli_profile_program(const json_t *doc)
 int cli_find_agent(char *out, size_t n)
 {
     char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
+    if (pf_self_exe(exe, sizeof(exe)) <= 0)
         return err_fail(SCRY_E_IO, "cannot find scry's own executable: %s", strerror(errno));
-    exe[len] = 0;
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = 0;

@@ -13,18 +13,18 @@
 #include <stdlib.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "analysis/part_delta.h"
 #include "analysis/profile.h"
 #include "cli/cli.h"
-#include "run/run_parts.h"
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
+#include "platform/infile.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
 #include "render/profile_json.h"
+#include "run/run_parts.h"
 const char cmd_collect_usage[] =
     "usage: scry collect --pid PID --part-dir DIR [-o FILE] [--program PATH]\n"
     "                    [--program-path DIR]\n"
@@ -113,7 +113,7 @@ static void wait_for_exit(int pid, const char *dir)
     char mark[PATH_MAX];
     struct stat st;
     snprintf(mark, sizeof(mark), "%s/exiting-%d", dir, pid);
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pfd = pf_process_handle(pid);
     int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     if (ifd >= 0 && inotify_add_watch(ifd, dir, IN_CREATE) < 0) {
         close(ifd);

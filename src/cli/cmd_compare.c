@@ -14,8 +14,8 @@
 #include "cli/cli.h"
 #include "cli/reports.h"
 #include "common/error.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
+#include "platform/outfile.h"
 #include "render/compare_render.h"
 #include "render/profile_html.h"
 

@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attach/run_link.h"
 #include "cli/cli.h"
 #include "common/error.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 
 const char cmd_control_usage[] =
     "usage: scry control PID on|off\n"
@@ -52,13 +52,11 @@ int cmd_control(int argc, char **argv)
                              "pid %d is not a program that scry run is profiling", pid);
     /* The directory comes from the process's environment, which its user chose: root must not
      * follow a link or a directory another user can change on the way there (issue 26). */
-    char proc[64];
-    struct stat st;
-    snprintf(proc, sizeof(proc), "/proc/%d", pid);
-    if (stat(proc, &st) != 0)
+    long uid = pf_process_owner(pid);
+    if (uid < 0)
         return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process with pid %d", pid);
     int fd;
-    if ((err = run_link_open_dir(dir, st.st_uid, &fd)) != 0)
+    if ((err = run_link_open_dir(dir, (uid_t)uid, &fd)) != 0)
         return err;
     const char *text = on ? "on\n" : "off\n";
     err = outfile_write_all_at(fd, dir, "control", text, strlen(text), OUTFILE_PRIVATE);

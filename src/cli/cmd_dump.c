@@ -17,12 +17,13 @@
 #include "common/error.h"
 #include "common/hashmap.h"
 #include "common/log.h"
-#include "common/outfile.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
 #include "cpython/heap_walk.h"
 #include "cpython/memcache.h"
 #include "cpython/runtime.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 #include "reader/reader.h"
 #include "render/json_writer.h"
 #include "snapshot/format.h"
@@ -303,34 +304,11 @@ static double mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* A field of /proc/PID/status (pid 0: this process) in bytes, 0 when unknown. field: "VmRSS". */
-static uint64_t status_bytes(int pid, const char *field)
-{
-    char path[64], buf[4096], key[32];
-    if (pid)
-        snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    else
-        snprintf(path, sizeof(path), "/proc/self/status");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    snprintf(key, sizeof(key), "\n%s:", field);
-    const char *p = strstr(buf, key);
-    unsigned long long kb;
-    if (!p || sscanf(p + strlen(key), "%llu", &kb) != 1)
-        return 0;
-    return (uint64_t)kb * 1024;
-}
-
 /* VmRSS of a live process in bytes, 0 when unknown. */
 static uint64_t live_rss(int pid)
 {
-    return status_bytes(pid, "VmRSS");
+    double rss = pf_process_rss(pid);
+    return rss > 0 ? (uint64_t)rss : 0;
 }
 
 struct dump_result {
@@ -362,15 +340,7 @@ static void resume_target(void *p)
  * run again before the walk (0 when unknown: then it stays stopped during the walk). */
 static uint64_t copy_budget(void)
 {
-    FILE *f = fopen("/proc/meminfo", "re");
-    char line[256];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (uint64_t)kb * 1024 / 2;
+    return pf_memory_available() / 2;
 }
 
 /* The walker's progress on the terminal (common/progress.h: drawn only where the command asked
@@ -434,8 +404,9 @@ static int walk(struct rd_reader *rd, struct py_runtime *rt, const struct dump_o
     mc_pool_free(&pool);
     /* The walk is scry's peak (docs/PERFORMANCE.md): VmHWM, which, unlike a parent's wait4,
      * does not count what the process held before its exec. */
+    double peak = pf_process_peak_rss(0);
     log_debug("dump: scry's peak resident memory so far %llu KiB (VmHWM)",
-              (unsigned long long)(status_bytes(0, "VmHWM") / 1024));
+              (unsigned long long)(peak > 0 ? peak / 1024 : 0));
     return err;
 }
 

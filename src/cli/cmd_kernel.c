@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/sanitize.h"
+#include "platform/os_process.h"
 
 const char cmd_kernel_usage[] =
     "usage: scry kernel install [--user|--sys-prefix|--prefix DIR] [--name NAME]\n"
@@ -119,10 +120,8 @@ int cmd_kernel(int argc, char **argv)
                          san_str(name));
 
     char self[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (len <= 0)
+    if (pf_self_exe(self, sizeof(self)) <= 0)
         return err_fail(SCRY_E_IO, "cannot find scry's own executable: %s", strerror(errno));
-    self[len] = 0;
 
     char pkg[PATH_MAX];
     bool lend = package_dir(self, pkg, sizeof(pkg));

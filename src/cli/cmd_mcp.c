@@ -15,11 +15,11 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/outfile.h"
 #include "mcp/mcp_paths.h"
 #include "mcp/mcp_protocol.h"
 #include "mcp/mcp_server.h"
 #include "mcp/mcp_tools.h"
+#include "platform/outfile.h"
 
 #define DEFAULT_MAX_DUMP_MB 4096
 #define DEFAULT_RUN_TIMEOUT 300

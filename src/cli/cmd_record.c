@@ -18,17 +18,17 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
-#include "ebpf/record_alloc.h"
-#include "record/record_memory.h"
-#include "push/push.h"
-#include "record/record_native.h"
-#include "record/sampling.h"
 #include "common/error.h"
 #include "common/grow.h"
-#include "common/outfile.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
 #include "common/sstream.h"
+#include "ebpf/record_alloc.h"
+#include "platform/outfile.h"
+#include "push/push.h"
+#include "record/record_memory.h"
+#include "record/record_native.h"
+#include "record/sampling.h"
 #include "render/profile_json.h"
 
 const char cmd_record_usage[] =

@@ -13,7 +13,6 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,17 +21,19 @@
 #include "analysis/profile_delta.h"
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
-#include "push/push.h"
-#include "run/run_options.h"
-#include "run/run_parts.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/outfile.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
+#include "platform/browser.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
+#include "push/push.h"
 #include "render/pprof.h"
 #include "render/profile_json.h"
 #include "render/profile_text.h"
+#include "run/run_options.h"
+#include "run/run_parts.h"
 
 /* The html page next to the profile: its name with .html for .json (or .html added). */
 static void page_path(const char *outfile, char *out, size_t n)
@@ -281,7 +282,7 @@ static void show_views(const struct run_opts *o, const struct strbuf *json)
             const char *shown = realpath(page, abs) ? abs : page, *why = "";
             if (o->html && !o->quiet)
                 fprintf(stderr, "scry: wrote the page to %s\n", san_str(page));
-            if (o->web && (in_browser = cli_page_open(shown, &why))) {
+            if (o->web && (in_browser = pf_browser_open(shown, &why))) {
                 if (!o->quiet)
                     fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
             } else if (o->web) /* not silenced: the view is not where it was asked for */
@@ -405,7 +406,7 @@ static void heap_at_exit_check(struct periodic *pe, pid_t pid)
     pid_t d = env ? fork() : -1;
     if (d == 0) {
         dup2(2, 1);
-        execve("/proc/self/exe", argv, env);
+        execve(pf_self_exec_path(), argv, env);
         _exit(127);
     }
     free(env);
@@ -432,7 +433,7 @@ static void next_round(double *next, double every)
 /* wait_child, doing the periodic work meanwhile. */
 static int wait_child_periodic(pid_t pid, struct periodic *pe)
 {
-    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pfd = pf_process_handle(pid);
     for (;;) {
         double now = mono_now();
         if (pe->push && now >= pe->push_next) {

@@ -1,7 +1,5 @@
 /* `scry stacks`: what every Python thread of a process (or a core) is doing right now, in the
  * manner of `py-spy dump`. A live target is stopped only while its threads and frames are read. */
-#include <dirent.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,13 +13,14 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "record/record_native.h"
 #include "cpython/async_tasks.h"
 #include "cpython/frames.h"
 #include "cpython/locals.h"
 #include "cpython/runtime.h"
 #include "cpython/threads.h"
+#include "platform/proc_info.h"
 #include "reader/reader.h"
+#include "record/record_native.h"
 #include "render/stacks_render.h"
 
 const char cmd_stacks_usage[] =
@@ -122,16 +121,11 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     return 0;
 }
 
-/* The target's command line from /proc, spaces between arguments; NULL if unreadable. */
+/* The target's command line, spaces between arguments; NULL if unreadable. */
 static const char *live_cmdline(struct arena *a, int pid)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
+    char buf[4096];
+    ssize_t n = pf_process_cmdline(pid, buf, sizeof(buf));
     if (n <= 0)
         return NULL;
     while (n > 0 && buf[n - 1] == 0)
@@ -395,43 +389,29 @@ out_unpaused:
     return err;
 }
 
-/* The descendants of pid (children of every thread, then theirs), depth first, at most max. */
-static size_t find_descendants(int pid, int *out, size_t n, size_t max)
+struct descendants {
+    int *out;
+    size_t n, max;
+};
+
+static void add_descendant(int child, void *ctx)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return n;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < max) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char cpath[300], buf[4096];
-        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", pid, e->d_name);
-        int fd = open(cpath, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t len = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (len <= 0)
-            continue;
-        buf[len] = 0;
-        for (char *p = buf, *end; *p && n < max; p = end) {
-            long child = strtol(p, &end, 10);
-            if (end == p)
-                break;
-            bool known = false;
-            for (size_t i = 0; i < n && !known; i++)
-                known = out[i] == child;
-            if (known || child <= 0)
-                continue;
-            out[n++] = (int)child;
-            n = find_descendants((int)child, out, n, max);
-        }
-    }
-    closedir(d);
-    return n;
+    struct descendants *d = ctx;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->out[i] == child)
+            return;
+    if (d->n >= d->max)
+        return;
+    d->out[d->n++] = child;
+    pf_process_children(child, add_descendant, d);
+}
+
+/* The descendants of pid (children of every thread, then theirs), depth first, at most max. */
+static size_t find_descendants(int pid, int *out, size_t max)
+{
+    struct descendants d = {out, 0, max};
+    pf_process_children(pid, add_descendant, &d);
+    return d.n;
 }
 
 /* One process into rep: opened, read, closed. */
@@ -471,7 +451,7 @@ static int read_children(const struct stacks_report *parent, struct arena *a,
                          struct stacks_report *rep)
 {
     int pids[MAX_SUBPROCESSES];
-    size_t n = find_descendants(parent->pid, pids, 0, MAX_SUBPROCESSES);
+    size_t n = find_descendants(parent->pid, pids, MAX_SUBPROCESSES);
     rep->children = arena_alloc(a, (n ? n : 1) * sizeof(*rep->children));
     if (!rep->children)
         return no_memory();
@@ -480,20 +460,8 @@ static int read_children(const struct stacks_report *parent, struct arena *a,
         *c = (struct stacks_report){.with_locals = parent->with_locals,
                                     .with_native = parent->with_native,
                                     .with_async = parent->with_async};
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/stat", pids[i]);
-        c->parent_pid = parent->pid;
-        FILE *f = fopen(path, "re");
-        if (f) { /* the real parent: field 4 after the command in parentheses */
-            char buf[1024];
-            size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-            buf[len] = 0;
-            char *rp = strrchr(buf, ')');
-            int ppid;
-            if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1)
-                c->parent_pid = ppid;
-            fclose(f);
-        }
+        int ppid = pf_process_parent(pids[i]); /* the real parent */
+        c->parent_pid = ppid > 0 ? ppid : parent->pid;
         c->command = live_cmdline(a, pids[i]);
         if (read_process(pids[i], NULL, NULL, a, c) != 0) {
             if (err_last_code() == SCRY_E_NO_MEMORY)

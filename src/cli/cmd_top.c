@@ -21,6 +21,7 @@
 #include "common/grow.h"
 #include "common/sanitize.h"
 #include "common/strbuf.h"
+#include "platform/proc_info.h"
 #include "record/sampling.h"
 
 const char cmd_top_usage[] =
@@ -307,16 +308,6 @@ static void reset(struct top *t)
 
 /* ---- the process's memory ---- */
 
-static double proc_rss(int pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    if (smp_read_proc(path, buf, sizeof(buf)) <= 0)
-        return -1;
-    const char *p = strstr(buf, "\nVmRSS:");
-    return p ? strtod(p + 7, NULL) * 1024 : -1;
-}
-
 /* The RSS of every process still sampled, and its growth since the last screen and since the
  * start (or the last reset). */
 static void read_rss(struct top *t, uint64_t now)
@@ -326,7 +317,7 @@ static void read_rss(struct top *t, uint64_t now)
     for (size_t i = 0; i < t->set->n; i++) {
         if (t->set->procs[i]->ended)
             continue;
-        double r = proc_rss(t->set->procs[i]->pid);
+        double r = pf_process_rss(t->set->procs[i]->pid);
         if (r >= 0) {
             rss += r;
             any = true;
@@ -963,7 +954,7 @@ int cmd_top(int argc, char **argv)
     read_rss(&t, t.start_ns);
     const char *why = "the duration ended";
     int err = smp_loop(&set, &why);
-    bool exited = set.procs[0]->ended && !smp_alive(o.pid);
+    bool exited = set.procs[0]->ended && !pf_process_alive(o.pid);
     if (t.term)
         term_restore();
     int status = CLI_EXIT_OK;

@@ -12,10 +12,11 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
-#include "common/infile.h"
 #include "common/sanitize.h"
 #include "http/serve_http.h"
 #include "llm/llm_providers.h"
+#include "platform/browser.h"
+#include "platform/infile.h"
 #include "push/push.h"
 #include "render/profile_text.h"
 
@@ -113,7 +114,7 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
     }
     char abs[PATH_MAX];
     const char *shown = realpath(page, abs) ? abs : page, *why;
-    if (cli_page_open(shown, &why)) {
+    if (pf_browser_open(shown, &why)) {
         fprintf(stderr, "scry: opened %s in the browser\n", san_str(shown));
     } else {
         printf("%s\n", san_str(shown));

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/fmt.h"
-#include "common/infile.h"
+#include "platform/infile.h"
 #include "render/flamegraph_svg.h"
 #include "snapshot/format.h"
 

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
 #include "analysis/profile.h"
+#include "cli/cli.h"
 #include "render/profile_json.h"
 #include <stdlib.h>
 #include "common/error.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
+#include "platform/outfile.h"
 
 void cli_profile_read_sources(struct profile *p)
 {

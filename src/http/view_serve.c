@@ -29,12 +29,13 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
-#include "common/glibc_compat.h"
-#include "common/outfile.h"
 #include "common/sanitize.h"
 #include "http/serve_http.h"
 #include "llm/llm_providers.h"
 #include "llm/optimize_prompt.h"
+#include "platform/browser.h"
+#include "platform/outfile.h"
+#include "platform/random.h"
 #include "render/profile_html.h"
 
 #define SERVE_REQUEST_MS 3000 /* the whole request, head and body, from the connection's start */
@@ -413,7 +414,7 @@ static bool has_display(void)
 static void open_browser(struct server *sv, const char *file, pid_t *pid)
 {
     const char *why = "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset)";
-    *pid = *file ? cli_page_start(file, &why) : -1;
+    *pid = *file ? pf_browser_start(file, &why) : -1;
     if (!*file && has_display())
         why = "no page for a browser could be written in TMPDIR";
     if (*pid > 0)
@@ -484,7 +485,7 @@ int cli_view_serve(const char *path, const char *data, size_t len, double thresh
     json_t *profile = NULL;
     int err = 0;
     sv.llm = llm;
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+    if (pf_random(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return err_fail(SCRY_E_INTERNAL, "no random bytes for the page's token: %s",
                         strerror(errno));
     for (size_t i = 0; i < sizeof(rnd); i++)

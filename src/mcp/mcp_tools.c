@@ -4,7 +4,6 @@
  * mcp_answer, which cuts it to the call's limit and token budget. */
 #include "mcp/mcp_tools.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,13 +24,16 @@
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/outfile.h"
 #include "cpython/runtime.h"
 #include "mcp/mcp_answer.h"
 #include "mcp/mcp_compare.h"
 #include "mcp/mcp_paths.h"
 #include "mcp/mcp_schema.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 #include "reader/reader.h"
+#include "reader/reader_impl.h"
 
 #define DEFAULT_LIMIT 20
 #define DEFAULT_BUDGET 4000
@@ -157,48 +159,33 @@ static int refuse_disabled(const char *tool, const char *flag)
 
 /* ---- list_processes ------------------------------------------------------------------------ */
 
-static bool read_small(const char *path, char *buf, size_t size, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n < 0)
-        return false;
-    buf[n] = 0;
-    *len = (size_t)n;
-    return true;
-}
-
 /* Whether the process's mappings name a Python (libpython, or an executable called python*);
  * -1 when they cannot be read. */
 static int maps_name_python(int pid)
 {
-    char path[64], line[4096];
-    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    int found = 0;
-    while (!found && fgets(line, sizeof(line), f)) {
-        const char *slash = strrchr(line, '/');
+    struct arena a = ARENA_INIT;
+    struct rd_mapping *maps = NULL;
+    size_t n = 0;
+    int found = rd_maps_read(pid, &a, &maps, &n) == 0 ? 0 : -1;
+    if (found < 0)
+        err_clear();
+    for (size_t i = 0; i < n && !found; i++) {
+        const char *slash = strrchr(maps[i].path, '/');
         found = slash && (strncmp(slash + 1, "libpython", 9) == 0 ||
                           strncmp(slash + 1, "python", 6) == 0);
     }
-    /* An unreadable file reads as empty: ptrace access is checked on read. */
-    bool denied = ferror(f) != 0;
-    fclose(f);
-    return denied ? -1 : found;
+    free(maps);
+    arena_free(&a);
+    return found;
 }
 
 static json_t *process_entry(int pid)
 {
-    char path[64], cmd[4096];
-    size_t n = 0;
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    if (!read_small(path, cmd, sizeof(cmd), &n) || n == 0)
+    char cmd[4096];
+    ssize_t got = pf_process_cmdline(pid, cmd, sizeof(cmd));
+    if (got <= 0)
         return NULL; /* a kernel thread, a zombie, or gone */
+    size_t n = (size_t)got;
     const char *argv0 = cmd, *base = strrchr(argv0, '/');
     base = base ? base + 1 : argv0;
     while (n > 0 && cmd[n - 1] == 0)
@@ -210,22 +197,17 @@ static json_t *process_entry(int pid)
     bool named = strstr(base, "python") != NULL;
     if (maps == 0 || (maps < 0 && !named))
         return NULL;
-    struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d", pid);
     json_t *e = json_pack("{s:i,s:s%}", "pid", pid, "command", cmd, n);
     if (!e)
         return NULL;
-    if (stat(path, &st) == 0) {
-        struct passwd *pw = getpwuid(st.st_uid);
-        json_object_set_new(e, "user", pw ? json_string(pw->pw_name) : json_sprintf("%u", st.st_uid));
+    long uid = pf_process_owner(pid);
+    if (uid >= 0) {
+        struct passwd *pw = getpwuid((uid_t)uid);
+        json_object_set_new(e, "user", pw ? json_string(pw->pw_name) : json_sprintf("%ld", uid));
     }
-    char statm[256];
-    unsigned long long size_pages, rss_pages;
-    snprintf(path, sizeof(path), "/proc/%d/statm", pid);
-    if (read_small(path, statm, sizeof(statm), &n) &&
-        sscanf(statm, "%llu %llu", &size_pages, &rss_pages) == 2)
-        json_object_set_new(e, "rss_bytes",
-                            json_integer((json_int_t)(rss_pages * (unsigned long long)sysconf(_SC_PAGESIZE))));
+    double rss = pf_process_rss(pid);
+    if (rss >= 0)
+        json_object_set_new(e, "rss_bytes", json_integer((json_int_t)rss));
     struct rd_reader *rd = NULL;
     struct py_runtime rt;
     int err = rd_open_pid(pid, &rd);
@@ -255,30 +237,33 @@ static int by_rss(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+#define MAX_PIDS 262144 /* processes looked at; a system has far fewer */
+
 static json_t *tool_list_processes(const struct mcp_call *c)
 {
-    DIR *d = opendir("/proc");
-    if (!d) {
-        err_fail(SCRY_E_IO, "cannot list /proc: %s", strerror(errno));
-        return mcp_answer_error();
-    }
+    size_t npids = 0;
+    int *pids = malloc(MAX_PIDS * sizeof(*pids));
     json_t **found = calloc(MAX_PROCESSES, sizeof(*found));
-    size_t nfound = 0;
-    struct dirent *de;
-    while (found && nfound < MAX_PROCESSES && (de = readdir(d))) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == getpid() || pid > INT_MAX)
-            continue;
-        json_t *e = process_entry((int)pid);
-        if (e)
-            found[nfound++] = e;
-    }
-    closedir(d);
-    if (!found) {
+    if (!pids || !found) {
+        free(pids);
+        free(found);
         err_fail(SCRY_E_NO_MEMORY, "out of memory");
         return mcp_answer_error();
     }
+    if (pf_process_list(pids, MAX_PIDS, &npids) != 0) {
+        err_fail(SCRY_E_IO, "cannot list the processes: %s", strerror(errno));
+        free(pids);
+        free(found);
+        return mcp_answer_error();
+    }
+    size_t nfound = 0;
+    int self = getpid();
+    for (size_t i = 0; i < npids && nfound < MAX_PROCESSES; i++) {
+        json_t *e = pids[i] == self ? NULL : process_entry(pids[i]);
+        if (e)
+            found[nfound++] = e;
+    }
+    free(pids);
     qsort(found, nfound, sizeof(*found), by_rss);
     json_t *list = json_array();
     for (size_t i = 0; i < nfound; i++)
@@ -304,14 +289,8 @@ static json_t *tool_stacks(const struct mcp_call *c)
 
 static unsigned long long rss_mb(int pid)
 {
-    char path[64], statm[256];
-    size_t n;
-    unsigned long long size_pages, rss_pages;
-    snprintf(path, sizeof(path), "/proc/%d/statm", pid);
-    if (!read_small(path, statm, sizeof(statm), &n) ||
-        sscanf(statm, "%llu %llu", &size_pages, &rss_pages) != 2)
-        return 0;
-    return rss_pages * (unsigned long long)sysconf(_SC_PAGESIZE) >> 20;
+    double rss = pf_process_rss(pid);
+    return rss > 0 ? (unsigned long long)rss >> 20 : 0;
 }
 
 static json_t *tool_capture_heap(const struct mcp_call *c)
@@ -770,7 +749,7 @@ static json_t *tool_run_profile(const struct mcp_call *c)
             dprintf(2, "scry mcp: cannot change to %s: %s\n", cwd, strerror(errno));
             _exit(127);
         }
-        execv("/proc/self/exe", argv);
+        execv(pf_self_exec_path(), argv);
         dprintf(2, "scry mcp: cannot run scry: %s\n", strerror(errno));
         _exit(127);
     }

@@ -16,8 +16,8 @@
 
 #include "common/error.h"
 #include "common/grow.h"
-#include "common/infile.h"
 #include "common/log.h"
+#include "platform/infile.h"
 
 #ifndef NT_FILE
 #define NT_FILE 0x46494c45

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "common/hashmap.h"
-#include "common/infile.h"
+#include "platform/infile.h"
 #include "reader/reader_impl.h"
 
 struct elf_symtab {

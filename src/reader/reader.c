@@ -1,5 +1,6 @@
 /* The parts of the reader interface that do not depend on what holds the memory: dispatch to the
  * per-kind operations, the mapping table and its lookups, paths, and the ELF note iterator. */
+#include "platform/proc_info.h"
 #include "reader/reader_impl.h"
 
 #include <limits.h>
@@ -104,10 +105,7 @@ const char *rd_host_path(const struct rd_reader *rd, const char *target_path, ch
         return buf;
     switch (rd->kind) {
     case RD_PID:
-        if (target_path[0] == '/')
-            snprintf(buf, size, "/proc/%d/root%s", rd->pid, target_path);
-        else
-            snprintf(buf, size, "%s", target_path);
+        pf_process_file_path(rd->pid, target_path, buf, size);
         break;
     case RD_CORE:
         if (rd->exe_override &&

@@ -1,28 +1,21 @@
 /* `scry record --pid PID --memory`: the memory profile of a process that scry did not start
- * (docs/record-memory.md). scry's agent is loaded into it: its main thread is stopped with ptrace
- * at a point where it holds no lock of the C library's or the dynamic loader's (blocked in one
- * of a few waiting system calls, or running code outside libc, the loader and the agent), and
- * made to call dlopen(agent) and then scry_agent_attach(settings), after which its registers are
- * put back exactly and it is let go (an interrupted system call restarts as the kernel would
- * have restarted it). The agent hooks the allocation functions through every loaded object's
- * relocation entries and profiles as under `scry run --memory`. At the end the main thread is
- * made to call scry_agent_detach, which starts a thread of the agent's that writes the part,
- * puts every relocation entry back and leaves the agent loaded and idle; the part is merged into
- * the profile as `scry run` merges its parts. x86-64 Linux only. On Python 3.14+ both calls are
- * made through CPython's remote debugging instead (attach/record_remote.c) where the process
- * allows it and its main thread runs Python. */
+ * (docs/record-memory.md). scry's agent is loaded into it and made to call
+ * scry_agent_attach(settings) by platform/inject.h (on Linux: its main thread stopped with ptrace
+ * at a safe point, its registers put back exactly afterwards). The agent hooks the allocation
+ * functions through every loaded object's relocation entries and profiles as under `scry run
+ * --memory`. At the end the process is made to call scry_agent_detach the same way, which starts
+ * a thread of the agent's that writes the part, puts every relocation entry back and leaves the
+ * agent loaded and idle; the part is merged into the profile as `scry run` merges its parts.
+ * x86-64 Linux only. On Python 3.14+ both calls are made through CPython's remote debugging
+ * instead (attach/record_remote.c) where the process allows it and its main thread runs Python. */
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,316 +26,22 @@
 #include "cli/cli.h"
 #include "common/arena.h"
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
+#include "platform/infile.h"
+#include "platform/inject.h"
+#include "platform/os_process.h"
+#include "platform/outfile.h"
+#include "platform/proc_info.h"
 #include "reader/reader_impl.h"
 #include "record/record_memory.h"
 #include "render/profile_json.h"
 
-#define PICK_TRIES 400      /* stops of the main thread looking for a safe point (~4 s) */
 #define PART_WAIT_MS 15000  /* for the agent's part after detach */
 #define GONE_WAIT_MS 2000   /* for the part of a process that has ended */
 #define DEFAULT_WINDOW 1048576ULL /* the allocation sampling window, as scry run's */
 #define REMOTE_WAIT_S 2.0 /* for the interpreter to run the attach script (3.14+) */
-#define STACK_SKIP 1024     /* bytes left alone below the thread's stack pointer */
 
-#if defined(__x86_64__)
-
-/* ---- the target's mappings ---- */
-
-/* Whether pc lies in an executable mapping of one of the objects where a stopped thread may
- * hold a lock that dlopen or the agent's start takes. */
-static bool pc_unsafe(int pid, uint64_t pc)
-{
-    static const char *const objects[] = {"libc.so", "libc-", "ld-linux", "ld-", "libpthread",
-                                          "libdl", "libgcc_s", "libstdc++", "libscry-agent"};
-    struct arena a = ARENA_INIT;
-    struct rd_mapping *maps = NULL;
-    size_t n = 0;
-    bool unsafe = false, seen = false;
-    if (rd_maps_read(pid, &a, &maps, &n) != 0)
-        err_clear();
-    for (size_t i = 0; i < n && !seen; i++) {
-        if (pc < maps[i].start || pc >= maps[i].end)
-            continue;
-        seen = true;
-        const char *slash = strrchr(maps[i].path, '/');
-        for (size_t k = 0; slash && k < sizeof(objects) / sizeof(*objects); k++)
-            if (strncmp(slash + 1, objects[k], strlen(objects[k])) == 0)
-                unsafe = true;
-    }
-    free(maps);
-    arena_free(&a);
-    return unsafe || !seen;
-}
-
-/* ---- stopping the main thread at a safe point ---- */
-
-#define XSTATE_BYTES 16384 /* more than the largest XSAVE area (with AMX, about 11 KiB) */
-
-struct inj {
-    int pid;
-    struct user_regs_struct saved;
-    /* The vector, x87 and MXCSR state, put back with the general registers: the injected calls
-     * (the loader's string and memory functions) use the vector registers, and the interrupted
-     * code may hold live values there (pymalloc links a pool with one SSE store of two
-     * pointers). In the XSAVE layout when the kernel gives it, else FXSAVE's (x87 and SSE). */
-    uint8_t xstate[XSTATE_BYTES];
-    size_t xstate_len; /* 0: fp holds it */
-    struct user_fpregs_struct fp;
-    bool held;
-};
-
-static int save_vector_state(struct inj *in)
-{
-    struct iovec iov = {in->xstate, sizeof(in->xstate)};
-    if (ptrace(PTRACE_GETREGSET, in->pid, (void *)(uintptr_t)NT_X86_XSTATE, &iov) == 0 &&
-        iov.iov_len > 0) {
-        in->xstate_len = iov.iov_len;
-        return 0;
-    }
-    in->xstate_len = 0;
-    return ptrace(PTRACE_GETFPREGS, in->pid, 0, &in->fp) == 0 ? 0 : -1;
-}
-
-static void restore_vector_state(struct inj *in)
-{
-    struct iovec iov = {in->xstate, in->xstate_len};
-    if (in->xstate_len)
-        ptrace(PTRACE_SETREGSET, in->pid, (void *)(uintptr_t)NT_X86_XSTATE, &iov);
-    else
-        ptrace(PTRACE_SETFPREGS, in->pid, 0, &in->fp);
-}
-
-/* Blocking system calls during which a thread holds none of the locks dlopen takes. */
-static bool waiting_syscall(long nr)
-{
-    static const long ok[] = {0 /* read */,      7 /* poll */,      23 /* select */,
-                              34 /* pause */,    35 /* nanosleep */, 43 /* accept */,
-                              45 /* recvfrom */, 47 /* recvmsg */,   61 /* wait4 */,
-                              128 /* rt_sigtimedwait */, 130 /* rt_sigsuspend */,
-                              230 /* clock_nanosleep */, 232 /* epoll_wait */,
-                              247 /* waitid */, 270 /* pselect6 */, 271 /* ppoll */,
-                              281 /* epoll_pwait */, 288 /* accept4 */, 441 /* epoll_pwait2 */};
-    for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++)
-        if (nr == ok[i])
-            return true;
-    return false;
-}
-
-/* Whether the thread blocks SIGSEGV (the injected call returns through one, which must reach
- * us rather than be forced on a blocked thread). */
-static bool blocks_segv(int pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    bool blocked = true;
-    while (fgets(buf, sizeof(buf), f))
-        if (strncmp(buf, "SigBlk:", 7) == 0)
-            blocked = (strtoull(buf + 7, NULL, 16) >> (SIGSEGV - 1)) & 1;
-    fclose(f);
-    return blocked;
-}
-
-static int lost(int pid)
-{
-    return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while scry was loading its agent",
-                    pid);
-}
-
-/* Waits for the next stop of the main thread: 0 with *status, or an error if it ended. */
-static int wait_stop(int pid, int *status)
-{
-    for (;;) {
-        pid_t r = waitpid(pid, status, __WALL);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || WIFEXITED(*status) || WIFSIGNALED(*status))
-            return lost(pid);
-        return 0;
-    }
-}
-
-/* Seizes and stops the main thread, keeping it only where it is safe to call into the loader. */
-static int hold_main_thread(struct inj *in)
-{
-    int pid = in->pid;
-    for (int tries = 0; tries < PICK_TRIES; tries++) {
-        if (blocks_segv(pid))
-            return err_fail(SCRY_E_INJECT_REFUSED,
-                                 "the main thread of process %d blocks SIGSEGV, through which "
-                                 "scry's injected call returns",
-                                 pid);
-        if (ptrace(PTRACE_SEIZE, pid, 0, 0) != 0) {
-            if (errno == ESRCH)
-                return err_fail(SCRY_E_NO_SUCH_PROCESS, "no process %d", pid);
-            return err_fail(SCRY_E_PERMISSION_DENIED, "not allowed to trace process %d: %s", pid,
-                            strerror(errno));
-        }
-        int st;
-        if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) != 0 || wait_stop(pid, &st) != 0)
-            return lost(pid);
-        if ((st >> 16) != PTRACE_EVENT_STOP) {
-            /* A signal arrived first: hand it over and look again. */
-            ptrace(PTRACE_DETACH, pid, 0, (void *)(long)WSTOPSIG(st));
-            continue;
-        }
-        if (ptrace(PTRACE_GETREGS, pid, 0, &in->saved) != 0) {
-            ptrace(PTRACE_DETACH, pid, 0, 0);
-            return lost(pid);
-        }
-        long nr = (long)in->saved.orig_rax;
-        bool safe = nr >= 0 ? waiting_syscall(nr) : !pc_unsafe(pid, in->saved.rip);
-        if (safe && save_vector_state(in) != 0) {
-            ptrace(PTRACE_DETACH, pid, 0, 0);
-            return err_fail(SCRY_E_INJECT_REFUSED,
-                            "cannot read the vector registers of process %d's main thread "
-                            "(PTRACE_GETREGSET): an injected call would lose them",
-                            pid);
-        }
-        if (safe) {
-            in->held = true;
-            return 0;
-        }
-        ptrace(PTRACE_DETACH, pid, 0, 0);
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return err_fail(SCRY_E_INJECT_REFUSED,
-                         "the main thread of process %d was never at a safe point to load scry's "
-                         "agent (it was always inside the C library, the loader or a lock wait)",
-                         pid);
-}
-
-/* Puts the registers back and lets the thread go (a pending SIGSEGV of ours is dropped). */
-static void release_main_thread(struct inj *in)
-{
-    if (!in->held)
-        return;
-    ptrace(PTRACE_SETREGS, in->pid, 0, &in->saved);
-    restore_vector_state(in);
-    ptrace(PTRACE_DETACH, in->pid, 0, 0);
-    in->held = false;
-}
-
-/* Makes the held thread call fn(arg0, arg1), where a string `text` (if any) is copied below its
- * stack and passed as arg0; the call returns to address 0, whose fault stops it again. */
-static int remote_call(struct inj *in, uint64_t fn, const char *text, uint64_t arg1,
-                       uint64_t *ret)
-{
-    int pid = in->pid;
-    struct user_regs_struct r = in->saved;
-    uint64_t sp = (in->saved.rsp - STACK_SKIP) & ~(uint64_t)15;
-    uint64_t arg0 = 0;
-    if (text) {
-        size_t len = strlen(text) + 1;
-        sp = (sp - len) & ~(uint64_t)15;
-        arg0 = sp;
-        struct iovec local = {(void *)text, len}, remote = {(void *)(uintptr_t)sp, len};
-        if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
-            return err_fail(SCRY_E_PERMISSION_DENIED, "cannot write into process %d: %s", pid,
-                            strerror(errno));
-    }
-    sp -= 16;
-    uint64_t zero = 0;
-    sp -= 8; /* the return address: rsp % 16 == 8 at the callee's entry, as after a call */
-    struct iovec lz = {&zero, 8}, rz = {(void *)(uintptr_t)sp, 8};
-    if (process_vm_writev(pid, &lz, 1, &rz, 1, 0) != 8)
-        return err_fail(SCRY_E_PERMISSION_DENIED, "cannot write into process %d: %s", pid,
-                        strerror(errno));
-    r.rsp = sp;
-    r.rip = fn;
-    r.rdi = arg0;
-    r.rsi = arg1;
-    r.rax = 0;
-    r.orig_rax = (unsigned long long)-1; /* no system call to restart under the call */
-    r.eflags &= ~0x400ULL; /* the direction flag: clear at a call, as the ABI wants */
-    if (ptrace(PTRACE_SETREGS, pid, 0, &r) != 0 || ptrace(PTRACE_CONT, pid, 0, 0) != 0)
-        return lost(pid);
-    for (;;) {
-        int st;
-        if (wait_stop(pid, &st) != 0) {
-            in->held = false;
-            return -(int)err_last_code();
-        }
-        int sig = WSTOPSIG(st);
-        if ((st >> 16) == PTRACE_EVENT_STOP) {
-            ptrace(PTRACE_CONT, pid, 0, 0);
-            continue;
-        }
-        if (sig == SIGSEGV) {
-            struct user_regs_struct now;
-            if (ptrace(PTRACE_GETREGS, pid, 0, &now) != 0)
-                return lost(pid);
-            if (now.rip == 0) {
-                *ret = now.rax;
-                return 0;
-            }
-            /* A fault inside the call: it is abandoned, the thread goes on where it was. */
-            return err_fail(SCRY_E_INTERNAL, "the injected call faulted in process %d at %#llx",
-                            pid, (unsigned long long)now.rip);
-        }
-        ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig); /* the program's own signal */
-    }
-}
-
-/* Calls fn of the agent (already loaded, else loaded first) in the held thread. */
-static int agent_call(struct inj *in, const char *agent, const char *fn, const char *text,
-                      int64_t *ret)
-{
-    uint64_t addr = agent_link_symbol(in->pid, "libscry-agent.so", fn), r = 0;
-    if (!addr) {
-        uint64_t dlopen_at = agent_link_symbol(in->pid, "libc.so", "dlopen");
-        if (!dlopen_at)
-            dlopen_at = agent_link_symbol(in->pid, "libdl.so", "dlopen");
-        if (!dlopen_at)
-            return err_fail(SCRY_E_INJECT_REFUSED,
-                                 "process %d has no dlopen (a static executable?): scry cannot "
-                                 "load its agent there",
-                                 in->pid);
-        int err = remote_call(in, dlopen_at, agent, 2 /* RTLD_NOW */, &r);
-        if (err)
-            return err;
-        addr = r ? agent_link_symbol(in->pid, "libscry-agent.so", fn) : 0;
-        if (!addr)
-            return err_fail(SCRY_E_INJECT_REFUSED, "process %d could not load %s", in->pid,
-                            san_str(agent));
-    }
-    int err = remote_call(in, addr, text, 0, &r);
-    *ret = (int32_t)(uint32_t)r;
-    return err;
-}
-
-/* One call into the agent in process pid, with the main thread held around it. */
-static int inject(int pid, const char *agent, const char *fn, const char *text, int64_t *ret)
-{
-    struct inj in = {.pid = pid};
-    int err = hold_main_thread(&in);
-    if (!err)
-        err = agent_call(&in, agent, fn, text, ret);
-    release_main_thread(&in);
-    return err;
-}
-
-#else
-
-static int inject(int pid, const char *agent, const char *fn, const char *text, int64_t *ret)
-{
-    (void)agent;
-    (void)fn;
-    (void)text;
-    (void)ret;
-    return err_fail(SCRY_E_INJECT_REFUSED, "scry record --memory loads its agent on x86-64 only "
-                                            "(process %d)",
-                    pid);
-}
-
-#endif
 
 /* ---- settings, part, profile ---- */
 
@@ -390,7 +89,7 @@ static int wait_part(const char *dir, int pid, char **text, size_t *len)
         if (access(path, F_OK) == 0)
             return infile_read_all(path, "part", INFILE_MAX_READ, text, len);
         prog_update((uint64_t)(waited / 1000));
-        if (waited >= GONE_WAIT_MS && !smp_alive(pid))
+        if (waited >= GONE_WAIT_MS && !pf_process_alive(pid))
             return err_fail(SCRY_E_NO_SUCH_PROCESS,
                             "process %d ended without writing its profile part (os._exit or a "
                             "signal)",
@@ -440,7 +139,7 @@ static int write_profile(const char *text, size_t len, int pid, const struct smp
  * (with quiet nowhere: dump --quiet draws no progress line, and its "wrote" line is dropped). */
 static int heap_at_end(int pid, const char *path, bool quiet)
 {
-    if (!smp_alive(pid))
+    if (!pf_process_alive(pid))
         return err_fail(SCRY_E_NO_SUCH_PROCESS,
                         "process %d ended before the recording did: no heap snapshot (%s) was "
                         "taken",
@@ -455,7 +154,7 @@ static int heap_at_end(int pid, const char *path, bool quiet)
     if (d == 0) {
         int null = quiet ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
         dup2(null >= 0 ? null : 2, 1);
-        execv("/proc/self/exe", argv);
+        execv(pf_self_exec_path(), argv);
         _exit(127);
     }
     int st = 0;
@@ -478,7 +177,7 @@ static const char *wait_recording(int pid, double duration)
         prog_update((uint64_t)slept);
         if (smp_stop_signal)
             return smp_stop_signal == SIGINT ? "interrupted (SIGINT)" : "interrupted (SIGTERM)";
-        if (!smp_alive(pid))
+        if (!pf_process_alive(pid))
             return "the process exited";
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -502,46 +201,13 @@ static int attach_refused(int pid, int64_t rc)
                     pid);
 }
 
-/* Whether process pid has ended or is ending: its /proc entry is gone, or its main thread is a
- * zombie (or dead) with no other thread left, or it is exiting (PF_EXITING in the main thread's
- * flags) and gets there within about 100 ms. A process whose main thread ended on its own while
- * other threads run (pthread_exit) is not gone. */
-static bool target_gone(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    for (int tries = 0; tries < 50; tries++) {
-        ssize_t n = smp_read_proc(path, buf, sizeof(buf) - 1);
-        if (n <= 0)
-            return true;
-        buf[n] = 0;
-        const char *s = strrchr(buf, ')');
-        char state = 0;
-        unsigned long flags = 0;
-        long threads = 0;
-        /* state ppid pgrp session tty tpgid flags ... num_threads (the 20th field) */
-        if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %*u %*u %*d %*d "
-                                "%*d %*d %ld",
-                         &state, &flags, &threads) != 3)
-            return false;
-        bool dead = state == 'Z' || state == 'X';
-        if (dead && threads <= 1)
-            return true;
-        if (!dead && !(flags & 0x4 /* PF_EXITING */))
-            return false;
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return false;
-}
-
 /* An attach that failed because the process ended under it (its main thread was stopped and let
  * go while another thread called exit): the kernel then refuses the trace (EPERM on a zombie),
  * its /proc files vanish and its memory cannot be written, which would read as
  * permission_denied or inject_refused. What happened is that it exited. */
 static int attach_error(int pid, int err)
 {
-    if (err == 0 || err == -SCRY_E_NO_SUCH_PROCESS || !target_gone(pid))
+    if (err == 0 || err == -SCRY_E_NO_SUCH_PROCESS || !pf_process_ending(pid))
         return err;
     return err_fail(SCRY_E_NO_SUCH_PROCESS, "process %d exited while scry was loading its agent",
                     pid);
@@ -563,7 +229,7 @@ static int attach_once(struct py_runtime *rt, int pid, const char *dir, const ch
         *how = "the agent was loaded through CPython's remote debugging (PEP 768)";
         return err;
     }
-    err = inject(pid, agent, ATTACH, settings, rc);
+    err = pf_inject_call(pid, agent, ATTACH, settings, agent_link_symbol, rc);
     /* The withdrawn script may have run after all, just as the ptrace call was made. */
     if (!err && *rc == -3 && ro == REMOTE_PENDING && pep768_result(dir, pid, ATTACH, 2.0, rc) &&
         *rc == 0) {
@@ -590,7 +256,7 @@ static int detach(struct py_runtime *rt, int pid, const char *dir, const char *a
     /* A withdrawn request that ran after all: the ptrace call then finds the detach under way
      * (-1), which is harmless. */
     if (!err && ro != REMOTE_DONE)
-        err = inject(pid, agent, DETACH, NULL, &rc);
+        err = pf_inject_call(pid, agent, DETACH, NULL, agent_link_symbol, &rc);
     return err;
 }
 
@@ -664,7 +330,7 @@ int record_memory(int pid, const struct smp_opts *o, const struct record_memory_
         /* A process that ended wrote its part as it exited. The agent writes it at the detach:
          * seconds for a big profile. */
         prog_phase("detaching and reading the profile", PROG_SECONDS, 0, NULL, NULL);
-        if (smp_alive(pid) && detach(rt, pid, dir, agent) != 0) {
+        if (pf_process_alive(pid) && detach(rt, pid, dir, agent) != 0) {
             prog_clear();
             fprintf(stderr, "scry: warning: %s\n", err_last_message());
         }

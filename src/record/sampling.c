@@ -1,6 +1,7 @@
 /* The sampler of Python processes from outside, shared by `scry record --pid` and `scry top`
- * (sampling.h): the processes' /proc, their threads and stacks, the wall time of each thread's
- * interval and its kind, the file filter, and the loop at a fixed rate with --subprocesses. */
+ * (sampling.h): the processes' threads (their states from platform/proc_info.h) and stacks, the
+ * wall time of each thread's interval and its kind, the file filter, and the loop at a fixed
+ * rate with --subprocesses. */
 #include "record/sampling.h"
 
 #include <dirent.h>
@@ -22,6 +23,7 @@
 #include "common/log.h"
 #include "cpython/opcodes.h"
 #include "cpython/threads.h"
+#include "platform/proc_info.h"
 #include "reader/reader.h"
 
 #define CHILD_SCAN_NS 200000000ULL  /* --subprocesses: look for new children every 200 ms */
@@ -59,81 +61,16 @@ uint64_t smp_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the target's /proc ---- */
-
-ssize_t smp_read_proc(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    while (n + 1 < size) {
-        ssize_t r = read(fd, buf + n, size - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = 0;
-    return (ssize_t)n;
-}
-
-/* A thread's nanoseconds on a CPU and waiting on a run queue (schedstat's first two fields);
- * false if it is gone or the kernel keeps no schedstat. */
-static bool thread_sched(int pid, int64_t tid, uint64_t *cpu, uint64_t *delay)
-{
-    char path[96], buf[128];
-    snprintf(path, sizeof(path), "/proc/%d/task/%lld/schedstat", pid, (long long)tid);
-    unsigned long long c, d;
-    if (smp_read_proc(path, buf, sizeof(buf)) <= 0 || sscanf(buf, "%llu %llu", &c, &d) != 2)
-        return false;
-    *cpu = c;
-    *delay = d;
-    return true;
-}
-
-/* A thread's scheduler state letter now (/proc/PID/task/TID/stat), 0 if it is gone. */
-static char thread_state(int pid, int64_t tid)
-{
-    char path[96], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/task/%lld/stat", pid, (long long)tid);
-    if (smp_read_proc(path, buf, sizeof(buf)) <= 0)
-        return 0;
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : 0;
-}
-
-/* Whether a runnable thread is inside a system call (/proc/PID/task/TID/syscall names one): a
- * thread woken from a sleep or a read, waiting for a CPU to return to the program. A thread on
- * a CPU reads "running", one preempted in the program "-1 ...". */
-static bool in_syscall(int pid, int64_t tid)
-{
-    char path[96], buf[64];
-    snprintf(path, sizeof(path), "/proc/%d/task/%lld/syscall", pid, (long long)tid);
-    return smp_read_proc(path, buf, sizeof(buf)) > 0 && buf[0] >= '0' && buf[0] <= '9';
-}
+/* ---- the target's command line ---- */
 
 static json_t *proc_argv(int pid)
 {
-    char path[64], buf[16384];
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-    ssize_t n = smp_read_proc(path, buf, sizeof(buf));
+    char buf[16384];
+    ssize_t n = pf_process_cmdline(pid, buf, sizeof(buf));
     json_t *a = json_array();
     for (ssize_t i = 0; a && i < n; i += (ssize_t)strlen(buf + i) + 1)
         json_array_append_new(a, json_string(buf + i));
     return a;
-}
-
-bool smp_alive(int pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    if (smp_read_proc(path, buf, sizeof(buf)) <= 0)
-        return false;
-    const char *s = strrchr(buf, ')');
-    return s && s[1] == ' ' && s[2] != 'Z' && s[2] != 'X';
 }
 
 /* ---- names ---- */
@@ -352,7 +289,7 @@ static int sample_proc(struct smp_set *set, struct smp_proc *pr, struct py_frame
         double dwall = first ? 0 : (double)(now - s->wall_ns) / 1e9;
         s->wall_ns = now;
         uint64_t scpu, sdelay;
-        if (thread_sched(pr->pid, th[i].native_id, &scpu, &sdelay)) {
+        if (pf_thread_sched(pr->pid, th[i].native_id, &scpu, &sdelay)) {
             if (!first && scpu >= s->sched_cpu_ns && sdelay >= s->sched_delay_ns) {
                 pr->have_run_queue = true;
                 pr->rq_cpu_sec += (double)(scpu - s->sched_cpu_ns) / 1e9;
@@ -379,8 +316,10 @@ static int sample_proc(struct smp_set *set, struct smp_proc *pr, struct py_frame
          * again right after the stack, so that both describe the same moment (a stopped
          * process keeps the state read before it was stopped). */
         if (!o->blocking && !o->native)
-            st = thread_state(pr->pid, th[i].native_id);
-        bool running = st == 'R' && !in_syscall(pr->pid, th[i].native_id);
+            st = pf_thread_state(pr->pid, th[i].native_id);
+        long nr;
+        bool running =
+            st == 'R' && pf_thread_call(pr->pid, th[i].native_id, &nr) != PF_CALL_SYSCALL;
         s->running = running;
         if ((err = hand_sample(set, pr, s, frames, n, running, dwall)))
             goto out;
@@ -438,10 +377,7 @@ struct smp_proc *smp_proc_open(int pid, const struct smp_opts *o, const struct s
         smp_proc_free(pr, h);
         return NULL;
     }
-    char link[64];
-    snprintf(link, sizeof(link), "/proc/%d/cwd", pid);
-    ssize_t n = readlink(link, pr->cwd, sizeof(pr->cwd) - 1);
-    pr->cwd[n > 0 ? n : 0] = 0;
+    pf_process_cwd(pid, pr->cwd, sizeof(pr->cwd));
     pr->filter = (struct py_filter){
         .profile_all = o->profile_all,
         .system_libraries = o->system_libraries,
@@ -504,37 +440,31 @@ static int proc_reopen(struct smp_proc *pr, const struct smp_hooks *h)
     return 0;
 }
 
+struct new_children {
+    struct smp_proc **procs;
+    size_t nprocs;
+    struct smp_candidate **cand;
+    size_t *ncand, *cap;
+};
+
+static void add_child(int child, void *ctx)
+{
+    struct new_children *c = ctx;
+    bool known = false;
+    for (size_t i = 0; i < c->nprocs && !known; i++)
+        known = c->procs[i]->pid == child;
+    for (size_t i = 0; i < *c->ncand && !known; i++)
+        known = (*c->cand)[i].pid == child;
+    if (!known && !grow_array(c->cand, c->cap, *c->ncand + 1, sizeof(**c->cand)))
+        (*c->cand)[(*c->ncand)++] = (struct smp_candidate){child, 0};
+}
+
 /* Adds the children of pid (every thread's) that are not known yet to the candidates. */
 static void find_children(int pid, struct smp_proc **procs, size_t nprocs,
                           struct smp_candidate **cand, size_t *ncand, size_t *cap)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char cpath[300], buf[4096];
-        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", pid, e->d_name);
-        if (smp_read_proc(cpath, buf, sizeof(buf)) <= 0)
-            continue;
-        for (char *p = buf, *end; *p; p = end) {
-            long child = strtol(p, &end, 10);
-            if (end == p)
-                break;
-            bool known = false;
-            for (size_t i = 0; i < nprocs && !known; i++)
-                known = procs[i]->pid == child;
-            for (size_t i = 0; i < *ncand && !known; i++)
-                known = (*cand)[i].pid == child;
-            if (!known && child > 0 && !grow_array(cand, cap, *ncand + 1, sizeof(**cand)))
-                (*cand)[(*ncand)++] = (struct smp_candidate){(int)child, 0};
-        }
-    }
-    closedir(d);
+    struct new_children c = {procs, nprocs, cand, ncand, cap};
+    pf_process_children(pid, add_child, &c);
 }
 
 /* --subprocesses: the new children of every process are tried; those that run Python join. */
@@ -548,7 +478,7 @@ static void scan_children(struct smp_set *set, struct smp_candidate **cand, size
     for (size_t i = 0; i < *ncand; i++) {
         struct smp_candidate *c = &(*cand)[i];
         struct smp_proc *pr = NULL;
-        if (smp_alive(c->pid) && c->tries < CHILD_OPEN_TRIES)
+        if (pf_process_alive(c->pid) && c->tries < CHILD_OPEN_TRIES)
             pr = smp_proc_open(c->pid, set->o, set->h, set->program_path);
         if (pr) {
             if (grow_array(&set->procs, &set->cap, set->n + 1, sizeof(*set->procs))) {
@@ -621,7 +551,7 @@ int smp_loop(struct smp_set *set, const char **why)
                 goto out;
             }
             pr->failures = serr ? pr->failures + 1 : 0;
-            if (serr && (!smp_alive(pr->pid) || rd_pid_exited(pr->pid, 0))) {
+            if (serr && (!pf_process_alive(pr->pid) || rd_pid_exited(pr->pid, 0))) {
                 pr->ended = true;
                 log_info("process %d ended", pr->pid);
             } else if (pr->failures >= REOPEN_AFTER && proc_reopen(pr, set->h) != 0) {
@@ -629,7 +559,7 @@ int smp_loop(struct smp_set *set, const char **why)
                 log_info("process %d no longer runs Python: %s", pr->pid, err_last_message());
             }
         }
-        if (!smp_alive(set->procs[0]->pid)) {
+        if (!pf_process_alive(set->procs[0]->pid)) {
             set->procs[0]->ended = true;
             *why = "the process exited";
             break;

@@ -138,10 +138,6 @@ int smp_loop(struct smp_set *set, const char **why);
 /* SIGINT and SIGTERM end smp_loop (the signal is kept in smp_stop_signal). */
 void smp_install_stop_handlers(void);
 extern volatile sig_atomic_t smp_stop_signal;
-/* Whether pid still runs (not a zombie). */
-bool smp_alive(int pid);
-/* The whole of a small /proc file, NUL-terminated; -1 if unreadable. */
-ssize_t smp_read_proc(const char *path, char *buf, size_t size);
 /* co_filename made absolute against the process's working directory (as the agent does). */
 void smp_absolute_name(const struct smp_proc *pr, const char *name, char *out, size_t size);
 /* The index of key in idx, else row (stolen) appended to rows under a new index. */

@@ -16,7 +16,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "common/grow.h"
-#include "common/infile.h"
+#include "platform/infile.h"
 #include "run/run_config.h"
 
 /* A config is a few lines; anything this big is not one. */

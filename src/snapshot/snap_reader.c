@@ -18,7 +18,7 @@
 
 #include "common/cursor.h"
 #include "common/error.h"
-#include "common/infile.h"
+#include "platform/infile.h"
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 

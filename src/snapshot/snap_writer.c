@@ -16,9 +16,9 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/hashmap.h" /* hm_hash64 */
-#include "common/outfile.h"
-#include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
+#include "platform/outfile.h"
 #include "snapshot/snap_index.h"
+#include "snapshot/snap_reader.h" /* the record structs, and the little-endian check */
 #include "snapshot/snap_spill.h"
 
 /* ---- string interning ---------------------------------------------------------------------- */

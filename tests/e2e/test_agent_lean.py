@@ -21,7 +21,7 @@ AGENT = BUILD / "libscry-agent.so"
 EXCLUDED_OBJECTS = [
     "src/cpython/heap_walk.o", "src/cpython/heap_ctypes.o", "src/cpython/memcache.o",
     "src/cpython/redact.o", "src/cpython/runtime_elf.o",
-    "src/reader/pid_reader.o", "src/reader/core_reader.o", "src/reader/elf_image.o",
+    "src/platform/linux/pid_reader.o", "src/reader/core_reader.o", "src/reader/elf_image.o",
 ]
 # The same by name, in case the objects are not built where the test looks.
 EXCLUDED_NAMES = {"hw_walk", "hc_walk", "mc_init", "rd_open_pid", "rd_pid_exited",

@@ -1,7 +1,7 @@
 """Hardening (issue 11, items 1, 3, 4 and 7): output files, terminal text, inputs that never end,
 messages.
 
-Output files: every file scry writes goes through one helper (src/common/outfile.c): a new file
+Output files: every file scry writes goes through one helper (src/platform/outfile.h): a new file
 with an unpredictable name in the target's folder (O_EXCL|O_NOFOLLOW), mode 0600, fsynced, then
 renamed over the target. A symlink planted at the target is replaced, never followed; files and
 symlinks planted at the temporary names scry used to use (PATH.tmp-PID, PATH.tmp.PID) are never

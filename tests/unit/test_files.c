@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/infile.h"
-#include "common/outfile.h"
+#include "platform/infile.h"
+#include "platform/outfile.h"
 #include "testlib.h"
 
 static const char *path_in(const char *dir, const char *name)

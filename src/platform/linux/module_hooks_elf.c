@@ -1,6 +1,7 @@
-/* Memory hooks for an agent loaded late (`scry record --pid --memory`, attach.c): symbol
- * interposition only works for a preloaded library, so the hooks are put in the way the dynamic
- * loader itself binds calls: every loaded object's relocation entries for the hooked functions
+/* platform/module_hooks.h for ELF objects (Linux): symbol interposition only works for a
+ * preloaded library, so for an agent loaded late (`scry record --pid --memory`, agent/attach.c)
+ * the hooks are put in the way the dynamic loader itself binds calls: every loaded object's
+ * relocation entries for the hooked functions
  * (R_X86_64_JUMP_SLOT: its PLT slots; R_X86_64_GLOB_DAT: its GOT entries, what taking the
  * function's address reads) are pointed at the hooks, and the values found there are saved so
  * that detach puts every one back. Objects left alone: the agent itself (its hooks call the real
@@ -12,13 +13,14 @@
 #include <elf.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent/memory.h"
 #include "common/log.h"
+#include "platform/module_hooks.h"
 
 #define MAX_PATCHED 8192
 
@@ -44,15 +46,7 @@ static int set_slot(_Atomic uintptr_t *slot, uintptr_t v, bool relro)
     return 0;
 }
 
-void *ag_hook_for(const char *name)
-{
-    const struct ag_hook *const lists[] = {ag_mem_hooks, ag_dl_hooks};
-    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-        for (const struct ag_hook *h = lists[i]; h->name; h++)
-            if (strcmp(h->name, name) == 0)
-                return h->fn;
-    return NULL;
-}
+static pf_hook_lookup lookup; /* the caller's hook for a name, else NULL */
 
 #if defined(__x86_64__)
 
@@ -82,7 +76,7 @@ static void patch_table(const struct dl_phdr_info *info, const ElfW(Rela) *rel, 
         if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
             continue;
         const char *name = strs + syms[ELF64_R_SYM(rel[i].r_info)].st_name;
-        void *hook = ag_hook_for(name);
+        void *hook = lookup(name);
         if (!hook || npatched == MAX_PATCHED)
             continue;
         _Atomic uintptr_t *slot = (_Atomic uintptr_t *)(info->dlpi_addr + rel[i].r_offset);
@@ -149,12 +143,13 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-int ag_got_patch(void)
+int pf_hooks_install(pf_hook_lookup hook_for, const void *own)
 {
     Dl_info self;
-    if (!dladdr((void *)&ag_got_patch, &self) || !self.dli_fbase)
+    if (!dladdr(own, &self) || !self.dli_fbase)
         return -1;
     self_base = (uintptr_t)self.dli_fbase;
+    lookup = hook_for;
     dl_iterate_phdr(patch_object, NULL);
     log_debug("agent: %zu relocation entries point at the memory hooks", npatched);
     return npatched ? 0 : -1;
@@ -162,15 +157,17 @@ int ag_got_patch(void)
 
 #else
 
-int ag_got_patch(void)
+int pf_hooks_install(pf_hook_lookup hook_for, const void *own)
 {
+    (void)hook_for;
+    (void)own;
     log_warn("agent: memory hooks for a running process are made for x86-64 only");
     return -1;
 }
 
 #endif
 
-void ag_got_restore(void)
+void pf_hooks_remove(void)
 {
     /* Newest first: an entry patched twice (it cannot be, but) ends with its first value. */
     while (npatched > 0) {

@@ -1,5 +1,5 @@
-/* Regular files only, with a size cap (see infile.h). */
-#include "common/infile.h"
+/* platform/infile.h on Linux (POSIX calls): regular files only, with a size cap. */
+#include "platform/infile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/infile.h"
 #include "common/log.h"
+#include "platform/infile.h"
 
 #define MAX_SEIZED 16384
 #define STOP_TIMEOUT_NS (10LL * 1000 * 1000 * 1000)

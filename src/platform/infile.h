@@ -2,8 +2,8 @@
  * regular files only, opened with O_NONBLOCK so that a FIFO or a device named by a user or by a
  * core's file notes can never block the open or feed bytes forever, and with a size cap where
  * the whole file is read into memory. */
-#ifndef SCRY_COMMON_INFILE_H
-#define SCRY_COMMON_INFILE_H
+#ifndef SCRY_PLATFORM_INFILE_H
+#define SCRY_PLATFORM_INFILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * target, so a reader never sees half a file and a symlink at the target is replaced, not
  * followed. The file gets exactly the given mode: every output of scry may hold the program's
  * names, source or data, so each is OUTFILE_PRIVATE (0600; docs/SECURITY.md). */
-#ifndef SCRY_COMMON_OUTFILE_H
-#define SCRY_COMMON_OUTFILE_H
+#ifndef SCRY_PLATFORM_OUTFILE_H
+#define SCRY_PLATFORM_OUTFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,6 @@
-/* Output files through an unpredictable temporary name, then rename (see outfile.h). */
-#include "common/outfile.h"
+/* platform/outfile.h on Linux (POSIX calls): output files through an unpredictable temporary
+ * name, then rename. */
+#include "platform/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "common/glibc_compat.h"
+#include "platform/random.h"
 
 /* 12 characters of [a-z0-9] from getrandom (72 bits less a little); falls back on the clock and
  * the pid mixed together only where getrandom is missing: O_EXCL keeps even that safe, an
@@ -23,7 +24,7 @@ static void random_suffix(char *out, size_t n)
     unsigned char r[32];
     if (n > sizeof(r))
         n = sizeof(r);
-    if (getrandom(r, n, GRND_NONBLOCK) != (ssize_t)n) {
+    if (pf_random(r, n, 1) != (ssize_t)n) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         unsigned long long x = (unsigned long long)ts.tv_nsec ^
