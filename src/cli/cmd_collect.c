@@ -7,11 +7,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 #include "platform/infile.h"
 #include "platform/os_process.h"
 #include "platform/outfile.h"
+#include "platform/proc_wait.h"
 #include "render/profile_json.h"
 #include "run/run_parts.h"
 const char cmd_collect_usage[] =
@@ -104,42 +103,6 @@ static int collect_window(const char *part, const char *since, const char *outfi
     return err ? -1 : 0;
 }
 
-/* Until process pid has ended, or is ending with its part written: its agent then marks
- * exiting-<pid> in dir and waits for the profile (ag_collect_at_exit_wait), so that the file is
- * complete when its exit status is seen. Woken by the pidfd and by inotify on dir (a program
- * may run for days: no polling); without them, polled every 20 ms. */
-static void wait_for_exit(int pid, const char *dir)
-{
-    char mark[PATH_MAX];
-    struct stat st;
-    snprintf(mark, sizeof(mark), "%s/exiting-%d", dir, pid);
-    int pfd = pf_process_handle(pid);
-    int ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (ifd >= 0 && inotify_add_watch(ifd, dir, IN_CREATE) < 0) {
-        close(ifd);
-        ifd = -1;
-    }
-    while (lstat(mark, &st) != 0) {
-        if (pfd < 0 && kill((pid_t)pid, 0) != 0 && errno != EPERM)
-            break;
-        struct pollfd pl[2] = {{pfd, POLLIN, 0}, {ifd, POLLIN, 0}};
-        int n = poll(pl, 2, pfd >= 0 && ifd >= 0 ? -1 : 20);
-        if (n < 0 && errno != EINTR)
-            break;
-        if (n > 0 && (pl[0].revents & POLLIN))
-            break; /* ended */
-        if (n > 0 && (pl[1].revents & POLLIN)) {
-            char events[4096];
-            while (read(ifd, events, sizeof(events)) > 0)
-                ;
-        }
-    }
-    if (pfd >= 0)
-        close(pfd);
-    if (ifd >= 0)
-        close(ifd);
-}
-
 int cmd_collect(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -202,7 +165,11 @@ int cmd_collect(int argc, char **argv)
     struct outfile out;
     if (outfile_open(&out, outfile, OUTFILE_PRIVATE) != 0)
         return -1;
-    wait_for_exit(pid, dir);
+    /* Its agent marks exiting-<pid> in dir and waits for the profile (ag_collect_at_exit_wait)
+     * once its part is written, so that the file is complete when its exit status is seen. */
+    char mark[64];
+    snprintf(mark, sizeof(mark), "exiting-%d", pid);
+    pf_wait_exit_or_file(pid, dir, mark);
     run_parts_wait_lingering(dir);
     struct profile p;
     prof_init(&p);
