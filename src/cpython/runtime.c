@@ -124,6 +124,9 @@ const char *py_target_name(struct rd_reader *rd, char *buf, size_t size)
     const char *exe = rd_exe_path(rd);
     if (rd_kind(rd) == RD_CORE)
         snprintf(buf, size, "the core of %s", exe ? exe : "an unknown program");
+    else if (rd_kind(rd) == RD_MINIDUMP)
+        snprintf(buf, size, "the minidump of process %d (%s)", rd_pid(rd),
+                 exe ? exe : "an unknown program");
     else
         snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
     return buf;

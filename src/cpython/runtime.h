@@ -41,6 +41,11 @@ struct py_runtime {
  * read errors of the reader. */
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *out);
 
+/* The same for a Windows target (a minidump; runtime_pe.c): the symbols are python3XY.dll's
+ * exports, read from the target's memory. 3.13 and later only (unsupported_python otherwise).
+ * py_runtime_open calls it for a minidump reader. */
+int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *out);
+
 /* The same for this process (rd: the self reader), with the symbols taken from the image's
  * dynamic symbol table as loaded (runtime_self.c: the agent; no libelf). */
 int py_runtime_open_self(struct rd_reader *rd, struct py_runtime *out);
