@@ -77,8 +77,10 @@ struct py_layout {
     /* str */
     uint64_t str_length, str_state, str_ascii_size, str_compact_size;
     /* int */
-    bool thread_ids_32;          /* Windows x64 (LLP64): PyThreadState.thread_id and
-                                  * native_thread_id are `unsigned long`, 4 bytes */
+    bool llp64;                  /* Windows x64 (LLP64): `unsigned long` is 4 bytes, so
+                                  * PyThreadState.thread_id and native_thread_id are (read
+                                  * 8 bytes, keep the low 4); so is tp_flags, but every flag
+                                  * scry tests lies in its low 4 bytes */
     bool long_has_lv_tag;        /* 3.12+: lv_tag at 16; 3.11: signed ob_size */
     uint64_t long_digits;        /* 24 */
     /* bytes */

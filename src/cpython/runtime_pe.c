@@ -200,6 +200,6 @@ int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *rt)
     err = py_runtime_from_image(rt, &syms);
     if (err)
         return err;
-    rt->layout.thread_ids_32 = true; /* LLP64: unsigned long is 4 bytes */
+    rt->layout.llp64 = true; /* LLP64: unsigned long is 4 bytes */
     return 0;
 }

@@ -84,7 +84,7 @@ static int list_thread(void *ctx, uint64_t interp, uint64_t tstate)
         c->err = rd_read_u64(c->rt->rd, tstate + L->ts_native_thread_id, &native);
     if (c->err)
         return -1;
-    if (L->thread_ids_32) {
+    if (L->llp64) {
         tid &= 0xffffffffu;
         native &= 0xffffffffu;
     }
