@@ -196,5 +196,10 @@ struct py_heap_layout {
 /* The heap walker's table for a minor version (11-15; free_threaded: 3.13 only), or NULL. The
  * frame walker takes code and frame fields from it too. */
 const struct py_heap_layout *py_heap_layout_table(int minor, bool free_threaded);
+/* The heap walker's table for the Windows x64 (LLP64, MSVC) build of a minor version into out:
+ * the Linux table with what the Windows headers lay out otherwise (PyThreadState's thread ids are
+ * 4-byte `unsigned long`s, moving the fields after them). Only 3.13 is known (checked against
+ * the official 3.13.5's headers by tests/e2e/test_windows_minidump.py); false for the others. */
+bool py_heap_layout_windows(int minor, struct py_heap_layout *out);
 
 #endif

@@ -310,6 +310,13 @@ int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *sym
     return 0;
 }
 
+const struct py_heap_layout *py_runtime_heap_layout(const struct py_runtime *rt)
+{
+    if (rt->layout.llp64)
+        return &rt->heap_windows;
+    return py_heap_layout_table(rt->minor, rt->layout.free_threaded);
+}
+
 int py_interp_head(struct py_runtime *rt, uint64_t *interp)
 {
     return rd_read_u64(rt->rd, rt->runtime_addr + rt->layout.rt_interpreters_head, interp);

@@ -32,7 +32,11 @@ struct py_runtime {
     char image_path[4096];    /* libpython or the executable, as the target sees it */
     bool static_interpreter;  /* _PyRuntime lives in the executable itself */
     struct py_types types;
+    struct py_heap_layout heap_windows; /* layout.llp64: the heap table for Windows */
 };
+
+/* The heap walker's table for rt (py_heap_layout_table, or the Windows one), or NULL. */
+const struct py_heap_layout *py_runtime_heap_layout(const struct py_runtime *rt);
 
 /* Finds the Python runtime in the target behind rd, reading the symbols of the image that holds
  * it from its ELF file (runtime_elf.c: scry's commands). Errors: not_python (no CPython runtime in

@@ -2,10 +2,12 @@
  * symbols are its PE exports, read from the target's memory through the reader (the image is
  * mapped whole in a full-memory dump), so no file of the target's machine is needed. Portable:
  * it reads the PE headers by hand, from Microsoft's documentation of the format.
- * Only 3.13 and later are read: their _PyRuntime carries _Py_DebugOffsets. The few offsets that
- * the block does not give come from the Linux tables; tests/windows/layout_check.c checks them
- * against the Windows headers (x86_64-w64-mingw32-gcc, tests/e2e/test_windows_minidump.py).
- * 3.11 and 3.12 would need tables made for the Windows ABI (LLP64): they are refused. */
+ * Only 3.13 is read: its _PyRuntime carries _Py_DebugOffsets, and the numbers the block does not
+ * give come from the Linux tables with the Windows differences (py_heap_layout_windows), all
+ * checked against the official 3.13.5's headers by tests/e2e/test_windows_minidump.py
+ * (tests/tools/layout_offsets.c built with mingw-w64 and run under Wine). 3.11 and 3.12 would
+ * need tables made for the Windows ABI (LLP64), 3.14+ a check against their Windows headers:
+ * they are refused. */
 #include "runtime.h"
 
 #include <stdio.h>
@@ -174,11 +176,12 @@ int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *rt)
         return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                         "%s runs Python 3.%d in a debug build (%s), which scry does not support",
                         who, minor, win_base_name(img->path));
-    if (minor < 13 || threaded)
+    if (minor != 13 || threaded)
         return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
                              "on Windows scry reads the regular (not free-threaded) build of "
-                             "CPython 3.13 and later, through its _Py_DebugOffsets: older "
-                             "versions would need layout tables for the Windows ABI",
+                             "CPython 3.13 only: 3.11 and 3.12 carry no _Py_DebugOffsets and "
+                             "would need layout tables made for the Windows ABI, and 3.14+ "
+                             "have not been checked against their Windows headers yet",
                              "%s runs Python 3.%d%s on Windows, which scry does not support", who,
                              minor, threaded ? " (free-threaded)" : "");
 
@@ -191,8 +194,8 @@ int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *rt)
     if (!runtime || rd_read(rd, runtime, cookie, 8) != 0 || memcmp(cookie, "xdebugpy", 8) != 0) {
         err_clear();
         return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
-                             "on Windows scry reads CPython 3.13 and later, through the "
-                             "_Py_DebugOffsets at the start of _PyRuntime",
+                             "on Windows scry reads CPython 3.13, through the _Py_DebugOffsets "
+                             "at the start of _PyRuntime",
                              "%s: %s exports no _PyRuntime carrying _Py_DebugOffsets", who,
                              win_base_name(img->path));
     }
@@ -201,5 +204,9 @@ int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *rt)
     if (err)
         return err;
     rt->layout.llp64 = true; /* LLP64: unsigned long is 4 bytes */
+    if (!py_heap_layout_windows(rt->minor, &rt->heap_windows))
+        return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
+                        "%s runs Python %s on Windows, whose layout scry does not know", who,
+                        rt->version_str);
     return 0;
 }
