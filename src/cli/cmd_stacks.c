@@ -38,7 +38,7 @@ const char cmd_stacks_usage[] =
     "  -p, --pid PID      read a live process (it is stopped for a moment, then resumed)\n"
     "  -c, --core FILE    read an ELF core file instead\n"
     "  -e, --exe PYTHON   the Python executable that made the core, if it has moved\n"
-    "  -m, --minidump FILE  read a full-memory minidump of a 64-bit Windows CPython 3.13+\n"
+    "  -m, --minidump FILE  read a full-memory minidump of a 64-bit Windows CPython 3.13\n"
     "                     (procdump -ma, Task Manager's \"Create dump file\")\n"
     "  -l, --locals       each frame's local variables, values shortened; a secret-sounding\n"
     "                     name or a value that looks like a secret shows as <redacted>\n"

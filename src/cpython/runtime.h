@@ -46,7 +46,7 @@ const struct py_heap_layout *py_runtime_heap_layout(const struct py_runtime *rt)
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *out);
 
 /* The same for a Windows target (a minidump; runtime_pe.c): the symbols are python3XY.dll's
- * exports, read from the target's memory. 3.13 and later only (unsupported_python otherwise).
+ * exports, read from the target's memory. 3.13 only (unsupported_python otherwise).
  * py_runtime_open calls it for a minidump reader. */
 int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *out);
 

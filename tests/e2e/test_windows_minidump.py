@@ -33,6 +33,11 @@ import os, sys, threading, time
 
 ready = threading.Event()
 
+class Marker:
+    pass
+
+KEEP = [Marker() for _ in range(77)]
+
 def blocked_waiter():
     ready.wait()  # LINE-WAITER
 
@@ -165,6 +170,29 @@ def test_stacks_minidump_json(scry, dump):
     assert sum(t["gil"] for t in doc["threads"]) <= 1
     # The spinner is the only thread not blocked in a system call.
     assert by_name["waiter-thread"]["idle"] and by_name["MainThread"]["idle"]
+
+
+def test_dump_minidump_and_analyze(scry, dump, tmp_path):
+    path, pid = dump
+    heap = tmp_path / "app.heap"
+    cp = run_scry(["dump", "--minidump", path, "-o", heap, "--json", "--quiet"])
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["source"] == "minidump" and doc["minidump"] == str(path) and doc["core"] is None
+    assert doc["pid"] == pid and doc["python_version"] == "3.13.5"
+    assert doc["objects"] > 1000 and doc["gc_tracked"] > 1000 and doc["unreadable"] == 0, doc
+    cp = run_scry(["analyze", heap, "--json", "--top", "100000"])
+    assert cp.returncode == 0, cp.stderr
+    types = {t["type"]: t for t in json.loads(cp.stdout)["types"]}
+    assert types["__main__.Marker"]["count"] == 77, types.get("__main__.Marker")
+    cp = run_scry(["dump", "--minidump", path, "-o", heap, "--quiet"])
+    assert cp.returncode == 0 and "minidump of pid" in cp.stdout, cp.stdout + cp.stderr
+    bad = tmp_path / "bad.dmp"
+    bad.write_bytes(path.read_bytes()[:1 << 16])
+    cp = run_scry(["dump", "--json", "--minidump", bad, "-o", tmp_path / "bad.heap"])
+    assert cp.returncode == 1
+    assert json.loads(cp.stdout or cp.stderr)["error"]["code"] == "bad_minidump"
+    assert not (tmp_path / "bad.heap").exists()
 
 
 def check_bad(path, code="bad_minidump", has=None):
