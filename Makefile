@@ -10,6 +10,8 @@
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
 #   make format          clang-format every C file
+#   make windows-deps    mingw-w64, Wine and the official Windows CPython 3.13.5 for the Windows
+#                        tests (scripts/install-windows.sh; they skip, saying so, without them)
 
 CC      ?= cc
 BUILD   ?= build
@@ -59,7 +61,7 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
 .SECONDARY:
-.PHONY: all deps demo test unit e2e check fuzz clean format wheel
+.PHONY: all deps demo test unit e2e check fuzz clean format wheel windows-deps
 all: deps $(BUILD)/scry $(AGENT)
 
 demo: all
@@ -264,6 +266,9 @@ check: test
 fuzz: deps
 	@scripts/install-deps.sh fuzz
 	@scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_SRC)
+
+windows-deps:
+	@scripts/install-windows.sh
 
 format:
 	clang-format -i $(shell find src tests -name '*.[ch]')

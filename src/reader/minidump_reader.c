@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cursor.h"
 #include "common/error.h"
 #include "common/infile.h"
 
@@ -51,17 +52,14 @@ struct md_state {
     const char *what;    /* the file's name, for messages */
 };
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p)
+/* [off, off + len) of the file as a cursor; failed when it does not lie inside the file. */
+static struct cursor md_sub(const struct md_state *st, uint64_t off, uint64_t len)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
-
-/* True when [off, off + len) lies inside the file. */
-static bool in_file(const struct md_state *st, uint64_t off, uint64_t len)
-{
-    return off <= st->size && len <= st->size - off;
+    struct cursor file;
+    cur_init(&file, st->data, st->size);
+    if (off > SIZE_MAX || len > SIZE_MAX)
+        return cur_sub(&file, st->size + 1, 0);
+    return cur_sub(&file, (size_t)off, (size_t)len);
 }
 
 static int md_bad(const struct md_state *st, const char *fmt, const char *detail)
@@ -129,40 +127,43 @@ static const struct rd_ops md_ops = {
  * surrogates become '?'. NULL if it does not fit in the file. */
 static const char *md_string(struct rd_reader *rd, const struct md_state *st, uint32_t rva)
 {
-    if (!in_file(st, rva, 4))
+    struct cursor c = md_sub(st, rva, 4);
+    uint32_t bytes = cur_u32(&c);
+    if (!cur_ok(&c) || bytes % 2 || bytes > 65536)
         return NULL;
-    uint32_t bytes = le32(st->data + rva);
-    if (bytes % 2 || bytes > 65536 || !in_file(st, (uint64_t)rva + 4, bytes))
+    c = md_sub(st, (uint64_t)rva + 4, bytes);
+    if (!cur_ok(&c))
         return NULL;
-    const uint8_t *p = st->data + rva + 4;
     size_t n = bytes / 2, o = 0;
     char *s = arena_alloc(&rd->arena, n * 3 + 1);
     if (!s)
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = le16(p + 2 * i);
-        if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && le16(p + 2 * i + 2) >= 0xdc00 &&
-            le16(p + 2 * i + 2) < 0xe000) {
-            c = 0x10000 + ((c - 0xd800) << 10) + (le16(p + 2 * i + 2) - 0xdc00u);
-            i++;
-        } else if (c >= 0xd800 && c < 0xe000) {
-            c = '?';
+    while (cur_remaining(&c) >= 2) {
+        uint32_t u = cur_u16(&c);
+        if (u >= 0xd800 && u < 0xdc00 && cur_remaining(&c) >= 2) {
+            struct cursor peek = c;
+            uint32_t lo = cur_u16(&peek);
+            if (lo >= 0xdc00 && lo < 0xe000) {
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                c = peek;
+            }
         }
-        if (c < 0x80) {
-            s[o++] = (char)c;
-        } else if (c < 0x800) {
-            s[o++] = (char)(0xc0 | c >> 6);
-            s[o++] = (char)(0x80 | (c & 0x3f));
-        } else if (c < 0x10000) {
-            s[o++] = (char)(0xe0 | c >> 12);
-            s[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-            s[o++] = (char)(0x80 | (c & 0x3f));
-        } else {
-            /* 4 bytes: n * 3 has room, as this took two units */
-            s[o++] = (char)(0xf0 | c >> 18);
-            s[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
-            s[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-            s[o++] = (char)(0x80 | (c & 0x3f));
+        if (u >= 0xd800 && u < 0xe000)
+            u = '?';
+        if (u < 0x80) {
+            s[o++] = (char)u;
+        } else if (u < 0x800) {
+            s[o++] = (char)(0xc0 | u >> 6);
+            s[o++] = (char)(0x80 | (u & 0x3f));
+        } else if (u < 0x10000) {
+            s[o++] = (char)(0xe0 | u >> 12);
+            s[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+            s[o++] = (char)(0x80 | (u & 0x3f));
+        } else { /* 4 bytes from two units: n * 3 has room */
+            s[o++] = (char)(0xf0 | u >> 18);
+            s[o++] = (char)(0x80 | ((u >> 12) & 0x3f));
+            s[o++] = (char)(0x80 | ((u >> 6) & 0x3f));
+            s[o++] = (char)(0x80 | (u & 0x3f));
         }
     }
     s[o] = 0;
@@ -188,15 +189,21 @@ static int tid_cmp(const void *a, const void *b)
 }
 
 /* The protection of addr from the memory info list (R if it has none). */
-static unsigned md_prot(const struct md_state *st, const uint8_t *info, uint64_t ninfo,
-                        uint32_t entry_size, uint64_t addr)
+static unsigned md_prot(const struct cursor *info, uint64_t ninfo, uint32_t entry_size,
+                        uint64_t addr)
 {
-    for (uint64_t i = 0; info && i < ninfo; i++) {
-        const uint8_t *e = info + i * entry_size;
-        uint64_t base = le64(e), size = le64(e + 24);
+    for (uint64_t i = 0; i < ninfo; i++) {
+        struct cursor e = *info;
+        cur_seek(&e, (size_t)(i * entry_size));
+        uint64_t base = cur_u64(&e);
+        cur_skip(&e, 16); /* AllocationBase, AllocationProtect, alignment */
+        uint64_t size = cur_u64(&e);
+        cur_skip(&e, 4); /* State */
+        uint32_t p = cur_u32(&e) & 0xff;
+        if (!cur_ok(&e))
+            break;
         if (addr < base || addr - base >= size)
             continue;
-        uint32_t p = le32(e + 36) & 0xff;
         unsigned prot = 0;
         if (p & 0xf0) /* PAGE_EXECUTE* */
             prot |= RD_PROT_X;
@@ -206,7 +213,6 @@ static unsigned md_prot(const struct md_state *st, const uint8_t *info, uint64_t
             prot |= RD_PROT_W;
         return prot;
     }
-    (void)st;
     return RD_PROT_R;
 }
 
@@ -215,117 +221,78 @@ struct md_dir {
     bool found;
 };
 
-static int md_parse(struct rd_reader *rd, struct md_state *st)
+/* The stream of a type as a cursor (failed when the dump has none). */
+static struct cursor md_stream(const struct md_state *st, const struct md_dir *d, unsigned type)
 {
-    if (st->size < 32 || le32(st->data) != MD_SIGNATURE)
-        return md_bad(st, "not a minidump: no MDMP header%s", NULL);
-    if ((le32(st->data + 4) & 0xffff) != 0xa793)
-        return md_bad(st, "not a minidump: unknown format version%s", NULL);
-    uint32_t nstreams = le32(st->data + 8), dir_rva = le32(st->data + 12);
-    if (!in_file(st, dir_rva, (uint64_t)nstreams * 12))
-        return md_bad(st, "truncated: the stream directory runs past the end of the file%s",
-                      NULL);
-    struct md_dir d[32] = {{0}};
-    for (uint32_t i = 0; i < nstreams; i++) {
-        const uint8_t *e = st->data + dir_rva + (size_t)i * 12;
-        uint32_t type = le32(e), size = le32(e + 4), rva = le32(e + 8);
-        if (type >= 32 || d[type].found)
-            continue; /* streams scry does not read; the first of each kind */
-        if (!in_file(st, rva, size)) {
-            char what[32];
-            snprintf(what, sizeof(what), "%u", type);
-            return md_bad(st, "truncated: stream of type %s runs past the end of the file", what);
-        }
-        d[type] = (struct md_dir){rva, size, true};
-    }
+    if (!d[type].found)
+        return md_sub(st, st->size + 1, 0);
+    return md_sub(st, d[type].off, d[type].size);
+}
 
-    /* The processor: 64-bit x86 only. */
-    if (!d[MD_SYSTEM_INFO].found || d[MD_SYSTEM_INFO].size < 2)
-        return md_bad(st, "the dump has no system info stream%s", NULL);
-    uint16_t arch = le16(st->data + d[MD_SYSTEM_INFO].off);
-    if (arch != MD_ARCH_AMD64)
-        return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
-                             "scry reads 64-bit (x64) Windows Pythons only: 32-bit and ARM64 "
-                             "Python are not supported",
-                             "'%s' is the dump of a %s process, which scry does not read",
-                             st->what,
-                             arch == MD_ARCH_X86 ? "32-bit x86" : arch == 12 ? "ARM64" : "non-x64");
-
-    if (d[MD_MISC_INFO].found && d[MD_MISC_INFO].size >= 12 &&
-        (le32(st->data + d[MD_MISC_INFO].off + 4) & 1))
-        rd->pid = (int)le32(st->data + d[MD_MISC_INFO].off + 8);
-
-    /* The memory: Memory64List (a full-memory dump), else MemoryList (stacks and a few more). */
-    size_t cap;
-    if (d[MD_MEMORY64_LIST].found) {
-        const struct md_dir *m = &d[MD_MEMORY64_LIST];
-        if (m->size < 16)
-            return md_bad(st, "the memory list is truncated%s", NULL);
-        uint64_t n = le64(st->data + m->off), base = le64(st->data + m->off + 8);
-        if (n > (m->size - 16) / 16)
-            return md_bad(st, "the memory list claims more ranges than it holds%s", NULL);
-        cap = (size_t)n;
-        st->ranges = calloc(cap ? cap : 1, sizeof(*st->ranges));
-        if (!st->ranges)
-            return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the minidump's memory list");
-        uint64_t off = base;
-        for (uint64_t i = 0; i < n; i++) {
-            const uint8_t *e = st->data + m->off + 16 + i * 16;
-            uint64_t start = le64(e), size = le64(e + 8);
-            if (!in_file(st, off, size))
-                return md_bad(st, "truncated: the memory of the full dump runs past the end of "
-                                  "the file%s",
-                              NULL);
-            if (start + size < start)
-                return md_bad(st, "a memory range wraps around the address space%s", NULL);
-            st->ranges[st->nranges++] = (struct md_range){start, size, off};
-            off += size;
-        }
-    } else if (d[MD_MEMORY_LIST].found) {
-        const struct md_dir *m = &d[MD_MEMORY_LIST];
-        if (m->size < 4)
-            return md_bad(st, "the memory list is truncated%s", NULL);
-        uint32_t n = le32(st->data + m->off);
-        if (n > (m->size - 4) / 16)
-            return md_bad(st, "the memory list claims more ranges than it holds%s", NULL);
-        st->ranges = calloc(n ? n : 1, sizeof(*st->ranges));
-        if (!st->ranges)
-            return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the minidump's memory list");
-        for (uint32_t i = 0; i < n; i++) {
-            const uint8_t *e = st->data + m->off + 4 + (size_t)i * 16;
-            uint64_t start = le64(e);
-            uint32_t size = le32(e + 8), rva = le32(e + 12);
-            if (!in_file(st, rva, size))
-                return md_bad(st, "truncated: a memory range runs past the end of the file%s",
-                              NULL);
-            if (start + size < start)
-                return md_bad(st, "a memory range wraps around the address space%s", NULL);
-            st->ranges[st->nranges++] = (struct md_range){start, size, rva};
-        }
-    } else {
+static int md_memory(struct md_state *st, const struct md_dir *d)
+{
+    struct cursor m = md_stream(st, d, MD_MEMORY64_LIST);
+    bool full = cur_ok(&m);
+    if (!full)
+        m = md_stream(st, d, MD_MEMORY_LIST);
+    if (!cur_ok(&m))
         return md_bad(st, "the dump has no memory list: write it with full memory (procdump -ma, "
                           "MiniDumpWithFullMemory)%s",
                       NULL);
+    /* Memory64List: count, BaseRva, then (start, size) with the bytes one after another from
+     * BaseRva. MemoryList: count, then (start, size, rva). */
+    uint64_t n = full ? cur_u64(&m) : cur_u32(&m);
+    uint64_t off = full ? cur_u64(&m) : 0;
+    if (!cur_ok(&m))
+        return md_bad(st, "the memory list is truncated%s", NULL);
+    if (n > cur_remaining(&m) / 16)
+        return md_bad(st, "the memory list claims more ranges than it holds%s", NULL);
+    st->ranges = calloc(n ? (size_t)n : 1, sizeof(*st->ranges));
+    if (!st->ranges)
+        return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the minidump's memory list");
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t start = cur_u64(&m), size, at;
+        if (full) {
+            size = cur_u64(&m);
+            at = off;
+            off += size < st->size ? size : st->size; /* checked below before it can wrap */
+        } else {
+            size = cur_u32(&m);
+            at = cur_u32(&m);
+        }
+        struct cursor bytes = md_sub(st, at, size);
+        if (!cur_ok(&bytes))
+            return md_bad(st, "truncated: the dump's memory runs past the end of the file%s",
+                          NULL);
+        if (start + size < start)
+            return md_bad(st, "a memory range wraps around the address space%s", NULL);
+        st->ranges[st->nranges++] = (struct md_range){start, size, at};
     }
     qsort(st->ranges, st->nranges, sizeof(*st->ranges), range_cmp);
     for (size_t i = 1; i < st->nranges; i++)
         if (st->ranges[i].start < st->ranges[i - 1].start + st->ranges[i - 1].size)
             return md_bad(st, "memory ranges overlap%s", NULL);
+    return 0;
+}
 
-    /* The modules. */
-    if (!d[MD_MODULE_LIST].found || d[MD_MODULE_LIST].size < 4)
+/* The mappings: each memory range, named after the module it lies in, with its protection. */
+static int md_mappings(struct rd_reader *rd, struct md_state *st, const struct md_dir *d)
+{
+    struct cursor ml = md_stream(st, d, MD_MODULE_LIST);
+    uint32_t nmod = cur_u32(&ml);
+    if (!cur_ok(&ml))
         return md_bad(st, "the dump has no module list%s", NULL);
-    uint32_t nmod = le32(st->data + d[MD_MODULE_LIST].off);
-    if (nmod > (d[MD_MODULE_LIST].size - 4) / MD_MODULE_SIZE)
+    if (nmod > cur_remaining(&ml) / MD_MODULE_SIZE)
         return md_bad(st, "the module list claims more modules than it holds%s", NULL);
     struct md_module *mods = calloc(nmod ? nmod : 1, sizeof(*mods));
     if (!mods)
         return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the minidump's module list");
     for (uint32_t i = 0; i < nmod; i++) {
-        const uint8_t *e = st->data + d[MD_MODULE_LIST].off + 4 + (size_t)i * MD_MODULE_SIZE;
-        mods[i].base = le64(e);
-        mods[i].size = le32(e + 8);
-        mods[i].name = md_string(rd, st, le32(e + 20));
+        struct cursor e = cur_sub(&ml, 4 + (size_t)i * MD_MODULE_SIZE, MD_MODULE_SIZE);
+        mods[i].base = cur_u64(&e);
+        mods[i].size = cur_u32(&e);
+        cur_skip(&e, 8); /* CheckSum, TimeDateStamp */
+        mods[i].name = cur_ok(&e) ? md_string(rd, st, cur_u32(&e)) : NULL;
         if (!mods[i].name) {
             free(mods);
             return md_bad(st, "a module's name lies outside the file%s", NULL);
@@ -334,19 +301,17 @@ static int md_parse(struct rd_reader *rd, struct md_state *st)
     if (nmod)
         rd->exe_path = mods[0].name; /* the process's executable comes first */
 
-    /* The mappings: each memory range, named after the module it lies in. */
-    const uint8_t *info = NULL;
-    uint64_t ninfo = 0;
-    uint32_t info_entry = 0;
-    if (d[MD_MEMORY_INFO_LIST].found && d[MD_MEMORY_INFO_LIST].size >= 16) {
-        const uint8_t *h = st->data + d[MD_MEMORY_INFO_LIST].off;
-        uint32_t hsize = le32(h);
-        info_entry = le32(h + 4);
-        ninfo = le64(h + 8);
-        if (hsize >= 16 && hsize <= d[MD_MEMORY_INFO_LIST].size && info_entry >= 48 &&
-            ninfo <= (d[MD_MEMORY_INFO_LIST].size - hsize) / info_entry)
-            info = h + hsize;
-    }
+    /* MemoryInfoList: SizeOfHeader, SizeOfEntry, NumberOfEntries, then the entries. */
+    struct cursor il = md_stream(st, d, MD_MEMORY_INFO_LIST), info;
+    uint32_t hsize = cur_u32(&il), entry = cur_u32(&il);
+    uint64_t ninfo = cur_u64(&il);
+    cur_init(&info, NULL, 0);
+    if (cur_ok(&il) && hsize >= 16 && hsize <= il.len && entry >= 48 &&
+        ninfo <= (il.len - hsize) / entry)
+        info = cur_sub(&il, hsize, (size_t)ninfo * entry);
+    else
+        ninfo = 0;
+
     rd->maps = calloc(st->nranges ? st->nranges : 1, sizeof(*rd->maps));
     if (!rd->maps) {
         free(mods);
@@ -356,7 +321,7 @@ static int md_parse(struct rd_reader *rd, struct md_state *st)
         struct rd_mapping *m = &rd->maps[rd->nmaps++];
         m->start = st->ranges[i].start;
         m->end = st->ranges[i].start + st->ranges[i].size;
-        m->prot = md_prot(st, info, ninfo, info_entry, m->start);
+        m->prot = md_prot(&info, ninfo, entry, m->start);
         m->path = "";
         for (uint32_t k = 0; k < nmod; k++)
             if (m->start >= mods[k].base && m->start - mods[k].base < mods[k].size) {
@@ -367,33 +332,95 @@ static int md_parse(struct rd_reader *rd, struct md_state *st)
     }
     free(mods);
     qsort(rd->maps, rd->nmaps, sizeof(*rd->maps), map_cmp);
+    return 0;
+}
 
-    /* The threads: ids, and whether each sits on a system call (its RIP just after a
-     * `syscall` instruction, 0f 05: blocked in the kernel, as --core's 'S'). */
-    if (!d[MD_THREAD_LIST].found || d[MD_THREAD_LIST].size < 4)
+/* The threads: ids, and whether each sits on a system call (its RIP just after a `syscall`
+ * instruction, 0f 05: blocked in the kernel, as --core's 'S'). */
+static int md_thread_list(struct rd_reader *rd, struct md_state *st, const struct md_dir *d)
+{
+    struct cursor tl = md_stream(st, d, MD_THREAD_LIST);
+    uint32_t n = cur_u32(&tl);
+    if (!cur_ok(&tl))
         return md_bad(st, "the dump has no thread list%s", NULL);
-    uint32_t nthr = le32(st->data + d[MD_THREAD_LIST].off);
-    if (nthr > (d[MD_THREAD_LIST].size - 4) / MD_THREAD_SIZE)
+    if (n > cur_remaining(&tl) / MD_THREAD_SIZE)
         return md_bad(st, "the thread list claims more threads than it holds%s", NULL);
-    rd->threads = calloc(nthr ? nthr : 1, sizeof(*rd->threads));
+    rd->threads = calloc(n ? n : 1, sizeof(*rd->threads));
     if (!rd->threads)
         return err_fail(SCRY_E_NO_MEMORY, "cannot allocate the minidump's thread list");
-    for (uint32_t i = 0; i < nthr; i++) {
-        const uint8_t *e = st->data + d[MD_THREAD_LIST].off + 4 + (size_t)i * MD_THREAD_SIZE;
+    for (uint32_t i = 0; i < n; i++) {
+        struct cursor e = cur_sub(&tl, 4 + (size_t)i * MD_THREAD_SIZE, MD_THREAD_SIZE);
         struct rd_thread *t = &rd->threads[rd->nthreads++];
-        t->tid = (int)le32(e);
+        t->tid = (int)cur_u32(&e);
         t->state = 'R';
-        uint32_t ctx_size = le32(e + 40), ctx_rva = le32(e + 44);
-        if (ctx_size >= MD_CONTEXT_RIP + 8 && in_file(st, ctx_rva, ctx_size)) {
-            uint64_t rip = le64(st->data + ctx_rva + MD_CONTEXT_RIP);
-            uint8_t ins[2];
-            if (rip >= 2 && md_read(rd, rip - 2, ins, 2) == 0 && ins[0] == 0x0f && ins[1] == 0x05)
-                t->state = 'S';
-            err_clear();
-        }
+        cur_seek(&e, 40); /* ThreadContext's location */
+        uint32_t ctx_size = cur_u32(&e), ctx_rva = cur_u32(&e);
+        struct cursor ctx = md_sub(st, ctx_rva, ctx_size);
+        cur_seek(&ctx, MD_CONTEXT_RIP);
+        uint64_t rip = cur_u64(&ctx);
+        uint8_t ins[2];
+        if (cur_ok(&e) && cur_ok(&ctx) && rip >= 2 && md_read(rd, rip - 2, ins, 2) == 0 &&
+            ins[0] == 0x0f && ins[1] == 0x05)
+            t->state = 'S';
+        err_clear();
     }
     qsort(rd->threads, rd->nthreads, sizeof(*rd->threads), tid_cmp);
     return 0;
+}
+
+static int md_parse(struct rd_reader *rd, struct md_state *st)
+{
+    struct cursor h = md_sub(st, 0, 32);
+    uint32_t magic = cur_u32(&h), version = cur_u32(&h), nstreams = cur_u32(&h);
+    uint32_t dir_rva = cur_u32(&h);
+    if (!cur_ok(&h) || magic != MD_SIGNATURE)
+        return md_bad(st, "not a minidump: no MDMP header%s", NULL);
+    if ((version & 0xffff) != 0xa793)
+        return md_bad(st, "not a minidump: unknown format version%s", NULL);
+    struct cursor dir = md_sub(st, dir_rva, (uint64_t)nstreams * 12);
+    if (!cur_ok(&dir))
+        return md_bad(st, "truncated: the stream directory runs past the end of the file%s",
+                      NULL);
+    struct md_dir d[32] = {{0}};
+    for (uint32_t i = 0; i < nstreams; i++) {
+        uint32_t type = cur_u32(&dir), size = cur_u32(&dir), rva = cur_u32(&dir);
+        if (type >= 32 || d[type].found)
+            continue; /* streams scry does not read; the first of each kind */
+        struct cursor body = md_sub(st, rva, size);
+        if (!cur_ok(&body)) {
+            char what[32];
+            snprintf(what, sizeof(what), "%u", type);
+            return md_bad(st, "truncated: stream of type %s runs past the end of the file", what);
+        }
+        d[type] = (struct md_dir){rva, size, true};
+    }
+
+    /* The processor: 64-bit x86 only. */
+    struct cursor si = md_stream(st, d, MD_SYSTEM_INFO);
+    uint16_t arch = cur_u16(&si);
+    if (!cur_ok(&si))
+        return md_bad(st, "the dump has no system info stream%s", NULL);
+    if (arch != MD_ARCH_AMD64)
+        return err_fail_hint(SCRY_E_UNSUPPORTED_PYTHON,
+                             "scry reads 64-bit (x64) Windows Pythons only: 32-bit and ARM64 "
+                             "Python are not supported",
+                             "'%s' is the dump of a %s process, which scry does not read",
+                             st->what,
+                             arch == MD_ARCH_X86 ? "32-bit x86" : arch == 12 ? "ARM64" : "non-x64");
+
+    /* MiscInfo: SizeOfInfo, Flags1 (bit 0: ProcessId is valid), ProcessId. */
+    struct cursor mi = md_stream(st, d, MD_MISC_INFO);
+    cur_skip(&mi, 4);
+    uint32_t flags = cur_u32(&mi), pid = cur_u32(&mi);
+    if (cur_ok(&mi) && (flags & 1))
+        rd->pid = (int)pid;
+
+    int ret = md_memory(st, d);
+    if (!ret)
+        ret = md_mappings(rd, st, d);
+    if (!ret)
+        ret = md_thread_list(rd, st, d);
+    return ret;
 }
 
 /* Opens a minidump held in memory (data stays the caller's and must outlive the reader). */
