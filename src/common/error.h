@@ -23,6 +23,9 @@
       "build (3.13t) for stacks and run")                                                          \
     X(BAD_CORE, "bad_core",                                                                        \
       "make the core with 'gcore PID' or let the kernel dump it; check that it is complete")      \
+    X(BAD_MINIDUMP, "bad_minidump",                                                                \
+      "write the dump with full memory (procdump -ma PID, Task Manager's \"Create dump file\"); "  \
+      "check that it is complete")                                                                 \
     X(BAD_SNAPSHOT, "bad_snapshot", "the snapshot is damaged or truncated; dump the process again") \
     X(BAD_PROFILE, "bad_profile",                                                                  \
       "the file is damaged or not a profile that scry or Scalene wrote; profile the program "    \

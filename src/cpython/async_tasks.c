@@ -75,7 +75,7 @@ static const struct task_layout *task_layout(const struct py_runtime *rt)
 
 int py_async_supported(const struct py_runtime *rt)
 {
-    if (task_layout(rt) && py_heap_layout_table(rt->minor, rt->layout.free_threaded))
+    if (task_layout(rt) && py_runtime_heap_layout(rt))
         return 0;
     return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                     "--async reads asyncio's tasks of Python 3.11-3.15 (3.13t included); this "
@@ -416,7 +416,7 @@ int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena
     int err = py_async_supported(rt);
     if (err)
         return err;
-    c.H = py_heap_layout_table(rt->minor, rt->layout.free_threaded);
+    c.H = py_runtime_heap_layout(rt);
     if (py_fw_init(&c.fw, &rt->layout, c.H, rt->types.code) != 0)
         return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
     if (rt->types.set_dummy_ptr)

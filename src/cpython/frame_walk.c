@@ -82,6 +82,8 @@ bool py_fw_thread(const struct py_fw *fw, const struct py_mem *m, uint64_t tstat
     if (!py_mem_read(m, tstate + lo, buf, fw->tstate_hi - lo))
         return false;
     out->native_id = py_u64_at(buf + (L->ts_native_thread_id - lo));
+    if (L->llp64)
+        out->native_id &= 0xffffffffu;
     out->chunk = out->top = 0;
     if (L->ts_datastack_chunk) {
         out->chunk = py_u64_at(buf + (L->ts_datastack_chunk - lo));

@@ -48,7 +48,7 @@ bool py_reader_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 int py_runtime_fw(const struct py_runtime *rt, struct py_fw *fw)
 {
-    if (py_fw_init(fw, &rt->layout, py_heap_layout_table(rt->minor, rt->layout.free_threaded),
+    if (py_fw_init(fw, &rt->layout, py_runtime_heap_layout(rt),
                    rt->types.code) != 0)
         return err_fail(SCRY_E_INTERNAL, "frame layout out of range");
     return 0;

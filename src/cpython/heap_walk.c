@@ -852,7 +852,7 @@ static int walk_impl(struct py_runtime *rt, const struct hw_options *opt,
     memset(stats, 0, sizeof(*stats));
     w.rt = rt;
     w.L = &rt->layout;
-    w.H = py_heap_layout_table(rt->minor, rt->layout.free_threaded);
+    w.H = py_runtime_heap_layout(rt);
     w.opt = opt;
     w.sink = sink;
     w.st = stats;

@@ -121,6 +121,15 @@ int py_layout_from_debug_offsets(int minor, bool free_threaded, const uint8_t *b
     return 0;
 }
 
+bool py_heap_layout_windows(int minor, struct py_heap_layout *out)
+{
+    if (minor != 13)
+        return false;
+    *out = py_heap_layout_313;
+    out->ts_context = 200; /* after thread_id and native_thread_id, 4 bytes each */
+    return true;
+}
+
 const struct py_heap_layout *py_heap_layout_table(int minor, bool free_threaded)
 {
     if (free_threaded)

@@ -77,6 +77,10 @@ struct py_layout {
     /* str */
     uint64_t str_length, str_state, str_ascii_size, str_compact_size;
     /* int */
+    bool llp64;                  /* Windows x64 (LLP64): `unsigned long` is 4 bytes, so
+                                  * PyThreadState.thread_id and native_thread_id are (read
+                                  * 8 bytes, keep the low 4); so is tp_flags, but every flag
+                                  * scry tests lies in its low 4 bytes */
     bool long_has_lv_tag;        /* 3.12+: lv_tag at 16; 3.11: signed ob_size */
     uint64_t long_digits;        /* 24 */
     /* bytes */
@@ -192,5 +196,10 @@ struct py_heap_layout {
 /* The heap walker's table for a minor version (11-15; free_threaded: 3.13 only), or NULL. The
  * frame walker takes code and frame fields from it too. */
 const struct py_heap_layout *py_heap_layout_table(int minor, bool free_threaded);
+/* The heap walker's table for the Windows x64 (LLP64, MSVC) build of a minor version into out:
+ * the Linux table with what the Windows headers lay out otherwise (PyThreadState's thread ids are
+ * 4-byte `unsigned long`s, moving the fields after them). Only 3.13 is known (checked against
+ * the official 3.13.5's headers by tests/e2e/test_windows_minidump.py); false for the others. */
+bool py_heap_layout_windows(int minor, struct py_heap_layout *out);
 
 #endif

@@ -211,7 +211,7 @@ int py_frame_locals(struct py_runtime *rt, struct arena *a, uint64_t frame, uint
                     struct py_local **out, size_t *count, bool *cut)
 {
     const struct py_layout *L = &rt->layout;
-    const struct py_heap_layout *H = py_heap_layout_table(rt->minor, L->free_threaded);
+    const struct py_heap_layout *H = py_runtime_heap_layout(rt);
     int32_t n = 0;
     uint64_t names;
     int64_t nnames;

@@ -23,7 +23,7 @@ static uint64_t rd64(const uint8_t *p)
  * layout table of the target's version. */
 static const struct py_heap_layout *heap_layout(struct py_runtime *rt)
 {
-    return py_heap_layout_table(rt->minor, rt->layout.free_threaded);
+    return py_runtime_heap_layout(rt);
 }
 
 int py_type_of(struct py_runtime *rt, uint64_t obj, uint64_t *type)

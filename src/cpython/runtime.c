@@ -124,6 +124,9 @@ const char *py_target_name(struct rd_reader *rd, char *buf, size_t size)
     const char *exe = rd_exe_path(rd);
     if (rd_kind(rd) == RD_CORE)
         snprintf(buf, size, "the core of %s", exe ? exe : "an unknown program");
+    else if (rd_kind(rd) == RD_MINIDUMP)
+        snprintf(buf, size, "the minidump of process %d (%s)", rd_pid(rd),
+                 exe ? exe : "an unknown program");
     else
         snprintf(buf, size, "process %d (%s)", rd_pid(rd), exe ? exe : "unknown executable");
     return buf;
@@ -305,6 +308,13 @@ int py_runtime_from_image(struct py_runtime *rt, const struct py_image_syms *sym
     log_debug("Python %s, _PyRuntime at 0x%llx in %s (base 0x%llx)", rt->version_str,
               (unsigned long long)rt->runtime_addr, image, (unsigned long long)rt->load_base);
     return 0;
+}
+
+const struct py_heap_layout *py_runtime_heap_layout(const struct py_runtime *rt)
+{
+    if (rt->layout.llp64)
+        return &rt->heap_windows;
+    return py_heap_layout_table(rt->minor, rt->layout.free_threaded);
 }
 
 int py_interp_head(struct py_runtime *rt, uint64_t *interp)

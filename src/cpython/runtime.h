@@ -32,7 +32,11 @@ struct py_runtime {
     char image_path[4096];    /* libpython or the executable, as the target sees it */
     bool static_interpreter;  /* _PyRuntime lives in the executable itself */
     struct py_types types;
+    struct py_heap_layout heap_windows; /* layout.llp64: the heap table for Windows */
 };
+
+/* The heap walker's table for rt (py_heap_layout_table, or the Windows one), or NULL. */
+const struct py_heap_layout *py_runtime_heap_layout(const struct py_runtime *rt);
 
 /* Finds the Python runtime in the target behind rd, reading the symbols of the image that holds
  * it from its ELF file (runtime_elf.c: scry's commands). Errors: not_python (no CPython runtime in
@@ -40,6 +44,11 @@ struct py_runtime {
  * the message says which; layout.free_threaded tells a 3.13t apart),
  * read errors of the reader. */
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *out);
+
+/* The same for a Windows target (a minidump; runtime_pe.c): the symbols are python3XY.dll's
+ * exports, read from the target's memory. 3.13 only (unsupported_python otherwise).
+ * py_runtime_open calls it for a minidump reader. */
+int py_runtime_open_pe(struct rd_reader *rd, struct py_runtime *out);
 
 /* The same for this process (rd: the self reader), with the symbols taken from the image's
  * dynamic symbol table as loaded (runtime_self.c: the agent; no libelf). */

@@ -48,6 +48,8 @@ static bool elf_file_version(void *ctx, uint32_t *out)
 int py_runtime_open(struct rd_reader *rd, struct py_runtime *rt)
 {
     char host[4096], who[512];
+    if (rd_kind(rd) == RD_MINIDUMP)
+        return py_runtime_open_pe(rd, rt);
     int err = py_runtime_locate(rd, rt);
     if (err)
         return err;

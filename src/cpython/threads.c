@@ -84,6 +84,10 @@ static int list_thread(void *ctx, uint64_t interp, uint64_t tstate)
         c->err = rd_read_u64(c->rt->rd, tstate + L->ts_native_thread_id, &native);
     if (c->err)
         return -1;
+    if (L->llp64) {
+        tid &= 0xffffffffu;
+        native &= 0xffffffffu;
+    }
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 16;
         struct py_thread *nt_arr = arena_alloc(c->arena, ncap * sizeof(*nt_arr));

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum rd_kind { RD_SELF, RD_PID, RD_CORE };
+enum rd_kind { RD_SELF, RD_PID, RD_CORE, RD_MINIDUMP };
 
 enum rd_prot { RD_PROT_R = 1, RD_PROT_W = 2, RD_PROT_X = 4 };
 
@@ -49,6 +49,15 @@ bool rd_pid_exited(int pid, int wait_ms);
  * With exe_override, rd_exe_path returns it and the executable's mappings carry it as their path,
  * so that matching mappings against rd_exe_path keeps working. */
 int rd_open_core(const char *core_path, const char *exe_override, struct rd_reader **out);
+
+/* Opens a Windows minidump of a 64-bit process (minidump_reader.c), best a full-memory one
+ * (procdump -ma): its memory, its modules as the mappings' paths (Windows paths, "C:\..."), its
+ * threads (Windows thread ids; 'S' when a thread's RIP follows a syscall instruction, else 'R').
+ * Fails with bad_minidump (saying what is missing or damaged), unsupported_python (a 32-bit or
+ * ARM64 process), io_error. rd_open_minidump_mem reads one held in memory (data must outlive the
+ * reader; what names it in messages). */
+int rd_open_minidump(const char *path, struct rd_reader **out);
+int rd_open_minidump_mem(const void *data, size_t size, const char *what, struct rd_reader **out);
 
 void rd_close(struct rd_reader *rd);
 

@@ -149,10 +149,12 @@ static void render_tasks(const struct stacks_report *r, const struct colors *c,
 static void render_text(const struct stacks_report *r, const struct colors *c,
                         struct strbuf *out)
 {
+    const char *kind = r->minidump ? "Minidump" : "Core";
     if (r->source && r->source[0] && r->pid)
-        sb_addf(out, "%sCore %s%s of process %d", c->bold, san_str(r->source), c->reset, r->pid);
+        sb_addf(out, "%s%s %s%s of process %d", c->bold, kind, san_str(r->source), c->reset,
+                r->pid);
     else if (r->source && r->source[0])
-        sb_addf(out, "%sCore %s%s", c->bold, san_str(r->source), c->reset);
+        sb_addf(out, "%s%s %s%s", c->bold, kind, san_str(r->source), c->reset);
     else
         sb_addf(out, "%sProcess %d%s", c->bold, r->pid, c->reset);
     if (r->parent_pid)
@@ -327,7 +329,7 @@ static void render_json(const struct stacks_report *r, struct json_writer *w)
         return;
     }
     if (r->source && r->source[0]) {
-        jw_key(w, "core");
+        jw_key(w, r->minidump ? "minidump" : "core");
         jw_str(w, r->source);
     }
     jw_key(w, "python_version");

@@ -60,7 +60,8 @@ struct stacks_report {
     int pid;
     /* a subprocess that could not be read (not Python, gone, ...): the error, else NULL */
     const char *error_code, *error_message;
-    const char *source;      /* "process" or the core file's path */
+    const char *source;      /* "process" or the core file's path (or the minidump's) */
+    bool minidump;           /* source is a Windows minidump, not a core */
     const char *command;     /* the target's command line or executable, or NULL */
     const char *python_version;
     bool free_threaded;      /* a free-threaded build (3.13t) */

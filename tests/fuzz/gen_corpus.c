@@ -1,8 +1,9 @@
-/* Writes the seed corpora for the fuzz targets from the unit tests' ELF writer:
+/* Writes the seed corpora for the fuzz targets from the unit tests' ELF and minidump writers:
  *   cc -std=c11 -D_GNU_SOURCE -Itests/unit tests/fuzz/gen_corpus.c -o /tmp/gen && /tmp/gen
  * run from the repository root. The cores name files that exist on any Debian system, so that
  * fuzzing also reaches the reads from disk. */
 #include "elfgen.h"
+#include "mdgen.h"
 
 static void put(const char *path, const struct eg_buf *b)
 {
@@ -54,6 +55,10 @@ int main(void)
     eg_make_dyn(&b, ET_EXEC, 0x400123, 0);
     put("tests/fuzz/corpus/elf/exec", &b);
     eg_free(&b);
+    struct mdg md = mdg_build(9);
+    if (eg_write_file("tests/fuzz/corpus/minidump/amd64.dmp", md.p, md.len) < 0)
+        perror("tests/fuzz/corpus/minidump/amd64.dmp");
+    free(md.p);
     core("tests/fuzz/corpus/core/gcore-page1", 1, true, true);
     core("tests/fuzz/corpus/core/kernel-page4096", 4096, true, true);
     core("tests/fuzz/corpus/core/no-psinfo-no-auxv", 4096, false, false);

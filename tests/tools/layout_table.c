@@ -130,13 +130,18 @@ static int from_block(size_t off)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: layout_table MINOR[t]\n");
+        fprintf(stderr, "usage: layout_table MINOR[t|w]\n");
         return 2;
     }
     char *end;
     int minor = (int)strtol(argv[1], &end, 10);
     bool ft = strcmp(end, "t") == 0;
     const struct py_heap_layout *H = py_heap_layout_table(minor, ft);
+    struct py_heap_layout windows; /* "13w": the Windows x64 build's */
+    if (strcmp(end, "w") == 0) {
+        H = py_heap_layout_windows(minor, &windows) ? &windows : NULL;
+        end++;
+    }
     const struct py_layout *L = ft ? NULL : py_layout_table(minor);
     const int *gil = NULL;
     if (!L)
