@@ -82,7 +82,7 @@ static void put32(struct fake *f, uint64_t addr, uint32_t v) { memcpy(f->mem + (
 
 static struct hc_env env_of(struct fake *f)
 {
-    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0, 0, f_buffer};
+    return (struct hc_env){f, f_read, f_ref, f_covered, f_type_name, 32, 256, 0, 0, f_buffer, 12};
 }
 
 static struct fake *fake_new(void)
@@ -104,7 +104,9 @@ static void test_lookup(void)
     CHECK(hc_lookup(13, "_asyncio.Future", 128) == NULL); /* 3.13's is 104 */
     CHECK(hc_lookup(13, "_asyncio.Future", 104) != NULL);
     CHECK(hc_lookup(14, "_asyncio.Future", 104) == NULL); /* not checked on 3.14 */
-    CHECK(hc_lookup(14, "array.array", 64) != NULL);     /* the same layout in 3.14 copies */
+    CHECK(hc_lookup(16, "array.array", 64) != NULL);     /* a layout that never changed holds on */
+    CHECK(hc_lookup(16, "_asyncio.Future", 112) == NULL); /* one that changed: not past 3.15 */
+    CHECK(hc_lookup(10, "array.array", 64) == NULL);
     CHECK(hc_lookup(12, NULL, 64) == NULL);
     CHECK_STR(hc_name(hc_lookup(12, "_io.StringIO", 168)), "_io.StringIO");
     CHECK(hc_lookup(11, "_io.StringIO", 168) == NULL);
