@@ -25,3 +25,14 @@ const struct ctl_defaultdict ctl_collections_defaultdict[] = {
 };
 const size_t ctl_collections_defaultdict_count =
     sizeof(ctl_collections_defaultdict) / sizeof(ctl_collections_defaultdict[0]);
+
+const struct ctl_odict ctl_collections_odict[] = {
+    {11, false, 112, 16, 64, 72, 32}, /* 3.11.7 */
+    {12, false, 112, 16, 64, 72, 32}, /* 3.12.1 */
+    {13, false, 112, 16, 64, 72, 32}, /* 3.13.0 */
+    {13, true, 128, 32, 80, 88, 32}, /* 3.13.15t */
+    {14, false, 112, 16, 64, 72, 32}, /* 3.14.10 */
+    {15, false, 112, 16, 64, 72, 32}, /* 3.15.2 */
+};
+const size_t ctl_collections_odict_count =
+    sizeof(ctl_collections_odict) / sizeof(ctl_collections_odict[0]);

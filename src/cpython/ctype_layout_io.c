@@ -14,3 +14,14 @@ const struct ctl_bytesio ctl_io_bytesio[] = {
 };
 const size_t ctl_io_bytesio_count =
     sizeof(ctl_io_bytesio) / sizeof(ctl_io_bytesio[0]);
+
+const struct ctl_buffered ctl_io_buffered[] = {
+    {11, false, 152, 16, 56, 120}, /* 3.11.7 */
+    {12, false, 152, 16, 56, 120}, /* 3.12.1 */
+    {13, false, 152, 16, 56, 120}, /* 3.13.0 */
+    {13, true, 168, 32, 72, 136}, /* 3.13.15t */
+    {14, false, 152, 16, 56, 120}, /* 3.14.10 */
+    {15, false, 152, 16, 56, 120}, /* 3.15.2 */
+};
+const size_t ctl_io_buffered_count =
+    sizeof(ctl_io_buffered) / sizeof(ctl_io_buffered[0]);

@@ -27,6 +27,46 @@ struct ctl_defaultdict {
     uint16_t basicsize, default_factory;
 };
 
+/* collections.OrderedDict: a dict (used is its ma_used) plus od_fast_nodes, a node pointer per
+ * slot of the dict's index (fast_nodes_size of them), and a node of node_size bytes per item. */
+struct ctl_odict {
+    int minor;
+    bool ft;
+    uint16_t basicsize, used, fast_nodes, fast_nodes_size, node_size;
+};
+
+/* _io.BufferedReader, BufferedWriter and BufferedRandom (one struct): the raw file and the
+ * read/write buffer (char *, NULL once closed) of buffer_size bytes. */
+struct ctl_buffered {
+    int minor;
+    bool ft;
+    uint16_t basicsize, raw, buffer, buffer_size;
+};
+
+struct ctl_partial {
+    int minor;
+    bool ft;
+    uint16_t basicsize, fn, args, kw;
+};
+
+struct ctl_chain {
+    int minor;
+    bool ft;
+    uint16_t basicsize, source, active;
+};
+
+struct ctl_cycle {
+    int minor;
+    bool ft;
+    uint16_t basicsize, it, saved;
+};
+
+struct ctl_count {
+    int minor;
+    bool ft;
+    uint16_t basicsize, long_cnt, long_step;
+};
+
 /* _io.BytesIO: buf, a bytes object (shared with the initial value until written). */
 struct ctl_bytesio {
     int minor;
@@ -72,6 +112,18 @@ extern const struct ctl_deque ctl_collections_deque[];
 extern const size_t ctl_collections_deque_count;
 extern const struct ctl_defaultdict ctl_collections_defaultdict[];
 extern const size_t ctl_collections_defaultdict_count;
+extern const struct ctl_odict ctl_collections_odict[];
+extern const size_t ctl_collections_odict_count;
+extern const struct ctl_buffered ctl_io_buffered[];
+extern const size_t ctl_io_buffered_count;
+extern const struct ctl_partial ctl_functools_partial[];
+extern const size_t ctl_functools_partial_count;
+extern const struct ctl_chain ctl_itertools_chain[];
+extern const size_t ctl_itertools_chain_count;
+extern const struct ctl_cycle ctl_itertools_cycle[];
+extern const size_t ctl_itertools_cycle_count;
+extern const struct ctl_count ctl_itertools_count[];
+extern const size_t ctl_itertools_count_count;
 extern const struct ctl_bytesio ctl_io_bytesio[];
 extern const size_t ctl_io_bytesio_count;
 extern const struct ctl_array ctl_array_array[];

@@ -57,6 +57,7 @@ struct hc_type {
 #define TABLE(t) .rows = t, .nrows = &t##_count, .row_size = sizeof(t[0])
 #define TYPED(size, lo, hi) .basicsize = size, .minor_lo = lo, .minor_hi = hi
 #define F(m) offsetof(struct ctl_future, m)
+#define BUFFERED_RAW {offsetof(struct ctl_buffered, raw), A, ".raw"}
 /* A future's fields (FutureObj_HEAD), in its tp_traverse order: a Task's start the same. */
 #define FUTURE_FIELDS                                                                             \
     {F(loop), A, ".loop"}, {F(callback0), A, ".callback0"}, {F(context0), A, ".context0"},        \
@@ -67,9 +68,9 @@ struct hc_type {
 
 static const struct hc_type types[] = {
     {"collections.deque", TABLE(ctl_collections_deque), .special = HC_DEQUE},
-    /* A dict (walked as one) plus a node list and a mirror of the index; od_inst_dict at 96 is
-     * its tp_dictoffset. */
-    {"collections.OrderedDict", TYPED(112, 11, 99), .special = HC_ODICT},
+    /* A dict (walked as one) plus a node list and a mirror of the index; od_inst_dict is its
+     * tp_dictoffset. */
+    {"collections.OrderedDict", TABLE(ctl_collections_odict), .special = HC_ODICT},
     {"collections.defaultdict", TABLE(ctl_collections_defaultdict),
      .fields = {{offsetof(struct ctl_defaultdict, default_factory), A, ".default_factory"}}},
     /* The buffer is a bytes object: an edge, not extra bytes (sys.getsizeof adds it when it is
@@ -84,15 +85,15 @@ static const struct hc_type types[] = {
     {"_io.StringIO", TYPED(120, 14, 15), HC_STRINGIO,
      {{72, A, ".decoder"}, {80, I, ".readnl"}, {88, I, ".writenl"}}},
     {"array.array", TABLE(ctl_array_array), .special = HC_ARRAY},
-    /* The read/write buffer: `buffer` (char *) at 56, `buffer_size` at 120 (NULL once closed). */
-    {"_io.BufferedReader", TYPED(152, 11, 15), HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedWriter", TYPED(152, 11, 15), HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedRandom", TYPED(152, 11, 15), HC_BUFFERED, {{16, A, ".raw"}}},
-    {"functools.partial", TYPED(64, 11, 13), HC_NONE,
-     {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
-    /* 3.14+: placeholders; the same first fields. */
-    {"functools.partial", TYPED(80, 14, 15), HC_NONE,
-     {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
+    /* The read/write buffer: owned native bytes (NULL once closed). */
+    {"_io.BufferedReader", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
+    {"_io.BufferedWriter", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
+    {"_io.BufferedRandom", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
+    /* 3.14+: placeholders after the same first fields. */
+    {"functools.partial", TABLE(ctl_functools_partial),
+     .fields = {{offsetof(struct ctl_partial, fn), A, ".func"},
+                {offsetof(struct ctl_partial, args), A, ".args"},
+                {offsetof(struct ctl_partial, kw), A, ".keywords"}}},
     {"functools._lru_cache_wrapper", TYPED(152, 11, 15), HC_NONE,
      {{72, A, ".cache"},
       {88, A, ".__wrapped__"},
@@ -102,10 +103,15 @@ static const struct hc_type types[] = {
     /* Not GC: reached from the wrapper's cache dict (bounded caches map key -> link). */
     {"functools._lru_list_elem", TYPED(56, 11, 13), HC_NONE,
      {{40, A, ".key"}, {48, A, ".result"}}},
-    {"itertools.chain", TYPED(32, 11, 99), HC_NONE, {{16, A, ".source"}, {24, A, ".active"}}},
-    {"itertools.cycle", TYPED(48, 11, 99), HC_NONE, {{16, A, ".it"}, {24, A, ".saved"}}},
-    {"itertools.count", TYPED(40, 11, 99), HC_NONE,
-     {{24, A, ".long_cnt"}, {32, A, ".long_step"}}},
+    {"itertools.chain", TABLE(ctl_itertools_chain),
+     .fields = {{offsetof(struct ctl_chain, source), A, ".source"},
+                {offsetof(struct ctl_chain, active), A, ".active"}}},
+    {"itertools.cycle", TABLE(ctl_itertools_cycle),
+     .fields = {{offsetof(struct ctl_cycle, it), A, ".it"},
+                {offsetof(struct ctl_cycle, saved), A, ".saved"}}},
+    {"itertools.count", TABLE(ctl_itertools_count),
+     .fields = {{offsetof(struct ctl_count, long_cnt), A, ".long_cnt"},
+                {offsetof(struct ctl_count, long_step), A, ".long_step"}}},
     {"_asyncio.Future", TABLE(ctl_asyncio_future), .fields = {FUTURE_FIELDS}},
     {"_asyncio.Task", TABLE(ctl_asyncio_task),
      .fields = {FUTURE_FIELDS, {F(fut_waiter), A, ".fut_waiter"}, {F(coro), A, ".coro"},
@@ -121,6 +127,7 @@ static const struct hc_type types[] = {
 #undef A
 #undef I
 #undef F
+#undef BUFFERED_RAW
 
 /* The row of a type with a generated table, for Python 3.<minor>'s default build (the walker
  * reads a free-threaded build's objects at the default build's offsets past env.head_delta). */
@@ -324,13 +331,14 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     case HC_DEQUE:
         return walk_deque(env, row, obj, extra);
     case HC_ODICT: {
-        /* nodes: 32 bytes per item; od_fast_nodes: 8 per slot of the dict's index */
+        /* the nodes, and od_fast_nodes: a pointer per slot of the dict's index */
+        const struct ctl_odict *R = row;
         uint64_t used, fast_nodes, fast_size;
-        if (env->read(env->ctx, obj + 16, &used, 8) == 0 &&
-            env->read(env->ctx, obj + 72, &fast_size, 8) == 0 && used < MAX_ITEMS &&
-            fast_size < MAX_ITEMS) {
-            *extra = 32 * used + 8 * fast_size;
-            if (env->read(env->ctx, obj + 64, &fast_nodes, 8) == 0)
+        if (env->read(env->ctx, obj + R->used, &used, 8) == 0 &&
+            env->read(env->ctx, obj + R->fast_nodes_size, &fast_size, 8) == 0 &&
+            used < MAX_ITEMS && fast_size < MAX_ITEMS) {
+            *extra = R->node_size * used + 8 * fast_size;
+            if (env->read(env->ctx, obj + R->fast_nodes, &fast_nodes, 8) == 0)
                 return owned(env, fast_nodes, 8 * fast_size);
         }
         return 0;
@@ -362,9 +370,10 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     case HC_NDARRAY:
         return walk_ndarray(env, row, obj, extra);
     case HC_BUFFERED: {
+        const struct ctl_buffered *R = row;
         uint64_t buffer, size;
-        if (env->read(env->ctx, obj + 56, &buffer, 8) == 0 && buffer &&
-            env->read(env->ctx, obj + 120, &size, 8) == 0 && size < MAX_ITEMS) {
+        if (env->read(env->ctx, obj + R->buffer, &buffer, 8) == 0 && buffer &&
+            env->read(env->ctx, obj + R->buffer_size, &size, 8) == 0 && size < MAX_ITEMS) {
             *extra = size;
             return owned(env, buffer, size);
         }

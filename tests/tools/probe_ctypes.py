@@ -56,8 +56,17 @@ def raw(o, n=None):
     return ctypes.string_at(id(o), n or type(o).__basicsize__)
 
 
+MEM = open("/proc/self/mem", "rb", buffering=0)
+
+
 def at(addr, n):
-    return ctypes.string_at(addr, n)
+    """n bytes at addr; zeros where nothing is mapped (a candidate word that is no pointer)."""
+    try:
+        MEM.seek(addr)
+        b = MEM.read(n)
+    except (OSError, ValueError, OverflowError):
+        b = b""
+    return b + bytes(n - len(b))
 
 
 def where(buf, value, width=8, start=HEAD):
@@ -209,6 +218,100 @@ def numpy_rows():
     return r, d
 
 
+def odict_row():
+    r = {"basicsize": collections.OrderedDict.__basicsize__}
+    ods = [collections.OrderedDict((object(), i) for i in range(n + 3)) for n in (5, 40)]
+    for od in ods:  # 3 fewer items than inserts: the length is not the mutation count
+        for _ in range(3):
+            od.popitem()
+    bs = [raw(od) for od in ods]
+    r["used"] = one("OrderedDict used", where(bs[0], 5), where(bs[1], 40))
+    # __sizeof__ = the dict's + a pointer per slot of the fast-node index + a node per item
+    extra = [od.__sizeof__() - dict.__sizeof__(od) for od in ods]
+    cands = {}
+    for o in range(HEAD, len(bs[0]) - 7, 8):
+        w = [word(b, o) for b in bs]
+        if all(0 < x < 1 << 20 and (e - 8 * x) > 0 and (e - 8 * x) % n == 0
+               for x, e, n in zip(w, extra, (5, 40))):
+            sizes = {(e - 8 * x) // n for x, e, n in zip(w, extra, (5, 40))}
+            if len(sizes) == 1:
+                cands[o] = sizes.pop()
+    r["fast_nodes_size"] = one("OrderedDict fast_nodes_size", set(cands))
+    r["node_size"] = cands[r["fast_nodes_size"]]
+    # od_fast_nodes: slots of node pointers; a node starts with its key
+    keys = {id(k) for k in ods[1]}
+    nodes = set()
+    for o in pointers(bs[1]):
+        n = word(bs[1], r["fast_nodes_size"])
+        slots = [word(at(word(bs[1], o), 8 * n), 8 * i) for i in range(n)]
+        if sum(1 for q in slots if q and 4096 < q < 1 << 47 and word(at(q, 8), 0) in keys) == 40:
+            nodes.add(o)
+    r["fast_nodes"] = one("OrderedDict fast_nodes", nodes)
+    return r
+
+
+def buffered_row():
+    import tempfile, os
+    r = {"basicsize": io.BufferedReader.__basicsize__}
+    if not io.BufferedReader.__basicsize__ == io.BufferedWriter.__basicsize__ == \
+            io.BufferedRandom.__basicsize__:
+        raise ProbeError("the buffered files differ in size")
+    fd, path = tempfile.mkstemp()
+    content = bytes(range(7, 250)) * 40
+    os.write(fd, content)
+    os.close(fd)
+    try:
+        with open(path, "rb", buffering=12345) as f:
+            f.read(1)
+            b = raw(f)
+            r["raw"] = one("Buffered raw", ref(f, f.raw))
+            r["buffer_size"] = one("Buffered buffer_size", where(b, f.__sizeof__() - r["basicsize"]),
+                                   where(b, 12345))
+            r["buffer"] = one("Buffered buffer", {o for o in pointers(b)
+                                                  if at(word(b, o), 64) == content[:64]})
+    finally:
+        os.unlink(path)
+    return r
+
+
+def itertools_rows():
+    import itertools
+
+    class Iterable:
+        def __init__(self, it):
+            self.it = it
+
+        def __iter__(self):
+            return self.it
+
+    first = iter([1, 2, 3])
+    src = iter([Iterable(first)])
+    c = itertools.chain.from_iterable(src)
+    next(c)
+    chain = {"basicsize": itertools.chain.__basicsize__, "source": one("chain source", ref(c, src)),
+             "active": one("chain active", ref(c, first))}
+    it = iter([1, 2, 3])
+    cy = itertools.cycle(it)
+    next(cy)
+    saved = [x for x in gc.get_referents(cy) if type(x) is list]
+    cycle = {"basicsize": itertools.cycle.__basicsize__, "it": one("cycle it", ref(cy, it)),
+             "saved": one("cycle saved", *[ref(cy, x) for x in saved[:1]] or [set()])}
+    start, step = 3 ** 50, 5 ** 40
+    cn = itertools.count(start, step)
+    count = {"basicsize": itertools.count.__basicsize__,
+             "long_cnt": one("count long_cnt", ref(cn, start)),
+             "long_step": one("count long_step", ref(cn, step))}
+    return chain, cycle, count
+
+
+def partial_row():
+    import functools
+    p = functools.partial(Cb(), 1, 2, k=3)
+    return {"basicsize": functools.partial.__basicsize__, "fn": one("partial func", ref(p, p.func)),
+            "args": one("partial args", ref(p, p.args)),
+            "kw": one("partial keywords", ref(p, p.keywords))}
+
+
 class Cb:
     def __call__(self, fut):
         pass
@@ -302,7 +405,17 @@ def asyncio_rows():
 
 probe("collections_deque", deque_row)
 probe("collections_defaultdict", defaultdict_row)
+probe("collections_odict", odict_row)
 probe("io_bytesio", bytesio_row)
+probe("io_buffered", buffered_row)
+probe("functools_partial", partial_row)
+try:
+    rows = itertools_rows()
+    for t, row in zip(("itertools_chain", "itertools_cycle", "itertools_count"), rows):
+        out["rows"][t] = row
+except ProbeError as e:
+    for t in ("itertools_chain", "itertools_cycle", "itertools_count"):
+        out["missing"][t] = "probe failed: %s" % e
 probe("array_array", array_row)
 try:
     nd, dt = numpy_rows()
@@ -330,8 +443,15 @@ FILES = {
                                             "block_size", "block_items", "block_slots",
                                             "block_next"]),
         ("collections_defaultdict", "ctl_defaultdict", ["basicsize", "default_factory"]),
+        ("collections_odict", "ctl_odict", ["basicsize", "used", "fast_nodes", "fast_nodes_size",
+                                            "node_size"]),
     ],
-    "io": [("io_bytesio", "ctl_bytesio", ["basicsize", "buf"])],
+    "io": [("io_bytesio", "ctl_bytesio", ["basicsize", "buf"]),
+           ("io_buffered", "ctl_buffered", ["basicsize", "raw", "buffer", "buffer_size"])],
+    "functools": [("functools_partial", "ctl_partial", ["basicsize", "fn", "args", "kw"])],
+    "itertools": [("itertools_chain", "ctl_chain", ["basicsize", "source", "active"]),
+                  ("itertools_cycle", "ctl_cycle", ["basicsize", "it", "saved"]),
+                  ("itertools_count", "ctl_count", ["basicsize", "long_cnt", "long_step"])],
     "array": [("array_array", "ctl_array", ["basicsize", "ob_item", "allocated", "ob_descr",
                                             "descr_itemsize"])],
     "numpy": [
@@ -353,7 +473,7 @@ def file_path(module):
 def run_probe(exe):
     cp = subprocess.run([exe, "-c", PROBE], capture_output=True, text=True, timeout=60)
     if cp.returncode != 0:
-        raise SystemExit(f"{exe}: the probe failed:\n{cp.stderr}")
+        raise SystemExit(f"{exe}: the probe failed (rc {cp.returncode}):\n{cp.stderr}")
     return json.loads(cp.stdout)
 
 
