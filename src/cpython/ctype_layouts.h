@@ -49,6 +49,20 @@ struct ctl_partial {
     uint16_t basicsize, fn, args, kw;
 };
 
+/* functools._lru_cache_wrapper (wrapped: the function, its __wrapped__) and the links of a bounded
+ * cache (_lru_list_elem: the values of its cache dict). */
+struct ctl_lru_wrapper {
+    int minor;
+    bool ft;
+    uint16_t basicsize, cache, wrapped, kwd_mark, lru_list_elem_type, cache_info_type;
+};
+
+struct ctl_lru_elem {
+    int minor;
+    bool ft;
+    uint16_t basicsize, key, result;
+};
+
 struct ctl_chain {
     int minor;
     bool ft;
@@ -118,6 +132,10 @@ extern const struct ctl_buffered ctl_io_buffered[];
 extern const size_t ctl_io_buffered_count;
 extern const struct ctl_partial ctl_functools_partial[];
 extern const size_t ctl_functools_partial_count;
+extern const struct ctl_lru_wrapper ctl_functools_lru_wrapper[];
+extern const size_t ctl_functools_lru_wrapper_count;
+extern const struct ctl_lru_elem ctl_functools_lru_elem[];
+extern const size_t ctl_functools_lru_elem_count;
 extern const struct ctl_chain ctl_itertools_chain[];
 extern const size_t ctl_itertools_chain_count;
 extern const struct ctl_cycle ctl_itertools_cycle[];

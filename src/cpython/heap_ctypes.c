@@ -58,6 +58,7 @@ struct hc_type {
 #define TYPED(size, lo, hi) .basicsize = size, .minor_lo = lo, .minor_hi = hi
 #define F(m) offsetof(struct ctl_future, m)
 #define BUFFERED_RAW {offsetof(struct ctl_buffered, raw), A, ".raw"}
+#define LRU(m) offsetof(struct ctl_lru_wrapper, m)
 /* A future's fields (FutureObj_HEAD), in its tp_traverse order: a Task's start the same. */
 #define FUTURE_FIELDS                                                                             \
     {F(loop), A, ".loop"}, {F(callback0), A, ".callback0"}, {F(context0), A, ".context0"},        \
@@ -94,15 +95,16 @@ static const struct hc_type types[] = {
      .fields = {{offsetof(struct ctl_partial, fn), A, ".func"},
                 {offsetof(struct ctl_partial, args), A, ".args"},
                 {offsetof(struct ctl_partial, kw), A, ".keywords"}}},
-    {"functools._lru_cache_wrapper", TYPED(152, 11, 15), HC_NONE,
-     {{72, A, ".cache"},
-      {88, A, ".__wrapped__"},
-      {112, I, ".kwd_mark"},
-      {120, I, ".lru_list_elem_type"},
-      {128, I, ".cache_info_type"}}},
+    {"functools._lru_cache_wrapper", TABLE(ctl_functools_lru_wrapper),
+     .fields = {{LRU(cache), A, ".cache"},
+                {LRU(wrapped), A, ".__wrapped__"},
+                {LRU(kwd_mark), I, ".kwd_mark"},
+                {LRU(lru_list_elem_type), I, ".lru_list_elem_type"},
+                {LRU(cache_info_type), I, ".cache_info_type"}}},
     /* Not GC: reached from the wrapper's cache dict (bounded caches map key -> link). */
-    {"functools._lru_list_elem", TYPED(56, 11, 13), HC_NONE,
-     {{40, A, ".key"}, {48, A, ".result"}}},
+    {"functools._lru_list_elem", TABLE(ctl_functools_lru_elem),
+     .fields = {{offsetof(struct ctl_lru_elem, key), A, ".key"},
+                {offsetof(struct ctl_lru_elem, result), A, ".result"}}},
     {"itertools.chain", TABLE(ctl_itertools_chain),
      .fields = {{offsetof(struct ctl_chain, source), A, ".source"},
                 {offsetof(struct ctl_chain, active), A, ".active"}}},
@@ -128,6 +130,7 @@ static const struct hc_type types[] = {
 #undef I
 #undef F
 #undef BUFFERED_RAW
+#undef LRU
 
 /* The row of a type with a generated table, for Python 3.<minor>'s default build (the walker
  * reads a free-threaded build's objects at the default build's offsets past env.head_delta). */

@@ -304,6 +304,34 @@ def itertools_rows():
     return chain, cycle, count
 
 
+def lru_rows():
+    import functools
+    key, res = 3 ** 60, object()
+
+    def fn(k):
+        return res
+
+    w = functools.lru_cache(maxsize=10)(fn)
+    w(key)
+    refs = gc.get_referents(w)
+    caches = [x for x in refs if type(x) is dict and key in x]
+    if len(caches) != 1:
+        raise ProbeError("lru_cache: %d caches" % len(caches))
+    cache = caches[0]
+    link = cache[key]
+    kinds = {"kwd_mark": [x for x in refs if type(x) is object and x is not res],
+             "lru_list_elem_type": [x for x in refs if x is type(link)],
+             "cache_info_type": [x for x in refs if isinstance(x, type) and
+                                 x.__name__ == "CacheInfo"]}
+    r = {"basicsize": type(w).__basicsize__, "cache": one("lru cache", ref(w, cache)),
+         "wrapped": one("lru __wrapped__", ref(w, fn))}
+    for k, xs in kinds.items():
+        r[k] = one("lru " + k, *[ref(w, x) for x in xs[:1]] or [set()])
+    e = {"basicsize": type(link).__basicsize__, "key": one("lru link key", ref(link, key)),
+         "result": one("lru link result", ref(link, res))}
+    return r, e
+
+
 def partial_row():
     import functools
     p = functools.partial(Cb(), 1, 2, k=3)
@@ -410,6 +438,11 @@ probe("io_bytesio", bytesio_row)
 probe("io_buffered", buffered_row)
 probe("functools_partial", partial_row)
 try:
+    out["rows"]["functools_lru_wrapper"], out["rows"]["functools_lru_elem"] = lru_rows()
+except ProbeError as e:
+    out["missing"]["functools_lru_wrapper"] = out["missing"]["functools_lru_elem"] = \
+        "probe failed: %s" % e
+try:
     rows = itertools_rows()
     for t, row in zip(("itertools_chain", "itertools_cycle", "itertools_count"), rows):
         out["rows"][t] = row
@@ -448,7 +481,11 @@ FILES = {
     ],
     "io": [("io_bytesio", "ctl_bytesio", ["basicsize", "buf"]),
            ("io_buffered", "ctl_buffered", ["basicsize", "raw", "buffer", "buffer_size"])],
-    "functools": [("functools_partial", "ctl_partial", ["basicsize", "fn", "args", "kw"])],
+    "functools": [("functools_partial", "ctl_partial", ["basicsize", "fn", "args", "kw"]),
+                  ("functools_lru_wrapper", "ctl_lru_wrapper",
+                   ["basicsize", "cache", "wrapped", "kwd_mark", "lru_list_elem_type",
+                    "cache_info_type"]),
+                  ("functools_lru_elem", "ctl_lru_elem", ["basicsize", "key", "result"])],
     "itertools": [("itertools_chain", "ctl_chain", ["basicsize", "source", "active"]),
                   ("itertools_cycle", "ctl_cycle", ["basicsize", "it", "saved"]),
                   ("itertools_count", "ctl_count", ["basicsize", "long_cnt", "long_step"])],
