@@ -8,8 +8,8 @@
  * Modules/_asynciomodule.c, in no public header) come from the generated table ctl_asyncio_task
  * (ctype_layouts.h), probed in each interpreter by tests/tools/probe_ctypes.py and checked by
  * tests/e2e/test_ctype_layouts.py (tests/e2e/test_stacks_more.py reads known tasks with it on a
- * live process; on 3.14+ the name and coroutine offsets are also checked against the section). Other builds (3.14t, 3.15t) are
- * refused (unsupported_python). */
+ * live process; on 3.14+ the name and coroutine offsets are also checked against the section).
+ * Other builds (3.14t, 3.15t) are refused (unsupported_python). */
 #ifndef SCRY_CPYTHON_ASYNC_TASKS_H
 #define SCRY_CPYTHON_ASYNC_TASKS_H
 

@@ -5,12 +5,18 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_array ctl_array_array[] = {
-    {11, false, 64, 24, 32, 40, 4}, /* 3.11.7 */
-    {12, false, 64, 24, 32, 40, 4}, /* 3.12.1 */
-    {13, false, 64, 24, 32, 40, 4}, /* 3.13.0 */
-    {13, true, 80, 40, 48, 56, 4}, /* 3.13.15t */
-    {14, false, 64, 24, 32, 40, 4}, /* 3.14.10 */
-    {15, false, 64, 24, 32, 40, 4}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 64, 24, 32, 40, 4},
+    /* 3.12.1 */
+    {12, false, 64, 24, 32, 40, 4},
+    /* 3.13.0 */
+    {13, false, 64, 24, 32, 40, 4},
+    /* 3.13.15t */
+    {13, true, 80, 40, 48, 56, 4},
+    /* 3.14.10 */
+    {14, false, 64, 24, 32, 40, 4},
+    /* 3.15.2 */
+    {15, false, 64, 24, 32, 40, 4},
 };
 const size_t ctl_array_array_count =
     sizeof(ctl_array_array) / sizeof(ctl_array_array[0]);

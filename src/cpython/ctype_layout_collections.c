@@ -5,34 +5,52 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_deque ctl_collections_deque[] = {
-    {11, false, 216, 16, 24, 40, 528, 8, 64, 520}, /* 3.11.7 */
-    {12, false, 216, 16, 24, 40, 528, 8, 64, 520}, /* 3.12.1 */
-    {13, false, 216, 16, 24, 40, 528, 8, 64, 520}, /* 3.13.0 */
-    {13, true, 232, 32, 40, 56, 528, 8, 64, 520}, /* 3.13.15t */
-    {14, false, 216, 16, 24, 40, 528, 8, 64, 520}, /* 3.14.10 */
-    {15, false, 216, 16, 24, 40, 528, 8, 64, 520}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 216, 16, 24, 40, 528, 8, 64, 520},
+    /* 3.12.1 */
+    {12, false, 216, 16, 24, 40, 528, 8, 64, 520},
+    /* 3.13.0 */
+    {13, false, 216, 16, 24, 40, 528, 8, 64, 520},
+    /* 3.13.15t */
+    {13, true, 232, 32, 40, 56, 528, 8, 64, 520},
+    /* 3.14.10 */
+    {14, false, 216, 16, 24, 40, 528, 8, 64, 520},
+    /* 3.15.2 */
+    {15, false, 216, 16, 24, 40, 528, 8, 64, 520},
 };
 const size_t ctl_collections_deque_count =
     sizeof(ctl_collections_deque) / sizeof(ctl_collections_deque[0]);
 
 const struct ctl_defaultdict ctl_collections_defaultdict[] = {
-    {11, false, 56, 48}, /* 3.11.7 */
-    {12, false, 56, 48}, /* 3.12.1 */
-    {13, false, 56, 48}, /* 3.13.0 */
-    {13, true, 72, 64}, /* 3.13.15t */
-    {14, false, 56, 48}, /* 3.14.10 */
-    {15, false, 56, 48}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 56, 48},
+    /* 3.12.1 */
+    {12, false, 56, 48},
+    /* 3.13.0 */
+    {13, false, 56, 48},
+    /* 3.13.15t */
+    {13, true, 72, 64},
+    /* 3.14.10 */
+    {14, false, 56, 48},
+    /* 3.15.2 */
+    {15, false, 56, 48},
 };
 const size_t ctl_collections_defaultdict_count =
     sizeof(ctl_collections_defaultdict) / sizeof(ctl_collections_defaultdict[0]);
 
 const struct ctl_odict ctl_collections_odict[] = {
-    {11, false, 112, 16, 64, 72, 32}, /* 3.11.7 */
-    {12, false, 112, 16, 64, 72, 32}, /* 3.12.1 */
-    {13, false, 112, 16, 64, 72, 32}, /* 3.13.0 */
-    {13, true, 128, 32, 80, 88, 32}, /* 3.13.15t */
-    {14, false, 112, 16, 64, 72, 32}, /* 3.14.10 */
-    {15, false, 112, 16, 64, 72, 32}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 112, 16, 64, 72, 32},
+    /* 3.12.1 */
+    {12, false, 112, 16, 64, 72, 32},
+    /* 3.13.0 */
+    {13, false, 112, 16, 64, 72, 32},
+    /* 3.13.15t */
+    {13, true, 128, 32, 80, 88, 32},
+    /* 3.14.10 */
+    {14, false, 112, 16, 64, 72, 32},
+    /* 3.15.2 */
+    {15, false, 112, 16, 64, 72, 32},
 };
 const size_t ctl_collections_odict_count =
     sizeof(ctl_collections_odict) / sizeof(ctl_collections_odict[0]);

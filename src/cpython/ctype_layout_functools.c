@@ -5,34 +5,52 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_partial ctl_functools_partial[] = {
-    {11, false, 64, 16, 24, 32}, /* 3.11.7 */
-    {12, false, 64, 16, 24, 32}, /* 3.12.1 */
-    {13, false, 64, 16, 24, 32}, /* 3.13.0 */
-    {13, true, 80, 32, 40, 48}, /* 3.13.15t */
-    {14, false, 80, 16, 24, 32}, /* 3.14.10 */
-    {15, false, 80, 16, 24, 32}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 64, 16, 24, 32},
+    /* 3.12.1 */
+    {12, false, 64, 16, 24, 32},
+    /* 3.13.0 */
+    {13, false, 64, 16, 24, 32},
+    /* 3.13.15t */
+    {13, true, 80, 32, 40, 48},
+    /* 3.14.10 */
+    {14, false, 80, 16, 24, 32},
+    /* 3.15.2 */
+    {15, false, 80, 16, 24, 32},
 };
 const size_t ctl_functools_partial_count =
     sizeof(ctl_functools_partial) / sizeof(ctl_functools_partial[0]);
 
 const struct ctl_lru_wrapper ctl_functools_lru_wrapper[] = {
-    {11, false, 152, 72, 88, 112, 120, 128}, /* 3.11.7 */
-    {12, false, 152, 72, 88, 112, 120, 128}, /* 3.12.1 */
-    {13, false, 152, 72, 88, 112, 120, 128}, /* 3.13.0 */
-    {13, true, 168, 88, 104, 128, 136, 144}, /* 3.13.15t */
-    {14, false, 152, 72, 88, 112, 120, 128}, /* 3.14.10 */
-    {15, false, 152, 72, 88, 112, 120, 128}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 152, 72, 88, 112, 120, 128},
+    /* 3.12.1 */
+    {12, false, 152, 72, 88, 112, 120, 128},
+    /* 3.13.0 */
+    {13, false, 152, 72, 88, 112, 120, 128},
+    /* 3.13.15t */
+    {13, true, 168, 88, 104, 128, 136, 144},
+    /* 3.14.10 */
+    {14, false, 152, 72, 88, 112, 120, 128},
+    /* 3.15.2 */
+    {15, false, 152, 72, 88, 112, 120, 128},
 };
 const size_t ctl_functools_lru_wrapper_count =
     sizeof(ctl_functools_lru_wrapper) / sizeof(ctl_functools_lru_wrapper[0]);
 
 const struct ctl_lru_elem ctl_functools_lru_elem[] = {
-    {11, false, 56, 40, 48}, /* 3.11.7 */
-    {12, false, 56, 40, 48}, /* 3.12.1 */
-    {13, false, 56, 40, 48}, /* 3.13.0 */
-    {13, true, 72, 56, 64}, /* 3.13.15t */
-    {14, false, 56, 40, 48}, /* 3.14.10 */
-    {15, false, 56, 40, 48}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 56, 40, 48},
+    /* 3.12.1 */
+    {12, false, 56, 40, 48},
+    /* 3.13.0 */
+    {13, false, 56, 40, 48},
+    /* 3.13.15t */
+    {13, true, 72, 56, 64},
+    /* 3.14.10 */
+    {14, false, 56, 40, 48},
+    /* 3.15.2 */
+    {15, false, 56, 40, 48},
 };
 const size_t ctl_functools_lru_elem_count =
     sizeof(ctl_functools_lru_elem) / sizeof(ctl_functools_lru_elem[0]);

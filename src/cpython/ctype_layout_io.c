@@ -5,23 +5,52 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_bytesio ctl_io_bytesio[] = {
-    {11, false, 64, 16}, /* 3.11.7 */
-    {12, false, 64, 16}, /* 3.12.1 */
-    {13, false, 64, 16}, /* 3.13.0 */
-    {13, true, 80, 32}, /* 3.13.15t */
-    {14, false, 64, 16}, /* 3.14.10 */
-    {15, false, 64, 16}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 64, 16},
+    /* 3.12.1 */
+    {12, false, 64, 16},
+    /* 3.13.0 */
+    {13, false, 64, 16},
+    /* 3.13.15t */
+    {13, true, 80, 32},
+    /* 3.14.10 */
+    {14, false, 64, 16},
+    /* 3.15.2 */
+    {15, false, 64, 16},
 };
 const size_t ctl_io_bytesio_count =
     sizeof(ctl_io_bytesio) / sizeof(ctl_io_bytesio[0]);
 
 const struct ctl_buffered ctl_io_buffered[] = {
-    {11, false, 152, 16, 56, 120}, /* 3.11.7 */
-    {12, false, 152, 16, 56, 120}, /* 3.12.1 */
-    {13, false, 152, 16, 56, 120}, /* 3.13.0 */
-    {13, true, 168, 32, 72, 136}, /* 3.13.15t */
-    {14, false, 152, 16, 56, 120}, /* 3.14.10 */
-    {15, false, 152, 16, 56, 120}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 152, 16, 56, 120},
+    /* 3.12.1 */
+    {12, false, 152, 16, 56, 120},
+    /* 3.13.0 */
+    {13, false, 152, 16, 56, 120},
+    /* 3.13.15t */
+    {13, true, 168, 32, 72, 136},
+    /* 3.14.10 */
+    {14, false, 152, 16, 56, 120},
+    /* 3.15.2 */
+    {15, false, 152, 16, 56, 120},
 };
 const size_t ctl_io_buffered_count =
     sizeof(ctl_io_buffered) / sizeof(ctl_io_buffered[0]);
+
+const struct ctl_stringio ctl_io_stringio[] = {
+    /* 3.11.7 */
+    {11, false, 120, 16, 40, 56, 64, 0, 80, 88, 96},
+    /* 3.12.1 */
+    {12, false, 168, 16, 40, 0, 0, 56, 120, 128, 136},
+    /* 3.13.0 */
+    {13, false, 168, 16, 40, 0, 0, 56, 120, 128, 136},
+    /* 3.13.15t */
+    {13, true, 184, 32, 56, 0, 0, 72, 136, 144, 152},
+    /* 3.14.10 */
+    {14, false, 120, 16, 40, 0, 0, 0, 72, 80, 88},
+    /* 3.15.2 */
+    {15, false, 120, 16, 40, 0, 0, 0, 72, 80, 88},
+};
+const size_t ctl_io_stringio_count =
+    sizeof(ctl_io_stringio) / sizeof(ctl_io_stringio[0]);

@@ -5,34 +5,52 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_chain ctl_itertools_chain[] = {
-    {11, false, 32, 16, 24}, /* 3.11.7 */
-    {12, false, 32, 16, 24}, /* 3.12.1 */
-    {13, false, 32, 16, 24}, /* 3.13.0 */
-    {13, true, 48, 32, 40}, /* 3.13.15t */
-    {14, false, 32, 16, 24}, /* 3.14.10 */
-    {15, false, 32, 16, 24}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 32, 16, 24},
+    /* 3.12.1 */
+    {12, false, 32, 16, 24},
+    /* 3.13.0 */
+    {13, false, 32, 16, 24},
+    /* 3.13.15t */
+    {13, true, 48, 32, 40},
+    /* 3.14.10 */
+    {14, false, 32, 16, 24},
+    /* 3.15.2 */
+    {15, false, 32, 16, 24},
 };
 const size_t ctl_itertools_chain_count =
     sizeof(ctl_itertools_chain) / sizeof(ctl_itertools_chain[0]);
 
 const struct ctl_cycle ctl_itertools_cycle[] = {
-    {11, false, 48, 16, 24}, /* 3.11.7 */
-    {12, false, 48, 16, 24}, /* 3.12.1 */
-    {13, false, 48, 16, 24}, /* 3.13.0 */
-    {13, true, 64, 32, 40}, /* 3.13.15t */
-    {14, false, 40, 16, 24}, /* 3.14.10 */
-    {15, false, 40, 16, 24}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 48, 16, 24},
+    /* 3.12.1 */
+    {12, false, 48, 16, 24},
+    /* 3.13.0 */
+    {13, false, 48, 16, 24},
+    /* 3.13.15t */
+    {13, true, 64, 32, 40},
+    /* 3.14.10 */
+    {14, false, 40, 16, 24},
+    /* 3.15.2 */
+    {15, false, 40, 16, 24},
 };
 const size_t ctl_itertools_cycle_count =
     sizeof(ctl_itertools_cycle) / sizeof(ctl_itertools_cycle[0]);
 
 const struct ctl_count ctl_itertools_count[] = {
-    {11, false, 40, 24, 32}, /* 3.11.7 */
-    {12, false, 40, 24, 32}, /* 3.12.1 */
-    {13, false, 40, 24, 32}, /* 3.13.0 */
-    {13, true, 56, 40, 48}, /* 3.13.15t */
-    {14, false, 40, 24, 32}, /* 3.14.10 */
-    {15, false, 40, 24, 32}, /* 3.15.2 */
+    /* 3.11.7 */
+    {11, false, 40, 24, 32},
+    /* 3.12.1 */
+    {12, false, 40, 24, 32},
+    /* 3.13.0 */
+    {13, false, 40, 24, 32},
+    /* 3.13.15t */
+    {13, true, 56, 40, 48},
+    /* 3.14.10 */
+    {14, false, 40, 24, 32},
+    /* 3.15.2 */
+    {15, false, 40, 24, 32},
 };
 const size_t ctl_itertools_count_count =
     sizeof(ctl_itertools_count) / sizeof(ctl_itertools_count[0]);

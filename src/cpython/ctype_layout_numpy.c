@@ -5,24 +5,37 @@
 #include "cpython/ctype_layouts.h"
 
 const struct ctl_ndarray ctl_numpy_ndarray[] = {
-    {11, false, 96, 16, 24, 32, 48, 56, 64, 88, 4}, /* 3.11.7, numpy 2.4.6 */
-    {12, false, 96, 16, 24, 32, 48, 56, 64, 88, 4}, /* 3.12.1, numpy 2.5.5 */
-    {13, false, 96, 16, 24, 32, 48, 56, 64, 88, 4}, /* 3.13.0, numpy 2.5.5 */
-    {13, true, 112, 32, 40, 48, 64, 72, 80, 104, 4}, /* 3.13.15t, numpy 2.4.6 */
-    {14, false, 96, 16, 24, 32, 48, 56, 64, 88, 4}, /* 3.14.10, numpy 2.5.5 */
-    {15, false, 96, 16, 24, 32, 48, 56, 64, 88, 4}, /* 3.15.2, numpy 2.5.5 */
+    /* 3.11.7, numpy 2.4.6 */
+    {11, false, 96, 16, 24, 32, 48, 56, 64, 88, 4},
+    /* 3.12.1, numpy 2.5.5 */
+    {12, false, 96, 16, 24, 32, 48, 56, 64, 88, 4},
+    /* 3.13.0, numpy 2.5.5 */
+    {13, false, 96, 16, 24, 32, 48, 56, 64, 88, 4},
+    /* 3.13.15t, numpy 2.4.6 */
+    {13, true, 112, 32, 40, 48, 64, 72, 80, 104, 4},
+    /* 3.14.10, numpy 2.5.5 */
+    {14, false, 96, 16, 24, 32, 48, 56, 64, 88, 4},
+    /* 3.15.2, numpy 2.5.5 */
+    {15, false, 96, 16, 24, 32, 48, 56, 64, 88, 4},
 };
 const size_t ctl_numpy_ndarray_count =
     sizeof(ctl_numpy_ndarray) / sizeof(ctl_numpy_ndarray[0]);
 
 const struct ctl_dtype ctl_numpy_dtype[] = {
-    {0, false, 1, 96, 28, 32, 4, 17}, /* numpy 1.26 (any Python; kept, not probed here) */
-    {11, false, 2, 88, 28, 40, 8, 17}, /* 3.11.7, numpy 2.4.6 */
-    {12, false, 2, 88, 28, 40, 8, 17}, /* 3.12.1, numpy 2.5.5 */
-    {13, false, 2, 88, 28, 40, 8, 17}, /* 3.13.0, numpy 2.5.5 */
-    {13, true, 2, 104, 44, 56, 8, 17}, /* 3.13.15t, numpy 2.4.6 */
-    {14, false, 2, 88, 28, 40, 8, 17}, /* 3.14.10, numpy 2.5.5 */
-    {15, false, 2, 88, 28, 40, 8, 17}, /* 3.15.2, numpy 2.5.5 */
+    /* numpy 1.26 (any Python; kept, not probed here) */
+    {0, false, 1, 96, 28, 32, 4, 17},
+    /* 3.11.7, numpy 2.4.6 */
+    {11, false, 2, 88, 28, 40, 8, 17},
+    /* 3.12.1, numpy 2.5.5 */
+    {12, false, 2, 88, 28, 40, 8, 17},
+    /* 3.13.0, numpy 2.5.5 */
+    {13, false, 2, 88, 28, 40, 8, 17},
+    /* 3.13.15t, numpy 2.4.6 */
+    {13, true, 2, 104, 44, 56, 8, 17},
+    /* 3.14.10, numpy 2.5.5 */
+    {14, false, 2, 88, 28, 40, 8, 17},
+    /* 3.15.2, numpy 2.5.5 */
+    {15, false, 2, 88, 28, 40, 8, 17},
 };
 const size_t ctl_numpy_dtype_count =
     sizeof(ctl_numpy_dtype) / sizeof(ctl_numpy_dtype[0]);

@@ -1,5 +1,5 @@
-/* The layouts of module-private C types (structs of Modules/ .c files and of numpy, in no header scry
- * can compile against), as data: one table per module, in the generated files
+/* The layouts of module-private C types (structs of Modules/ .c files and of numpy, in no header
+ * scry can compile against), as data: one table per module, in the generated files
  * ctype_layout_<module>.c, made by tests/tools/probe_ctypes.py from objects of known content in
  * each interpreter and checked against them by tests/e2e/test_ctype_layouts.py. A row is one
  * interpreter build (minor, free-threaded): a free-threaded build's row holds its own offsets
@@ -41,6 +41,16 @@ struct ctl_buffered {
     int minor;
     bool ft;
     uint16_t basicsize, raw, buffer, buffer_size;
+};
+
+/* _io.StringIO: buf (Py_UCS4[buf_size], PyMem memory) and its objects: 3.11's _PyAccu lists
+ * (accu_large, accu_small), 3.12-3.13's _PyUnicodeWriter's buffer string (writer_buffer; 3.14+
+ * holds a PyUnicodeWriter *, not an object), decoder, readnl, writenl. */
+struct ctl_stringio {
+    int minor;
+    bool ft;
+    uint16_t basicsize, buf, buf_size, accu_large, accu_small, writer_buffer, decoder, readnl;
+    uint16_t writenl;
 };
 
 struct ctl_partial {
@@ -130,6 +140,8 @@ extern const struct ctl_odict ctl_collections_odict[];
 extern const size_t ctl_collections_odict_count;
 extern const struct ctl_buffered ctl_io_buffered[];
 extern const size_t ctl_io_buffered_count;
+extern const struct ctl_stringio ctl_io_stringio[];
+extern const size_t ctl_io_stringio_count;
 extern const struct ctl_partial ctl_functools_partial[];
 extern const size_t ctl_functools_partial_count;
 extern const struct ctl_lru_wrapper ctl_functools_lru_wrapper[];

@@ -1,15 +1,13 @@
 /* The C types the heap walker knows by layout (heap_ctypes.h). Each entry is data: the tp_name,
- * where its layout comes from, the object pointers its tp_traverse visits (label, kind) and a
- * walker for what a table cannot say (deque blocks, native buffers that __sizeof__ counts, numpy's
- * data). The layouts of collections.deque and defaultdict, _io.BytesIO, array.array,
- * numpy.ndarray (and its descr) and _asyncio.Future/Task are the generated tables of
- * ctype_layouts.h (tests/tools/probe_ctypes.py finds each offset in the live module of every
- * installed interpreter; tests/e2e/test_ctype_layouts.py checks them): an entry names the row
- * member that holds each offset. The others (OrderedDict, StringIO, the buffered files, functools
- * and itertools) still hold offsets typed from reference/c-types.md, read back from live objects
- * of 3.11.7, 3.12.1 and 3.13.0, and for 3.14.10 and 3.15.2 found the same way (each object's words
- * matched against id() of what gc.get_referents() returns, ctypes on the live interpreter); those
- * the same everywhere are matched on every version, the others only on the versions checked. */
+ * its generated table, the object pointers its tp_traverse visits (the row member that holds
+ * each offset, a label, a kind) and a walker for what a table cannot say (deque blocks, native
+ * buffers that __sizeof__ counts, numpy's data). No offset is typed here: every one is a row of
+ * ctype_layouts.h's tables (src/cpython/ctype_layout_<module>.c), which
+ * tests/tools/probe_ctypes.py makes by finding each field in the live module of every installed
+ * interpreter (the word of an object of known content that holds a known referent's id() or a
+ * known value; the deque's block by walking a deque of known items) and
+ * tests/e2e/test_ctype_layouts.py checks the same way. A layout is matched on the versions its
+ * table has a row for, and past the newest one only when it has never changed. */
 #include "cpython/heap_ctypes.h"
 
 #include <stdio.h>
@@ -32,22 +30,19 @@ enum hc_special {
 };
 
 struct hc_field {
-    /* Of a type with a generated table: offsetof the uint16_t member of its row that holds the
-     * field's offset (0 in the row: no such field in that version). Otherwise the offset. */
-    uint16_t off;
+    /* offsetof the uint16_t member of the type's row that holds the field's offset (0 in the
+     * row: no such field in that version) */
+    uint16_t member;
     uint8_t kind; /* enum hw_edge_kind */
     const char *label;
 };
 
 struct hc_type {
     const char *name;
-    /* A generated table (ctype_layouts.h) of rows per version, its tp_basicsize in each... */
+    /* its generated table (ctype_layouts.h): a row per version, its tp_basicsize in each */
     const void *rows;
     const size_t *nrows;
     size_t row_size;
-    /* ...or one typed layout: its tp_basicsize and the versions it holds for (99: any later). */
-    int64_t basicsize;
-    int minor_lo, minor_hi;
     enum hc_special special;
     struct hc_field fields[16];
 };
@@ -55,10 +50,10 @@ struct hc_type {
 #define A HW_EDGE_ATTR
 #define I HW_EDGE_INTERNAL
 #define TABLE(t) .rows = t, .nrows = &t##_count, .row_size = sizeof(t[0])
-#define TYPED(size, lo, hi) .basicsize = size, .minor_lo = lo, .minor_hi = hi
 #define F(m) offsetof(struct ctl_future, m)
 #define BUFFERED_RAW {offsetof(struct ctl_buffered, raw), A, ".raw"}
 #define LRU(m) offsetof(struct ctl_lru_wrapper, m)
+#define SIO(m) offsetof(struct ctl_stringio, m)
 /* A future's fields (FutureObj_HEAD), in its tp_traverse order: a Task's start the same. */
 #define FUTURE_FIELDS                                                                             \
     {F(loop), A, ".loop"}, {F(callback0), A, ".callback0"}, {F(context0), A, ".context0"},        \
@@ -76,20 +71,23 @@ static const struct hc_type types[] = {
      .fields = {{offsetof(struct ctl_defaultdict, default_factory), A, ".default_factory"}}},
     /* The buffer is a bytes object: an edge, not extra bytes (sys.getsizeof adds it when it is
      * not shared; the bytes object's own node carries it here). */
-    {"_io.BytesIO", TABLE(ctl_io_bytesio), .fields = {{offsetof(struct ctl_bytesio, buf), I, ".buf"}}},
-    {"_io.StringIO", TYPED(120, 11, 11), HC_STRINGIO,
-     {{56, I, ".accu.large"}, {64, I, ".accu.small"}, {80, A, ".decoder"}, {88, I, ".readnl"},
-      {96, I, ".writenl"}}},
-    {"_io.StringIO", TYPED(168, 12, 13), HC_STRINGIO,
-     {{56, I, ".writer.buffer"}, {120, A, ".decoder"}, {128, I, ".readnl"}, {136, I, ".writenl"}}},
-    /* 3.14+: the writer at 56 is a PyUnicodeWriter* (PyMem memory, not an object). */
-    {"_io.StringIO", TYPED(120, 14, 15), HC_STRINGIO,
-     {{72, A, ".decoder"}, {80, I, ".readnl"}, {88, I, ".writenl"}}},
+    {"_io.BytesIO", TABLE(ctl_io_bytesio),
+     .fields = {{offsetof(struct ctl_bytesio, buf), I, ".buf"}}},
+    {"_io.StringIO", TABLE(ctl_io_stringio), .special = HC_STRINGIO,
+     .fields = {{SIO(accu_large), I, ".accu.large"},
+                {SIO(accu_small), I, ".accu.small"},
+                {SIO(writer_buffer), I, ".writer.buffer"},
+                {SIO(decoder), A, ".decoder"},
+                {SIO(readnl), I, ".readnl"},
+                {SIO(writenl), I, ".writenl"}}},
     {"array.array", TABLE(ctl_array_array), .special = HC_ARRAY},
     /* The read/write buffer: owned native bytes (NULL once closed). */
-    {"_io.BufferedReader", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
-    {"_io.BufferedWriter", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
-    {"_io.BufferedRandom", TABLE(ctl_io_buffered), .special = HC_BUFFERED, .fields = {BUFFERED_RAW}},
+    {"_io.BufferedReader", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
+    {"_io.BufferedWriter", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
+    {"_io.BufferedRandom", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
     /* 3.14+: placeholders after the same first fields. */
     {"functools.partial", TABLE(ctl_functools_partial),
      .fields = {{offsetof(struct ctl_partial, fn), A, ".func"},
@@ -131,20 +129,20 @@ static const struct hc_type types[] = {
 #undef F
 #undef BUFFERED_RAW
 #undef LRU
+#undef SIO
 
-/* The row of a type with a generated table, for Python 3.<minor>'s default build (the walker
- * reads a free-threaded build's objects at the default build's offsets past env.head_delta). */
+/* The type's row for Python 3.<minor>'s default build (the walker reads a free-threaded build's
+ * objects at the default build's offsets past env.head_delta), or NULL. */
 static const void *row_of(const struct hc_type *t, int minor)
 {
-    return t->rows ? ctl_row(t->rows, *t->nrows, t->row_size, minor, false, true) : NULL;
+    return ctl_row(t->rows, *t->nrows, t->row_size, minor, false, true);
 }
 
-/* A field's offset in the object: from the row, or the entry's own. */
+/* A field's offset in the object, from the row. */
 static uint16_t field_off(const struct hc_field *f, const void *row)
 {
-    uint16_t off = f->off;
-    if (row)
-        memcpy(&off, (const char *)row + f->off, sizeof(off));
+    uint16_t off;
+    memcpy(&off, (const char *)row + f->member, sizeof(off));
     return off;
 }
 
@@ -156,14 +154,9 @@ const struct hc_type *hc_lookup(int minor, const char *tp_name, int64_t basicsiz
         const struct hc_type *t = &types[i];
         if (strcmp(t->name, tp_name) != 0)
             continue;
-        if (t->rows) {
-            const void *row = row_of(t, minor);
-            if (row && ctl_basicsize(row) == basicsize)
-                return t;
-        } else if (t->basicsize == basicsize && minor >= t->minor_lo &&
-                   (minor <= t->minor_hi || t->minor_hi == 99)) {
+        const void *row = row_of(t, minor);
+        if (row && ctl_basicsize(row) == basicsize)
             return t;
-        }
     }
     return NULL;
 }
@@ -235,7 +228,7 @@ static const struct ctl_dtype *numpy_descr_row(struct hc_env *env, uint64_t desc
     if (env->numpy_descr)
         return &ctl_numpy_dtype[env->numpy_descr - 1];
     uint64_t t;
-    if (env->read(env->ctx, descr + 8 + env->head_delta, &t, 8)) /* ob_type */
+    if (env->read(env->ctx, descr + env->ob_type, &t, 8))
         return NULL;
     for (int depth = 0; t && depth < 8; depth++) {
         const char *name = env->type_name(env->ctx, t);
@@ -320,7 +313,7 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     const uint64_t delta = env->head_delta;
     obj += delta; /* from here on, offsets are the default build's */
     const void *row = row_of(t, env->minor);
-    if (t->rows && !row)
+    if (!row)
         return 0;
     for (size_t i = 0; i < sizeof(t->fields) / sizeof(t->fields[0]) && t->fields[i].label; i++) {
         uint16_t off = field_off(&t->fields[i], row);
@@ -362,10 +355,11 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     }
     case HC_STRINGIO: {
         /* Not in sys.getsizeof (StringIO has no __sizeof__), but owned: Py_UCS4[buf_size]. */
+        const struct ctl_stringio *R = row;
         uint64_t buf, buf_size;
-        if (env->read(env->ctx, obj + 40, &buf_size, 8) == 0 && buf_size < MAX_ITEMS) {
+        if (env->read(env->ctx, obj + R->buf_size, &buf_size, 8) == 0 && buf_size < MAX_ITEMS) {
             *extra = 4 * buf_size;
-            if (env->read(env->ctx, obj + 16, &buf, 8) == 0)
+            if (env->read(env->ctx, obj + R->buf, &buf, 8) == 0)
                 return owned(env, buf, *extra);
         }
         return 0;

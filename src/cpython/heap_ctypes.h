@@ -2,8 +2,7 @@
  * and owned native buffers of the standard library's C containers (collections.deque,
  * OrderedDict, defaultdict, io.BytesIO/StringIO and the buffered files, array.array, functools.partial and the lru_cache
  * wrapper, itertools.chain/cycle/count, _asyncio.Future/Task) and of numpy.ndarray, as layouts
- * per version (the generated tables of ctype_layouts.h, and for the rest reference/c-types.md,
- * checked against live 3.11.7, 3.12.1 and 3.13.0). A type is
+ * per version (the generated tables of ctype_layouts.h, probed in each interpreter). A type is
  * recognised by its tp_name (read from the type object) and its tp_basicsize, never by address.
  * The module reads the target only through the callbacks of struct hc_env: it knows nothing of
  * how memory is read or where references go. */
@@ -40,10 +39,12 @@ struct hc_env {
      * walked owns (heap_walk.h's sink buffer). Returns 0 or an error that stops the walk. */
     int (*buffer)(void *ctx, uint64_t addr, uint64_t size);
     int minor; /* Python 3.<minor>: the version whose rows of ctype_layouts.h are read */
+    uint64_t ob_type; /* offset of ob_type in an object (this build's header) */
 };
 
 /* The table entry for a type with that tp_name and tp_basicsize under Python 3.<minor>, or NULL.
- * Layouts that changed between versions are only matched on the versions they were checked on.
+ * Layouts that changed between versions are only matched on the versions their table has a row
+ * for.
  * A free-threaded build's types are looked up by their tp_basicsize less env.head_delta: their
  * structs are the default build's behind a longer header (checked on 3.13.15t by
  * tests/e2e/test_dump_ctypes.py). */

@@ -269,7 +269,8 @@ void hw_hc_env_init(struct hw *w)
                             0,
                             w->H->object_size - 16,
                             hc_buffer,
-                            w->L->minor};
+                            w->L->minor,
+                            w->L->ob_type};
 }
 
 /* The references and owned native bytes of an object whose type has a known C layout. */

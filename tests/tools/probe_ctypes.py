@@ -250,6 +250,54 @@ def odict_row():
     return r
 
 
+def points_to(b, typ):
+    """Offsets of the words of b that point to an object of type typ."""
+    return {o for o in pointers(b) if word(at(word(b, o) + HEAD - 8, 8), 0) == id(typ)}
+
+
+def stringio_row():
+    r = {"basicsize": io.StringIO.__basicsize__}
+    sios = []
+    for n in (1001, 3000):
+        s = io.StringIO()
+        s.write("\u20ac" * n)
+        s.seek(0)
+        s.read(1)  # realized: the text in a Py_UCS4 buffer
+        sios.append((s, n))
+    s = io.StringIO()  # realized, then grown: its buffer is larger than what made it
+    s.write("\u20ac" * 1001)
+    s.seek(0)
+    s.read(1)
+    s.seek(0, 2)
+    s.write("\u20ac" * 5000)
+    sios.append((s, 6001))
+    ucs4 = "\u20ac\u20ac".encode("utf-32-le")
+    r["buf"] = one("StringIO buf", *[{o for o in pointers(raw(s)) if at(word(raw(s), o), 8) == ucs4}
+                                     for s, n in sios])
+    r["buf_size"] = one("StringIO buf_size", *[
+        {o for o in range(HEAD, len(raw(s)) - 7, 8) if n < word(raw(s), o) <= 2 * n + 16}
+        for s, n in sios])
+    dec = io.StringIO(newline=None)
+    nodec = io.StringIO(newline="\n")  # no decoder: what else looks like one is not it
+    r["decoder"] = one("StringIO decoder", points_to(raw(dec), io.IncrementalNewlineDecoder) -
+                       points_to(raw(nodec), io.IncrementalNewlineDecoder))
+    r["readnl"] = one("StringIO readnl", ref(io.StringIO(newline="\n"), "\n"))
+    both = ref(io.StringIO(newline="\r"), "\r")  # readnl and writenl, the same string
+    r["writenl"] = one("StringIO writenl", both - {r["readnl"]})
+    acc = io.StringIO(newline=None)
+    acc.write("abc" * 10)
+    known = {r["buf"], r["decoder"]}
+    if sys.version_info < (3, 12):  # _PyAccu: a list of small strings, joined into large
+        r["accu_small"] = one("StringIO accu.small", points_to(raw(acc), list) - known)
+        for _ in range(100001):
+            acc.write("x")
+        r["accu_large"] = one("StringIO accu.large",
+                              points_to(raw(acc), list) - known - {r["accu_small"]})
+    elif sys.version_info < (3, 14):  # a _PyUnicodeWriter in the object: its buffer, a str
+        r["writer_buffer"] = one("StringIO writer.buffer", points_to(raw(acc), str) - known)
+    return r
+
+
 def buffered_row():
     import tempfile, os
     r = {"basicsize": io.BufferedReader.__basicsize__}
@@ -436,6 +484,7 @@ probe("collections_defaultdict", defaultdict_row)
 probe("collections_odict", odict_row)
 probe("io_bytesio", bytesio_row)
 probe("io_buffered", buffered_row)
+probe("io_stringio", stringio_row)
 probe("functools_partial", partial_row)
 try:
     out["rows"]["functools_lru_wrapper"], out["rows"]["functools_lru_elem"] = lru_rows()
@@ -480,7 +529,10 @@ FILES = {
                                             "node_size"]),
     ],
     "io": [("io_bytesio", "ctl_bytesio", ["basicsize", "buf"]),
-           ("io_buffered", "ctl_buffered", ["basicsize", "raw", "buffer", "buffer_size"])],
+           ("io_buffered", "ctl_buffered", ["basicsize", "raw", "buffer", "buffer_size"]),
+           ("io_stringio", "ctl_stringio", ["basicsize", "buf", "buf_size", "accu_large",
+                                            "accu_small", "writer_buffer", "decoder", "readnl",
+                                            "writenl"])],
     "functools": [("functools_partial", "ctl_partial", ["basicsize", "fn", "args", "kw"]),
                   ("functools_lru_wrapper", "ctl_lru_wrapper",
                    ["basicsize", "cache", "wrapped", "kwd_mark", "lru_list_elem_type",
@@ -500,7 +552,7 @@ FILES = {
     "asyncio": [("asyncio_future", "ctl_future", ASYNCIO), ("asyncio_task", "ctl_future", ASYNCIO)],
 }
 
-ROW = re.compile(r"^    \{(\d+), (true|false), .*\}, /\* (.*) \*/$")
+ROW = re.compile(r"^    \{(\d+), (true|false), .*\},$")
 
 
 def file_path(module):
@@ -516,7 +568,7 @@ def run_probe(exe):
 
 def row_line(minor, ft, members, values, note):
     nums = ", ".join(str(values.get(m, 0)) for m in members)
-    return f"    {{{minor}, {'true' if ft else 'false'}, {nums}}}, /* {note} */"
+    return f"    /* {note} */\n    {{{minor}, {'true' if ft else 'false'}, {nums}}},"
 
 
 def probed_lines(p):
@@ -540,14 +592,16 @@ def existing_rows(module):
     path = file_path(module)
     if not path.exists():
         return rows
+    prev = ""
     for line in path.read_text().splitlines():
         m = re.match(r"^const struct \w+ (\w+)\[\] = \{$", line)
         if m:
             table = m.group(1)[len("ctl_"):]
             rows[table] = {}
         m = ROW.match(line)
-        if m and table:
-            rows[table][(int(m.group(1)), m.group(2) == "true")] = line
+        if m and table:  # a row, after its comment
+            rows[table][(int(m.group(1)), m.group(2) == "true")] = prev + "\n" + line
+        prev = line
     return rows
 
 
@@ -609,10 +663,11 @@ def main():
                 old = have.get(table, {}).get(key)
                 checked += 1
                 # the numbers; the comment (the patch release probed) may differ
-                if old is None or old.split(" /* ")[0] != line.split(" /* ")[0]:
-                    bad.append(f"{file_path(module).relative_to(REPO)}: ctl_{table}\n" +
-                               "\n".join(difflib.unified_diff([old or "(no row)"], [line],
-                                                              "committed", "probed", lineterm="")))
+                row, old_row = line.split("\n")[-1], (old or "(no row)").split("\n")[-1]
+                if old_row != row:
+                    bad.append(f"{file_path(module).relative_to(REPO)}: ctl_{table} ({key})\n" +
+                               "\n".join(difflib.unified_diff([old_row], [row], "committed",
+                                                              "probed", lineterm="")))
         if bad:
             print("\n".join(bad))
             return 1
