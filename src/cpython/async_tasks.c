@@ -1,6 +1,7 @@
 /* asyncio's tasks read from outside (async_tasks.h). Registries are reached by name (module
- * dicts, WeakSet.data), so the only offsets of our own are _asyncio.Task's few fields below; every
- * pointer is checked by type before it is followed, and every loop is bounded. */
+ * dicts, WeakSet.data), so the only offsets of our own are _asyncio.Task's few fields, from the
+ * generated table of ctype_layouts.h; every pointer is checked by type before it is followed, and
+ * every loop is bounded. */
 #include "async_tasks.h"
 
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "common/hashmap.h"
 #include "common/strbuf.h"
+#include "cpython/ctype_layouts.h"
 #include "cpython/frame_walk.h"
 #include "cpython/linetable.h"
 #include "cpython/locals.h"
@@ -22,27 +24,23 @@
 #define MAX_SET_SLOTS (1u << 24)
 #define MAX_BASES 16
 
-/* Fields of _asyncio.Task (FutureObj_HEAD, then the task's own), from the object's start.
- * Measured in each interpreter (3.11.7, 3.12.1, 3.13.0, 3.13.15t) by finding known objects'
- * addresses in a live task; tests/e2e/test_stacks_more.py reads known tasks with them. */
-struct task_layout {
+/* How each version keeps tasks and a coroutine's frame state; the fields of _asyncio.Task are
+ * the rows of ctl_asyncio_task (ctype_layouts.h: probed in each interpreter by
+ * tests/tools/probe_ctypes.py; tests/e2e/test_stacks_more.py reads known tasks with them). */
+struct task_version {
     int minor;
-    bool free_threaded;
-    uint16_t loop, state, fut_waiter, coro, name;
     bool lists; /* 3.14+: tasks in per-thread and per-interpreter lists (.AsyncioDebug) */
     /* a generator's or coroutine's frame state (enum _framestate, pycore_frame.h): not started,
        suspended (from .. to: suspended in a `yield from`/`await` among them), running */
     int8_t created, suspended_from, suspended_to, executing;
 };
 
-static const struct task_layout task_layouts[] = {
-    {11, false, 16, 88, 128, 136, 144, false, -2, -1, -1, 0},
-    {12, false, 16, 88, 128, 136, 144, false, -2, -1, -1, 0},
-    {13, false, 16, 96, 112, 120, 128, false, -3, -2, -1, 0},
-    {13, true, 32, 112, 128, 136, 144, false, -3, -2, -1, 0},
-    /* Debian sid's 3.14.10 and 3.15.2; coro and name checked against .AsyncioDebug */
-    {14, false, 16, 104, 120, 128, 136, true, -3, -2, -1, 0},
-    {15, false, 16, 104, 120, 128, 136, true, 0, 1, 3, 4},
+static const struct task_version task_versions[] = {
+    {11, false, -2, -1, -1, 0},
+    {12, false, -2, -1, -1, 0},
+    {13, false, -3, -2, -1, 0},
+    {14, true, -3, -2, -1, 0},
+    {15, true, 0, 1, 3, 4},
 };
 
 /* Python 3.14+'s _Py_AsyncioModuleDebugOffsets (the .AsyncioDebug section of the module that
@@ -64,18 +62,23 @@ enum {
     ADBG_COUNT
 };
 
-static const struct task_layout *task_layout(const struct py_runtime *rt)
+static const struct task_version *task_version(const struct py_runtime *rt)
 {
-    for (size_t i = 0; i < sizeof(task_layouts) / sizeof(task_layouts[0]); i++)
-        if (task_layouts[i].minor == rt->minor &&
-            task_layouts[i].free_threaded == rt->layout.free_threaded)
-            return &task_layouts[i];
+    for (size_t i = 0; i < sizeof(task_versions) / sizeof(task_versions[0]); i++)
+        if (task_versions[i].minor == rt->minor)
+            return &task_versions[i];
     return NULL;
+}
+
+/* The fields of this build's _asyncio.Task (a free-threaded build has rows of its own). */
+static const struct ctl_future *task_fields(const struct py_runtime *rt)
+{
+    return CTL_ROW(ctl_asyncio_task, rt->minor, rt->layout.free_threaded, false);
 }
 
 int py_async_supported(const struct py_runtime *rt)
 {
-    if (task_layout(rt) && py_runtime_heap_layout(rt))
+    if (task_version(rt) && task_fields(rt) && py_runtime_heap_layout(rt))
         return 0;
     return err_fail(SCRY_E_UNSUPPORTED_PYTHON,
                     "--async reads asyncio's tasks of Python 3.11-3.15 (3.13t included); this "
@@ -87,7 +90,8 @@ struct ctx {
     struct py_runtime *rt;
     struct py_code_cache *cc;
     struct arena *a;
-    const struct task_layout *T;
+    const struct task_version *V;
+    const struct ctl_future *T;
     const struct py_heap_layout *H;
     struct py_fw fw;
     uint64_t set_dummy;
@@ -172,8 +176,8 @@ static bool coro_frame(struct ctx *c, uint64_t obj, struct py_frame *out, uint64
     if (py_type_of(rt, obj, &type) || (type != rt->types.coro && type != rt->types.gen) ||
         rd_read(rt->rd, obj + c->H->gi_frame_state, &state, 1))
         return false;
-    bool suspended = state >= c->T->suspended_from && state <= c->T->suspended_to;
-    if (!suspended && state != c->T->created && state != c->T->executing)
+    bool suspended = state >= c->V->suspended_from && state <= c->V->suspended_to;
+    if (!suspended && state != c->V->created && state != c->V->executing)
         return false; /* completed or cleared: no frame */
     uint64_t frame = obj + c->H->gi_iframe;
     uint8_t fr[256];
@@ -251,9 +255,13 @@ static int add_task(struct ctx *c, uint64_t obj)
         c->tasks = t;
         c->cap = cap;
     }
-    const struct task_layout *T = c->T;
-    uint8_t buf[160];
-    size_t len = (size_t)T->name + 8;
+    const struct ctl_future *T = c->T;
+    uint8_t buf[256];
+    uint16_t end = 0; /* the last field read */
+    const uint16_t fields[] = {T->loop, T->state, T->fut_waiter, T->coro, T->name};
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        end = fields[i] > end ? fields[i] : end;
+    size_t len = (size_t)end + 8;
     if (len > sizeof(buf) || rd_read(c->rt->rd, obj, buf, len))
         return 0; /* gone meanwhile */
     struct py_async_task *t = &c->tasks[c->n];
@@ -410,7 +418,7 @@ static int add_lists(struct ctx *c)
 int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena *a,
                    struct py_async_task **out, size_t *count)
 {
-    struct ctx c = {.rt = rt, .cc = cc, .a = a, .T = task_layout(rt)};
+    struct ctx c = {.rt = rt, .cc = cc, .a = a, .V = task_version(rt), .T = task_fields(rt)};
     *out = NULL;
     *count = 0;
     int err = py_async_supported(rt);
@@ -422,7 +430,7 @@ int py_async_tasks(struct py_runtime *rt, struct py_code_cache *cc, struct arena
     if (rt->types.set_dummy_ptr)
         rd_read_u64(rt->rd, rt->types.set_dummy_ptr, &c.set_dummy);
     uint64_t interp;
-    err = c.T->lists ? add_lists(&c) : 0;
+    err = c.V->lists ? add_lists(&c) : 0;
     if (!err)
         err = py_interp_head(rt, &interp);
     for (int i = 0; !err && interp && i < PY_MAX_INTERPRETERS; i++) {

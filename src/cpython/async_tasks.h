@@ -5,10 +5,11 @@
  * keep native tasks in per-thread lists (and the interpreter's, for ended threads), found through
  * the _Py_AsyncioModuleDebugOffsets the build writes into an .AsyncioDebug section; the
  * registries are read too there (tasks of other kinds). The fields of _asyncio.Task (a struct of
- * Modules/_asynciomodule.c, in no public header) come from a table per version, measured in each
- * interpreter (tests/e2e/test_stacks_more.py checks it on a live process; on 3.14+ the name and
- * coroutine offsets are also checked against the section). Other builds (3.14t, 3.15t) are
- * refused (unsupported_python). */
+ * Modules/_asynciomodule.c, in no public header) come from the generated table ctl_asyncio_task
+ * (ctype_layouts.h), probed in each interpreter by tests/tools/probe_ctypes.py and checked by
+ * tests/e2e/test_ctype_layouts.py (tests/e2e/test_stacks_more.py reads known tasks with it on a
+ * live process; on 3.14+ the name and coroutine offsets are also checked against the section).
+ * Other builds (3.14t, 3.15t) are refused (unsupported_python). */
 #ifndef SCRY_CPYTHON_ASYNC_TASKS_H
 #define SCRY_CPYTHON_ASYNC_TASKS_H
 

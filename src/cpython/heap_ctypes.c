@@ -1,19 +1,23 @@
 /* The C types the heap walker knows by layout (heap_ctypes.h). Each entry is data: the tp_name,
- * the tp_basicsize and the versions it was checked on, the object pointers its tp_traverse visits
- * (offset, label, kind), and a walker for what a table cannot say (deque blocks, native buffers
- * that __sizeof__ counts, numpy's data). Offsets are from reference/c-types.md, read back from
- * live objects of 3.11.7, 3.12.1 and 3.13.0, and for 3.14.10 and 3.15.2 found the same way (each
- * object's words matched against id() of what gc.get_referents() returns, ctypes on the live
- * interpreter); those the same everywhere are matched on every version, the others only on the
- * versions checked. */
+ * its generated table, the object pointers its tp_traverse visits (the row member that holds
+ * each offset, a label, a kind) and a walker for what a table cannot say (deque blocks, native
+ * buffers that __sizeof__ counts, numpy's data). No offset is typed here: every one is a row of
+ * ctype_layouts.h's tables (src/cpython/ctype_layout_<module>.c), which
+ * tests/tools/probe_ctypes.py makes by finding each field in the live module of every installed
+ * interpreter (the word of an object of known content that holds a known referent's id() or a
+ * known value; the deque's block by walking a deque of known items) and
+ * tests/e2e/test_ctype_layouts.py checks the same way. A layout is matched on the versions its
+ * table has a row for, and past the newest one only when it has never changed. */
 #include "cpython/heap_ctypes.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cpython/ctype_layouts.h"
 #include "cpython/heap_walk.h"
 
 #define MAX_ITEMS (1ULL << 31)
+#define MAX_BLOCK 4096 /* a deque block larger than this is not one */
 
 enum hc_special {
     HC_NONE,
@@ -26,108 +30,121 @@ enum hc_special {
 };
 
 struct hc_field {
-    uint16_t off;
+    /* offsetof the uint16_t member of the type's row that holds the field's offset (0 in the
+     * row: no such field in that version) */
+    uint16_t member;
     uint8_t kind; /* enum hw_edge_kind */
     const char *label;
 };
 
 struct hc_type {
     const char *name;
-    int64_t basicsize;
-    int minor_lo, minor_hi; /* versions this layout holds for (99: any later one too) */
+    /* its generated table (ctype_layouts.h): a row per version, its tp_basicsize in each */
+    const void *rows;
+    const size_t *nrows;
+    size_t row_size;
     enum hc_special special;
-    struct hc_field fields[12];
+    struct hc_field fields[16];
 };
 
 #define A HW_EDGE_ATTR
 #define I HW_EDGE_INTERNAL
+#define TABLE(t) .rows = t, .nrows = &t##_count, .row_size = sizeof(t[0])
+#define F(m) offsetof(struct ctl_future, m)
+#define BUFFERED_RAW {offsetof(struct ctl_buffered, raw), A, ".raw"}
+#define LRU(m) offsetof(struct ctl_lru_wrapper, m)
+#define SIO(m) offsetof(struct ctl_stringio, m)
+/* A future's fields (FutureObj_HEAD), in its tp_traverse order: a Task's start the same. */
+#define FUTURE_FIELDS                                                                             \
+    {F(loop), A, ".loop"}, {F(callback0), A, ".callback0"}, {F(context0), A, ".context0"},        \
+        {F(callbacks), A, ".callbacks"}, {F(exception), A, ".exception"},                         \
+        {F(exception_tb), A, ".exception_tb"}, {F(result), A, ".result"},                         \
+        {F(source_tb), A, ".source_tb"}, {F(cancel_msg), A, ".cancel_msg"},                       \
+        {F(cancelled_exc), A, ".cancelled_exc"}, {F(awaited_by), A, ".awaited_by"}
 
 static const struct hc_type types[] = {
-    /* Items live in 528-byte blocks: 64 slots at +8, links at +0 and +520. */
-    {"collections.deque", 216, 11, 99, HC_DEQUE, {{0}}},
-    /* A dict (walked as one) plus a node list and a mirror of the index; od_inst_dict at 96 is
-     * its tp_dictoffset. */
-    {"collections.OrderedDict", 112, 11, 99, HC_ODICT, {{0}}},
-    {"collections.defaultdict", 56, 11, 99, HC_NONE, {{48, A, ".default_factory"}}},
+    {"collections.deque", TABLE(ctl_collections_deque), .special = HC_DEQUE},
+    /* A dict (walked as one) plus a node list and a mirror of the index; od_inst_dict is its
+     * tp_dictoffset. */
+    {"collections.OrderedDict", TABLE(ctl_collections_odict), .special = HC_ODICT},
+    {"collections.defaultdict", TABLE(ctl_collections_defaultdict),
+     .fields = {{offsetof(struct ctl_defaultdict, default_factory), A, ".default_factory"}}},
     /* The buffer is a bytes object: an edge, not extra bytes (sys.getsizeof adds it when it is
      * not shared; the bytes object's own node carries it here). */
-    {"_io.BytesIO", 64, 11, 99, HC_NONE, {{16, I, ".buf"}}},
-    {"_io.StringIO", 120, 11, 11, HC_STRINGIO,
-     {{56, I, ".accu.large"}, {64, I, ".accu.small"}, {80, A, ".decoder"}, {88, I, ".readnl"},
-      {96, I, ".writenl"}}},
-    {"_io.StringIO", 168, 12, 13, HC_STRINGIO,
-     {{56, I, ".writer.buffer"}, {120, A, ".decoder"}, {128, I, ".readnl"}, {136, I, ".writenl"}}},
-    /* 3.14+: the writer at 56 is a PyUnicodeWriter* (PyMem memory, not an object). */
-    {"_io.StringIO", 120, 14, 15, HC_STRINGIO,
-     {{72, A, ".decoder"}, {80, I, ".readnl"}, {88, I, ".writenl"}}},
-    {"array.array", 64, 11, 99, HC_ARRAY, {{0}}},
-    /* The read/write buffer: `buffer` (char *) at 56, `buffer_size` at 120 (NULL once closed). */
-    {"_io.BufferedReader", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedWriter", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
-    {"_io.BufferedRandom", 152, 11, 15, HC_BUFFERED, {{16, A, ".raw"}}},
-    {"functools.partial", 64, 11, 13, HC_NONE,
-     {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
-    /* 3.14+: placeholders; the same first fields. */
-    {"functools.partial", 80, 14, 15, HC_NONE,
-     {{16, A, ".func"}, {24, A, ".args"}, {32, A, ".keywords"}}},
-    {"functools._lru_cache_wrapper", 152, 11, 15, HC_NONE,
-     {{72, A, ".cache"},
-      {88, A, ".__wrapped__"},
-      {112, I, ".kwd_mark"},
-      {120, I, ".lru_list_elem_type"},
-      {128, I, ".cache_info_type"}}},
+    {"_io.BytesIO", TABLE(ctl_io_bytesio),
+     .fields = {{offsetof(struct ctl_bytesio, buf), I, ".buf"}}},
+    {"_io.StringIO", TABLE(ctl_io_stringio), .special = HC_STRINGIO,
+     .fields = {{SIO(accu_large), I, ".accu.large"},
+                {SIO(accu_small), I, ".accu.small"},
+                {SIO(writer_buffer), I, ".writer.buffer"},
+                {SIO(decoder), A, ".decoder"},
+                {SIO(readnl), I, ".readnl"},
+                {SIO(writenl), I, ".writenl"}}},
+    {"array.array", TABLE(ctl_array_array), .special = HC_ARRAY},
+    /* The read/write buffer: owned native bytes (NULL once closed). */
+    {"_io.BufferedReader", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
+    {"_io.BufferedWriter", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
+    {"_io.BufferedRandom", TABLE(ctl_io_buffered), .special = HC_BUFFERED,
+     .fields = {BUFFERED_RAW}},
+    /* 3.14+: placeholders after the same first fields. */
+    {"functools.partial", TABLE(ctl_functools_partial),
+     .fields = {{offsetof(struct ctl_partial, fn), A, ".func"},
+                {offsetof(struct ctl_partial, args), A, ".args"},
+                {offsetof(struct ctl_partial, kw), A, ".keywords"}}},
+    {"functools._lru_cache_wrapper", TABLE(ctl_functools_lru_wrapper),
+     .fields = {{LRU(cache), A, ".cache"},
+                {LRU(wrapped), A, ".__wrapped__"},
+                {LRU(kwd_mark), I, ".kwd_mark"},
+                {LRU(lru_list_elem_type), I, ".lru_list_elem_type"},
+                {LRU(cache_info_type), I, ".cache_info_type"}}},
     /* Not GC: reached from the wrapper's cache dict (bounded caches map key -> link). */
-    {"functools._lru_list_elem", 56, 11, 13, HC_NONE, {{40, A, ".key"}, {48, A, ".result"}}},
-    {"itertools.chain", 32, 11, 99, HC_NONE, {{16, A, ".source"}, {24, A, ".active"}}},
-    {"itertools.cycle", 48, 11, 99, HC_NONE, {{16, A, ".it"}, {24, A, ".saved"}}},
-    {"itertools.count", 40, 11, 99, HC_NONE, {{24, A, ".long_cnt"}, {32, A, ".long_step"}}},
-    {"_asyncio.Future", 128, 11, 12, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {120, A, ".cancelled_exc"}}},
-    {"_asyncio.Future", 104, 13, 13, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"}}},
-    {"_asyncio.Task", 176, 11, 12, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {120, A, ".cancelled_exc"},
-      {128, A, ".fut_waiter"}, {136, A, ".coro"}}},
-    {"_asyncio.Task", 144, 13, 13, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
-      {112, A, ".fut_waiter"}, {120, A, ".coro"}}},
-    /* 3.14+: awaited_by (the awaiting task, or a set of them) after cancelled_exc. */
-    {"_asyncio.Future", 112, 14, 15, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
-      {96, A, ".awaited_by"}}},
-    {"_asyncio.Task", 168, 14, 15, HC_NONE,
-     {{16, A, ".loop"}, {24, A, ".callback0"}, {32, A, ".context0"}, {40, A, ".callbacks"},
-      {48, A, ".exception"}, {56, A, ".exception_tb"}, {64, A, ".result"},
-      {72, A, ".source_tb"}, {80, A, ".cancel_msg"}, {88, A, ".cancelled_exc"},
-      {96, A, ".awaited_by"}, {120, A, ".fut_waiter"}}},
-    /* data (owned iff OWNDATA), dimensions+strides (one block of 16 * nd), base, descr,
-     * mem_handler; not GC, so only ever reached through references. */
-    {"numpy.ndarray", 96, 11, 99, HC_NDARRAY,
-     {{48, A, ".base"}, {56, I, ".dtype"}, {88, I, ".mem_handler"}}},
-};
-
-/* Task's fields past the 12 an entry holds (coro, name, context), by the Task's basicsize. */
-static const struct {
-    int64_t basicsize;
-    struct hc_field fields[3];
-} task_more[] = {
-    {176, {{144, A, ".name"}, {152, A, ".context"}}},                       /* 3.11, 3.12 */
-    {144, {{128, A, ".name"}, {136, A, ".context"}}},                       /* 3.13 */
-    {168, {{128, A, ".coro"}, {136, A, ".name"}, {144, A, ".context"}}}, /* 3.14, 3.15 */
+    {"functools._lru_list_elem", TABLE(ctl_functools_lru_elem),
+     .fields = {{offsetof(struct ctl_lru_elem, key), A, ".key"},
+                {offsetof(struct ctl_lru_elem, result), A, ".result"}}},
+    {"itertools.chain", TABLE(ctl_itertools_chain),
+     .fields = {{offsetof(struct ctl_chain, source), A, ".source"},
+                {offsetof(struct ctl_chain, active), A, ".active"}}},
+    {"itertools.cycle", TABLE(ctl_itertools_cycle),
+     .fields = {{offsetof(struct ctl_cycle, it), A, ".it"},
+                {offsetof(struct ctl_cycle, saved), A, ".saved"}}},
+    {"itertools.count", TABLE(ctl_itertools_count),
+     .fields = {{offsetof(struct ctl_count, long_cnt), A, ".long_cnt"},
+                {offsetof(struct ctl_count, long_step), A, ".long_step"}}},
+    {"_asyncio.Future", TABLE(ctl_asyncio_future), .fields = {FUTURE_FIELDS}},
+    {"_asyncio.Task", TABLE(ctl_asyncio_task),
+     .fields = {FUTURE_FIELDS, {F(fut_waiter), A, ".fut_waiter"}, {F(coro), A, ".coro"},
+                {F(name), A, ".name"}, {F(context), A, ".context"}}},
+    /* data (owned iff OWNDATA), dimensions+strides (one block of 2 npy_intp per dimension), base,
+     * descr, mem_handler; not GC, so only ever reached through references. */
+    {"numpy.ndarray", TABLE(ctl_numpy_ndarray), .special = HC_NDARRAY,
+     .fields = {{offsetof(struct ctl_ndarray, base), A, ".base"},
+                {offsetof(struct ctl_ndarray, descr), I, ".dtype"},
+                {offsetof(struct ctl_ndarray, mem_handler), I, ".mem_handler"}}},
 };
 
 #undef A
 #undef I
+#undef F
+#undef BUFFERED_RAW
+#undef LRU
+#undef SIO
+
+/* The type's row for Python 3.<minor>'s default build (the walker reads a free-threaded build's
+ * objects at the default build's offsets past env.head_delta), or NULL. */
+static const void *row_of(const struct hc_type *t, int minor)
+{
+    return ctl_row(t->rows, *t->nrows, t->row_size, minor, false, true);
+}
+
+/* A field's offset in the object, from the row. */
+static uint16_t field_off(const struct hc_field *f, const void *row)
+{
+    uint16_t off;
+    memcpy(&off, (const char *)row + f->member, sizeof(off));
+    return off;
+}
 
 const struct hc_type *hc_lookup(int minor, const char *tp_name, int64_t basicsize)
 {
@@ -135,8 +152,10 @@ const struct hc_type *hc_lookup(int minor, const char *tp_name, int64_t basicsiz
         return NULL;
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         const struct hc_type *t = &types[i];
-        if (t->basicsize == basicsize && minor >= t->minor_lo &&
-            (minor <= t->minor_hi || t->minor_hi == 99) && strcmp(t->name, tp_name) == 0)
+        if (strcmp(t->name, tp_name) != 0)
+            continue;
+        const void *row = row_of(t, minor);
+        if (row && ctl_basicsize(row) == basicsize)
             return t;
     }
     return NULL;
@@ -165,79 +184,88 @@ static int ref_index(struct hc_env *env, uint64_t to, uint64_t i)
 }
 
 /* deque: items from leftblock[leftindex], len of them across the block chain, in order. */
-static int walk_deque(struct hc_env *env, uint64_t obj, uint64_t *extra)
+static int walk_deque(struct hc_env *env, const struct ctl_deque *D, uint64_t obj, uint64_t *extra)
 {
-    uint8_t d[56];
-    if (env->read(env->ctx, obj, d, sizeof(d)))
+    uint64_t len_, left_, block;
+    if (env->read(env->ctx, obj + D->len, &len_, 8) ||
+        env->read(env->ctx, obj + D->leftindex, &left_, 8) ||
+        env->read(env->ctx, obj + D->leftblock, &block, 8))
         return 0;
-    int64_t len = (int64_t)rd64(d + 16), left = (int64_t)rd64(d + 40);
-    uint64_t block = rd64(d + 24);
-    if (len < 0 || (uint64_t)len > MAX_ITEMS || left < 0 || left > 63)
+    int64_t len = (int64_t)len_, left = (int64_t)left_;
+    const uint64_t slots = D->block_slots;
+    if (len < 0 || (uint64_t)len > MAX_ITEMS || left < 0 || (uint64_t)left >= slots ||
+        D->block_size > MAX_BLOCK || D->block_items + 8 * slots > D->block_size ||
+        D->block_next + 8u > D->block_size)
         return 0;
-    *extra = (((uint64_t)left + (uint64_t)len + 63) / 64) * 528;
-    uint8_t b[528];
+    *extra = (((uint64_t)left + (uint64_t)len + slots - 1) / slots) * D->block_size;
+    uint8_t b[MAX_BLOCK];
     uint64_t i = 0;
     int64_t idx = left;
-    int err = len == 0 ? owned(env, block, sizeof(b)) : 0; /* the one block of an empty deque */
+    int err = len == 0 ? owned(env, block, D->block_size) : 0; /* the one block of an empty deque */
     if (err)
         return err;
     while (i < (uint64_t)len && block) {
-        if (env->read(env->ctx, block, b, sizeof(b)))
+        if (env->read(env->ctx, block, b, D->block_size))
             return 0;
-        if ((err = owned(env, block, sizeof(b))) != 0)
+        if ((err = owned(env, block, D->block_size)) != 0)
             return err;
-        for (; idx < 64 && i < (uint64_t)len; idx++, i++) {
-            uint64_t item = rd64(b + 8 + 8 * (uint64_t)idx);
+        for (; (uint64_t)idx < slots && i < (uint64_t)len; idx++, i++) {
+            uint64_t item = rd64(b + D->block_items + 8 * (uint64_t)idx);
             err = item ? ref_index(env, item, i) : 0;
             if (err)
                 return err;
         }
-        block = rd64(b + 520);
+        block = rd64(b + D->block_next);
         idx = 0;
     }
     return 0;
 }
 
-/* numpy's dtype layout: 2.x moved elsize to an npy_intp at 40 (1.x: an int at 32). Told by the
- * basicsize of the `numpy.dtype` base of the descr's type: 96 in 1.x, 88 in 2.x. */
-static int numpy_descr_kind(struct hc_env *env, uint64_t descr)
+/* numpy's descr layout, told by the tp_basicsize of the `numpy.dtype` base of the descr's type
+ * (2.x moved elsize to an npy_intp): its ctl_numpy_dtype row, or NULL. */
+static const struct ctl_dtype *numpy_descr_row(struct hc_env *env, uint64_t descr)
 {
     if (env->numpy_descr)
-        return env->numpy_descr;
+        return &ctl_numpy_dtype[env->numpy_descr - 1];
     uint64_t t;
-    if (env->read(env->ctx, descr + 8 + env->head_delta, &t, 8)) /* ob_type */
-        return 0;
+    if (env->read(env->ctx, descr + env->ob_type, &t, 8))
+        return NULL;
     for (int depth = 0; t && depth < 8; depth++) {
         const char *name = env->type_name(env->ctx, t);
         int64_t bs;
         if (name && strcmp(name, "numpy.dtype") == 0 &&
             env->read(env->ctx, t + env->tp_basicsize, &bs, 8) == 0) {
             bs -= (int64_t)env->head_delta;
-            env->numpy_descr = bs == 96 ? 1 : bs == 88 ? 2 : 0;
-            return env->numpy_descr;
+            for (size_t i = 0; i < ctl_numpy_dtype_count; i++)
+                if (!ctl_numpy_dtype[i].ft && ctl_numpy_dtype[i].dtype_basicsize == bs) {
+                    env->numpy_descr = (int)i + 1;
+                    return &ctl_numpy_dtype[i];
+                }
+            return NULL;
         }
         if (env->read(env->ctx, t + env->tp_base, &t, 8))
-            return 0;
+            return NULL;
     }
-    return 0;
+    return NULL;
 }
 
 /* ndarray: __sizeof__ = basicsize + 16 * nd + (OWNDATA ? nbytes : 0); an owning object array's
  * items are references (numpy has no tp_traverse on arrays: nothing else reports them). */
-static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
+static int walk_ndarray(struct hc_env *env, const struct ctl_ndarray *N, uint64_t obj,
+                        uint64_t *extra)
 {
-    uint8_t a[72];
-    if (env->read(env->ctx, obj, a, sizeof(a)))
-        return 0;
-    uint64_t data = rd64(a + 16), dims = rd64(a + 32), descr = rd64(a + 56);
+    uint64_t data, dims, descr;
     int32_t nd, flags;
-    memcpy(&nd, a + 24, 4);
-    memcpy(&flags, a + 64, 4);
+    if (env->read(env->ctx, obj + N->data, &data, 8) ||
+        env->read(env->ctx, obj + N->dimensions, &dims, 8) ||
+        env->read(env->ctx, obj + N->descr, &descr, 8) ||
+        env->read(env->ctx, obj + N->nd, &nd, 4) || env->read(env->ctx, obj + N->flags, &flags, 4))
+        return 0;
     if (nd < 0 || nd > 64)
         return 0;
-    *extra = 16 * (uint64_t)nd;
+    *extra = 16 * (uint64_t)nd; /* dimensions and strides: two npy_intp each */
     int err = owned(env, dims, 16 * (uint64_t)nd);
-    if (err || !(flags & 0x4) || !descr) /* NPY_ARRAY_OWNDATA */
+    if (err || !(flags & N->owndata) || !descr)
         return err;
     uint64_t count = 1;
     for (int32_t i = 0; i < nd; i++) {
@@ -248,27 +276,22 @@ static int walk_ndarray(struct hc_env *env, uint64_t obj, uint64_t *extra)
             return 0;
         count *= (uint64_t)n;
     }
-    uint8_t d[48];
-    int kind = numpy_descr_kind(env, descr);
-    if (!kind || env->read(env->ctx, descr + env->head_delta, d, sizeof(d)))
+    const struct ctl_dtype *T = numpy_descr_row(env, descr);
+    int64_t elsize = 0;
+    int32_t type_num;
+    if (!T || T->elsize_bytes > sizeof(elsize) ||
+        env->read(env->ctx, descr + env->head_delta + T->elsize, &elsize, T->elsize_bytes) ||
+        env->read(env->ctx, descr + env->head_delta + T->type_num, &type_num, 4))
         return 0;
-    int64_t elsize;
-    if (kind == 1) {
-        int32_t e;
-        memcpy(&e, d + 32, 4);
-        elsize = e;
-    } else {
-        elsize = (int64_t)rd64(d + 40);
-    }
+    if (T->elsize_bytes == 4)
+        elsize = (int32_t)elsize; /* an int: its sign */
     if (elsize < 0 || elsize > (1 << 20))
         return 0;
     *extra += count * (uint64_t)elsize;
     if ((err = owned(env, data, count * (uint64_t)elsize)) != 0)
         return err;
-    int32_t type_num;
-    memcpy(&type_num, d + 28, 4);
-    if (type_num != 17 || elsize != 8 || !data || count > MAX_ITEMS) /* NPY_OBJECT */
-        return 0;
+    if (type_num != T->object_type_num || elsize != 8 || !data || count > MAX_ITEMS)
+        return 0; /* not an array of object pointers */
     uint64_t buf[512];
     for (uint64_t i = 0; i < count; i += 512) {
         size_t k = count - i < 512 ? (size_t)(count - i) : 512;
@@ -289,70 +312,65 @@ int hc_walk(const struct hc_type *t, struct hc_env *env, uint64_t obj, uint64_t 
     int err = 0;
     const uint64_t delta = env->head_delta;
     obj += delta; /* from here on, offsets are the default build's */
+    const void *row = row_of(t, env->minor);
+    if (!row)
+        return 0;
     for (size_t i = 0; i < sizeof(t->fields) / sizeof(t->fields[0]) && t->fields[i].label; i++) {
+        uint16_t off = field_off(&t->fields[i], row);
         uint64_t p;
-        if (!env->covered(env->ctx, t->fields[i].off + delta) &&
-            env->read(env->ctx, obj + t->fields[i].off, &p, 8) == 0 && p &&
+        if (off && !env->covered(env->ctx, off + delta) &&
+            env->read(env->ctx, obj + off, &p, 8) == 0 && p &&
             (err = env->ref(env->ctx, p, t->fields[i].kind, t->fields[i].label)) != 0)
             return err;
     }
-    if (strcmp(t->name, "_asyncio.Task") == 0) {
-        const struct hc_field *more = NULL;
-        for (size_t k = 0; k < sizeof(task_more) / sizeof(task_more[0]); k++)
-            if (task_more[k].basicsize == t->basicsize)
-                more = task_more[k].fields;
-        for (int i = 0; more && i < 3 && more[i].label; i++) {
-            uint64_t p;
-            if (!env->covered(env->ctx, more[i].off + delta) &&
-                env->read(env->ctx, obj + more[i].off, &p, 8) == 0 && p &&
-                (err = env->ref(env->ctx, p, more[i].kind, more[i].label)) != 0)
-                return err;
-        }
-    }
     switch (t->special) {
     case HC_DEQUE:
-        return walk_deque(env, obj, extra);
+        return walk_deque(env, row, obj, extra);
     case HC_ODICT: {
-        /* nodes: 32 bytes per item; od_fast_nodes: 8 per slot of the dict's index */
+        /* the nodes, and od_fast_nodes: a pointer per slot of the dict's index */
+        const struct ctl_odict *R = row;
         uint64_t used, fast_nodes, fast_size;
-        if (env->read(env->ctx, obj + 16, &used, 8) == 0 &&
-            env->read(env->ctx, obj + 72, &fast_size, 8) == 0 && used < MAX_ITEMS &&
-            fast_size < MAX_ITEMS) {
-            *extra = 32 * used + 8 * fast_size;
-            if (env->read(env->ctx, obj + 64, &fast_nodes, 8) == 0)
+        if (env->read(env->ctx, obj + R->used, &used, 8) == 0 &&
+            env->read(env->ctx, obj + R->fast_nodes_size, &fast_size, 8) == 0 &&
+            used < MAX_ITEMS && fast_size < MAX_ITEMS) {
+            *extra = R->node_size * used + 8 * fast_size;
+            if (env->read(env->ctx, obj + R->fast_nodes, &fast_nodes, 8) == 0)
                 return owned(env, fast_nodes, 8 * fast_size);
         }
         return 0;
     }
     case HC_ARRAY: {
+        const struct ctl_array *R = row;
         uint64_t items, allocated, descr;
         int32_t itemsize;
-        if (env->read(env->ctx, obj + 32, &allocated, 8) == 0 &&
-            env->read(env->ctx, obj + 40, &descr, 8) == 0 && descr &&
-            env->read(env->ctx, descr + 4, &itemsize, 4) == 0 && itemsize > 0 &&
+        if (env->read(env->ctx, obj + R->allocated, &allocated, 8) == 0 &&
+            env->read(env->ctx, obj + R->ob_descr, &descr, 8) == 0 && descr &&
+            env->read(env->ctx, descr + R->descr_itemsize, &itemsize, 4) == 0 && itemsize > 0 &&
             itemsize <= 16 && allocated < MAX_ITEMS) {
             *extra = allocated * (uint64_t)itemsize;
-            if (env->read(env->ctx, obj + 24, &items, 8) == 0) /* ob_item */
+            if (env->read(env->ctx, obj + R->ob_item, &items, 8) == 0)
                 return owned(env, items, *extra);
         }
         return 0;
     }
     case HC_STRINGIO: {
         /* Not in sys.getsizeof (StringIO has no __sizeof__), but owned: Py_UCS4[buf_size]. */
+        const struct ctl_stringio *R = row;
         uint64_t buf, buf_size;
-        if (env->read(env->ctx, obj + 40, &buf_size, 8) == 0 && buf_size < MAX_ITEMS) {
+        if (env->read(env->ctx, obj + R->buf_size, &buf_size, 8) == 0 && buf_size < MAX_ITEMS) {
             *extra = 4 * buf_size;
-            if (env->read(env->ctx, obj + 16, &buf, 8) == 0)
+            if (env->read(env->ctx, obj + R->buf, &buf, 8) == 0)
                 return owned(env, buf, *extra);
         }
         return 0;
     }
     case HC_NDARRAY:
-        return walk_ndarray(env, obj, extra);
+        return walk_ndarray(env, row, obj, extra);
     case HC_BUFFERED: {
+        const struct ctl_buffered *R = row;
         uint64_t buffer, size;
-        if (env->read(env->ctx, obj + 56, &buffer, 8) == 0 && buffer &&
-            env->read(env->ctx, obj + 120, &size, 8) == 0 && size < MAX_ITEMS) {
+        if (env->read(env->ctx, obj + R->buffer, &buffer, 8) == 0 && buffer &&
+            env->read(env->ctx, obj + R->buffer_size, &size, 8) == 0 && size < MAX_ITEMS) {
             *extra = size;
             return owned(env, buffer, size);
         }

@@ -2,7 +2,7 @@
  * and owned native buffers of the standard library's C containers (collections.deque,
  * OrderedDict, defaultdict, io.BytesIO/StringIO and the buffered files, array.array, functools.partial and the lru_cache
  * wrapper, itertools.chain/cycle/count, _asyncio.Future/Task) and of numpy.ndarray, as layouts
- * per version (reference/c-types.md, checked against live 3.11.7, 3.12.1 and 3.13.0). A type is
+ * per version (the generated tables of ctype_layouts.h, probed in each interpreter). A type is
  * recognised by its tp_name (read from the type object) and its tp_basicsize, never by address.
  * The module reads the target only through the callbacks of struct hc_env: it knows nothing of
  * how memory is read or where references go. */
@@ -28,7 +28,8 @@ struct hc_env {
     /* The tp_name of a type object (cached by the caller), or NULL. */
     const char *(*type_name)(void *ctx, uint64_t type);
     uint64_t tp_basicsize, tp_base; /* offsets in PyTypeObject */
-    int numpy_descr;                /* 0 unknown; 1 numpy 1.x; 2 numpy 2.x (learnt once) */
+    /* 0 unknown; else 1 + the index of the target's numpy in ctl_numpy_dtype (learnt once) */
+    int numpy_descr;
     /* Bytes the object header has beyond the default build's 16 (16 in a free-threaded build:
      * its 32-byte header; 0 otherwise). Every table offset is the default build's: each field
      * lies that much further into the object, and the caller looks a type up by its
@@ -37,10 +38,13 @@ struct hc_env {
     /* Optional (NULL: not wanted): a native block of size bytes at addr that the object being
      * walked owns (heap_walk.h's sink buffer). Returns 0 or an error that stops the walk. */
     int (*buffer)(void *ctx, uint64_t addr, uint64_t size);
+    int minor; /* Python 3.<minor>: the version whose rows of ctype_layouts.h are read */
+    uint64_t ob_type; /* offset of ob_type in an object (this build's header) */
 };
 
 /* The table entry for a type with that tp_name and tp_basicsize under Python 3.<minor>, or NULL.
- * Layouts that changed between versions are only matched on the versions they were checked on.
+ * Layouts that changed between versions are only matched on the versions their table has a row
+ * for.
  * A free-threaded build's types are looked up by their tp_basicsize less env.head_delta: their
  * structs are the default build's behind a longer header (checked on 3.13.15t by
  * tests/e2e/test_dump_ctypes.py). */

@@ -268,7 +268,9 @@ void hw_hc_env_init(struct hw *w)
                             w->H->tp_base,
                             0,
                             w->H->object_size - 16,
-                            hc_buffer};
+                            hc_buffer,
+                            w->L->minor,
+                            w->L->ob_type};
 }
 
 /* The references and owned native bytes of an object whose type has a known C layout. */
