@@ -8,6 +8,17 @@ filled by their own line (A: a dict, B: a list) with bytes objects of random con
 to 200 KB, and a third line (C) that allocated and freed 200 MB before the dump. Each cache's
 bytes must go to its own line within 10% (the window is 64 KiB: the sampling error of either
 cache is under 2%), and nothing retained to line C beyond one window.
+
+Issue 27 item 11 (a join reported biased low, -11% on average): its programs at their own size,
+tests/targets/alloc_kept.py (2,000 `bytearray(os.urandom(16)) * 4096` kept in a dict, 131 MB;
+1,000 `bytes(96 * 1024)` kept in a list, 98 MB; the dict's made by 2 threads), at the default
+window (1 MiB) as the issue ran them. The truth is exact: the bytes each program keeps. The bar
+is the issue's, each holder's line within 10% in 9 runs of 10, and no bias: the runs' mean
+within 3%. Expected: the kept blocks are nearly all of the sampled stream, so with stratified
+points a run is off by about one window (0.8-1%); measured here -0.2% to -0.6% on average,
+never below -2.6%, idle or beside two busy loops (scripts/alloc_join_bias.py). About 20 s
+per interpreter (9 runs of each program), 40 s on 3.13t; the threads' program on 3.13 and 3.13t
+only.
 """
 
 import json
@@ -16,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRY, TARGETS, Target, preferred_python, run_scry
+from conftest import SCRY, TARGETS, Target, is_free_threaded, preferred_python, run_scry
 
 FREE_THREADED = True  # 3.13t: objects found in its mimalloc heaps (heap_mimalloc.c)
 
@@ -24,6 +35,9 @@ SCRIPT = TARGETS / "alloc_caches.py"
 WINDOW = 65536
 TOLERANCE = 0.10
 CACHES = {"A": "['CACHE_A']", "B": "['CACHE_B']"}
+KEPT = TARGETS / "alloc_kept.py"
+KEPT_HOLDERS = {"dict": "['KEEP']", "list": "['LST']", "threads": "['KEEP']"}
+KEPT_RUNS, KEPT_NEEDED, KEPT_BIAS = 10, 9, 0.03
 
 
 def scry_json(args, code=0):
@@ -113,6 +127,39 @@ def test_each_cache_goes_to_its_line(python_exe, tmp_path, how):
     heap, truth = take(python_exe, tmp_path)
     check_analyze(heap, truth)
     check_churn_by_stack(heap, truth)
+
+
+def kept_line_bytes(python, tmp_path, mode, i):
+    """One run of alloc_kept.py MODE at the default window: the bytes its holder's line is
+    credited with, and the truth."""
+    heap = tmp_path / f"{mode}{i}.heap"
+    cp = subprocess.run([str(SCRY), "run", "--no-view", "--python", str(python), "-o",
+                         str(tmp_path / f"{mode}{i}.json"), "--heap-at-exit", str(heap),
+                         str(KEPT), mode], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    truth = json.loads(cp.stdout.splitlines()[-1])
+    retainers = scry_json(["analyze", "--allocations", "--top", "5", heap])["top_retainers"]
+    holder = [r for r in retainers if r["path"].endswith(KEPT_HOLDERS[mode])]
+    assert len(holder) == 1, [r["path"] for r in retainers]
+    got = sum(a["bytes"] for a in holder[0]["allocations"]
+              if a["file"] == truth["file"] and a["line"] == truth["line"])
+    return got, truth["bytes"]
+
+
+@pytest.mark.parametrize("mode", ["dict", "list", "threads"])
+def test_kept_buffers_join_without_bias(python_exe, pythons, tmp_path, mode):
+    if mode == "threads" and not (is_free_threaded(python_exe)
+                                  or python_exe == pythons.get("3.13")):
+        pytest.skip("2 threads: on 3.13 and 3.13t (the sampler's per-thread streams are the "
+                    "same code on every version; this keeps the test's cost low)")
+    ratios = []
+    for i in range(KEPT_RUNS):
+        got, want = kept_line_bytes(python_exe, tmp_path, mode, i)
+        ratios.append(round(got / want, 4))
+        if sum(abs(r - 1) <= TOLERANCE for r in ratios) >= KEPT_NEEDED:
+            break  # the bar is met, whatever further runs would give
+    assert sum(abs(r - 1) <= TOLERANCE for r in ratios) >= KEPT_NEEDED, ratios
+    assert abs(sum(ratios) / len(ratios) - 1) <= KEPT_BIAS, ratios
 
 
 @pytest.fixture(scope="module")

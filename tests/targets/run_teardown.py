@@ -5,7 +5,9 @@ run: a profile that stops at the program's last frame misses that time.
 
 Usage: run_teardown.py [N [S [--pid]]]   (N dicts, default 2,000,000; first S seconds of CPU
                                           time in a pure-Python loop, default 0; --pid: first
-                                          print "pid PID", so that a test can watch the process)
+                                          print "pid PID", and last "cpu S", the main thread's
+                                          CPU time at its last line, so that a test can watch
+                                          the process)
 
 Prints one deterministic line (after the pid line) and exits with status 0.
 """
@@ -24,3 +26,5 @@ while time.thread_time() < end:  # @spin
     pass
 KEPT = [{"i": i, "s": None} for i in range(N)]  # @build
 print(f"teardown: {len(KEPT)} dicts held", flush=True)
+if "--pid" in sys.argv[3:]:
+    print(f"cpu {time.thread_time():.6f}", flush=True)  # the main thread's CPU at its last line
