@@ -13,12 +13,12 @@ Issue 27 item 11 (a join reported biased low, -11% on average): its programs at 
 tests/targets/alloc_kept.py (2,000 `bytearray(os.urandom(16)) * 4096` kept in a dict, 131 MB;
 1,000 `bytes(96 * 1024)` kept in a list, 98 MB; the dict's made by 2 threads), at the default
 window (1 MiB) as the issue ran them. The truth is exact: the bytes each program keeps. The bar
-is the issue's, each holder's line within 10% in 9 runs of 10, and no bias: the runs' mean
-within 3%. Expected: the kept blocks are nearly all of the sampled stream, so with stratified
-points a run is off by about one window (0.8-1%); measured here -0.2% to -0.6% on average,
-never below -2.6%, idle or beside two busy loops (scripts/alloc_join_bias.py). About 20 s
-per interpreter (9 runs of each program), 40 s on 3.13t; the threads' program on 3.13 and 3.13t
-only.
+is at least as strict as the issue's (each holder's line within 10% in 9 runs of 10): all of 5
+runs within 10%, and no bias: the runs' mean within 3%. Expected: the kept blocks are nearly all
+of the sampled stream, so with stratified points a run is off by about one window (0.8-1%);
+measured here -0.2% to -0.6% on average, never below -2.6%, idle or beside two busy loops (360
+runs, tests/tools/alloc_join_bias.py). The one-thread programs on 3.12 and 3.13, the threads'
+program on 3.13 and 3.13t: about 2 s each.
 """
 
 import json
@@ -37,7 +37,10 @@ TOLERANCE = 0.10
 CACHES = {"A": "['CACHE_A']", "B": "['CACHE_B']"}
 KEPT = TARGETS / "alloc_kept.py"
 KEPT_HOLDERS = {"dict": "['KEEP']", "list": "['LST']", "threads": "['KEEP']"}
-KEPT_RUNS, KEPT_NEEDED, KEPT_BIAS = 10, 9, 0.03
+# The issue's bar is 9 runs of 10 within 10%; 5 of 5 within 10% and their mean within 3% is at
+# least as strict on a bias (1 sample in 20 dropped fails the mean; 1 in 5 fails every run) and
+# halves the runs of scry run --heap-at-exit.
+KEPT_RUNS, KEPT_NEEDED, KEPT_BIAS = 5, 5, 0.03
 
 
 def scry_json(args, code=0):
@@ -152,6 +155,9 @@ def test_kept_buffers_join_without_bias(python_exe, pythons, tmp_path, mode):
                                   or python_exe == pythons.get("3.13")):
         pytest.skip("2 threads: on 3.13 and 3.13t (the sampler's per-thread streams are the "
                     "same code on every version; this keeps the test's cost low)")
+    if mode != "threads" and python_exe not in (pythons.get("3.12"), pythons.get("3.13")):
+        pytest.skip("one thread: on 3.12 and 3.13 (the join is the same code on every version; "
+                    "this keeps the test's cost low)")
     ratios = []
     for i in range(KEPT_RUNS):
         got, want = kept_line_bytes(python_exe, tmp_path, mode, i)

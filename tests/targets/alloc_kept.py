@@ -1,5 +1,5 @@
 """Issue 27 item 11's programs at their own size, for the allocation join with the default window
-(tests/e2e/test_alloc_join.py, scripts/alloc_join_bias.py, docs/allocations.md).
+(tests/e2e/test_alloc_join.py, tests/tools/alloc_join_bias.py, docs/allocations.md).
 
 - "dict": 2,000 bytearray(os.urandom(16)) * 4096 kept in a dict (131 MB), by LINE_DICT.
 - "list": 1,000 bytes(96 * 1024) kept in a list (98 MB), by LINE_LIST.

@@ -6,7 +6,8 @@ program's line in its holder against the truth (the bytes the program keeps), an
 that did not join it and why (unmatched: no object, by line; the line's samples joined elsewhere;
 samples without a stack); then the mean and spread per program and interpreter.
 
-    scripts/alloc_join_bias.py [--runs N] [--window B] [--busy K] PYTHON... [-- dict list threads]
+    tests/tools/alloc_join_bias.py [--runs N] [--window B] [--busy K] PYTHON... \
+        [-- dict list threads]
 
 --busy K runs K busy loops beside the measurements (the machine loaded, as the issue's was).
 """
