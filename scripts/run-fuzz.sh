@@ -40,7 +40,8 @@ echo "run-fuzz: $mode mode ($cc), $secs s per target" >&2
 # The library under test: everything a target may reach, compiled once. The binary's files that a
 # target drives are named by the target itself (fuzz-links, below).
 objs=()
-for src in src/common/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c src/render/*.c src/snapshot/*.c; do
+for src in src/common/*.c src/platform/linux/*.c src/reader/*.c src/cpython/*.c src/analysis/*.c \
+           src/render/*.c src/snapshot/*.c; do
   [ -f "$src" ] || continue
   obj="$out/obj/$(echo "${src%.c}" | tr / _).o"
   "$cc" "${cflags[@]}" "${objsan[@]}" -c "$src" -o "$obj"
