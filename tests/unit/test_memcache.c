@@ -9,6 +9,8 @@
 #include "reader/reader.h"
 #include "testlib.h"
 
+#if !TL_UNDER_ASAN
+
 #define SLOT (sizeof(struct mc_block) + MC_BLOCK_SIZE)
 
 static void test_pool_faults_in_what_is_counted(void)
@@ -43,3 +45,6 @@ static const struct tl_test tests[] = {
 };
 
 TL_MAIN(tests)
+#else
+TL_MAIN_SKIPPED_UNDER_ASAN("it counts a mapping's resident pages")
+#endif
