@@ -137,11 +137,13 @@ int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool 
  * (common/progress.h); ctx is an int, 0 at the start, that remembers the step shown. */
 enum ha_step;
 void cli_heap_progress(void *ctx, enum ha_step step, uint64_t done, uint64_t total);
-/* The target of stacks and dump: --pid PID, or --core FILE with an optional --exe. Records a
- * usage error unless exactly one was given (returns -SCRY_E_USAGE then, else 0). */
+/* The target of stacks and dump: --pid PID, --core FILE with an optional --exe, or --minidump
+ * FILE (NULL when not given). Records a usage error unless exactly one was given (returns
+ * -SCRY_E_USAGE then, else 0). */
 struct rd_reader;
-int cli_check_target(int pid, const char *core, const char *exe);
-int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out);
+int cli_check_target(int pid, const char *core, const char *exe, const char *minidump);
+int cli_open_target(int pid, const char *core, const char *exe, const char *minidump,
+                    struct rd_reader **out);
 /* After a failure on a live target (pid > 0): read_failed, not_python or io_error of a process
  * that has exited or is exiting becomes no_such_process, the error that says what happened;
  * permission_denied as root gets a hint that does not say to run as root. */

@@ -320,9 +320,11 @@ void cli_heap_progress(void *ctx, enum ha_step step, uint64_t done, uint64_t tot
         prog_update(done);
 }
 
-int cli_check_target(int pid, const char *core, const char *exe)
+int cli_check_target(int pid, const char *core, const char *exe, const char *minidump)
 {
-    if (!pid == !core)
+    if (minidump && (pid || core))
+        return cli_usage("give exactly one of --pid PID, --core FILE and --minidump FILE");
+    if (!minidump && !pid == !core)
         return cli_usage("give exactly one of --pid PID and --core FILE");
     if (exe && !core)
         return cli_usage("--exe only applies to --core");
@@ -361,8 +363,11 @@ char cli_thread_state(const struct rd_thread *threads, size_t n, long long tid)
     return 0;
 }
 
-int cli_open_target(int pid, const char *core, const char *exe, struct rd_reader **out)
+int cli_open_target(int pid, const char *core, const char *exe, const char *minidump,
+                    struct rd_reader **out)
 {
+    if (minidump)
+        return rd_open_minidump(minidump, out);
     return pid ? rd_open_pid(pid, out) : rd_open_core(core, exe, out);
 }
 

@@ -169,11 +169,7 @@ static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    if (o->minidump && (o->pid || o->core))
-        return cli_usage("give exactly one of --pid PID, --core FILE and --minidump FILE");
-    if (o->minidump && o->exe)
-        return cli_usage("--exe only applies to --core");
-    int err = o->minidump ? 0 : cli_check_target(o->pid, o->core, o->exe);
+    int err = cli_check_target(o->pid, o->core, o->exe, o->minidump);
     if (err)
         return err;
     if (!o->output)
@@ -623,8 +619,7 @@ static int dump_report(const struct dump_opts *o, struct strbuf *out)
     struct alloc_table before = {0}, after = {0};
 
     memset(&res, 0, sizeof(res));
-    err = o->minidump ? rd_open_minidump(o->minidump, &rd)
-                      : cli_open_target(o->pid, o->core, o->exe, &rd);
+    err = cli_open_target(o->pid, o->core, o->exe, o->minidump, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err)

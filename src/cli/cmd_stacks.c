@@ -119,22 +119,12 @@ static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    if (o->minidump) {
-        if (o->pid || o->core)
-            return cli_usage("give exactly one of --pid PID, --core FILE and --minidump FILE");
-        if (o->exe)
-            return cli_usage("--exe only applies to --core");
-        if (o->native || o->subprocesses)
-            return cli_usage("%s needs a live process (--pid), not a minidump",
-                             o->native ? "--native" : "--subprocesses");
-    } else {
-        int err = cli_check_target(o->pid, o->core, o->exe);
-        if (err)
-            return err;
-    }
-    if (o->core && (o->native || o->subprocesses))
-        return cli_usage("%s needs a live process (--pid), not a core",
-                         o->native ? "--native" : "--subprocesses");
+    int err = cli_check_target(o->pid, o->core, o->exe, o->minidump);
+    if (err)
+        return err;
+    if (!o->pid && (o->native || o->subprocesses))
+        return cli_usage("%s needs a live process (--pid), not a %s",
+                         o->native ? "--native" : "--subprocesses", o->core ? "core" : "minidump");
     if (o->json)
         o->color = false;
     return 0;
@@ -439,7 +429,7 @@ static int read_process(int pid, const char *core, const char *exe, const char *
 {
     struct rd_reader *rd = NULL;
     struct py_runtime rt;
-    int err = minidump ? rd_open_minidump(minidump, &rd) : cli_open_target(pid, core, exe, &rd);
+    int err = cli_open_target(pid, core, exe, minidump, &rd);
     if (!err)
         err = py_runtime_open(rd, &rt);
     if (!err)

@@ -770,7 +770,7 @@ static int record_run(const struct ra_opts *o, struct strbuf *out)
     struct rd_reader *rd = NULL;
     struct strbuf dump = STRBUF_INIT;
     char libc[4200];
-    int err = cli_open_target(o->pid, NULL, NULL, &rd);
+    int err = cli_open_target(o->pid, NULL, NULL, NULL, &rd);
     if (!err)
         err = py_runtime_open(rd, &s.rt);
     if (!err && s.rt.layout.free_threaded)
