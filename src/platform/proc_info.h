@@ -1,8 +1,8 @@
 /* What the operating system tells about another live process and its threads, without stopping
  * it: scheduler state, CPU and run-queue time, the system call a thread is in, the command line,
  * the working directory, resident memory, children, and whether it is alive or ending. Used by
- * the sampler from outside (record, top), attaching, and the agent (about its own process: pid
- * 0 means this process wherever a pid is taken). The Linux implementation
+ * the sampler from outside (record, top), attaching, and the agent (about its own process: a
+ * pid of 0 means this process in every call that takes one). The Linux implementation
  * (linux/proc_info_linux.c) reads /proc, never on descriptors 0-2 (a program may have closed
  * them). Every call is cheap enough for each sampling tick, and none fails loudly: a process or
  * thread that is gone reads as such. */

@@ -35,25 +35,27 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
     return (ssize_t)n;
 }
 
-static ssize_t read_task(int pid, int64_t tid, const char *what, char *buf, size_t size)
+/* /proc/PID/<what>, or /proc/self/<what> for pid 0 ("" for what: the process's directory). */
+static void proc_path(int pid, const char *what, char *path, size_t size)
+{
+    if (pid)
+        snprintf(path, size, "/proc/%d%s%s", pid, *what ? "/" : "", what);
+    else
+        snprintf(path, size, "/proc/self%s%s", *what ? "/" : "", what);
+}
+
+static ssize_t read_process(int pid, const char *what, char *buf, size_t size)
 {
     char path[96];
-    if (pid)
-        snprintf(path, sizeof(path), "/proc/%d/task/%lld/%s", pid, (long long)tid, what);
-    else
-        snprintf(path, sizeof(path), "/proc/self/task/%lld/%s", (long long)tid, what);
+    proc_path(pid, what, path, sizeof(path));
     return read_small(path, buf, size);
 }
 
-/* /proc/PID/<what>, or /proc/self/<what> for pid 0. */
-static ssize_t read_process(int pid, const char *what, char *buf, size_t size)
+static ssize_t read_task(int pid, int64_t tid, const char *what, char *buf, size_t size)
 {
-    char path[64];
-    if (pid)
-        snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-    else
-        snprintf(path, sizeof(path), "/proc/self/%s", what);
-    return read_small(path, buf, size);
+    char sub[64];
+    snprintf(sub, sizeof(sub), "task/%lld/%s", (long long)tid, what);
+    return read_process(pid, sub, buf, size);
 }
 
 void pf_thread_name(int pid, int64_t tid, char *out, size_t size)
@@ -114,7 +116,7 @@ ssize_t pf_process_cmdline(int pid, char *buf, size_t size)
 void pf_process_cwd(int pid, char *buf, size_t size)
 {
     char link[64];
-    snprintf(link, sizeof(link), "/proc/%d/cwd", pid);
+    proc_path(pid, "cwd", link, sizeof(link));
     ssize_t n = size ? readlink(link, buf, size - 1) : -1;
     if (size)
         buf[n > 0 ? n : 0] = 0;
@@ -175,14 +177,14 @@ long pf_process_owner(int pid)
 {
     char path[64];
     struct stat st;
-    snprintf(path, sizeof(path), "/proc/%d", pid);
+    proc_path(pid, "", path, sizeof(path));
     return stat(path, &st) == 0 ? (long)st.st_uid : -1;
 }
 
 int pf_process_parent(int pid)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    proc_path(pid, "stat", path, sizeof(path));
     if (read_small(path, buf, sizeof(buf)) <= 0)
         return -1;
     const char *s = strrchr(buf, ')'); /* field 4, after the command in parentheses */
@@ -193,7 +195,7 @@ int pf_process_parent(int pid)
 bool pf_process_alive(int pid)
 {
     char path[64], buf[512];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    proc_path(pid, "stat", path, sizeof(path));
     if (read_small(path, buf, sizeof(buf)) <= 0)
         return false;
     const char *s = strrchr(buf, ')');
@@ -203,7 +205,7 @@ bool pf_process_alive(int pid)
 bool pf_process_ending(int pid)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    proc_path(pid, "stat", path, sizeof(path));
     for (int tries = 0; tries < 50; tries++) {
         if (read_small(path, buf, sizeof(buf)) <= 0)
             return true;
@@ -230,7 +232,7 @@ bool pf_process_ending(int pid)
 void pf_process_children(int pid, void (*each)(int child, void *ctx), void *ctx)
 {
     char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/task", pid);
+    proc_path(pid, "task", path, sizeof(path));
     DIR *d = opendir(path);
     if (!d)
         return;
@@ -238,8 +240,8 @@ void pf_process_children(int pid, void (*each)(int child, void *ctx), void *ctx)
     while ((e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
-        char cpath[300], buf[4096];
-        snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", pid, e->d_name);
+        char cpath[384], buf[4096];
+        snprintf(cpath, sizeof(cpath), "%s/%s/children", path, e->d_name);
         if (read_small(cpath, buf, sizeof(buf)) <= 0)
             continue;
         for (char *p = buf, *end; *p; p = end) {
@@ -271,7 +273,7 @@ uint64_t pf_process_start_time(int pid)
 int pf_process_environ(int pid, char **out, size_t *len)
 {
     char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+    proc_path(pid, "environ", path, sizeof(path));
     int err = rd_proc_slurp(path, out, len);
     if (err && access(path, F_OK) != 0 && errno == ENOENT)
         return -ENOENT;
@@ -280,8 +282,10 @@ int pf_process_environ(int pid, char **out, size_t *len)
 
 void pf_process_file_path(int pid, const char *path, char *out, size_t size)
 {
+    char root[64];
+    proc_path(pid, "root", root, sizeof(root));
     if (path[0] == '/')
-        snprintf(out, size, "/proc/%d/root%s", pid, path);
+        snprintf(out, size, "%s%s", root, path);
     else
         snprintf(out, size, "%s", path);
 }
