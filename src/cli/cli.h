@@ -31,8 +31,13 @@ struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the command's name */
     const char *summary;               /* the one line of `scry --help` */
-    const char *usage;                 /* `scry help NAME`, `scry NAME --help` */
+    const char *usage;                 /* `scry help NAME`, `scry NAME --help`: the synopsis and
+                                        * description, before the options' lines */
     unsigned flags;
+    unsigned opts;          /* its enum opt_cmd bit: its options' help comes from the option
+                             * table (options.h); 0: usage holds them */
+    int opt_column;         /* the column of the options' help (0: 34) */
+    const char *usage_tail; /* after the options' lines; NULL: none */
 };
 extern const struct cli_command cli_commands[];
 extern const size_t cli_ncommands;
@@ -88,6 +93,8 @@ int cli_report_error(bool json);
 bool cli_json_errors(void);
 /* Prints the current command's help on stdout; returns CLI_EXIT_OK. */
 int cli_help(void);
+/* Command c's whole help: its usage, its options' lines, its tail. */
+void cli_command_help(const struct cli_command *c, struct strbuf *out);
 /* True if argv contains --json before any `--` (so that errors found while parsing are JSON). */
 bool cli_wants_json(int argc, char **argv);
 

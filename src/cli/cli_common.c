@@ -16,6 +16,7 @@
 #include "analysis/heap_analysis.h"
 #include "analysis/stacks.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/error.h"
 #include "common/progress.h"
 #include "common/sanitize.h"
@@ -66,10 +67,24 @@ int cli_dispatch(const struct cli_command *c, int argc, char **argv)
     return cli_finish_stdout(status, c->flags & CLI_OUTFILE);
 }
 
+void cli_command_help(const struct cli_command *c, struct strbuf *out)
+{
+    if (c->usage)
+        sb_adds(out, c->usage);
+    if (c->opts)
+        opt_help(c->opts, c->opt_column ? c->opt_column : 34, out);
+    if (c->usage_tail)
+        sb_adds(out, c->usage_tail);
+}
+
 int cli_help(void)
 {
-    if (current && current->usage)
-        fputs(current->usage, stdout);
+    if (!current)
+        return CLI_EXIT_OK;
+    struct strbuf sb = STRBUF_INIT;
+    cli_command_help(current, &sb);
+    cli_print(&sb);
+    sb_release(&sb);
     return CLI_EXIT_OK;
 }
 

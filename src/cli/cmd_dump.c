@@ -3,7 +3,6 @@
  * (snapshot/snap_writer.h) directly; the snapshot is written after the target is resumed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "analysis/alloc_join.h"
 #include "attach/run_link.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/hashmap.h"
@@ -63,22 +63,7 @@ const char cmd_dump_usage[] =
     "'scry run' (memory profiled), or one that 'scry record --memory' is recording, also\n"
     "gives its live allocation samples, for 'scry analyze --allocations'\n"
     "(docs/allocations.md); so does --allocations F.\n"
-    "\n"
-    "  -p, --pid PID           dump a live process\n"
-    "  -c, --core FILE         dump from an ELF core file (gcore, kernel) instead\n"
-    "  -e, --exe PYTHON        the Python executable that made the core, if it has moved\n"
-    "  -m, --minidump FILE     dump from a full-memory minidump of a 64-bit Windows CPython\n"
-    "                          3.13 (procdump -ma, Task Manager) instead\n"
-    "  -o, --output FILE       the snapshot to write (e.g. app.heap)\n"
-    "      --capture-contents  store str/bytes contents (capped, secrets redacted); without\n"
-    "                          it no string or bytes content is stored at all (keys and\n"
-    "                          names that look secret are redacted either way)\n"
-    "      --max-str N         bytes of contents kept per object (default 128)\n"
-    "      --allocations F     store the live allocation samples of F, written by 'scry record\n"
-    "                          --pid PID --allocations -o F' from the same process\n"
-    "  -j, --json              print what was written as a JSON document (docs/json-schema.md)\n"
-    "  -q, --quiet             no progress line on the terminal while it copies, walks, writes\n"
-    "      --graph FILE        also write the graph as JSON lines (for tests and debugging)\n";
+    "\n";
 
 struct dump_opts {
     int pid;
@@ -92,83 +77,59 @@ struct dump_opts {
 
 static int parse(int argc, char **argv, struct dump_opts *o, bool *help)
 {
-    enum { OPT_CAPTURE = 256, OPT_MAX_STR, OPT_GRAPH, OPT_ALLOC };
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"core", required_argument, NULL, 'c'},
-        {"minidump", required_argument, NULL, 'm'},
-        {"exe", required_argument, NULL, 'e'},
-        {"output", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, 'j'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"capture-contents", no_argument, NULL, OPT_CAPTURE},
-        {"max-str", required_argument, NULL, OPT_MAX_STR},
-        {"graph", required_argument, NULL, OPT_GRAPH},
-        {"allocations", required_argument, NULL, OPT_ALLOC},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool max_str_given = false;
     memset(o, 0, sizeof(*o));
     o->json = cli_wants_json(argc, argv);
     o->max_str = DEFAULT_MAX_STR;
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_DUMP, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:c:e:m:o:jqh", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'p':
-            if (!cli_parse_pid(optarg, &o->pid))
-                return cli_usage("--pid needs a process id, not '%s'", optarg);
+        case OPT_PID:
+            o->pid = (int)p.ival;
             break;
-        case 'c':
-            o->core = optarg;
+        case OPT_CORE:
+            o->core = p.arg;
             break;
-        case 'm':
-            o->minidump = optarg;
+        case OPT_MINIDUMP:
+            o->minidump = p.arg;
             break;
-        case 'e':
-            o->exe = optarg;
+        case OPT_EXE:
+            o->exe = p.arg;
             break;
-        case 'o':
-            o->output = optarg;
+        case OPT_OUTPUT:
+            o->output = p.arg;
             break;
-        case 'j':
+        case OPT_JSON:
             o->json = true;
             break;
-        case 'q':
+        case OPT_QUIET:
             o->quiet = true;
             break;
-        case OPT_CAPTURE:
+        case OPT_CAPTURE_CONTENTS:
             o->capture = true;
             break;
-        case OPT_MAX_STR: {
-            char *end;
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v > MAX_MAX_STR)
-                return cli_usage("--max-str needs a byte count from 0 to %u, not '%s'",
-                                 MAX_MAX_STR, optarg);
-            o->max_str = v;
+        case OPT_MAX_STR:
+            o->max_str = (size_t)p.ival;
             max_str_given = true;
             break;
-        }
         case OPT_GRAPH:
-            o->graph = optarg;
+            o->graph = p.arg;
             break;
-        case OPT_ALLOC:
-            o->alloc_file = optarg;
+        case OPT_ALLOCATIONS_FILE:
+            o->alloc_file = p.arg;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     int err = cli_check_target(o->pid, o->core, o->exe, o->minidump);
     if (err)
         return err;

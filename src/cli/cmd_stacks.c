@@ -1,6 +1,5 @@
 /* `scry stacks`: what every Python thread of a process (or a core) is doing right now, in the
  * manner of `py-spy dump`. A live target is stopped only while its threads and frames are read. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -33,21 +33,7 @@ const char cmd_stacks_usage[] =
     "by gcore or the kernel, or of a Windows minidump): its id, name, whether it is running\n"
     "or idle, whether it holds the GIL, and its Python stack innermost first as\n"
     "`function (file:line)`.\n"
-    "\n"
-    "  -p, --pid PID      read a live process (it is stopped for a moment, then resumed)\n"
-    "  -c, --core FILE    read an ELF core file instead\n"
-    "  -e, --exe PYTHON   the Python executable that made the core, if it has moved\n"
-    "  -m, --minidump FILE  read a full-memory minidump of a 64-bit Windows CPython 3.13\n"
-    "                     (procdump -ma, Task Manager's \"Create dump file\")\n"
-    "  -l, --locals       each frame's local variables, values shortened; a secret-sounding\n"
-    "                     name or a value that looks like a secret shows as <redacted>\n"
-    "  -n, --native       native frames too (libunwind-ptrace), each call of the eval loop\n"
-    "                     replaced by the Python frames it runs (live processes only)\n"
-    "  -a, --async        the asyncio task tree: each task, its coroutine chain and what it\n"
-    "                     awaits (Python 3.11-3.15, 3.13t)\n"
-    "  -s, --subprocesses its children (and theirs) too, each under its own header\n"
-    "  -j, --json         print a JSON document (docs/json-schema.md)\n"
-    "      --no-color     no colours even on a terminal\n";
+    "\n";
 
 struct stacks_opts {
     int pid;
@@ -61,64 +47,54 @@ struct stacks_opts {
 
 static int parse(int argc, char **argv, struct stacks_opts *o, bool *help)
 {
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},  {"core", required_argument, NULL, 'c'},
-        {"exe", required_argument, NULL, 'e'},  {"json", no_argument, NULL, 'j'},
-        {"minidump", required_argument, NULL, 'm'},
-        {"no-color", no_argument, NULL, 'C'},   {"help", no_argument, NULL, 'h'},
-        {"locals", no_argument, NULL, 'l'},     {"native", no_argument, NULL, 'n'},
-        {"async", no_argument, NULL, 'a'},      {"subprocesses", no_argument, NULL, 's'},
-        {NULL, 0, NULL, 0},
-    };
     memset(o, 0, sizeof(*o));
     o->json = cli_wants_json(argc, argv);
     o->color = cli_color_stdout();
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_STACKS, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:c:e:m:jhlnas", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'p':
-            if (!cli_parse_pid(optarg, &o->pid))
-                return cli_usage("--pid needs a process id, not '%s'", optarg);
+        case OPT_PID:
+            o->pid = (int)p.ival;
             break;
-        case 'c':
-            o->core = optarg;
+        case OPT_CORE:
+            o->core = p.arg;
             break;
-        case 'e':
-            o->exe = optarg;
+        case OPT_EXE:
+            o->exe = p.arg;
             break;
-        case 'm':
-            o->minidump = optarg;
+        case OPT_MINIDUMP:
+            o->minidump = p.arg;
             break;
-        case 'j':
+        case OPT_JSON:
             o->json = true;
             break;
-        case 'C':
+        case OPT_NO_COLOR:
             o->color = false;
             break;
-        case 'l':
+        case OPT_LOCALS:
             o->locals = true;
             break;
-        case 'n':
+        case OPT_NATIVE:
             o->native = true;
             break;
-        case 'a':
+        case OPT_ASYNC:
             o->async = true;
             break;
-        case 's':
+        case OPT_SUBPROCESSES:
             o->subprocesses = true;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     int err = cli_check_target(o->pid, o->core, o->exe, o->minidump);
     if (err)
         return err;

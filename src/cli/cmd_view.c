@@ -2,7 +2,6 @@
  * Scalene: same schema), rendered from the JSON file alone: in the terminal (--cli), or as one
  * self-contained HTML page (docs/viewer.md) that is written to a file and, by default, opened in
  * the browser when there is a display. */
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "http/serve_http.h"
@@ -31,36 +31,7 @@ const char cmd_view_usage[] =
     "Without a mode, the browser view: the page is written to a temporary file and opened with\n"
     "$BROWSER or xdg-open when there is a display (DISPLAY or WAYLAND_DISPLAY); otherwise its\n"
     "path is printed. The page is one self-contained file and makes no network request.\n"
-    "\n"
-    "      --cli                     the terminal view\n"
-    "      --html                    write the page to scry-profile.html (or -o FILE) and print\n"
-    "                                its path; nothing is opened\n"
-    "      --standalone              the same single self-contained file (--html is one too)\n"
-    "  -o, --outfile FILE            where the page goes (--html, --standalone, or the default)\n"
-    "      --cpu-percent-threshold P hide lines, functions and files under P% of the time\n"
-    "                                (default 1; 0 shows every line); in the page, the level\n"
-    "                                under which \"hide quiet lines\" hides a line\n"
-    "      --no-color                no colours even on a terminal\n"
-    "      --serve, --propose        serve the page from 127.0.0.1 at a URL with a random\n"
-    "                                token instead of writing it, with a \"propose\" action\n"
-    "                                that asks a language model for a faster version of a\n"
-    "                                line, region or function (docs/optimize.md); Ctrl-C\n"
-    "                                stops it\n"
-    "      --port P                  the port --serve listens on (default: any free one)\n"
-    "      --provider P, --base-url URL, --model M, --deployment D, --api-version V,\n"
-    "      --region R, --api-key-env NAME\n"
-    "                                with --serve: the provider whose key (from scry's\n"
-    "                                environment, as for `scry optimize`) the page's proposals\n"
-    "                                may use, and its settings; the environment's key goes to\n"
-    "                                this provider and base URL only (without --provider: to\n"
-    "                                each provider's own endpoint); a base URL typed in the\n"
-    "                                page gets only a key typed there\n"
-    "      --format folded|speedscope  export the profile's call stacks (scry run --stacks)\n"
-    "                                as folded stacks or a speedscope file, to -o FILE or\n"
-    "                                standard output\n"
-    "      --format pprof|trace|firefox  export the whole profile: gzipped pprof (go tool\n"
-    "                                pprof, Pyroscope), Trace Event JSON (Perfetto), the\n"
-    "                                Firefox Profiler's format (docs/export-formats.md)\n";
+    "\n";
 enum view_mode { VIEW_BROWSER, VIEW_CLI, VIEW_HTML, VIEW_STANDALONE };
 
 /* One of --serve's provider settings (the names of `scry optimize`): 0, or a usage error
@@ -69,26 +40,26 @@ static int llm_option(int c, const char *arg, struct serve_llm *llm)
 {
     bool user = false;
     switch (c) {
-    case 'b':
+    case OPT_BASE_URL:
         if (push_url_kind(arg, &user) != PUSH_URL_OK || user)
             return cli_usage("--base-url needs http(s)://host[:port][/path] without a query or "
                              "credentials, not '%s'",
                              arg);
         llm->base_url = arg;
         return 0;
-    case 'm':
+    case OPT_MODEL:
         llm->model = arg;
         return 0;
-    case 'd':
+    case OPT_DEPLOYMENT:
         llm->deployment = arg;
         return 0;
-    case 'v':
+    case OPT_API_VERSION:
         llm->api_version = arg;
         return 0;
-    case 'r':
+    case OPT_REGION:
         llm->region = arg;
         return 0;
-    case 'k':
+    case OPT_API_KEY_ENV:
         if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                  "0123456789_") != strlen(arg))
             return cli_usage("--api-key-env takes the NAME of a variable holding the key, not "
@@ -129,102 +100,69 @@ static int view_html(enum view_mode mode, const char *path, const char *outfile,
 
 int cmd_view(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"cli", no_argument, NULL, 'c'},
-        {"html", no_argument, NULL, 'H'},
-        {"standalone", no_argument, NULL, 'S'},
-        {"outfile", required_argument, NULL, 'o'},
-        {"cpu-percent-threshold", required_argument, NULL, 't'},
-        {"no-color", no_argument, NULL, 'C'},
-        {"format", required_argument, NULL, 'F'},
-        {"serve", no_argument, NULL, 's'},
-        {"propose", no_argument, NULL, 's'},
-        {"port", required_argument, NULL, 'p'},
-        {"provider", required_argument, NULL, 'P'},
-        {"base-url", required_argument, NULL, 'b'},
-        {"model", required_argument, NULL, 'm'},
-        {"deployment", required_argument, NULL, 'd'},
-        {"api-version", required_argument, NULL, 'v'},
-        {"region", required_argument, NULL, 'r'},
-        {"api-key-env", required_argument, NULL, 'k'},
-        {"api-key", required_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     enum view_mode mode = VIEW_BROWSER;
     const char *outfile = NULL, *format = NULL;
     bool serve = false, llm_opts = false;
     struct serve_llm llm = {0};
     long port = -1;
     struct profile_text_opts o = {.color = cli_color_stdout(), .threshold = 1.0};
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_VIEW, argc, argv, OP_PERMUTE);
     int c, status;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         enum view_mode want = mode;
         switch (c) {
-        case 'c':
+        case OPT_CLI:
             want = VIEW_CLI;
             break;
-        case 'H':
+        case OPT_HTML:
             want = VIEW_HTML;
             break;
-        case 'S':
+        case OPT_STANDALONE:
             want = VIEW_STANDALONE;
             break;
-        case 'o':
-            outfile = optarg;
+        case OPT_OUTFILE:
+            outfile = p.arg;
             break;
-        case 't':
-            if (!cli_parse_percent(optarg, &o.threshold))
-                return cli_usage("--cpu-percent-threshold needs a percentage from 0 to 100, "
-                                 "not '%s'",
-                                 optarg);
+        case OPT_CPU_PERCENT_THRESHOLD:
+            o.threshold = p.num;
             break;
-        case 'C':
+        case OPT_NO_COLOR:
             o.color = false;
             break;
-        case 'F':
-            format = optarg;
+        case OPT_FORMAT:
+            format = p.arg;
             break;
-        case 's':
+        case OPT_SERVE:
+        case OPT_PROPOSE:
             serve = true;
             break;
-        case 'p': {
-            char *end;
-            port = strtol(optarg, &end, 10);
-            if (*end || end == optarg || port < 1 || port > 65535)
-                return cli_usage("--port needs a port from 1 to 65535, not '%s'", optarg);
+        case OPT_PORT:
+            port = (long)p.ival;
             break;
-        }
-        case 'P':
-            if (!llm_find(optarg))
-                return cli_usage("--provider takes one of %s, not '%s'", llm_names(), optarg);
-            llm.provider = optarg;
+        case OPT_PROVIDER:
+            if (!llm_find(p.arg))
+                return cli_usage("--provider takes one of %s, not '%s'", llm_names(), p.arg);
+            llm.provider = p.arg;
             break;
-        case 'b':
-        case 'm':
-        case 'd':
-        case 'v':
-        case 'r':
-        case 'k':
-        case 'K':
-            if ((status = llm_option(c, optarg, &llm)) != 0)
+        case OPT_HELP:
+            return cli_help();
+        default: /* the provider's settings */
+            if ((status = llm_option(c, p.arg, &llm)) != 0)
                 return status;
             llm_opts = true;
             break;
-        case 'h':
-            return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
         if (want != mode && mode != VIEW_BROWSER)
             return cli_usage("give one of --cli, --html and --standalone");
         mode = want;
     }
-    if (argc - optind > 1)
+    if (c < 0)
+        return c;
+    int operand = opt_operand(&p);
+    if (argc - operand > 1)
         return cli_usage("unexpected argument '%s' (give one profile)",
-                         argv[optind + 1]);
+                         argv[operand + 1]);
     if (format && mode != VIEW_BROWSER)
         return cli_usage("--format exports the profile; it goes without --cli, "
                          "--html and --standalone");
@@ -237,12 +175,12 @@ int cmd_view(int argc, char **argv)
         return cli_usage("--serve serves the page; it goes without --format, --cli, --html, "
                          "--standalone and -o");
     if (format)
-        return cli_view_export(optind < argc ? argv[optind] : "scry-profile.json", format,
+        return cli_view_export(operand < argc ? argv[operand] : "scry-profile.json", format,
                                outfile);
     if (mode == VIEW_CLI && outfile)
         return cli_usage("-o writes the HTML page; the terminal view goes to "
                          "standard output");
-    const char *path = optind < argc ? argv[optind] : "scry-profile.json";
+    const char *path = operand < argc ? argv[operand] : "scry-profile.json";
 
     char *data = NULL;
     size_t len = 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/strbuf.h"
 
 static int cmd_help(int argc, char **argv);
@@ -22,41 +23,41 @@ static const char version_usage[] =
 
 const struct cli_command cli_commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
-     cmd_run_usage, 0},
+     cmd_run_usage, 0, 0, 0, NULL},
     {"record", cmd_record, "profile a running Python process from outside (scry run's profile)",
-     cmd_record_usage, 0},
+     cmd_record_usage, 0, 0, 0, NULL},
     {"top", cmd_top, "a live view of a running Python process: its functions' time, like top",
-     cmd_top_usage, 0},
+     cmd_top_usage, 0, 0, 0, NULL},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
-     cmd_view_usage, 0},
+     cmd_view_usage, 0, OC_VIEW, 32, NULL},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
-     cmd_stacks_usage, CLI_JSON | CLI_JSON_SHORT},
+     cmd_stacks_usage, CLI_JSON | CLI_JSON_SHORT, OC_STACKS, 21, NULL},
     {"dump", cmd_dump, "write a heap snapshot of a process or a core file", cmd_dump_usage,
-     CLI_JSON | CLI_JSON_SHORT},
+     CLI_JSON | CLI_JSON_SHORT, OC_DUMP, 26, NULL},
     {"analyze", cmd_analyze, "what a heap snapshot retains: top retainers, types, RSS share",
-     cmd_analyze_usage, CLI_JSON | CLI_JSON_SHORT},
+     cmd_analyze_usage, CLI_JSON | CLI_JSON_SHORT, 0, 0, NULL},
     {"query", cmd_query,
      "a heap snapshot's instances of a type, an object's retaining path, where a name is defined",
-     cmd_query_usage, CLI_JSON | CLI_JSON_SHORT},
+     cmd_query_usage, CLI_JSON | CLI_JSON_SHORT, 0, 0, NULL},
     {"check", cmd_check, "validate a heap snapshot and say what it holds", cmd_check_usage,
-     CLI_JSON},
+     CLI_JSON, 0, 0, NULL},
     {"diff", cmd_diff, "what grew between two heap snapshots: by type and by retaining site",
-     cmd_diff_usage, CLI_JSON | CLI_JSON_SHORT},
+     cmd_diff_usage, CLI_JSON | CLI_JSON_SHORT, 0, 0, NULL},
     {"compare", cmd_compare, "what got slower or bigger between two profiles, with sampling error",
-     cmd_compare_usage, CLI_JSON},
+     cmd_compare_usage, CLI_JSON, 0, 0, NULL},
     {"flamegraph", cmd_flamegraph, "draw a profile's CPU flame graph (SVG) or write folded stacks",
-     cmd_flamegraph_usage, CLI_OUTFILE},
+     cmd_flamegraph_usage, CLI_OUTFILE, 0, 0, NULL},
     {"optimize", cmd_optimize, "ask a language model for a faster version of a profiled region",
-     cmd_optimize_usage, CLI_JSON},
+     cmd_optimize_usage, CLI_JSON, 0, 0, NULL},
     {"control", cmd_control, "turn profiling on or off in a program scry run is profiling",
-     cmd_control_usage, 0},
+     cmd_control_usage, 0, 0, 0, NULL},
     {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
-     cmd_collect_usage, 0},
+     cmd_collect_usage, 0, 0, 0, NULL},
     {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
-     cmd_kernel_usage, 0},
-    {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0},
-    {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0},
-    {"version", cmd_version, "print scry's version", version_usage, 0},
+     cmd_kernel_usage, 0, 0, 0, NULL},
+    {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0, 0, 0, NULL},
+    {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0, 0, 0, NULL},
+    {"version", cmd_version, "print scry's version", version_usage, 0, 0, 0, NULL},
 };
 const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
@@ -78,7 +79,10 @@ static int cmd_help(int argc, char **argv)
         const struct cli_command *c = cli_find_command(argv[1]);
         if (!c)
             return cli_usage("unknown command '%s'", argv[1]);
-        fputs(c->usage, stdout);
+        struct strbuf sb = STRBUF_INIT;
+        cli_command_help(c, &sb);
+        cli_print(&sb);
+        sb_release(&sb);
         return CLI_EXIT_OK;
     }
     struct strbuf sb = STRBUF_INIT;
