@@ -135,11 +135,12 @@ bool cli_parse_amount(const char *s, double *out);
 int cli_parse_window(const char *s, unsigned long long *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
-/* Parses the options every snapshot report takes: --top N (1..100000), --json, --help (sets
- * *help), --allocations where allocations is not NULL, -q/--quiet where quiet is not NULL.
- * Returns 0, or -SCRY_E_USAGE (recorded with cli_usage) for the handler to return. */
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
-                             bool *allocations, bool *quiet);
+/* Parses the options of snapshot report cmd (its enum opt_cmd bit: those the option table
+ * gives it of --top N, --json, --help (sets *help), --allocations, -q/--quiet; allocations and
+ * quiet may be NULL for a command that takes neither). Returns 0, or -SCRY_E_USAGE (recorded
+ * with cli_usage) for the handler to return; optind is the first operand. */
+int cli_parse_report_options(unsigned cmd, int argc, char **argv, long *top, bool *json,
+                             bool *help, bool *allocations, bool *quiet);
 /* ha_build_progress's callback for analyze and diff: each step on the progress line
  * (common/progress.h); ctx is an int, 0 at the start, that remembers the step shown. */
 enum ha_step;

@@ -265,58 +265,40 @@ int cli_read_file(const char *path, char **data, size_t *len)
     return infile_read_all(path, "file", INFILE_MAX_READ, data, len);
 }
 
-int cli_parse_report_options(int argc, char **argv, long *top, bool *json, bool *help,
-                             bool *allocations, bool *quiet)
+int cli_parse_report_options(unsigned cmd, int argc, char **argv, long *top, bool *json,
+                             bool *help, bool *allocations, bool *quiet)
 {
     *help = false;
-    static const struct option longopts[] = {
-        {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {"allocations", no_argument, NULL, 'a'},
-        {"quiet", no_argument, NULL, 'q'},
-        {NULL, 0, NULL, 0},
-    };
     if (allocations)
         *allocations = false;
     if (quiet)
         *quiet = false;
     *json = cli_wants_json(argc, argv);
+    struct opt_parser p;
+    opt_begin(&p, cmd, argc, argv, OP_PERMUTE);
     int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, quiet ? ":t:jqh" : ":t:jh", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 't': {
-            char *end;
-            *top = strtol(optarg, &end, 10);
-            if (*end || *top <= 0 || *top > 100000)
-                return cli_usage("--top needs a count from 1 to 100000, not '%s'", optarg);
+        case OPT_TOP:
+            *top = (long)p.ival;
             break;
-        }
-        case 'j':
+        case OPT_JSON:
             *json = true;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        case 'a':
-            if (allocations) {
+        case OPT_ALLOCATIONS_FLAG:
+            if (allocations)
                 *allocations = true;
-                break;
-            }
-            return cli_usage("--allocations applies to scry analyze, not here");
-        case 'q':
-            if (quiet) {
+            break;
+        case OPT_QUIET:
+            if (quiet)
                 *quiet = true;
-                break;
-            }
-            return cli_option_error(c, argv);
-        default:
-            return cli_option_error(c, argv);
+            break;
         }
     }
-    return 0;
+    return c < 0 ? c : 0;
 }
 
 void cli_heap_progress(void *ctx, enum ha_step step, uint64_t done, uint64_t total)

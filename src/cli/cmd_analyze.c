@@ -1,7 +1,6 @@
 /* `scry analyze app.heap`: what the heap retains and who holds it: the top retainers (retained,
  * shallow, type, root path), the type histogram, and how much of the process's RSS the Python
  * object graph accounts for. Reads only the snapshot: no privileges needed. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/progress.h"
@@ -22,13 +22,7 @@ const char cmd_analyze_usage[] =
     "retain the most memory, with their retained and shallow sizes, type and the path from a\n"
     "root that holds them; then sizes by type, and how much of the process's RSS at dump time\n"
     "the Python objects account for.\n"
-    "\n"
-    "      --top N         how many retainers and types to list (default 20)\n"
-    "      --allocations   under each retainer, the lines that allocated what it retains\n"
-    "                      (bytes, share, sampling error): a snapshot of a program under\n"
-    "                      scry run (docs/allocations.md)\n"
-    "      --json          one JSON document on stdout (docs/json-schema.md)\n"
-    "  -q, --quiet         no progress line on the terminal while it reads and computes\n";
+    "\n";
 
 /* The report, with each retainer's allocating lines when allocations (docs/allocations.md). */
 static int analyze_report(const char *path, size_t limit, bool allocations, bool json,
@@ -111,7 +105,7 @@ int cmd_analyze(int argc, char **argv)
     bool json, help, allocations, quiet;
     long limit = 20;
     int parsed =
-        cli_parse_report_options(argc, argv, &limit, &json, &help, &allocations, &quiet);
+        cli_parse_report_options(OC_ANALYZE, argc, argv, &limit, &json, &help, &allocations, &quiet);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 1)

@@ -1,13 +1,13 @@
 /* `scry check app.heap [--json]`: validates a heap snapshot completely (the reader's checks,
  * docs/snapshot-format.md) and says what it holds, or why it is damaged (bad_snapshot, with the
  * byte offset). The JSON document is described in docs/json-schema.md. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/error.h"
 #include "common/fmt.h"
 #include "common/sanitize.h"
@@ -21,8 +21,7 @@ const char cmd_check_usage[] =
     "prints what it holds: format version, objects, references, roots, strings, size, and the\n"
     "process it was taken from (pid, Python version, RSS, time of the dump). A damaged or\n"
     "truncated file gives the error bad_snapshot with the byte offset of the damage (exit 1).\n"
-    "\n"
-    "      --json    one JSON document on stdout (docs/json-schema.md)\n";
+    "\n";
 
 /* "2024-05-01T12:00:00.123Z", or "" when the time is unknown (0) or out of range. */
 static void iso_time(char *buf, size_t n, int64_t us)
@@ -193,26 +192,18 @@ static void render_text(const struct snap *s, const char *path, struct strbuf *o
 
 int cmd_check(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = cli_wants_json(argc, argv);
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_CHECK, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
+    while ((c = opt_next(&p)) > 0) {
+        if (c == OPT_JSON)
             json = true;
-            break;
-        case 'h':
+        else if (c == OPT_HELP)
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
-        }
     }
+    if (c < 0)
+        return c;
     if (optind >= argc)
         return cli_usage("give the snapshot to check: scry check app.heap");
     if (argc - optind > 1)

@@ -4,7 +4,6 @@
  * 1 when something regressed by more than PCT percent. --html writes the report as a
  * self-contained page (the browser view's, render/profile_html.h). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "analysis/compare.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/sanitize.h"
@@ -28,20 +28,7 @@ const char cmd_compare_usage[] =
     "allocated and kept, with a 95% interval from the sampling error. A change is significant\n"
     "when it is at least 3 standard errors (|z| >= 3); significant changes are listed, the\n"
     "most significant first.\n"
-    "\n"
-    "      --fail-above PCT  exit with status 1 when a function or line got significantly\n"
-    "                        slower, or allocated or kept significantly more, by more than\n"
-    "                        PCT percent; the regressed entries are listed\n"
-    "      --normalize       first divide after's times by the speed ratio of the function\n"
-    "                        at the time-weighted median of every function's after/before\n"
-    "                        ratio: for machines whose speed varies between runs (shared CI\n"
-    "                        runners), when most of the time is in code that did not change\n"
-    "      --top N           show at most N functions and N lines (default 20; 0: all)\n"
-    "      --json            the whole comparison as JSON (docs/json-schema.md)\n"
-    "      --html            write the report as a self-contained HTML page (every entry that\n"
-    "                        changed significantly, most significant first; a switch shows the\n"
-    "                        others) to scry-compare.html, or -o FILE, and print its path\n"
-    "  -o, --outfile FILE    where --html writes the page\n";
+    "\n";
 
 int cli_load_pdoc(const char *path, struct pdoc *d)
 {
@@ -100,58 +87,39 @@ static int write_page(const struct cmp_result *r, const struct compare_render_op
 
 int cmd_compare(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"fail-above", required_argument, NULL, 'f'},
-        {"top", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},
-        {"normalize", no_argument, NULL, 'n'},
-        {"html", no_argument, NULL, 'H'},
-        {"outfile", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = cli_wants_json(argc, argv);
     struct compare_render_opts o = {.fail_above = -1, .top = 20};
     bool normalize = false, html = false;
     const char *outfile = NULL;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_COMPARE, argc, argv, OP_PERMUTE);
     int c;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'f':
-            if (!cli_parse_amount(optarg, &o.fail_above))
-                return cli_usage("--fail-above needs a percentage of at least 0, not '%s'",
-                                 optarg);
+        case OPT_FAIL_ABOVE:
+            o.fail_above = p.num;
             break;
-        case 't': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0 || v > 1000000)
-                return cli_usage("--top needs a count of at least 0, not '%s'",
-                                 optarg);
-            o.top = (size_t)v;
+        case OPT_TOP_OR_ALL:
+            o.top = (size_t)p.ival;
             break;
-        }
-        case 'j':
+        case OPT_JSON:
             json = true;
             break;
-        case 'n':
+        case OPT_NORMALIZE:
             normalize = true;
             break;
-        case 'H':
+        case OPT_HTML:
             html = true;
             break;
-        case 'o':
-            outfile = optarg;
+        case OPT_OUTFILE:
+            outfile = p.arg;
             break;
-        case 'h':
+        case OPT_HELP:
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
     }
+    if (c < 0)
+        return c;
     if (argc - optind != 2)
         return cli_usage("give two profiles: scry compare before.json after.json");
     if (html && json)

@@ -2,7 +2,6 @@
  * retaining site (the frames of the retention flame graph) and by type, with the totals and RSS
  * of both. Objects are matched approximately (by type and retaining path), and every output says
  * so. Reads only the snapshots: no privileges needed. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/progress.h"
@@ -24,10 +24,7 @@ const char cmd_diff_usage[] =
     "whose instances grew, and the reachable bytes and RSS of both. Objects are matched\n"
     "approximately, by type and by retaining path, since addresses change between dumps.\n"
     "'scry flamegraph --diff before.heap after.heap -o diff.svg' draws the same comparison.\n"
-    "\n"
-    "      --top N    how many sites and types to list (default 20)\n"
-    "      --json     one JSON document on stdout (docs/json-schema.md)\n"
-    "  -q, --quiet    no progress line on the terminal while it reads and compares\n";
+    "\n";
 
 /* What each side is, for the totals. */
 struct side {
@@ -81,7 +78,7 @@ int cmd_diff(int argc, char **argv)
 {
     bool json, help, quiet;
     long limit = 20;
-    int parsed = cli_parse_report_options(argc, argv, &limit, &json, &help, NULL, &quiet);
+    int parsed = cli_parse_report_options(OC_DIFF, argc, argv, &limit, &json, &help, NULL, &quiet);
     if (parsed || help)
         return parsed ? parsed : cli_help();
     if (argc - optind != 2)

@@ -2,7 +2,6 @@
  * interactive SVG or folded stacks, plain or differential (two profiles); heap snapshots are
  * handed to heap_flamegraph.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "analysis/stacks.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/error.h"
 #include "render/flamegraph_svg.h"
 #include "render/speedscope.h"
@@ -27,25 +27,7 @@ const char cmd_flamegraph_usage[] =
     "Given heap snapshots (scry dump), draws their retention flame graph instead: each frame\n"
     "one hop of a retaining path, its width the bytes it retains (defaults for snapshots:\n"
     "--min-pct 0.01 --max-depth 32; objects are matched between snapshots by path).\n"
-    "\n"
-    "  -o, --output FILE   write to FILE (default: standard output)\n"
-    "      --memory        the memory flame graph: widths are the MB each call stack\n"
-    "                      allocated (a profile recorded with --stacks, memory on)\n"
-    "      --folded        write folded stacks ('frame;frame;frame COUNT', outermost frame\n"
-    "                      first, one line per stack) instead of the SVG\n"
-    "      --diff A B      differential graph of profile A (before) and B (after): width is\n"
-    "                      after, red frames grew, blue shrank; with --folded the lines read\n"
-    "                      'stack BEFORE AFTER'\n"
-    "      --min-pct P     fold frames narrower than P% of the total into one [other] frame\n"
-    "                      per parent (default 0: none); the other frames keep their widths\n"
-    "      --max-depth N   fold frames deeper than N into [other] (default: no limit)\n"
-    "      --min-bytes N   for heap snapshots: fold frames retaining fewer than N bytes\n"
-    "      --allocations   for a heap snapshot of a program under scry run: the retained\n"
-    "                      bytes by the Python stack that allocated them (docs/allocations.md)\n"
-    "      --title TEXT    the graph's title\n"
-    "      --colors MODE   kind (Python warm, native blue; the default) or hash (one colour\n"
-    "                      per name)\n"
-    "      --width PX      image width (default 1200)\n";
+    "\n";
 
 /* What the command line asks for. */
 struct flame_args {
@@ -57,102 +39,61 @@ struct flame_args {
     struct fg_opts fo;
 };
 
-/* A whole number from lo to hi, or false. */
-static bool parse_long(const char *arg, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (errno || end == arg || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* The options into a: 0 (*help set for --help), or a usage error. */
 static int parse_options(int argc, char **argv, struct flame_args *a, bool *help)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"outfile", required_argument, NULL, 'o'},
-        {"folded", no_argument, NULL, 'F'},
-        {"memory", no_argument, NULL, 'M'},
-        {"allocations", no_argument, NULL, 'A'},
-        {"diff", no_argument, NULL, 'D'},
-        {"min-pct", required_argument, NULL, 'p'},
-        {"min-bytes", required_argument, NULL, 'b'},
-        {"max-depth", required_argument, NULL, 'd'},
-        {"title", required_argument, NULL, 'T'},
-        {"colors", required_argument, NULL, 'c'},
-        {"width", required_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_FLAMEGRAPH, argc, argv, OP_PERMUTE);
     int c;
-    long v;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'o':
-            a->outfile = optarg;
+        case OPT_OUTPUT:
+        case OPT_OUTFILE:
+            a->outfile = p.arg;
             break;
-        case 'F':
+        case OPT_FOLDED:
             a->folded = true;
             break;
-        case 'A':
+        case OPT_ALLOCATIONS_FLAG:
             a->allocations = true;
             break;
-        case 'M':
+        case OPT_MEMORY:
             a->memory = true;
             break;
-        case 'D':
+        case OPT_DIFF:
             a->diff = true;
             break;
-        case 'p':
-            if (!cli_parse_percent(optarg, &a->cut.min_pct))
-                return cli_usage("--min-pct needs a percentage from 0 to 100, not '%s'",
-                                 optarg);
+        case OPT_MIN_PCT:
+            a->cut.min_pct = p.num;
             a->pct_given = true;
             break;
-        case 'b':
-            if (!cli_parse_amount(optarg, &a->cut.min_weight))
-                return cli_usage("--min-bytes needs a number of bytes, not '%s'",
-                                 optarg);
+        case OPT_MIN_BYTES:
+            a->cut.min_weight = p.num;
             a->min_bytes_given = true;
             break;
-        case 'd':
-            if (!parse_long(optarg, 1, 100000, &v))
-                return cli_usage("--max-depth needs a depth from 1 to 100000, not '%s'",
-                                 optarg);
-            a->cut.max_depth = (uint32_t)v;
+        case OPT_MAX_DEPTH:
+            a->cut.max_depth = (uint32_t)p.ival;
             break;
-        case 'T':
-            a->title = optarg;
+        case OPT_TITLE:
+            a->title = p.arg;
             break;
-        case 'c':
-            if (strcmp(optarg, "kind") == 0)
+        case OPT_COLORS:
+            if (strcmp(p.arg, "kind") == 0)
                 a->fo.palette = FG_PALETTE_KIND;
-            else if (strcmp(optarg, "hash") == 0)
+            else if (strcmp(p.arg, "hash") == 0)
                 a->fo.palette = FG_PALETTE_HASH;
             else
-                return cli_usage("--colors takes kind or hash, not '%s'", optarg);
+                return cli_usage("--colors takes kind or hash, not '%s'", p.arg);
             break;
-        case 'w':
-            if (!parse_long(optarg, 100, 100000, &v))
-                return cli_usage("--width needs a width in pixels from 100 to "
-                                 "100000, not '%s'",
-                                 optarg);
-            a->fo.width = (unsigned)v;
+        case OPT_WIDTH:
+            a->fo.width = (unsigned)p.ival;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    return 0;
+    return c < 0 ? c : 0;
 }
 
 /* Heap snapshots: their retention flame graph (heap_flamegraph.c). */

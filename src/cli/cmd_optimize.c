@@ -3,7 +3,6 @@
  * diff, with the model's reasons (docs/optimize.md). The key comes from the environment only:
  * a command line is visible to every user of the machine. What looks secret in the source is
  * redacted before it is sent, and said on stderr (--no-redact opts out). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "llm/llm_providers.h"
@@ -26,32 +26,7 @@ const char cmd_optimize_usage[] =
     "FILE is a file of the profile (its path, or the end of it); without lines, the region\n"
     "is the file's hottest function (--function NAME: that function). Nothing is changed on\n"
     "disk. What is sent, and what never is: docs/optimize.md.\n"
-    "\n"
-    "      --provider P        openai (any OpenAI-compatible server: OpenAI, Ollama, vLLM),\n"
-    "                          anthropic, azure, gemini, bedrock\n"
-    "      --model M           the model (defaults: docs/optimize.md; bedrock: the modelId;\n"
-    "                          azure: the deployment, when --deployment is not given)\n"
-    "      --base-url URL      the provider's endpoint (openai: the base of /chat/completions,\n"
-    "                          such as http://localhost:11434/v1 for Ollama; azure: the\n"
-    "                          resource's https://NAME.openai.azure.com)\n"
-    "      --function NAME     the function to optimise (Class.method or method)\n"
-    "      --deployment D      azure: the model deployment\n"
-    "      --api-version V     azure: the API version (default 2024-10-21)\n"
-    "      --region R          bedrock: the AWS region (default $AWS_REGION)\n"
-    "      --api-key-env NAME  read the key from the variable NAME instead of the provider's\n"
-    "                          (OPENAI_API_KEY, ANTHROPIC_API_KEY, AZURE_OPENAI_API_KEY,\n"
-    "                          GEMINI_API_KEY or GOOGLE_API_KEY; bedrock: AWS_ACCESS_KEY_ID,\n"
-    "                          AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). There is no option\n"
-    "                          for the key itself: a command line is visible in ps\n"
-    "      --timeout S         give up after S seconds (default 120)\n"
-    "      --show-prompt       print what would be sent and send nothing (with --json:\n"
-    "                          {\"system\", \"user\"})\n"
-    "      --no-redact         send the source as it is: by default, string literals, names\n"
-    "                          and comments that look like secrets (and strings assigned to\n"
-    "                          names such as DB_PASSWORD or API_KEY) are sent as <redacted>,\n"
-    "                          and what was is listed on stderr before sending\n"
-    "      --json              the proposal as JSON: file, first_line, last_line, function,\n"
-    "                          provider, model, code, diff, reasons\n";
+    "\n";
 
 /* The diff and the reasons for a terminal: every line cleaned (a model's answer is
  * untrusted). */
@@ -93,84 +68,65 @@ static void say_redactions(const struct opt_result *res)
 
 int cmd_optimize(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"provider", required_argument, NULL, 'p'},
-        {"model", required_argument, NULL, 'm'},
-        {"base-url", required_argument, NULL, 'b'},
-        {"function", required_argument, NULL, 'f'},
-        {"deployment", required_argument, NULL, 'd'},
-        {"api-version", required_argument, NULL, 'v'},
-        {"region", required_argument, NULL, 'r'},
-        {"api-key-env", required_argument, NULL, 'k'},
-        {"api-key", required_argument, NULL, 'K'},
-        {"timeout", required_argument, NULL, 't'},
-        {"show-prompt", no_argument, NULL, 'P'},
-        {"no-redact", no_argument, NULL, 'R'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct llm_config cfg = {0};
     struct opt_request req = {0};
     const char *provider = NULL;
     bool json = false, show = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_OPTIMIZE, argc, argv, OP_PERMUTE);
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'p':
-            provider = optarg;
+        case OPT_PROVIDER:
+            provider = p.arg;
             break;
-        case 'm':
-            cfg.model = optarg;
+        case OPT_MODEL:
+            cfg.model = p.arg;
             break;
-        case 'b':
-            cfg.base_url = optarg;
+        case OPT_BASE_URL:
+            cfg.base_url = p.arg;
             break;
-        case 'f':
-            req.function = optarg;
+        case OPT_FUNCTION:
+            req.function = p.arg;
             break;
-        case 'd':
-            cfg.deployment = optarg;
+        case OPT_DEPLOYMENT:
+            cfg.deployment = p.arg;
             break;
-        case 'v':
-            cfg.api_version = optarg;
+        case OPT_API_VERSION:
+            cfg.api_version = p.arg;
             break;
-        case 'r':
-            cfg.region = optarg;
+        case OPT_REGION:
+            cfg.region = p.arg;
             break;
-        case 'k':
-            if (!*optarg || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                           "0123456789_") != strlen(optarg))
+        case OPT_API_KEY_ENV:
+            if (!*p.arg || strspn(p.arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789_") != strlen(p.arg))
                 return cli_usage("--api-key-env takes the NAME of a variable holding the key, "
                                  "not a key");
-            cfg.key_env = optarg;
+            cfg.key_env = p.arg;
             break;
-        case 'K':
+        case OPT_API_KEY:
             /* The value is not repeated: it is a secret. */
             return cli_usage("scry takes no key on the command line (every user sees it in "
                              "ps); export it, or name its variable with --api-key-env");
-        case 't':
-            if (!cli_parse_amount(optarg, &cfg.timeout_sec) || cfg.timeout_sec < 1 ||
-                cfg.timeout_sec > 3600)
-                return cli_usage("--timeout needs seconds from 1 to 3600, not '%s'", optarg);
+        case OPT_TIMEOUT:
+            cfg.timeout_sec = p.num;
             break;
-        case 'P':
+        case OPT_SHOW_PROMPT:
             show = true;
             break;
-        case 'R':
+        case OPT_NO_REDACT:
             req.no_redact = true;
             break;
-        case 'j':
+        case OPT_JSON:
             json = true;
             break;
-        case 'h':
+        case OPT_HELP:
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
     }
+    if (c < 0)
+        return c;
     if (argc - optind != 2)
         return cli_usage("give the profile and the region: scry optimize profile.json "
                          "FILE[:LINE[-LINE]] --provider P");

@@ -1,7 +1,6 @@
 /* `scry query app.heap --type T | --retaining-path ADDR | --locate NAME`: questions about one
  * snapshot: a type's instances and who holds them, the path from a root to one object (one
  * labelled hop per line), and where a function, class or module comes from. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -24,16 +24,7 @@ const char cmd_query_usage[] =
     "usage: scry query app.heap --type T [--allocations] [--json]\n"
     "       scry query app.heap --retaining-path ADDR [--json]\n"
     "       scry query app.heap --locate NAME [--json]\n"
-    "\n"
-    "  --type T             instances of type T (its qualified name, or the part after the last\n"
-    "                       dot): how many, their sizes, the largest and what holds them\n"
-    "  --allocations        with --type: the lines that allocated its instances (a snapshot\n"
-    "                       of a program under scry run: docs/allocations.md)\n"
-    "  --retaining-path A   the path from a root to the object at address A (hex or decimal),\n"
-    "                       root first, one labelled reference per line\n"
-    "  --locate NAME        file:line of a function, class or module named NAME (dotted, as in\n"
-    "                       app.session.Session.close, or its last parts)\n"
-    "  --json               one JSON document on stdout (docs/json-schema.md)\n";
+    "\n";
 
 static bool type_matches(const char *type, const char *want)
 {
@@ -269,57 +260,47 @@ int cli_query_report(const char *path, enum cli_query q, const char *arg, bool j
 
 int cmd_query(int argc, char **argv)
 {
-    enum { Q_TYPE = 256, Q_PATH, Q_LOCATE };
-    static const struct option longopts[] = {
-        {"type", required_argument, NULL, Q_TYPE},
-        {"retaining-path", required_argument, NULL, Q_PATH},
-        {"locate", required_argument, NULL, Q_LOCATE},
-        {"allocations", no_argument, NULL, 'a'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     bool json = cli_wants_json(argc, argv);
     int mode = 0;
     bool allocations = false;
     const char *arg = NULL, *path = NULL;
-    int c;
-    opterr = 0;
-    optind = 1;
     /* The snapshot may come before or after the options. */
-    while ((c = getopt_long(argc, argv, ":jh", longopts, NULL)) != -1) {
+    struct opt_parser p;
+    opt_begin(&p, OC_QUERY, argc, argv, OP_PERMUTE);
+    int c;
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case Q_TYPE:
-        case Q_PATH:
-        case Q_LOCATE:
+        case OPT_TYPE:
+        case OPT_RETAINING_PATH:
+        case OPT_LOCATE:
             if (mode)
                 return cli_usage("give one of --type, --retaining-path, --locate");
             mode = c;
-            arg = optarg;
+            arg = p.arg;
             break;
-        case 'j':
+        case OPT_JSON:
             json = true;
             break;
-        case 'a':
+        case OPT_ALLOCATIONS_FLAG:
             allocations = true;
             break;
-        case 'h':
+        case OPT_HELP:
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
     }
+    if (c < 0)
+        return c;
     if (argc - optind != 1)
         return cli_usage("give one snapshot file (scry query app.heap --type T)");
     path = argv[optind];
     if (!mode)
         return cli_usage("give one of --type T, --retaining-path ADDR, --locate NAME");
-    if (allocations && mode != Q_TYPE)
+    if (allocations && mode != OPT_TYPE)
         return cli_usage("--allocations goes with --type T");
 
     struct strbuf out = STRBUF_INIT;
-    enum cli_query q = mode == Q_TYPE ? CLI_QUERY_TYPE
-                       : mode == Q_PATH ? CLI_QUERY_PATH
+    enum cli_query q = mode == OPT_TYPE ? CLI_QUERY_TYPE
+                       : mode == OPT_RETAINING_PATH ? CLI_QUERY_PATH
                                         : CLI_QUERY_LOCATE;
     return cli_finish_report(query_report(path, q, arg, allocations, json, &out), &out, json);
 }

@@ -63,6 +63,37 @@ const struct opt_def opt_defs[] = {
     TEXT(OPT_API_KEY_ENV, "api-key-env", 0, "NAME"),
     TEXT(OPT_API_KEY, "api-key", 0, "KEY"),
 
+    /* query */
+    TEXT(OPT_TYPE, "type", 0, "T"),
+    TEXT(OPT_RETAINING_PATH, "retaining-path", 0, "A"),
+    TEXT(OPT_LOCATE, "locate", 0, "NAME"),
+    /* compare */
+    {.id = OPT_FAIL_ABOVE, .name = "fail-above", .type = OT_NUMBER, .value_name = "PCT",
+     .min = 0, .max = 1e300, .needs = "a percentage of at least 0"},
+    FLAG(OPT_NORMALIZE, "normalize", 0),
+    {.id = OPT_TOP_OR_ALL, .name = "top", .short_name = 't', .type = OT_INT, .value_name = "N",
+     .min = 0, .max = 1000000, .needs = "a count of at least 0", .dflt = "20"},
+    /* flamegraph */
+    FLAG(OPT_MEMORY, "memory", 0),
+    FLAG(OPT_FOLDED, "folded", 0),
+    FLAG(OPT_DIFF, "diff", 0),
+    {.id = OPT_MIN_PCT, .name = "min-pct", .type = OT_NUMBER, .value_name = "P", .min = 0,
+     .max = 100, .needs = "a percentage from 0 to 100"},
+    {.id = OPT_MIN_BYTES, .name = "min-bytes", .type = OT_NUMBER, .value_name = "N", .min = 0,
+     .max = 1e300, .needs = "a number of bytes"},
+    {.id = OPT_MAX_DEPTH, .name = "max-depth", .type = OT_INT, .value_name = "N", .min = 1,
+     .max = 100000, .needs = "a depth from 1 to 100000"},
+    TEXT(OPT_TITLE, "title", 0, "TEXT"),
+    TEXT(OPT_COLORS, "colors", 0, "MODE"),
+    {.id = OPT_WIDTH, .name = "width", .type = OT_INT, .value_name = "PX", .min = 100,
+     .max = 100000, .needs = "a width in pixels from 100 to 100000", .dflt = "1200"},
+    /* optimize */
+    TEXT(OPT_FUNCTION, "function", 0, "NAME"),
+    {.id = OPT_TIMEOUT, .name = "timeout", .type = OT_NUMBER, .value_name = "S", .min = 1,
+     .max = 3600, .needs = "seconds from 1 to 3600", .dflt = "120"},
+    FLAG(OPT_SHOW_PROMPT, "show-prompt", 0),
+    FLAG(OPT_NO_REDACT, "no-redact", 0),
+
     /* ---- record, top, run, collect, kernel, mcp ---- */
 };
 const size_t opt_ndefs = sizeof(opt_defs) / sizeof(opt_defs[0]);
@@ -155,6 +186,101 @@ const struct opt_use opt_uses[] = {
     USE(OC_DUMP, OPT_JSON, "print what was written as a JSON document (docs/json-schema.md)"),
     USE(OC_DUMP, OPT_QUIET, "no progress line on the terminal while it copies, walks, writes"),
     USE(OC_DUMP, OPT_GRAPH, "also write the graph as JSON lines (for tests and debugging)"),
+
+    /* ---- the snapshot reports: analyze, query, check, diff ---- */
+    USE(OC_ANALYZE, OPT_TOP, "how many retainers and types to list (default 20)"),
+    USE(OC_DIFF, OPT_TOP, "how many sites and types to list (default 20)"),
+    USE(OC_ANALYZE, OPT_ALLOCATIONS_FLAG,
+        "under each retainer, the lines that allocated what it retains\n"
+        "(bytes, share, sampling error): a snapshot of a program under\n"
+        "scry run (docs/allocations.md)"),
+    USE(OC_QUERY, OPT_TYPE, "instances of type T (its qualified name, or the part after the last\n"
+                           "dot): how many, their sizes, the largest and what holds them"),
+    USE(OC_QUERY, OPT_ALLOCATIONS_FLAG,
+        "with --type: the lines that allocated its instances (a snapshot\n"
+        "of a program under scry run: docs/allocations.md)"),
+    USE(OC_QUERY, OPT_RETAINING_PATH,
+        "the path from a root to the object at address A (hex or decimal),\n"
+        "root first, one labelled reference per line"),
+    USE(OC_QUERY, OPT_LOCATE, "file:line of a function, class or module named NAME (dotted, as in\n"
+                             "app.session.Session.close, or its last parts)"),
+    USE(OC_ANALYZE | OC_QUERY | OC_CHECK | OC_DIFF, OPT_JSON,
+        "one JSON document on stdout (docs/json-schema.md)"),
+    USE(OC_ANALYZE, OPT_QUIET, "no progress line on the terminal while it reads and computes"),
+    USE(OC_DIFF, OPT_QUIET, "no progress line on the terminal while it reads and compares"),
+
+    /* ---- compare ---- */
+    USE(OC_COMPARE, OPT_FAIL_ABOVE,
+        "exit with status 1 when a function or line got significantly\n"
+        "slower, or allocated or kept significantly more, by more than\n"
+        "PCT percent; the regressed entries are listed"),
+    USE(OC_COMPARE, OPT_NORMALIZE,
+        "first divide after's times by the speed ratio of the function\n"
+        "at the time-weighted median of every function's after/before\n"
+        "ratio: for machines whose speed varies between runs (shared CI\n"
+        "runners), when most of the time is in code that did not change"),
+    USE(OC_COMPARE, OPT_TOP_OR_ALL, "show at most N functions and N lines (default 20; 0: all)"),
+    USE(OC_COMPARE, OPT_JSON, "the whole comparison as JSON (docs/json-schema.md)"),
+    USE(OC_COMPARE, OPT_HTML,
+        "write the report as a self-contained HTML page (every entry that\n"
+        "changed significantly, most significant first; a switch shows the\n"
+        "others) to scry-compare.html, or -o FILE, and print its path"),
+    USE(OC_COMPARE, OPT_OUTFILE, "where --html writes the page"),
+
+    /* ---- flamegraph ---- */
+    USE(OC_FLAMEGRAPH, OPT_OUTPUT, "write to FILE (default: standard output)"),
+    USE_NO_SHORT(OC_FLAMEGRAPH, OPT_OUTFILE, NULL), /* --output's other name, not listed */
+    USE(OC_FLAMEGRAPH, OPT_MEMORY, "the memory flame graph: widths are the MB each call stack\n"
+                                   "allocated (a profile recorded with --stacks, memory on)"),
+    USE(OC_FLAMEGRAPH, OPT_FOLDED, "write folded stacks ('frame;frame;frame COUNT', outermost frame\n"
+                                   "first, one line per stack) instead of the SVG"),
+    USE_AS(OC_FLAMEGRAPH, OPT_DIFF,
+           "differential graph of profile A (before) and B (after): width is\n"
+           "after, red frames grew, blue shrank; with --folded the lines read\n"
+           "'stack BEFORE AFTER'",
+           "    --diff A B"),
+    USE(OC_FLAMEGRAPH, OPT_MIN_PCT, "fold frames narrower than P% of the total into one [other] frame\n"
+                                    "per parent (default 0: none); the other frames keep their widths"),
+    USE(OC_FLAMEGRAPH, OPT_MAX_DEPTH, "fold frames deeper than N into [other] (default: no limit)"),
+    USE(OC_FLAMEGRAPH, OPT_MIN_BYTES, "for heap snapshots: fold frames retaining fewer than N bytes"),
+    USE(OC_FLAMEGRAPH, OPT_ALLOCATIONS_FLAG,
+        "for a heap snapshot of a program under scry run: the retained\n"
+        "bytes by the Python stack that allocated them (docs/allocations.md)"),
+    USE(OC_FLAMEGRAPH, OPT_TITLE, "the graph's title"),
+    USE(OC_FLAMEGRAPH, OPT_COLORS, "kind (Python warm, native blue; the default) or hash (one colour\n"
+                                   "per name)"),
+    USE(OC_FLAMEGRAPH, OPT_WIDTH, "image width (default 1200)"),
+
+    /* ---- optimize ---- */
+    USE(OC_OPTIMIZE, OPT_PROVIDER, "openai (any OpenAI-compatible server: OpenAI, Ollama, vLLM),\n"
+                                   "anthropic, azure, gemini, bedrock"),
+    USE(OC_OPTIMIZE, OPT_MODEL, "the model (defaults: docs/optimize.md; bedrock: the modelId;\n"
+                                "azure: the deployment, when --deployment is not given)"),
+    USE(OC_OPTIMIZE, OPT_BASE_URL,
+        "the provider's endpoint (openai: the base of /chat/completions,\n"
+        "such as http://localhost:11434/v1 for Ollama; azure: the\n"
+        "resource's https://NAME.openai.azure.com)"),
+    USE(OC_OPTIMIZE, OPT_FUNCTION, "the function to optimise (Class.method or method)"),
+    USE(OC_OPTIMIZE, OPT_DEPLOYMENT, "azure: the model deployment"),
+    USE(OC_OPTIMIZE, OPT_API_VERSION, "azure: the API version (default 2024-10-21)"),
+    USE(OC_OPTIMIZE, OPT_REGION, "bedrock: the AWS region (default $AWS_REGION)"),
+    USE(OC_OPTIMIZE, OPT_API_KEY_ENV,
+        "read the key from the variable NAME instead of the provider's\n"
+        "(OPENAI_API_KEY, ANTHROPIC_API_KEY, AZURE_OPENAI_API_KEY,\n"
+        "GEMINI_API_KEY or GOOGLE_API_KEY; bedrock: AWS_ACCESS_KEY_ID,\n"
+        "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). There is no option\n"
+        "for the key itself: a command line is visible in ps"),
+    USE(OC_OPTIMIZE, OPT_API_KEY, NULL), /* refused: a key on the command line is seen by all */
+    USE(OC_OPTIMIZE, OPT_TIMEOUT, "give up after S seconds (default 120)"),
+    USE(OC_OPTIMIZE, OPT_SHOW_PROMPT, "print what would be sent and send nothing (with --json:\n"
+                                      "{\"system\", \"user\"})"),
+    USE(OC_OPTIMIZE, OPT_NO_REDACT,
+        "send the source as it is: by default, string literals, names\n"
+        "and comments that look like secrets (and strings assigned to\n"
+        "names such as DB_PASSWORD or API_KEY) are sent as <redacted>,\n"
+        "and what was is listed on stderr before sending"),
+    USE(OC_OPTIMIZE, OPT_JSON, "the proposal as JSON: file, first_line, last_line, function,\n"
+                               "provider, model, code, diff, reasons"),
 
     /* ---- record, top, run, collect, kernel, mcp ---- */
 

@@ -21,6 +21,7 @@
 
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -54,9 +55,9 @@
     "\"}"
 #define S_SNAPSHOT S_PATH("snapshot", "path of a heap snapshot (capture_heap, scry dump)")
 #define S_PROFILE S_PATH("profile", "path of a profile (run_profile, scry run: scry-profile.json)")
-#define S_PID                                                                                   \
-    "\"pid\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304,"                           \
-    "\"description\":\"process id (list_processes)\"}"
+/* An argument that stands for a command-line option has only its description here: its type,
+ * range and default come from the option table (option_props, below). */
+#define S_PID "\"pid\":{\"description\":\"process id (list_processes)\"}"
 #define SCHEMA(props, req)                                                                      \
     "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "],"                    \
     "\"additionalProperties\":false}"
@@ -812,8 +813,8 @@ static struct tool tools[] = {
             "\"directory to run it in, under the server's roots (default: the server's)\"},"
             "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":3600,\"description\":"
             "\"seconds before the program is stopped (default and limit: --run-timeout)\"},"
-            "\"memory\":{\"type\":\"boolean\",\"default\":true,\"description\":\"profile memory "
-            "too (false: CPU only)\"}," BOUNDED,
+            "\"memory\":{\"default\":true,\"description\":\"profile memory too (false: CPU "
+            "only)\"}," BOUNDED,
             "\"command\""),
      false, tool_run_profile, NULL},
     {"profile_summary", "Summary of a profile",
@@ -834,8 +835,8 @@ static struct tool tools[] = {
      "line and metric that changed beyond the sampling error (|z| >= 3), most significant "
      "first, with before, after, delta, pct and z; unchanged rows counted (scry compare).",
      SCHEMA(S_PATH("before", "the earlier profile") "," S_PATH("after", "the later profile")
-            ",\"normalize\":{\"type\":\"boolean\",\"default\":false,\"description\":\"divide "
-            "out a machine speed change first (scry compare --normalize)\"}," BOUNDED,
+            ",\"normalize\":{\"default\":false,\"description\":\"divide out a machine speed "
+            "change first (scry compare --normalize)\"}," BOUNDED,
             "\"before\",\"after\""),
      true, tool_compare_profiles, NULL},
     {"capture_heap", "Take a heap snapshot",
@@ -887,6 +888,35 @@ static struct tool tools[] = {
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
+/* The tools' arguments that are command-line options, and the option each stands for. */
+static const struct {
+    const char *prop;
+    enum opt_id id;
+} option_props[] = {
+    {"pid", OPT_PID},
+    {"normalize", OPT_NORMALIZE},
+    {"memory", OPT_MEMORY},
+};
+
+/* Completes the schema of each argument that is an option from the option table: its type,
+ * range and default, where the tool's own text does not say otherwise. */
+static bool complete_from_options(json_t *schema)
+{
+    json_t *props = json_object_get(schema, "properties");
+    for (size_t i = 0; i < sizeof(option_props) / sizeof(option_props[0]); i++) {
+        json_t *prop = json_object_get(props, option_props[i].prop);
+        if (!prop)
+            continue;
+        json_t *from = opt_schema(option_props[i].id, NULL);
+        if (!from || json_object_update_missing(prop, from) != 0) {
+            json_decref(from);
+            return false;
+        }
+        json_decref(from);
+    }
+    return true;
+}
+
 bool mcp_tools_init(const struct mcp_config *cfg)
 {
     config = cfg;
@@ -895,6 +925,10 @@ bool mcp_tools_init(const struct mcp_config *cfg)
         tools[i].parsed = json_loads(tools[i].schema, 0, &e);
         if (!tools[i].parsed) {
             log_warn("mcp: the schema of %s does not parse: %s", tools[i].name, e.text);
+            return false;
+        }
+        if (!complete_from_options(tools[i].parsed)) {
+            log_warn("mcp: the schema of %s cannot be completed: out of memory", tools[i].name);
             return false;
         }
     }
