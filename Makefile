@@ -35,7 +35,7 @@ CORE_DIRS := src/common src/platform src/platform/linux src/reader src/cpython s
              src/snapshot
 CORE_SRC  := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 # The scry binary's own code: the commands (src/cli) and the subsystems they drive.
-APP_DIRS  := src/cli src/run src/record src/attach src/ebpf src/mcp src/http src/llm src/push
+APP_DIRS  := src/cli src/options src/run src/record src/attach src/ebpf src/mcp src/http src/llm src/push
 CLI_SRC   := $(foreach d,$(APP_DIRS),$(wildcard $(d)/*.c))
 CORE_OBJ  := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -152,14 +152,14 @@ $(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(
 # The optimisation proposals' prompt, answer and diff (src/llm): linked with the objects they
 # use; the test defines the command table cli_common.c refers to.
 OPT_OBJ := $(addprefix $(BUILD)/obj/src/,llm/optimize_prompt.o llm/llm_providers.o push/push.o \
-             push/tls_ca.o cli/cli_common.o cli/options.o cli/option_table.o)
+             push/tls_ca.o cli/cli_common.o options/options.o options/option_table.o)
 $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
-# The option table and its engine (src/cli/options.c, option_table.c), with cli_common.c's usage
+# The option table and its engine (src/options/options.c, option_table.c), with cli_common.c's usage
 # errors; the test defines the command table cli_common.c refers to.
-OPTIONS_OBJ := $(addprefix $(BUILD)/obj/src/cli/,options.o option_table.o cli_common.o)
+OPTIONS_OBJ := $(addprefix $(BUILD)/obj/src/,options/options.o options/option_table.o cli/cli_common.o)
 $(BUILD)/tests/test_options: $(BUILD)/obj/tests/unit/test_options.o $(OPTIONS_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPTIONS_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)

@@ -16,7 +16,7 @@
 #include "analysis/heap_analysis.h"
 #include "analysis/stacks.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/progress.h"
 #include "common/sanitize.h"

@@ -9,7 +9,7 @@
 #include "analysis/alloc_join.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/progress.h"

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/fmt.h"
 #include "common/sanitize.h"

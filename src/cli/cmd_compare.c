@@ -11,7 +11,7 @@
 
 #include "analysis/compare.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/sanitize.h"

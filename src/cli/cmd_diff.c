@@ -10,7 +10,7 @@
 #include "analysis/heap_analysis.h"
 #include "analysis/heap_diff.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/progress.h"

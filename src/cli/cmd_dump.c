@@ -12,7 +12,7 @@
 #include "analysis/alloc_join.h"
 #include "attach/run_link.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/hashmap.h"

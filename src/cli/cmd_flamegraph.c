@@ -11,7 +11,7 @@
 
 #include "analysis/stacks.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "render/flamegraph_svg.h"
 #include "render/speedscope.h"

@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "llm/llm_providers.h"

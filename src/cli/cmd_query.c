@@ -10,7 +10,7 @@
 #include "analysis/dominators.h"
 #include "analysis/heap_analysis.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"

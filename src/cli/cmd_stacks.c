@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"

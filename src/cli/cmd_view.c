@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "http/serve_http.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/strbuf.h"
 
 static int cmd_help(int argc, char **argv);

@@ -21,7 +21,7 @@
 
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/error.h"
 #include "common/log.h"

@@ -1,11 +1,11 @@
-/* The option table (src/cli/option_table.c) and its engine (src/cli/options.c): the table is
- * consistent (each option defined once, each use names a definition, no command takes two
- * options of one name or one short form), every option a command takes is in its help, and
+/* The option table (src/options/option_table.c) and its engine (src/options/options.c): the
+ * table is consistent (each option defined once, each use names a definition, no command takes
+ * two options of one name or one short form), every option a command takes is in its help, and
  * parsing checks values against their definitions with the one form of usage error. */
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/options.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "testlib.h"
 

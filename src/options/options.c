@@ -1,7 +1,7 @@
 /* The option table's engine (options.h): getopt_long's tables built from a command's uses, each
  * value checked against its definition, a command's option help, --config's keys, the agent's
  * settings and MCP schemas. The table itself is option_table.c. */
-#include "cli/options.h"
+#include "options/options.h"
 
 #include <errno.h>
 #include <limits.h>

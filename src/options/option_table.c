@@ -1,6 +1,6 @@
 /* Every option of scry's commands (options.h): each defined once, then each command's list of the
  * options it takes, in the order of its help. Data only. */
-#include "cli/options.h"
+#include "options/options.h"
 
 #include <limits.h>
 

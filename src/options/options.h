@@ -6,8 +6,8 @@
  * there (struct opt_use). Parsing goes through opt_next, which checks a value against its
  * definition, so that every bad value is the same usage error: "--NAME needs WHAT, not 'VALUE'",
  * with the hint that names the command's --help (cli_usage). */
-#ifndef SCRY_CLI_OPTIONS_H
-#define SCRY_CLI_OPTIONS_H
+#ifndef SCRY_OPTIONS_OPTIONS_H
+#define SCRY_OPTIONS_OPTIONS_H
 
 #include <getopt.h>
 #include <stdbool.h>
