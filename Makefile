@@ -152,7 +152,7 @@ $(BUILD)/tests/test_uprobe_point: $(BUILD)/obj/tests/unit/test_uprobe_point.o $(
 # The optimisation proposals' prompt, answer and diff (src/llm): linked with the objects they
 # use; the test defines the command table cli_common.c refers to.
 OPT_OBJ := $(addprefix $(BUILD)/obj/src/,llm/optimize_prompt.o llm/llm_providers.o push/push.o \
-             push/tls_ca.o cli/cli_common.o)
+             push/tls_ca.o cli/cli_common.o cli/options.o cli/option_table.o)
 $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)

@@ -11,7 +11,7 @@
 #include "testlib.h"
 
 /* cli_common.c names the command table; this test has no commands. */
-const struct cli_command cli_commands[] = {{"optimize", NULL, "", "", 0}};
+const struct cli_command cli_commands[] = {{"optimize", NULL, "", "", 0, 0, 0, NULL}};
 const size_t cli_ncommands = 1;
 
 static void test_location(void)
