@@ -23,11 +23,11 @@ static const char version_usage[] =
 
 const struct cli_command cli_commands[] = {
     {"run", cmd_run, "profile a Python program (CPU: Python, native and system time per line)",
-     cmd_run_usage, 0, 0, 0, NULL},
+     cmd_run_usage, 0, OC_RUN, 34, cmd_run_usage_tail},
     {"record", cmd_record, "profile a running Python process from outside (scry run's profile)",
-     cmd_record_usage, 0, 0, 0, NULL},
+     cmd_record_usage, 0, OC_RECORD, 34, NULL},
     {"top", cmd_top, "a live view of a running Python process: its functions' time, like top",
-     cmd_top_usage, 0, 0, 0, NULL},
+     cmd_top_usage, 0, OC_TOP, 34, NULL},
     {"view", cmd_view, "show a profile: in the browser, as HTML (--html), in the terminal (--cli)",
      cmd_view_usage, 0, OC_VIEW, 32, NULL},
     {"stacks", cmd_stacks, "print every thread's Python stack of a process or a core file",
@@ -55,7 +55,8 @@ const struct cli_command cli_commands[] = {
      cmd_collect_usage, 0, 0, 0, NULL},
     {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
      cmd_kernel_usage, 0, 0, 0, NULL},
-    {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0, 0, 0, NULL},
+    {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0,
+     0, 0, NULL},
     {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0, 0, 0, NULL},
     {"version", cmd_version, "print scry's version", version_usage, 0, 0, 0, NULL},
 };
