@@ -52,7 +52,7 @@ const struct cli_command cli_commands[] = {
     {"control", cmd_control, "turn profiling on or off in a program scry run is profiling",
      cmd_control_usage, 0, 0, 0, NULL},
     {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
-     cmd_collect_usage, 0, 0, 0, NULL},
+     cmd_collect_usage, 0, OC_COLLECT, 34, NULL},
     {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
      cmd_kernel_usage, 0, 0, 0, NULL},
     {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0,

@@ -156,6 +156,11 @@ const struct opt_def opt_defs[] = {
      .agent_env = "SCRY_SNAPSHOT_INTERVAL"},
     {.id = OPT_HEAP_AT_EXIT, .name = "heap-at-exit", .type = OT_TEXT, .value_name = "FILE",
      .agent_env = "SCRY_HEAP_AT_EXIT"},
+    /* collect */
+    TEXT(OPT_PART_DIR, "part-dir", 0, "DIR"),
+    TEXT(OPT_PROGRAM, "program", 0, "PATH"),
+    TEXT(OPT_PART, "part", 0, "AFTER"),
+    TEXT(OPT_SINCE, "since", 0, "BEFORE"),
 };
 const size_t opt_ndefs = sizeof(opt_defs) / sizeof(opt_defs[0]);
 
@@ -468,6 +473,14 @@ const struct opt_use opt_uses[] = {
      "basic authentication comes from\n"
      "PYROSCOPE_BASIC_AUTH_USER and _PASSWORD"),
 
+    /* collect (the Python package's; its help lists none) */
+    USE(OC_COLLECT, OPT_PID, NULL),
+    USE(OC_COLLECT, OPT_PART_DIR, NULL),
+    USE(OC_COLLECT, OPT_OUTFILE, NULL),
+    USE(OC_COLLECT, OPT_PROGRAM, NULL),
+    USE(OC_COLLECT, OPT_PROGRAM_PATH, NULL),
+    USE(OC_COLLECT, OPT_PART, NULL),
+    USE(OC_COLLECT, OPT_SINCE, NULL),
     /* every command takes --help; it is not listed */
     USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP | OC_VIEW | OC_STACKS | OC_DUMP | OC_ANALYZE |
          OC_QUERY | OC_CHECK | OC_DIFF | OC_COMPARE | OC_FLAMEGRAPH | OC_OPTIMIZE | OC_COLLECT |
