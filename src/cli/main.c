@@ -54,7 +54,7 @@ const struct cli_command cli_commands[] = {
     {"collect", cmd_collect, "write the profile of a program that called scry.start() itself",
      cmd_collect_usage, 0, OC_COLLECT, 34, NULL},
     {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
-     cmd_kernel_usage, 0, 0, 0, NULL},
+     cmd_kernel_usage, 0, OC_KERNEL, 32, NULL},
     {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0,
      0, 0, NULL},
     {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0, 0, 0, NULL},

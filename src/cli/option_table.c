@@ -161,6 +161,12 @@ const struct opt_def opt_defs[] = {
     TEXT(OPT_PROGRAM, "program", 0, "PATH"),
     TEXT(OPT_PART, "part", 0, "AFTER"),
     TEXT(OPT_SINCE, "since", 0, "BEFORE"),
+    /* kernel */
+    FLAG(OPT_USER, "user", 0),
+    FLAG(OPT_SYS_PREFIX, "sys-prefix", 0),
+    TEXT(OPT_PREFIX, "prefix", 0, "DIR"),
+    TEXT(OPT_NAME, "name", 0, "NAME"),
+    TEXT(OPT_DISPLAY_NAME, "display-name", 0, "TEXT"),
 };
 const size_t opt_ndefs = sizeof(opt_defs) / sizeof(opt_defs[0]);
 
@@ -481,6 +487,21 @@ const struct opt_use opt_uses[] = {
     USE(OC_COLLECT, OPT_PROGRAM_PATH, NULL),
     USE(OC_COLLECT, OPT_PART, NULL),
     USE(OC_COLLECT, OPT_SINCE, NULL),
+    /* kernel */
+    USE(OC_KERNEL, OPT_USER,
+     "for you only (the default): Jupyter's data folder in your\n"
+     "home"),
+    USE(OC_KERNEL, OPT_SYS_PREFIX,
+     "into the Python's environment (a virtualenv or conda)"),
+    USE(OC_KERNEL, OPT_PREFIX,
+     "under DIR/share/jupyter/kernels"),
+    USE(OC_KERNEL, OPT_NAME,
+     "the kernel's name (default scry; jupyter's --kernel NAME)"),
+    USE(OC_KERNEL, OPT_DISPLAY_NAME,
+     "the name shown in Jupyter (default \"Python 3 (scry)\")"),
+    USE(OC_KERNEL, OPT_PYTHON,
+     "the kernel's Python (default: $SCRY_PYTHON, else python3 on\n"
+     "PATH; python -m scry: its own interpreter)"),
     /* every command takes --help; it is not listed */
     USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP | OC_VIEW | OC_STACKS | OC_DUMP | OC_ANALYZE |
          OC_QUERY | OC_CHECK | OC_DIFF | OC_COMPARE | OC_FLAMEGRAPH | OC_OPTIMIZE | OC_COLLECT |
