@@ -56,7 +56,7 @@ const struct cli_command cli_commands[] = {
     {"kernel", cmd_kernel, "install the Jupyter kernel \"Python 3 (scry)\" (memory in %%scry)",
      cmd_kernel_usage, 0, OC_KERNEL, 32, NULL},
     {"mcp", cmd_mcp, "an MCP server on stdio: scry's tools for coding agents", cmd_mcp_usage, 0,
-     0, 0, NULL},
+     OC_MCP, 25, NULL},
     {"help", cmd_help, "show this help, or a command's: scry help stacks", help_usage, 0, 0, 0, NULL},
     {"version", cmd_version, "print scry's version", version_usage, 0, 0, 0, NULL},
 };

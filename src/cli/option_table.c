@@ -167,6 +167,14 @@ const struct opt_def opt_defs[] = {
     TEXT(OPT_PREFIX, "prefix", 0, "DIR"),
     TEXT(OPT_NAME, "name", 0, "NAME"),
     TEXT(OPT_DISPLAY_NAME, "display-name", 0, "TEXT"),
+    /* mcp */
+    FLAG(OPT_ALLOW_RUN, "allow-run", 0),
+    FLAG(OPT_ALLOW_DUMP, "allow-dump", 0),
+    {.id = OPT_MAX_DUMP_MB, .name = "max-dump-mb", .type = OT_INT, .value_name = "N", .min = 1,
+     .max = 1000000, .needs = "a number from 1 to 1000000", .dflt = "4096"},
+    {.id = OPT_RUN_TIMEOUT, .name = "run-timeout", .type = OT_INT, .value_name = "S", .min = 1,
+     .max = 1000000, .needs = "a number from 1 to 1000000", .dflt = "300"},
+    {.id = OPT_ROOT, .name = "root", .type = OT_TEXT, .value_name = "DIR", .flags = OF_REPEAT},
 };
 const size_t opt_ndefs = sizeof(opt_defs) / sizeof(opt_defs[0]);
 
@@ -502,6 +510,20 @@ const struct opt_use opt_uses[] = {
     USE(OC_KERNEL, OPT_PYTHON,
      "the kernel's Python (default: $SCRY_PYTHON, else python3 on\n"
      "PATH; python -m scry: its own interpreter)"),
+    /* mcp */
+    USE(OC_MCP, OPT_ROOT,
+     "also allow the files under DIR (repeatable): the tools read and\n"
+     "write only regular files under the server's working directory,\n"
+     "these roots and the server's own directory, symlinks resolved"),
+    USE(OC_MCP, OPT_ALLOW_RUN,
+     "allow run_profile (runs commands the agent gives)"),
+    USE(OC_MCP, OPT_ALLOW_DUMP,
+     "allow capture_heap (stops a process while its heap is read)"),
+    USE(OC_MCP, OPT_MAX_DUMP_MB,
+     "capture_heap refuses processes with more RSS (default 4096)"),
+    USE(OC_MCP, OPT_RUN_TIMEOUT,
+     "run_profile's longest run, in seconds (default 300)"),
+
     /* every command takes --help; it is not listed */
     USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP | OC_VIEW | OC_STACKS | OC_DUMP | OC_ANALYZE |
          OC_QUERY | OC_CHECK | OC_DIFF | OC_COMPARE | OC_FLAMEGRAPH | OC_OPTIMIZE | OC_COLLECT |
