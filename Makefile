@@ -157,6 +157,13 @@ $(BUILD)/tests/test_optimize: $(BUILD)/obj/tests/unit/test_optimize.o $(OPT_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(OPT_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
 
+# The option table and its engine (src/cli/options.c, option_table.c), with the CLI's helpers they
+# report through; the test defines the command table cli_common.c refers to.
+OPTIONS_OBJ := $(addprefix $(BUILD)/obj/src/cli/,options.o option_table.o cli_common.o)
+$(BUILD)/tests/test_options: $(BUILD)/obj/tests/unit/test_options.o $(OPTIONS_OBJ) $(UNIT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(OPTIONS_OBJ) $(UNIT_LIB) $(CORE_LIB) $(LDLIBS)
+
 # view --serve's request parser, routing and key rule (src/http/serve_http.c), on their own.
 $(BUILD)/tests/test_serve_http: $(BUILD)/obj/tests/unit/test_serve_http.o $(BUILD)/obj/src/http/serve_http.o $(UNIT_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
