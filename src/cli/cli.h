@@ -74,6 +74,8 @@ extern const char cmd_run_usage[], cmd_view_usage[], cmd_stacks_usage[], cmd_dum
     cmd_analyze_usage[], cmd_query_usage[], cmd_check_usage[], cmd_diff_usage[],
     cmd_compare_usage[], cmd_flamegraph_usage[], cmd_control_usage[],
     cmd_collect_usage[], cmd_kernel_usage[];
+/* what follows a command's options in its help */
+extern const char cmd_run_usage_tail[];
 
 /* ---- errors and help (cli_common.c) ---------------------------------------------------------- */
 
@@ -130,9 +132,6 @@ bool cli_is_part_dir(const char *dir, uid_t uid);
 bool cli_parse_percent(const char *s, double *out);
 /* Parses a finite number >= 0; false if s is not one. */
 bool cli_parse_amount(const char *s, double *out);
-/* Parses --allocation-sampling-window's value (run, record --allocations): a whole number of
- * bytes above 0; a usage error recorded otherwise. */
-int cli_parse_window(const char *s, unsigned long long *out);
 /* Reads a whole file into a malloc'd buffer (common/infile.h); records an io_error on failure. */
 int cli_read_file(const char *path, char **data, size_t *len);
 /* Parses the options of snapshot report cmd (its enum opt_cmd bit: those the option table

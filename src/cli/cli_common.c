@@ -238,19 +238,6 @@ bool cli_parse_amount(const char *s, double *out)
     return true;
 }
 
-int cli_parse_window(const char *s, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v == 0)
-        return cli_usage("--allocation-sampling-window needs a number of bytes above 0 "
-                         "(such as 1048576), not '%s'",
-                         s);
-    *out = v;
-    return 0;
-}
-
 bool cli_parse_percent(const char *s, double *out)
 {
     double v;

@@ -5,7 +5,6 @@
  * end, or to mark itself exiting with its part written, then merges the part files it wrote, as
  * `scry run` does after its program; the process waits at exit until the profile is written. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include "analysis/part_delta.h"
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "platform/infile.h"
@@ -105,55 +105,48 @@ static int collect_window(const char *part, const char *since, const char *outfi
 
 int cmd_collect(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},         {"part-dir", required_argument, NULL, 'd'},
-        {"outfile", required_argument, NULL, 'o'},     {"program", required_argument, NULL, 'P'},
-        {"program-path", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'},
-        {"part", required_argument, NULL, 'A'},        {"since", required_argument, NULL, 'B'},
-        {NULL, 0, NULL, 0},
-    };
     int pid = 0, c;
     const char *dir = NULL, *outfile = "scry-profile.json", *program = "", *program_path = "";
     const char *part = NULL, *since = NULL;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
+    struct opt_parser op;
+    opt_begin(&op, OC_COLLECT, argc, argv, OP_PERMUTE);
+    while ((c = opt_next(&op)) > 0) {
         switch (c) {
-        case 'p':
-            if (!cli_parse_pid(optarg, &pid))
-                return cli_usage("--pid needs a process id, not '%s'", optarg);
+        case OPT_PID:
+            pid = (int)op.ival;
             break;
-        case 'd':
-            dir = optarg;
+        case OPT_PART_DIR:
+            dir = op.arg;
             break;
-        case 'o':
-            outfile = optarg;
+        case OPT_OUTFILE:
+            outfile = op.arg;
             break;
-        case 'P':
-            program = optarg;
+        case OPT_PROGRAM:
+            program = op.arg;
             break;
-        case 'D':
-            program_path = optarg;
+        case OPT_PROGRAM_PATH:
+            program_path = op.arg;
             break;
-        case 'A':
-            part = optarg;
+        case OPT_PART:
+            part = op.arg;
             break;
-        case 'B':
-            since = optarg;
+        case OPT_SINCE:
+            since = op.arg;
             break;
-        case 'h':
+        case OPT_HELP:
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
     }
+    if (c < 0)
+        return c;
+    int operand = opt_operand(&op); /* none is taken */
     if (part || since) {
-        if (!part || pid || dir || optind != argc)
+        if (!part || pid || dir || operand != argc)
             return cli_usage("give --part AFTER [--since BEFORE] (and no --pid or --part-dir)");
         return collect_window(part, since, outfile, program, program_path);
     }
     struct stat st;
-    if (!pid || !dir || optind != argc)
+    if (!pid || !dir || operand != argc)
         return cli_usage("give --pid PID and --part-dir DIR (and nothing else)");
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return err_fail(SCRY_E_NOT_FOUND, "no part directory %s", san_str(dir));

@@ -5,7 +5,6 @@
  * lending it scry's package when that lies next to this binary (the wheel's scry/_bin, a
  * checkout's build/). */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "platform/os_process.h"
@@ -25,15 +25,7 @@ const char cmd_kernel_usage[] =
     "profiling off, so that %%scry and %scrun (%load_ext scry) profile a cell's memory as well\n"
     "as its CPU time (a plain kernel gives CPU time only). The kernel's Python needs ipykernel\n"
     "and scry's package (pip install scry).\n"
-    "\n"
-    "      --user                    for you only (the default): Jupyter's data folder in your\n"
-    "                                home\n"
-    "      --sys-prefix              into the Python's environment (a virtualenv or conda)\n"
-    "      --prefix DIR              under DIR/share/jupyter/kernels\n"
-    "      --name NAME               the kernel's name (default scry; jupyter's --kernel NAME)\n"
-    "      --display-name TEXT       the name shown in Jupyter (default \"Python 3 (scry)\")\n"
-    "      --python PATH             the kernel's Python (default: $SCRY_PYTHON, else python3 on\n"
-    "                                PATH; python -m scry: its own interpreter)\n";
+    "\n";
 
 /* The folder holding scry's package (scry/_kernel.py) next to the binary self, into dir; false
  * when there is none (a binary installed on its own: the Python must have the package). */
@@ -59,59 +51,50 @@ static bool package_dir(const char *self, char *dir, size_t size)
 
 int cmd_kernel(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"user", no_argument, NULL, 'u'},
-        {"sys-prefix", no_argument, NULL, 's'},
-        {"prefix", required_argument, NULL, 'p'},
-        {"name", required_argument, NULL, 'n'},
-        {"display-name", required_argument, NULL, 'd'},
-        {"python", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *py = getenv("SCRY_PYTHON");
     const char *python = py && *py ? py : "python3";
     const char *where = NULL, *prefix = NULL, *name = NULL, *display = NULL;
     int places = 0;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_KERNEL, argc, argv, OP_PERMUTE);
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'u':
+        case OPT_USER:
             where = "--user";
             places++;
             break;
-        case 's':
+        case OPT_SYS_PREFIX:
             where = "--sys-prefix";
             places++;
             break;
-        case 'p':
+        case OPT_PREFIX:
             where = "--prefix";
-            prefix = optarg;
+            prefix = p.arg;
             places++;
             break;
-        case 'n':
-            name = optarg;
+        case OPT_NAME:
+            name = p.arg;
             break;
-        case 'd':
-            display = optarg;
+        case OPT_DISPLAY_NAME:
+            display = p.arg;
             break;
-        case 'P':
-            python = optarg;
+        case OPT_PYTHON:
+            python = p.arg;
             break;
-        case 'h':
+        case OPT_HELP:
             return cli_help();
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    if (optind >= argc)
+    if (c < 0)
+        return c;
+    int action = opt_operand(&p); /* "install" */
+    if (action >= argc)
         return cli_usage("say what to do: scry kernel install");
-    if (strcmp(argv[optind], "install") != 0)
-        return cli_usage("unknown action '%s' (scry kernel install)", san_str(argv[optind]));
-    if (optind + 1 < argc)
-        return cli_usage("unexpected argument '%s'", san_str(argv[optind + 1]));
+    if (strcmp(argv[action], "install") != 0)
+        return cli_usage("unknown action '%s' (scry kernel install)", san_str(argv[action]));
+    if (action + 1 < argc)
+        return cli_usage("unexpected argument '%s'", san_str(argv[action + 1]));
     if (places > 1)
         return cli_usage("give one of --user, --sys-prefix and --prefix");
     if (name && (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

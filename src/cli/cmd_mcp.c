@@ -5,7 +5,6 @@
  * time, in order; stdout carries only protocol messages, logs go to stderr. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "mcp/mcp_paths.h"
@@ -32,63 +32,45 @@ const char cmd_mcp_usage[] =
     "clients; docs/mcp.md): tools to list Python processes, read their stacks, profile a\n"
     "command, summarise and compare profiles, take heap snapshots and ask what they retain.\n"
     "Every answer is ranked and cut to the call's token budget. Logs go to standard error.\n"
-    "\n"
-    "      --root DIR         also allow the files under DIR (repeatable): the tools read and\n"
-    "                         write only regular files under the server's working directory,\n"
-    "                         these roots and the server's own directory, symlinks resolved\n"
-    "      --allow-run        allow run_profile (runs commands the agent gives)\n"
-    "      --allow-dump       allow capture_heap (stops a process while its heap is read)\n"
-    "      --max-dump-mb N    capture_heap refuses processes with more RSS (default 4096)\n"
-    "      --run-timeout S    run_profile's longest run, in seconds (default 300)\n";
+    "\n";
 
 static int parse(int argc, char **argv, struct mcp_config *cfg, bool *help)
 {
-    enum { O_RUN = 256, O_DUMP, O_MAX_DUMP, O_TIMEOUT, O_ROOT };
-    static const struct option longopts[] = {
-        {"allow-run", no_argument, NULL, O_RUN},
-        {"allow-dump", no_argument, NULL, O_DUMP},
-        {"max-dump-mb", required_argument, NULL, O_MAX_DUMP},
-        {"run-timeout", required_argument, NULL, O_TIMEOUT},
-        {"root", required_argument, NULL, O_ROOT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     *cfg = (struct mcp_config){.max_dump_mb = DEFAULT_MAX_DUMP_MB,
                                .run_timeout_s = DEFAULT_RUN_TIMEOUT};
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_MCP, argc, argv, OP_PERMUTE);
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
+    while ((c = opt_next(&p)) > 0) {
+        switch (c) {
+        case OPT_HELP:
             *help = true;
             return 0;
-        }
-        if (c == O_RUN || c == O_DUMP) {
-            *(c == O_RUN ? &cfg->allow_run : &cfg->allow_dump) = true;
-            continue;
-        }
-        if (c == O_ROOT) {
-            int err = mcp_roots_add(optarg); /* a usage error naming the directory */
+        case OPT_ALLOW_RUN:
+            cfg->allow_run = true;
+            break;
+        case OPT_ALLOW_DUMP:
+            cfg->allow_dump = true;
+            break;
+        case OPT_ROOT: {
+            int err = mcp_roots_add(p.arg); /* a usage error naming the directory */
             if (err)
                 return err;
-            continue;
+            break;
         }
-        if (c != O_MAX_DUMP && c != O_TIMEOUT)
-            return cli_option_error(c, argv);
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(optarg, &end, 10);
-        if (errno || end == optarg || *end || optarg[0] == '-' || v == 0 || v > 1000000)
-            return cli_usage("%s needs a number from 1 to 1000000, not '%s'",
-                             c == O_MAX_DUMP ? "--max-dump-mb" : "--run-timeout", optarg);
-        if (c == O_MAX_DUMP)
-            cfg->max_dump_mb = v;
-        else
-            cfg->run_timeout_s = (unsigned)v;
+        case OPT_MAX_DUMP_MB:
+            cfg->max_dump_mb = (unsigned long)p.ival;
+            break;
+        case OPT_RUN_TIMEOUT:
+            cfg->run_timeout_s = (unsigned)p.ival;
+            break;
+        }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     /* The working directory is always a root: a coding agent's client starts the server in the
      * project it works on. */
     return mcp_roots_add(".");

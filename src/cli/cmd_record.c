@@ -7,7 +7,6 @@
  * part document (docs/agent-protocol.md, "Part file") merged by analysis/profile.c, so every
  * view and export works on the result unchanged (docs/json-schema.md, "A recorded profile"). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/progress.h"
@@ -41,52 +41,7 @@ const char cmd_record_usage[] =
     "with call stacks, so that scry view, flamegraph and the exports work on it. Recording ends\n"
     "after --duration, on Ctrl-C or SIGTERM, or when the process exits; the profile is written\n"
     "then, and scry exits 0.\n"
-    "\n"
-    "  -p, --pid PID                   the process to record\n"
-    "  -d, --duration S                stop after S seconds (default: until Ctrl-C or its exit)\n"
-    "  -o, --outfile FILE              where to write the profile (default scry-profile.json)\n"
-    "  -r, --rate HZ                   samples per second (default 100, at most 10000)\n"
-    "      --subprocesses              also record its children (and theirs) that run Python\n"
-    "      --idle                      also count the off-CPU time of threads with none of your\n"
-    "                                  code on their stack (as system time, in no line)\n"
-    "      --blocking                  stop the process while each sample is read (consistent\n"
-    "                                  stacks; slows it down)\n"
-    "      --native                    also the native call chain of each running thread\n"
-    "                                  (libunwind-ptrace; stops the process for each sample)\n"
-    "      --memory                    also its memory, as scry run --memory: loads scry's agent\n"
-    "                                  into the process (Python 3.14+: through CPython's remote\n"
-    "                                  debugging where allowed; else ptrace), which samples it\n"
-    "                                  from inside and goes idle at the end\n"
-    "                                  (docs/record-memory.md)\n"
-    "      --heap-at-end FILE          with --memory: a heap snapshot with the allocation samples\n"
-    "                                  as the recording ends, before the agent detaches (scry\n"
-    "                                  analyze --allocations FILE; docs/allocations.md)\n"
-    "      --allocation-sampling-window B\n"
-    "                                  with --memory: one allocation sample per B allocated\n"
-    "                                  bytes on average (default 1048576, as scry run's)\n"
-    "      --allocations               instead: its allocations, with eBPF uprobes on malloc,\n"
-    "                                  calloc, realloc and free (nothing loaded into it; root or\n"
-    "                                  CAP_BPF+CAP_PERFMON); needs --dump FILE: the heap snapshot\n"
-    "                                  taken at the end, with the live samples for analyze,\n"
-    "                                  query and flamegraph --allocations (docs/allocations.md),\n"
-    "                                  or -o FILE: the samples, for scry dump --allocations FILE;\n"
-    "                                  takes --duration, --json, --quiet,\n"
-    "                                  --allocation-sampling-window B (default 1048576)\n"
-    "                                  and the --profile-* and --program-path filter below:\n"
-    "                                  a sample's line is its innermost frame of your code\n"
-    "      --profile-all               profile every file, the standard library included\n"
-    "      --profile-only A,B          only files whose path contains one of these\n"
-    "      --profile-exclude A,B       never files whose path contains one of these\n"
-    "      --profile-system-libraries  also profile the standard library and site-packages\n"
-    "      --program-path DIR          your code: files under DIR are profiled (default: the\n"
-    "                                  script's directory, else the process's working directory)\n"
-    "      --timeline                  also keep each sample's time and thread (the per-thread\n"
-    "                                  timelines of view --format trace and firefox)\n"
-    "  -q, --quiet                     say nothing but warnings and errors: no progress line\n"
-    "                                  (elapsed time, samples), no line saying what it records\n"
-    "                                  and what it wrote (with --memory and --allocations too)\n"
-    PUSH_OPTIONS_HELP
-    ;
+    "\n";
 
 #define NATIVE_DEPTH 64  /* native frames kept per chain, from the innermost */
 #define MAX_CHAINS 10000 /* distinct native / combined chains kept per process */
@@ -145,30 +100,8 @@ struct rec_data {
 
 /* ---- options ---- */
 
-/* The --push options in enum push_opt's order (c - O_PUSH is one). */
-enum { O_BLOCKING = SMP_O__END, O_NATIVE, O_PUSH, O_PUSH_INTERVAL, O_TAG, O_SERVICE, O_TENANT,
-       O_TIMELINE, O_MEMORY, O_HEAP_AT_END, O_WINDOW };
-
 static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
 {
-    static const struct option longopts[] = {
-        SMP_LONGOPTS,
-        {"outfile", required_argument, NULL, 'o'},
-        {"blocking", no_argument, NULL, O_BLOCKING},
-        {"native", no_argument, NULL, O_NATIVE},
-        {"memory", no_argument, NULL, O_MEMORY},
-        {"heap-at-end", required_argument, NULL, O_HEAP_AT_END},
-        {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
-        {"push", required_argument, NULL, O_PUSH},
-        {"push-interval", required_argument, NULL, O_PUSH_INTERVAL},
-        {"tag", required_argument, NULL, O_TAG},
-        {"service-name", required_argument, NULL, O_SERVICE},
-        {"push-tenant", required_argument, NULL, O_TENANT},
-        {"timeline", no_argument, NULL, O_TIMELINE},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     memset(o, 0, sizeof(*o));
     smp_opts_init(&o->s);
     o->outfile = "scry-profile.json";
@@ -177,62 +110,54 @@ static int parse(int argc, char **argv, struct rec_opts *o, bool *help)
     if (!o->push.tags)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_RECORD, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:o:r:qh", longopts, NULL)) != -1) {
-        int shared = smp_parse_option(c, optarg, &o->s, &o->pid);
-        if (shared < 0)
-            return shared;
-        if (shared)
+    while ((c = opt_next(&p)) > 0) {
+        if (smp_parse_option(c, &p, &o->s, &o->pid))
             continue;
+        int err = push_take_option(c, p.arg, p.num, &o->push);
+        if (err <= 0) {
+            if (err)
+                return err;
+            continue;
+        }
         switch (c) {
-        case 'o':
-            if (!*optarg)
-                return cli_usage("--outfile needs a file name");
-            o->outfile = optarg;
+        case OPT_OUTFILE:
+            o->outfile = p.arg;
             break;
-        case O_BLOCKING:
+        case OPT_BLOCKING:
             o->s.blocking = true;
             break;
-        case O_NATIVE:
+        case OPT_NATIVE:
             o->s.native = true;
             break;
-        case O_MEMORY:
+        case OPT_MEMORY:
             o->memory = true;
             break;
-        case O_HEAP_AT_END:
-            if (!*optarg)
-                return cli_usage("--heap-at-end needs a file name");
-            o->mem.heap_at_end = optarg;
+        case OPT_HEAP_AT_END:
+            o->mem.heap_at_end = p.arg;
             break;
-        case O_WINDOW:
-            if (cli_parse_window(optarg, &o->mem.window) != 0)
-                return -SCRY_E_USAGE;
+        case OPT_ALLOCATION_SAMPLING_WINDOW:
+            o->mem.window = (unsigned long long)p.ival;
             break;
-        case O_TIMELINE:
+        case OPT_TIMELINE:
             o->timeline = true;
             break;
-        case 'q':
+        case OPT_QUIET:
             o->quiet = true;
             break;
-        case O_PUSH:
-        case O_PUSH_INTERVAL:
-        case O_TAG:
-        case O_SERVICE:
-        case O_TENANT:
-            if (push_set_option((enum push_opt)(c - O_PUSH), optarg, &o->push) != 0)
-                return -SCRY_E_USAGE;
-            break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
+        default: /* --allocations abbreviated (cmd_record takes it only in full) */
+            return cli_option_error('?', argv);
         }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     if (!o->pid)
         return cli_usage("scry record needs --pid PID");
     if (!o->memory && (o->mem.heap_at_end || o->mem.window))

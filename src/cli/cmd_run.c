@@ -21,6 +21,7 @@
 #include "analysis/profile_delta.h"
 #include "analysis/profile_doc.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/progress.h"
@@ -93,25 +94,38 @@ static int setup_env(const struct run_opts *o, const char *agent, const char *pa
         snap = o->profile_interval;
     snprintf(snapshot, sizeof(snapshot), "%.17g", snap);
     snprintf(window, sizeof(window), "%llu", o->window);
-    int err;
-    if ((err = set_env("LD_PRELOAD", sb_str(&pre))) || (err = set_env("SCRY_PART_DIR", part_dir)) ||
-        (err = set_env("SCRY_CPU_SAMPLING_RATE", rate)) ||
-        (err = set_env("SCRY_VIRTUAL_TIME", o->virtual_time ? "1" : "0")) ||
-        (err = set_env("SCRY_PROGRAM_PATH", program_path)) ||
-        (err = set_env("SCRY_PROFILE_ALL", o->profile_all ? "1" : "0")) ||
-        (err = set_env("SCRY_PROFILE_ONLY", o->only ? o->only : "")) ||
-        (err = set_env("SCRY_PROFILE_EXCLUDE", o->exclude ? o->exclude : "")) ||
-        (err = set_env("SCRY_PROFILE_SYSTEM_LIBRARIES", o->system_libs ? "1" : "0")) ||
-        (err = set_env("SCRY_STACKS", o->stacks ? "1" : "0")) ||
-        (err = set_env("SCRY_TIMELINE", o->timeline ? "1" : "0")) ||
-        (err = set_env("SCRY_MEMORY", o->memory ? "1" : "0")) ||
-        (err = set_env("SCRY_ALLOCATION_WINDOW", window)) ||
-        (err = set_env("SCRY_LEAK_DETECTOR", o->leak_detector ? "1" : "0")) ||
-        (err = set_env("SCRY_OFF", o->off ? "1" : "0")) ||
-        (err = set_env("SCRY_HEAP_AT_EXIT", heap)) ||
-        (err = set_env("SCRY_SNAPSHOT_INTERVAL", snapshot)) ||
-        (err = set_env("SCRY_GPU", gpu_env(o))) ||
-        (o->gpu_interval && (err = set_env("SCRY_GPU_INTERVAL_MS", gpu_ms)))) {
+    /* The agent's settings, each under the name the option table gives it (options.h). */
+    const struct {
+        enum opt_id id;
+        const char *value; /* NULL: not set (the agent's default) */
+    } agent_env[] = {
+        {OPT_CPU_SAMPLING_RATE, rate},
+        {OPT_USE_VIRTUAL_TIME, o->virtual_time ? "1" : "0"},
+        {OPT_PROGRAM_PATH, program_path},
+        {OPT_PROFILE_ALL, o->profile_all ? "1" : "0"},
+        {OPT_PROFILE_ONLY, o->only ? o->only : ""},
+        {OPT_PROFILE_EXCLUDE, o->exclude ? o->exclude : ""},
+        {OPT_PROFILE_SYSTEM_LIBRARIES, o->system_libs ? "1" : "0"},
+        {OPT_STACKS, o->stacks ? "1" : "0"},
+        {OPT_TIMELINE, o->timeline ? "1" : "0"},
+        {OPT_MEMORY, o->memory ? "1" : "0"},
+        {OPT_ALLOCATION_SAMPLING_WINDOW, window},
+        {OPT_MEMORY_LEAK_DETECTOR, o->leak_detector ? "1" : "0"},
+        {OPT_OFF, o->off ? "1" : "0"},
+        {OPT_HEAP_AT_EXIT, heap},
+        {OPT_PROFILE_INTERVAL, snapshot}, /* --push's interval too */
+        {OPT_GPU, gpu_env(o)},
+        {OPT_GPU_INTERVAL, o->gpu_interval ? gpu_ms : NULL},
+    };
+    int err = set_env("LD_PRELOAD", sb_str(&pre));
+    if (!err)
+        err = set_env("SCRY_PART_DIR", part_dir);
+    for (size_t i = 0; !err && i < sizeof(agent_env) / sizeof(agent_env[0]); i++) {
+        const char *name = opt_agent_env(agent_env[i].id);
+        if (!name)
+            err = err_fail(SCRY_E_INTERNAL, "option %d has no agent setting", agent_env[i].id);
+        else if (agent_env[i].value)
+            err = set_env(name, agent_env[i].value);
     }
     sb_release(&pre);
     return err;

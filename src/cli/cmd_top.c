@@ -4,7 +4,6 @@
  * thread for the filter, with the GIL's holder and the process's RSS. The samples are
  * record/sampling.c's, the same as `scry record --pid` takes (docs/top.md). */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/sanitize.h"
@@ -37,27 +37,7 @@ const char cmd_top_usage[] =
     "  space, p          pause or resume          q  quit\n"
     "When standard output is not a terminal it prints a screen every interval, without colour\n"
     "or escapes, separated by a blank line.\n"
-    "\n"
-    "  -p, --pid PID                   the process to watch\n"
-    "      --once                      sample for --duration (default 2.5 s), print one screen\n"
-    "                                  and exit (for scripts and tests)\n"
-    "  -d, --duration S                stop after S seconds (default: until q or Ctrl-C)\n"
-    "  -i, --interval S                seconds between screens (default 1)\n"
-    "  -r, --rate HZ                   samples per second (default 100, at most 10000)\n"
-    "  -s, --sort KEY                  own, total, python, native, system, owntime,\n"
-    "                                  totaltime or name (default own)\n"
-    "      --lines                     one row per line instead of per function\n"
-    "  -t, --thread TID|NAME           only this thread (its native id or its name)\n"
-    "      --subprocesses              also its children (and theirs) that run Python\n"
-    "      --idle                      also count the off-CPU time of threads with none of your\n"
-    "                                  code on their stack\n"
-    "      --no-color                  no colour (also when NO_COLOR is set or not a terminal)\n"
-    "      --profile-all               every file, the standard library included\n"
-    "      --profile-only A,B          only files whose path contains one of these\n"
-    "      --profile-exclude A,B       never files whose path contains one of these\n"
-    "      --profile-system-libraries  also the standard library and site-packages\n"
-    "      --program-path DIR          your code: files under DIR (default: the script's\n"
-    "                                  directory, else the process's working directory)\n";
+    "\n";
 
 #define ONCE_SECONDS 2.5
 #define MIN_FUNC_WIDTH 16 /* columns are dropped before the function gets narrower */
@@ -146,72 +126,51 @@ static void on_winch(int sig)
 
 /* ---- options ---- */
 
-enum { O_ONCE = SMP_O__END, O_LINES, O_NOCOLOR };
-
 static int parse(int argc, char **argv, struct top_opts *o, bool *help)
 {
-    static const struct option longopts[] = {
-        SMP_LONGOPTS,
-        {"once", no_argument, NULL, O_ONCE},
-        {"interval", required_argument, NULL, 'i'},
-        {"sort", required_argument, NULL, 's'},
-        {"lines", no_argument, NULL, O_LINES},
-        {"thread", required_argument, NULL, 't'},
-        {"no-color", no_argument, NULL, O_NOCOLOR},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     memset(o, 0, sizeof(*o));
     smp_opts_init(&o->s);
     o->interval = 1;
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_TOP, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:r:i:s:t:h", longopts, NULL)) != -1) {
-        int shared = smp_parse_option(c, optarg, &o->s, &o->pid);
-        if (shared < 0)
-            return shared;
-        if (shared)
+    while ((c = opt_next(&p)) > 0) {
+        if (smp_parse_option(c, &p, &o->s, &o->pid))
             continue;
         switch (c) {
-        case O_ONCE:
+        case OPT_ONCE:
             o->once = true;
             break;
-        case 'i':
-            if (!cli_parse_amount(optarg, &o->interval) || o->interval < 0.1 ||
-                o->interval > 3600)
-                return cli_usage("--interval needs seconds from 0.1 to 3600, not '%s'", optarg);
+        case OPT_INTERVAL:
+            o->interval = p.num;
             break;
-        case 's':
+        case OPT_SORT:
             o->sort = -1;
             for (int k = 0; k < C__COUNT; k++)
-                if (!strcmp(optarg, cols[k].key))
+                if (!strcmp(p.arg, cols[k].key))
                     o->sort = k;
             if (o->sort < 0)
-                return cli_usage("--sort needs own, total, python, native, system, owntime, "
-                                 "totaltime or name, not '%s'", optarg);
+                return opt_bad_value(&p);
             break;
-        case O_LINES:
+        case OPT_LINES:
             o->lines = true;
             break;
-        case 't':
-            if (!*optarg)
-                return cli_usage("--thread needs a thread's native id or name");
-            o->thread = optarg;
+        case OPT_THREAD:
+            o->thread = p.arg;
             break;
-        case O_NOCOLOR:
+        case OPT_NO_COLOR:
             o->no_color = true;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     if (!o->pid)
         return cli_usage("scry top needs --pid PID");
     if (o->once && o->s.duration == 0)

@@ -8,7 +8,6 @@
  * probes still attached, so that no free between the recording and the snapshot is missed: the
  * snapshot's ALOC chunk gets the samples live before and after the walk, as from an agent. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "alloc_record.skel.h"
 #include "attach/run_link.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "cli/reports.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -96,87 +96,55 @@ bool record_alloc_wanted(int argc, char **argv)
 
 static int parse(int argc, char **argv, struct ra_opts *o, bool *help)
 {
-    enum { O_ALLOC = 256, O_DUMP, O_WINDOW };
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"duration", required_argument, NULL, 'd'},
-        {"allocations", no_argument, NULL, O_ALLOC},
-        {"dump", required_argument, NULL, O_DUMP},
-        {"outfile", required_argument, NULL, 'o'},
-        {"allocation-sampling-window", required_argument, NULL, O_WINDOW},
-        {"json", no_argument, NULL, 'j'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"profile-all", no_argument, NULL, SMP_O_ALL},
-        {"profile-only", required_argument, NULL, SMP_O_ONLY},
-        {"profile-exclude", required_argument, NULL, SMP_O_EXCLUDE},
-        {"profile-system-libraries", no_argument, NULL, SMP_O_SYSLIB},
-        {"program-path", required_argument, NULL, SMP_O_PPATH},
-        {NULL, 0, NULL, 0},
-    };
     memset(o, 0, sizeof(*o));
     smp_opts_init(&o->filter);
     o->window = DEFAULT_WINDOW;
     o->json = cli_wants_json(argc, argv);
     *help = false;
-    opterr = 0;
-    optind = 1;
+    struct opt_parser p;
+    opt_begin(&p, OC_RECORD_ALLOC, argc, argv, OP_STOP_AT_OPERAND);
     int c;
-    while ((c = getopt_long(argc, argv, "+:p:d:o:jqh", longopts, NULL)) != -1) {
-        char *end;
+    while ((c = opt_next(&p)) > 0) {
         switch (c) {
-        case 'p':
-            if (!cli_parse_pid(optarg, &o->pid))
-                return cli_usage("--pid needs a process id, not '%s'", optarg);
+        case OPT_PID:
+            o->pid = (int)p.ival;
             break;
-        case 'd':
-            errno = 0;
-            o->duration = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(o->duration > 0) || o->duration > 1e7)
-                return cli_usage("--duration needs a number of seconds above 0, not '%s'",
-                                 optarg);
+        case OPT_DURATION:
+            if (p.num > 1e7) /* record --allocations keeps its upper limit (115 days) */
+                return opt_bad_value(&p);
+            o->duration = p.num;
             break;
-        case O_ALLOC:
+        case OPT_ALLOCATIONS_FLAG:
             break;
-        case O_DUMP:
-            if (!*optarg)
-                return cli_usage("--dump needs a file name");
-            o->dump = optarg;
+        case OPT_DUMP_AT_END:
+            o->dump = p.arg;
             break;
-        case 'o':
-            if (!*optarg)
-                return cli_usage("--outfile needs a file name");
-            o->outfile = optarg;
+        case OPT_OUTFILE:
+            o->outfile = p.arg;
             break;
-        case O_WINDOW:
-            if (cli_parse_window(optarg, &o->window) != 0)
-                return -SCRY_E_USAGE;
+        case OPT_ALLOCATION_SAMPLING_WINDOW:
+            o->window = (unsigned long long)p.ival;
             break;
-        case 'j':
+        case OPT_JSON:
             o->json = true;
             break;
-        case 'q':
+        case OPT_QUIET:
             o->quiet = true;
             break;
-        case 'h':
+        case OPT_HELP:
             *help = true;
             return 0;
-        case SMP_O_ALL:
-        case SMP_O_ONLY:
-        case SMP_O_EXCLUDE:
-        case SMP_O_SYSLIB:
-        case SMP_O_PPATH: {
-            int pid = 0, r = smp_parse_option(c, optarg, &o->filter, &pid);
-            if (r < 0)
-                return r;
+        default: { /* the file filter */
+            int pid = 0;
+            smp_parse_option(c, &p, &o->filter, &pid);
             break;
         }
-        default:
-            return cli_option_error(c, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return c;
+    if (opt_operand(&p) < argc)
+        return cli_usage("unexpected argument '%s'", argv[opt_operand(&p)]);
     int perr = smp_resolve_program_path(&o->filter, o->program_path);
     if (perr)
         return perr;

@@ -2,6 +2,7 @@
  * options it takes, in the order of its help. Data only. */
 #include "options/options.h"
 
+#include <float.h>
 #include <limits.h>
 
 /* ---- the definitions ----------------------------------------------------------------------- */
@@ -74,7 +75,6 @@ const struct opt_def opt_defs[] = {
     {.id = OPT_TOP_OR_ALL, .name = "top", .short_name = 't', .type = OT_INT, .value_name = "N",
      .min = 0, .max = 1000000, .needs = "a count of at least 0", .dflt = "20"},
     /* flamegraph */
-    FLAG(OPT_MEMORY, "memory", 0),
     FLAG(OPT_FOLDED, "folded", 0),
     FLAG(OPT_DIFF, "diff", 0),
     {.id = OPT_MIN_PCT, .name = "min-pct", .type = OT_NUMBER, .value_name = "P", .min = 0,
@@ -95,6 +95,116 @@ const struct opt_def opt_defs[] = {
     FLAG(OPT_NO_REDACT, "no-redact", 0),
 
     /* ---- record, top, run, collect, kernel, mcp ---- */
+    /* sampling from outside: record, top, record --allocations */
+    {.id = OPT_DURATION, .name = "duration", .short_name = 'd', .type = OT_NUMBER,
+     .value_name = "S", .min = 0, .max = DBL_MAX, .needs = "a number of seconds above 0",
+     .flags = OF_ABOVE_MIN},
+    {.id = OPT_RATE, .name = "rate", .short_name = 'r', .type = OT_NUMBER, .value_name = "HZ",
+     .min = 1, .max = 10000, .needs = "samples per second from 1 to 10000", .dflt = "100"},
+    FLAG(OPT_IDLE, "idle", 0),
+    /* the file filter (and the agent's settings for it) */
+    {.id = OPT_PROFILE_ALL, .name = "profile-all", .type = OT_FLAG,
+     .agent_env = "SCRY_PROFILE_ALL"},
+    {.id = OPT_PROFILE_ONLY, .name = "profile-only", .type = OT_TEXT, .value_name = "A,B",
+     .agent_env = "SCRY_PROFILE_ONLY"},
+    {.id = OPT_PROFILE_EXCLUDE, .name = "profile-exclude", .type = OT_TEXT, .value_name = "A,B",
+     .agent_env = "SCRY_PROFILE_EXCLUDE"},
+    {.id = OPT_PROFILE_SYSTEM_LIBRARIES, .name = "profile-system-libraries", .type = OT_FLAG,
+     .agent_env = "SCRY_PROFILE_SYSTEM_LIBRARIES"},
+    {.id = OPT_PROGRAM_PATH, .name = "program-path", .type = OT_TEXT, .value_name = "DIR",
+     .agent_env = "SCRY_PROGRAM_PATH"},
+    /* memory: run, record */
+    {.id = OPT_MEMORY, .name = "memory", .type = OT_FLAG, .agent_env = "SCRY_MEMORY"},
+    {.id = OPT_ALLOCATION_SAMPLING_WINDOW, .name = "allocation-sampling-window", .type = OT_INT,
+     .value_name = "B", .min = 1, .max = (double)(1ull << 62),
+     .needs = "a number of bytes above 0 (such as 1048576)", .dflt = "1048576",
+     .agent_env = "SCRY_ALLOCATION_WINDOW"},
+    {.id = OPT_TIMELINE, .name = "timeline", .type = OT_FLAG, .agent_env = "SCRY_TIMELINE"},
+    /* pushing to a profile server: run, record */
+    TEXT(OPT_PUSH, "push", 0, "URL"),
+    {.id = OPT_PUSH_INTERVAL, .name = "push-interval", .type = OT_NUMBER, .value_name = "S",
+     .min = 0.1, .max = 86400, .needs = "a number of seconds from 0.1 to 86400 (such as 10)",
+     .dflt = "10"},
+    {.id = OPT_TAG, .name = "tag", .type = OT_TEXT, .value_name = "KEY=VALUE",
+     .flags = OF_REPEAT},
+    TEXT(OPT_SERVICE_NAME, "service-name", 0, "NAME"),
+    TEXT(OPT_PUSH_TENANT, "push-tenant", 0, "ID"),
+    /* record */
+    FLAG(OPT_BLOCKING, "blocking", 0),
+    NAME(OPT_HEAP_AT_END, "heap-at-end", 0, "FILE", "a file name"),
+    NAME(OPT_DUMP_AT_END, "dump", 0, "FILE", "a file name"),
+    /* top */
+    FLAG(OPT_ONCE, "once", 0),
+    {.id = OPT_INTERVAL, .name = "interval", .short_name = 'i', .type = OT_NUMBER,
+     .value_name = "S", .min = 0.1, .max = 3600, .needs = "seconds from 0.1 to 3600",
+     .dflt = "1"},
+    {.id = OPT_SORT, .name = "sort", .short_name = 's', .type = OT_TEXT, .value_name = "KEY",
+     .needs = "own, total, python, native, system, owntime, totaltime or name",
+     .dflt = "own"}, /* the names are cmd_top.c's */
+    FLAG(OPT_LINES, "lines", 0),
+    NAME(OPT_THREAD, "thread", 't', "TID|NAME", "a thread's native id or name"),
+    /* run */
+    {.id = OPT_MODULE, .short_name = 'm', .type = OT_TEXT, .value_name = "MODULE",
+     .flags = OF_NO_CONFIG}, /* not a key: the program comes from the command line */
+    {.id = OPT_CONFIG, .name = "config", .short_name = 'c', .type = OT_TEXT,
+     .value_name = "FILE", .flags = OF_NO_CONFIG},
+    NAME(OPT_PYTHON, "python", 0, "PATH", "the path of a Python"),
+    FLAG(OPT_CPU_ONLY, "cpu-only", 0),
+    FLAG(OPT_CPU, "cpu", 0),
+    {.id = OPT_GPU, .name = "gpu", .type = OT_FLAG, .agent_env = "SCRY_GPU"},
+    FLAG(OPT_NO_GPU, "no-gpu", 0),
+    {.id = OPT_GPU_INTERVAL, .name = "gpu-interval", .type = OT_INT, .value_name = "MS",
+     .min = 10, .max = 60000,
+     .needs = "a number of milliseconds from 10 to 60000 (such as 50)", .dflt = "50",
+     .agent_env = "SCRY_GPU_INTERVAL_MS"},
+    FLAG(OPT_NO_VIEW, "no-view", 0),
+    FLAG(OPT_JSON_PROFILE_ONLY, "json", 0),
+    FLAG(OPT_WEB, "web", 0),
+    FLAG(OPT_VIEWER, "viewer", 0),
+    FLAG(OPT_NO_BROWSER, "no-browser", 0),
+    {.id = OPT_MALLOC_THRESHOLD, .name = "malloc-threshold", .type = OT_NUMBER,
+     .value_name = "MB", .min = 0, .max = DBL_MAX, .needs = "a number of MB from 0 (such as 10)",
+     .dflt = "0"},
+    {.id = OPT_MEMORY_LEAK_DETECTOR, .name = "memory-leak-detector", .type = OT_FLAG,
+     .dflt = "true", .agent_env = "SCRY_LEAK_DETECTOR"},
+    FLAG(OPT_NO_MEMORY_LEAK_DETECTOR, "no-memory-leak-detector", 0),
+    {.id = OPT_CPU_SAMPLING_RATE, .name = "cpu-sampling-rate", .type = OT_NUMBER,
+     .value_name = "S", .min = 0, .max = 3600,
+     .needs = "a number of seconds above 0 (such as 0.01)", .dflt = "0.01",
+     .flags = OF_ABOVE_MIN, .agent_env = "SCRY_CPU_SAMPLING_RATE"},
+    {.id = OPT_USE_VIRTUAL_TIME, .name = "use-virtual-time", .type = OT_FLAG,
+     .agent_env = "SCRY_VIRTUAL_TIME"},
+    FLAG(OPT_REDUCED_PROFILE, "reduced-profile", 0),
+    {.id = OPT_STACKS, .name = "stacks", .type = OT_FLAG, .agent_env = "SCRY_STACKS"},
+    FLAG(OPT_NO_STACKS, "no-stacks", 0),
+    FLAG(OPT_NO_TIMELINE, "no-timeline", 0),
+    {.id = OPT_OFF, .name = "off", .type = OT_FLAG, .agent_env = "SCRY_OFF"},
+    FLAG(OPT_ON, "on", 0),
+    {.id = OPT_PROFILE_INTERVAL, .name = "profile-interval", .type = OT_NUMBER,
+     .value_name = "S", .min = 0.1, .max = 86400,
+     .needs = "a number of seconds from 0.1 to 86400 (such as 1)",
+     .agent_env = "SCRY_SNAPSHOT_INTERVAL"},
+    {.id = OPT_HEAP_AT_EXIT, .name = "heap-at-exit", .type = OT_TEXT, .value_name = "FILE",
+     .agent_env = "SCRY_HEAP_AT_EXIT"},
+    /* collect */
+    TEXT(OPT_PART_DIR, "part-dir", 0, "DIR"),
+    TEXT(OPT_PROGRAM, "program", 0, "PATH"),
+    TEXT(OPT_PART, "part", 0, "AFTER"),
+    TEXT(OPT_SINCE, "since", 0, "BEFORE"),
+    /* kernel */
+    FLAG(OPT_USER, "user", 0),
+    FLAG(OPT_SYS_PREFIX, "sys-prefix", 0),
+    TEXT(OPT_PREFIX, "prefix", 0, "DIR"),
+    TEXT(OPT_NAME, "name", 0, "NAME"),
+    TEXT(OPT_DISPLAY_NAME, "display-name", 0, "TEXT"),
+    /* mcp */
+    FLAG(OPT_ALLOW_RUN, "allow-run", 0),
+    FLAG(OPT_ALLOW_DUMP, "allow-dump", 0),
+    {.id = OPT_MAX_DUMP_MB, .name = "max-dump-mb", .type = OT_INT, .value_name = "N", .min = 1,
+     .max = 1000000, .needs = "a number from 1 to 1000000", .dflt = "4096"},
+    {.id = OPT_RUN_TIMEOUT, .name = "run-timeout", .type = OT_INT, .value_name = "S", .min = 1,
+     .max = 1000000, .needs = "a number from 1 to 1000000", .dflt = "300"},
+    {.id = OPT_ROOT, .name = "root", .type = OT_TEXT, .value_name = "DIR", .flags = OF_REPEAT},
 };
 const size_t opt_ndefs = sizeof(opt_defs) / sizeof(opt_defs[0]);
 
@@ -283,6 +393,261 @@ const struct opt_use opt_uses[] = {
                                "provider, model, code, diff, reasons"),
 
     /* ---- record, top, run, collect, kernel, mcp ---- */
+
+    /* run, record (and record --allocations: its options are in record's help) and top,
+     * interleaved: a use two or three of them share sits where it comes in each one's help */
+    /* run */
+    USE(OC_RUN, OPT_OUTFILE,
+     "where to write the profile (default scry-profile.json)"),
+    USE(OC_RUN, OPT_CONFIG,
+     "options from a YAML file (option: value, a list for\n"
+     "--tag, true/false for flags); the command line wins"),
+    USE(OC_RUN, OPT_PYTHON,
+     "the Python to run (default: $SCRY_PYTHON, else python3\n"
+     "on PATH; python -m scry: its own interpreter)"),
+    USE(OC_RUN, OPT_MODULE,
+     "run a module, as python -m does"),
+    USE(OC_RUN, OPT_CPU_ONLY,
+     "profile CPU time only (no memory, copies or leaks)"),
+    USE(OC_RUN, OPT_CPU,
+     "CPU time; without --memory, CPU time only (Scalene's\n"
+     "mode flags)"),
+    USE(OC_RUN, OPT_MEMORY,
+     "profile memory too (the default)"),
+    USE(OC_RUN, OPT_ALLOCATION_SAMPLING_WINDOW,
+     "bytes a thread allocates (net) between two memory\n"
+     "samples (default 1048576)"),
+    USE_AS(OC_RUN, OPT_MEMORY_LEAK_DETECTOR,
+     "report lines whose allocations look leaked (default on)",
+     "    --memory-leak-detector / --no-memory-leak-detector"),
+    USE(OC_RUN, OPT_NO_MEMORY_LEAK_DETECTOR, NULL),
+    USE_AS(OC_RUN, OPT_GPU,
+     "GPU utilisation and memory per line, NVIDIA through NVML\n"
+     "(default: on when a device is visible; --gpu is also a\n"
+     "mode flag: --gpu without --memory is CPU and GPU only)",
+     "    --gpu / --no-gpu"),
+    USE(OC_RUN, OPT_NO_GPU, NULL),
+    USE(OC_RUN, OPT_GPU_INTERVAL,
+     "milliseconds between two GPU readings (10 to 60000,\n"
+     "default 50)"),
+    USE(OC_RUN, OPT_CPU_SAMPLING_RATE,
+     "mean seconds between samples (default 0.01)"),
+    USE(OC_RUN, OPT_USE_VIRTUAL_TIME,
+     "count time on the CPU only, not sleep or I/O"),
+    /* record */
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_PID,
+     "the process to record"),
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_DURATION,
+     "stop after S seconds (default: until Ctrl-C or its exit)"),
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_OUTFILE,
+     "where to write the profile (default scry-profile.json)"),
+    /* top */
+    USE(OC_TOP, OPT_PID,
+     "the process to watch"),
+    USE(OC_TOP, OPT_ONCE,
+     "sample for --duration (default 2.5 s), print one screen\n"
+     "and exit (for scripts and tests)"),
+    USE(OC_TOP, OPT_DURATION,
+     "stop after S seconds (default: until q or Ctrl-C)"),
+    USE(OC_TOP, OPT_INTERVAL,
+     "seconds between screens (default 1)"),
+    /* record and top */
+    USE(OC_RECORD | OC_TOP, OPT_RATE,
+     "samples per second (default 100, at most 10000)"),
+    /* top */
+    USE(OC_TOP, OPT_SORT,
+     "own, total, python, native, system, owntime,\n"
+     "totaltime or name (default own)"),
+    USE(OC_TOP, OPT_LINES,
+     "one row per line instead of per function"),
+    USE(OC_TOP, OPT_THREAD,
+     "only this thread (its native id or its name)"),
+    USE_NO_SHORT(OC_TOP, OPT_SUBPROCESSES,
+     "also its children (and theirs) that run Python"),
+    USE(OC_TOP, OPT_IDLE,
+     "also count the off-CPU time of threads with none of your\n"
+     "code on their stack"),
+    USE(OC_TOP, OPT_NO_COLOR,
+     "no colour (also when NO_COLOR is set or not a terminal)"),
+    USE(OC_TOP, OPT_PROFILE_ALL,
+     "every file, the standard library included"),
+    /* record */
+    USE_NO_SHORT(OC_RECORD, OPT_SUBPROCESSES,
+     "also record its children (and theirs) that run Python"),
+    USE(OC_RECORD, OPT_IDLE,
+     "also count the off-CPU time of threads with none of your\n"
+     "code on their stack (as system time, in no line)"),
+    USE(OC_RECORD, OPT_BLOCKING,
+     "stop the process while each sample is read (consistent\n"
+     "stacks; slows it down)"),
+    USE_NO_SHORT(OC_RECORD, OPT_NATIVE,
+     "also the native call chain of each running thread\n"
+     "(libunwind-ptrace; stops the process for each sample)"),
+    USE(OC_RECORD, OPT_MEMORY,
+     "also its memory, as scry run --memory: loads scry's agent\n"
+     "into the process (Python 3.14+: through CPython's remote\n"
+     "debugging where allowed; else ptrace), which samples it\n"
+     "from inside and goes idle at the end\n"
+     "(docs/record-memory.md)"),
+    USE(OC_RECORD, OPT_HEAP_AT_END,
+     "with --memory: a heap snapshot with the allocation samples\n"
+     "as the recording ends, before the agent detaches (scry\n"
+     "analyze --allocations FILE; docs/allocations.md)"),
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_ALLOCATION_SAMPLING_WINDOW,
+     "with --memory: one allocation sample per B allocated\n"
+     "bytes on average (default 1048576, as scry run's)"),
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_ALLOCATIONS_FLAG,
+     "instead: its allocations, with eBPF uprobes on malloc,\n"
+     "calloc, realloc and free (nothing loaded into it; root or\n"
+     "CAP_BPF+CAP_PERFMON); needs --dump FILE: the heap snapshot\n"
+     "taken at the end, with the live samples for analyze,\n"
+     "query and flamegraph --allocations (docs/allocations.md),\n"
+     "or -o FILE: the samples, for scry dump --allocations FILE;\n"
+     "takes --duration, --json, --quiet,\n"
+     "--allocation-sampling-window B (default 1048576)\n"
+     "and the --profile-* and --program-path filter below:\n"
+     "a sample's line is its innermost frame of your code"),
+    USE(OC_RECORD_ALLOC, OPT_DUMP_AT_END, NULL), /* in --allocations' help */
+    USE(OC_RECORD_ALLOC, OPT_JSON, NULL),
+    /* the file filter */
+    USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC, OPT_PROFILE_ALL,
+     "profile every file, the standard library included"),
+    USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP, OPT_PROFILE_ONLY,
+     "only files whose path contains one of these"),
+    USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP, OPT_PROFILE_EXCLUDE,
+     "never files whose path contains one of these"),
+    USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC, OPT_PROFILE_SYSTEM_LIBRARIES,
+     "also profile the standard library and site-packages"),
+    /* top */
+    USE(OC_TOP, OPT_PROFILE_SYSTEM_LIBRARIES,
+     "also the standard library and site-packages"),
+    USE(OC_TOP, OPT_PROGRAM_PATH,
+     "your code: files under DIR (default: the script's\n"
+     "directory, else the process's working directory)"),
+    /* run */
+    USE(OC_RUN, OPT_PROGRAM_PATH,
+     "your code: files under DIR are profiled (default: the\n"
+     "program's directory; for -m the current directory)"),
+    USE(OC_RUN, OPT_CPU_PERCENT_THRESHOLD,
+     "the view hides lines under P% of the time (default 1);\n"
+     "with --reduced-profile the JSON leaves them out too"),
+    USE(OC_RUN, OPT_REDUCED_PROFILE,
+     "keep only lines and functions at or above the threshold\n"
+     "(or with memory: see --malloc-threshold)"),
+    USE(OC_RUN, OPT_MALLOC_THRESHOLD,
+     "a line under the time threshold stays in the reduced\n"
+     "profile and the view for its memory only when it\n"
+     "allocated at least MB megabytes (default 0: any)"),
+    USE(OC_RUN, OPT_CLI,
+     "print the terminal view at the end (the default)"),
+    USE_AS(OC_RUN, OPT_NO_VIEW,
+     "do not print it: the JSON profile only",
+     "    --no-view, --json"),
+    USE(OC_RUN, OPT_JSON_PROFILE_ONLY, NULL),
+    USE(OC_RUN, OPT_QUIET,
+     "say nothing but warnings and errors: no progress line\n"
+     "at the end, no line saying what was written (the view\n"
+     "is still printed unless --no-view)"),
+    USE(OC_RUN, OPT_HTML,
+     "also write the browser page next to the profile\n"
+     "(scry-profile.html for scry-profile.json)"),
+    USE_AS(OC_RUN, OPT_WEB,
+     "open the browser view at the end instead of printing the\n"
+     "terminal view ($BROWSER or xdg-open, with a display;\n"
+     "otherwise the terminal view)",
+     "    --web, --viewer"),
+    USE(OC_RUN, OPT_VIEWER, NULL),
+    USE(OC_RUN, OPT_NO_BROWSER,
+     "write the page next to the profile; open nothing"),
+    USE_AS(OC_RUN, OPT_STACKS,
+     "record the call stacks of your code (for flame graphs;\n"
+     "default off)",
+     "    --stacks / --no-stacks"),
+    USE(OC_RUN, OPT_NO_STACKS, NULL),
+    USE_AS(OC_RUN, OPT_TIMELINE,
+     "record each sample's time and thread (the per-thread\n"
+     "timelines of view --format trace and firefox; default\n"
+     "off)",
+     "    --timeline / --no-timeline"),
+    USE(OC_RUN, OPT_NO_TIMELINE, NULL),
+    USE_AS(OC_RUN, OPT_OFF,
+     "start with profiling off (or on, the default); turn it\n"
+     "on and off with scry.start()/scry.stop() in the program\n"
+     "or scry control PID on|off from another shell",
+     "    --off / --on"),
+    USE(OC_RUN, OPT_ON, NULL),
+    USE(OC_RUN, OPT_HEAP_AT_EXIT,
+     "as the program ends (after its own atexit handlers,\n"
+     "before the interpreter finalizes) take a heap snapshot\n"
+     "with its live allocation samples into FILE, for scry\n"
+     "analyze --allocations (docs/allocations.md)"),
+    USE(OC_RUN, OPT_PROFILE_INTERVAL,
+     "rewrite the profile every S seconds while the program\n"
+     "runs (each write atomic: a viewer may read it any time)"),
+    /* record */
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_PROGRAM_PATH,
+     "your code: files under DIR are profiled (default: the\n"
+     "script's directory, else the process's working directory)"),
+    USE(OC_RECORD, OPT_TIMELINE,
+     "also keep each sample's time and thread (the per-thread\n"
+     "timelines of view --format trace and firefox)"),
+    USE(OC_RECORD | OC_RECORD_ALLOC, OPT_QUIET,
+     "say nothing but warnings and errors: no progress line\n"
+     "(elapsed time, samples), no line saying what it records\n"
+     "and what it wrote (with --memory and --allocations too)"),
+    /* pushing to a profile server: run and record */
+    USE(OC_RUN | OC_RECORD, OPT_PUSH,
+     "continuous profiling: send a pprof profile of each\n"
+     "interval to the Pyroscope server at URL (its /ingest),\n"
+     "and one of the last interval at the end"),
+    USE(OC_RUN | OC_RECORD, OPT_PUSH_INTERVAL,
+     "seconds between pushes (default 10)"),
+    USE(OC_RUN | OC_RECORD, OPT_SERVICE_NAME,
+     "the application name on the server (default: the\n"
+     "program's name)"),
+    USE(OC_RUN | OC_RECORD, OPT_TAG,
+     "a label of every pushed profile (repeatable)"),
+    USE(OC_RUN | OC_RECORD, OPT_PUSH_TENANT,
+     "the tenant (X-Scope-OrgID) of a multi-tenant server;\n"
+     "basic authentication comes from\n"
+     "PYROSCOPE_BASIC_AUTH_USER and _PASSWORD"),
+
+    /* collect (the Python package's; its help lists none) */
+    USE(OC_COLLECT, OPT_PID, NULL),
+    USE(OC_COLLECT, OPT_PART_DIR, NULL),
+    USE(OC_COLLECT, OPT_OUTFILE, NULL),
+    USE(OC_COLLECT, OPT_PROGRAM, NULL),
+    USE(OC_COLLECT, OPT_PROGRAM_PATH, NULL),
+    USE(OC_COLLECT, OPT_PART, NULL),
+    USE(OC_COLLECT, OPT_SINCE, NULL),
+    /* kernel */
+    USE(OC_KERNEL, OPT_USER,
+     "for you only (the default): Jupyter's data folder in your\n"
+     "home"),
+    USE(OC_KERNEL, OPT_SYS_PREFIX,
+     "into the Python's environment (a virtualenv or conda)"),
+    USE(OC_KERNEL, OPT_PREFIX,
+     "under DIR/share/jupyter/kernels"),
+    USE(OC_KERNEL, OPT_NAME,
+     "the kernel's name (default scry; jupyter's --kernel NAME)"),
+    USE(OC_KERNEL, OPT_DISPLAY_NAME,
+     "the name shown in Jupyter (default \"Python 3 (scry)\")"),
+    USE(OC_KERNEL, OPT_PYTHON,
+     "the kernel's Python (default: $SCRY_PYTHON, else python3 on\n"
+     "PATH; python -m scry: its own interpreter)"),
+    /* mcp */
+    USE(OC_MCP, OPT_ROOT,
+     "also allow the files under DIR (repeatable): the tools read and\n"
+     "write only regular files under the server's working directory,\n"
+     "these roots and the server's own directory, symlinks resolved"),
+    USE(OC_MCP, OPT_ALLOW_RUN,
+     "allow run_profile (runs commands the agent gives)"),
+    USE(OC_MCP, OPT_ALLOW_DUMP,
+     "allow capture_heap (stops a process while its heap is read)"),
+    USE(OC_MCP, OPT_MAX_DUMP_MB,
+     "capture_heap refuses processes with more RSS (default 4096)"),
+    USE(OC_MCP, OPT_RUN_TIMEOUT,
+     "run_profile's longest run, in seconds (default 300)"),
 
     /* every command takes --help; it is not listed */
     USE(OC_RUN | OC_RECORD | OC_RECORD_ALLOC | OC_TOP | OC_VIEW | OC_STACKS | OC_DUMP | OC_ANALYZE |

@@ -22,6 +22,7 @@
 #include "analysis/profile.h"
 #include "analysis/profile_delta.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/error.h"
 #include "common/sanitize.h"
 #include "push/tls_ca.h"
@@ -525,39 +526,34 @@ void push_count_dropped(struct pusher *ps, const char *why)
     pthread_mutex_unlock(&ps->mu);
 }
 
-int push_set_option(enum push_opt which, const char *arg, struct push_cfg *cfg)
+int push_take_option(int id, const char *arg, double num, struct push_cfg *cfg)
 {
-    char *end;
-    double sec;
-    switch (which) {
-    case PUSH_OPT_URL:
+    switch (id) {
+    case OPT_PUSH:
         if (push_check_url(arg) != 0)
             return -SCRY_E_USAGE;
         cfg->url = arg;
         return 0;
-    case PUSH_OPT_INTERVAL:
-        sec = strtod(arg, &end);
-        if (end == arg || *end || !(sec >= 0.1 && sec <= 86400))
-            return cli_usage("--push-interval needs a number of seconds from 0.1 to 86400 "
-                             "(such as 10), not '%s'",
-                             arg);
-        cfg->interval_sec = sec;
+    case OPT_PUSH_INTERVAL:
+        cfg->interval_sec = num;
         break;
-    case PUSH_OPT_TAG:
+    case OPT_TAG:
         if (push_check_tag(arg) != 0)
             return -SCRY_E_USAGE;
         cfg->tags[cfg->ntags++] = arg;
         break;
-    case PUSH_OPT_SERVICE:
+    case OPT_SERVICE_NAME:
         if (push_check_service(arg) != 0)
             return -SCRY_E_USAGE;
         cfg->service = arg;
         break;
-    case PUSH_OPT_TENANT:
+    case OPT_PUSH_TENANT:
         if (push_check_tenant(arg) != 0)
             return -SCRY_E_USAGE;
         cfg->tenant = arg;
         break;
+    default:
+        return 1;
     }
     cfg->extras = true;
     return 0;

@@ -32,24 +32,11 @@ struct push_cfg {
     bool extras;          /* an option that goes with --push was given */
 };
 
-/* The options of --push, shared by scry run and scry record: their help, */
-#define PUSH_OPTIONS_HELP                                                                          \
-    "      --push URL                  continuous profiling: send a pprof profile of each\n" \
-    "                                  interval to the Pyroscope server at URL (its /ingest),\n" \
-    "                                  and one of the last interval at the end\n" \
-    "      --push-interval S           seconds between pushes (default 10)\n" \
-    "      --service-name NAME         the application name on the server (default: the\n" \
-    "                                  program's name)\n" \
-    "      --tag KEY=VALUE             a label of every pushed profile (repeatable)\n" \
-    "      --push-tenant ID            the tenant (X-Scope-OrgID) of a multi-tenant server;\n" \
-    "                                  basic authentication comes from\n" \
-    "                                  PYROSCOPE_BASIC_AUTH_USER and _PASSWORD\n"
-
-/* their values, */
-enum push_opt { PUSH_OPT_URL, PUSH_OPT_INTERVAL, PUSH_OPT_TAG, PUSH_OPT_SERVICE, PUSH_OPT_TENANT };
-/* One option's value into cfg (cfg->tags has room for one per argument): 0, or a usage error
- * (-SCRY_E_USAGE, recorded with cli_usage). */
-int push_set_option(enum push_opt which, const char *arg, struct push_cfg *cfg);
+/* The options of --push, shared by scry run and scry record (their definitions and help are the
+ * option table's, cli/option_table.c): one option's value into cfg (cfg->tags has room for one
+ * per argument; num: --push-interval's value, checked by the table): 0, 1 when id is not one of
+ * them, or a usage error (-SCRY_E_USAGE, recorded with cli_usage). */
+int push_take_option(int id, const char *arg, double num, struct push_cfg *cfg);
 /* After the options: --push-interval, --tag, --service-name or --push-tenant without --push is
  * a usage error. */
 int push_check_options(const struct push_cfg *cfg);

@@ -17,6 +17,7 @@
 
 #include "analysis/profile.h"
 #include "cli/cli.h"
+#include "options/options.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -607,42 +608,38 @@ void smp_opts_init(struct smp_opts *o)
     o->profile_only = o->profile_exclude = "";
 }
 
-int smp_parse_option(int c, const char *arg, struct smp_opts *o, int *pid)
+int smp_parse_option(int id, const struct opt_parser *p, struct smp_opts *o, int *pid)
 {
-    switch (c) {
-    case 'p':
-        if (!cli_parse_pid(arg, pid))
-            return cli_usage("--pid needs a process id, not '%s'", arg);
+    switch (id) {
+    case OPT_PID:
+        *pid = (int)p->ival;
         return 1;
-    case 'd':
-        if (!cli_parse_amount(arg, &o->duration) || o->duration <= 0)
-            return cli_usage("--duration needs a number of seconds above 0, not '%s'", arg);
+    case OPT_DURATION:
+        o->duration = p->num;
         return 1;
-    case 'r':
-        if (!cli_parse_amount(arg, &o->rate) || o->rate < 1 || o->rate > SMP_MAX_RATE_HZ)
-            return cli_usage("--rate needs samples per second from 1 to %.0f, not '%s'",
-                             SMP_MAX_RATE_HZ, arg);
+    case OPT_RATE:
+        o->rate = p->num;
         return 1;
-    case SMP_O_SUBPROC:
+    case OPT_SUBPROCESSES:
         o->subprocesses = true;
         return 1;
-    case SMP_O_IDLE:
+    case OPT_IDLE:
         o->idle = true;
         return 1;
-    case SMP_O_ALL:
+    case OPT_PROFILE_ALL:
         o->profile_all = true;
         return 1;
-    case SMP_O_ONLY:
-        o->profile_only = arg;
+    case OPT_PROFILE_ONLY:
+        o->profile_only = p->arg;
         return 1;
-    case SMP_O_EXCLUDE:
-        o->profile_exclude = arg;
+    case OPT_PROFILE_EXCLUDE:
+        o->profile_exclude = p->arg;
         return 1;
-    case SMP_O_SYSLIB:
+    case OPT_PROFILE_SYSTEM_LIBRARIES:
         o->system_libraries = true;
         return 1;
-    case SMP_O_PPATH:
-        o->program_path = arg;
+    case OPT_PROGRAM_PATH:
+        o->program_path = p->arg;
         return 1;
     default:
         return 0;

@@ -23,8 +23,7 @@
 #include "cpython/operators.h"
 #include "cpython/runtime.h"
 
-#define SMP_DEFAULT_RATE_HZ 100.0
-#define SMP_MAX_RATE_HZ 10000.0
+#define SMP_DEFAULT_RATE_HZ 100.0 /* --rate's range is the option table's (cli/option_table.c) */
 #define SMP_MAX_DEPTH 256 /* frames read per thread and sample */
 
 /* The kinds of time, the index of each in the users' [3] arrays. */
@@ -150,27 +149,13 @@ uint64_t smp_mono_ns(void);
 
 /* ---- the options record and top share ---- */
 
-/* getopt_long's values of the shared options; a command's own long options start at
- * SMP_O__END. */
-enum { SMP_O_SUBPROC = 1000, SMP_O_IDLE, SMP_O_ALL, SMP_O_ONLY, SMP_O_EXCLUDE, SMP_O_SYSLIB,
-       SMP_O_PPATH, SMP_O__END };
-/* The shared entries of a getopt_long table: -p/--pid, -d/--duration, -r/--rate and the
- * SMP_O_ ones. */
-#define SMP_LONGOPTS                                                                               \
-    {"pid", required_argument, NULL, 'p'}, {"duration", required_argument, NULL, 'd'},            \
-        {"rate", required_argument, NULL, 'r'},                                                    \
-        {"subprocesses", no_argument, NULL, SMP_O_SUBPROC},                                        \
-        {"idle", no_argument, NULL, SMP_O_IDLE}, {"profile-all", no_argument, NULL, SMP_O_ALL},   \
-        {"profile-only", required_argument, NULL, SMP_O_ONLY},                                     \
-        {"profile-exclude", required_argument, NULL, SMP_O_EXCLUDE},                               \
-        {"profile-system-libraries", no_argument, NULL, SMP_O_SYSLIB},                             \
-        {"program-path", required_argument, NULL, SMP_O_PPATH}
-
 /* The defaults: 100 Hz, no duration, the default file filter. */
 void smp_opts_init(struct smp_opts *o);
-/* One option c of getopt_long (arg: its optarg) if it is a shared one: 1 when it was, 0 when it
- * is not, -SCRY_E_USAGE (recorded with cli_usage) for a bad value. */
-int smp_parse_option(int c, const char *arg, struct smp_opts *o, int *pid);
+/* Option id (an enum opt_id of cli/options.h, its value p->arg, p->num, p->ival checked by the
+ * option table) if it is one of the shared ones (--pid, --duration, --rate, --subprocesses,
+ * --idle and the file filter): 1 when it was, 0 when it is not. */
+struct opt_parser;
+int smp_parse_option(int id, const struct opt_parser *p, struct smp_opts *o, int *pid);
 /* --program-path made absolute in buf (a usage error unless it is a directory). */
 int smp_resolve_program_path(struct smp_opts *o, char *buf);
 

@@ -22,11 +22,12 @@ static const unsigned all_cmds[] = {
 #define NCMDS (sizeof(all_cmds) / sizeof(all_cmds[0]))
 
 /* Options taken but deliberately not listed in a help: --help itself, --api-key (refused with
- * a message of its own), flamegraph's second name of --output. */
+ * a message of its own), flamegraph's second name of --output, and scry collect's (the Python
+ * package's way in: its help says what it is for, not how the package calls it). */
 static bool unlisted(const struct opt_use *u)
 {
     return u->id == OPT_HELP || u->id == OPT_API_KEY ||
-           (u->id == OPT_OUTFILE && u->cmds == OC_FLAMEGRAPH);
+           (u->id == OPT_OUTFILE && u->cmds == OC_FLAMEGRAPH) || u->cmds == OC_COLLECT;
 }
 
 static void test_definitions_are_whole_and_once(void)
@@ -194,9 +195,123 @@ static void test_schema_from_definition(void)
     json_decref(s);
 }
 
+static void test_agent_env(void)
+{
+    static const struct {
+        enum opt_id id;
+        const char *env;
+    } want[] = {
+        {OPT_CPU_SAMPLING_RATE, "SCRY_CPU_SAMPLING_RATE"},
+        {OPT_USE_VIRTUAL_TIME, "SCRY_VIRTUAL_TIME"},
+        {OPT_PROGRAM_PATH, "SCRY_PROGRAM_PATH"},
+        {OPT_PROFILE_ALL, "SCRY_PROFILE_ALL"},
+        {OPT_PROFILE_ONLY, "SCRY_PROFILE_ONLY"},
+        {OPT_PROFILE_EXCLUDE, "SCRY_PROFILE_EXCLUDE"},
+        {OPT_PROFILE_SYSTEM_LIBRARIES, "SCRY_PROFILE_SYSTEM_LIBRARIES"},
+        {OPT_STACKS, "SCRY_STACKS"},
+        {OPT_TIMELINE, "SCRY_TIMELINE"},
+        {OPT_MEMORY, "SCRY_MEMORY"},
+        {OPT_ALLOCATION_SAMPLING_WINDOW, "SCRY_ALLOCATION_WINDOW"},
+        {OPT_MEMORY_LEAK_DETECTOR, "SCRY_LEAK_DETECTOR"},
+        {OPT_OFF, "SCRY_OFF"},
+        {OPT_HEAP_AT_EXIT, "SCRY_HEAP_AT_EXIT"},
+        {OPT_PROFILE_INTERVAL, "SCRY_SNAPSHOT_INTERVAL"},
+        {OPT_GPU, "SCRY_GPU"},
+        {OPT_GPU_INTERVAL, "SCRY_GPU_INTERVAL_MS"},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const char *env = opt_agent_env(want[i].id);
+        CHECK(env != NULL);
+        if (env)
+            CHECK_STR(env, want[i].env);
+    }
+    CHECK(opt_agent_env(OPT_OUTFILE) == NULL);
+}
+
+static bool listed(const char *const *names, const char *name)
+{
+    for (; *names; names++)
+        if (strcmp(*names, name) == 0)
+            return true;
+    return false;
+}
+
+/* --config's keys are run's long options (Scalene's names among them), --tag the one list. */
+static void test_run_config_keys(void)
+{
+    struct opt_config_keys k;
+    opt_config_keys(OC_RUN, &k);
+    size_t n = 0;
+    while (k.longopts[n].name)
+        n++;
+    CHECK_EQ(n, 44);
+    CHECK(listed(k.repeatable, "tag"));
+    CHECK(k.repeatable[1] == NULL);
+    CHECK(listed(k.skip, "config") && listed(k.skip, "help"));
+    CHECK(k.skip[2] == NULL);
+    bool cpu_rate = false, viewer = false;
+    for (size_t i = 0; i < n; i++) {
+        cpu_rate |= strcmp(k.longopts[i].name, "cpu-sampling-rate") == 0 &&
+                    k.longopts[i].has_arg == required_argument;
+        viewer |= strcmp(k.longopts[i].name, "viewer") == 0 &&
+                  k.longopts[i].has_arg == no_argument;
+    }
+    CHECK(cpu_rate && viewer);
+}
+
+/* Parses argv (NULL-terminated) for cmd and returns the first option's result. */
+static int first(unsigned cmd, char **argv, struct opt_parser *p)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    opt_begin(p, cmd, argc, argv, OP_STOP_AT_OPERAND);
+    return opt_next(p);
+}
+
+static void test_values(void)
+{
+    struct opt_parser p;
+    char *a[] = {"run", "--cpu-sampling-rate", "0", "x.py", NULL};
+    CHECK_EQ(first(OC_RUN, a, &p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(),
+              "--cpu-sampling-rate needs a number of seconds above 0 (such as 0.01), not '0'");
+    char *b[] = {"run", "--gpu-interval=50", NULL};
+    CHECK_EQ(first(OC_RUN, b, &p), OPT_GPU_INTERVAL);
+    CHECK_EQ(p.ival, 50);
+    char *c[] = {"run", "--gpu-interval", "9", NULL};
+    CHECK_EQ(first(OC_RUN, c, &p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "--gpu-interval needs a number of milliseconds from 10 to "
+                                  "60000 (such as 50), not '9'");
+    char *d[] = {"record", "-p", "1", "-r", "10001", NULL};
+    CHECK_EQ(first(OC_RECORD, d, &p), OPT_PID);
+    CHECK_EQ(opt_next(&p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "--rate needs samples per second from 1 to 10000, not '10001'");
+    char *e[] = {"record", "--duration", "0", NULL};
+    CHECK_EQ(first(OC_RECORD, e, &p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "--duration needs a number of seconds above 0, not '0'");
+    char *f[] = {"run", "--python", "", NULL};
+    CHECK_EQ(first(OC_RUN, f, &p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "--python needs the path of a Python");
+    /* top's -s is --sort (record has no -s: --subprocesses has no short form there) */
+    char *g[] = {"top", "-s", "own", NULL};
+    CHECK_EQ(first(OC_TOP, g, &p), OPT_SORT);
+    char *h[] = {"record", "-s", NULL};
+    CHECK_EQ(first(OC_RECORD, h, &p), -SCRY_E_USAGE);
+    /* run: -m takes the module, its short form only */
+    char *m[] = {"run", "-m", "mod", "--x", NULL};
+    CHECK_EQ(first(OC_RUN, m, &p), OPT_MODULE);
+    CHECK_STR(p.arg, "mod");
+    char *o[] = {"mcp", "--max-dump-mb", "0", NULL};
+    CHECK_EQ(first(OC_MCP, o, &p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "--max-dump-mb needs a number from 1 to 1000000, not '0'");
+}
+
 static const struct tl_test tests[] = {
     TL(test_definitions_are_whole_and_once), TL(test_no_command_takes_a_name_twice),
     TL(test_every_option_is_in_its_help),    TL(test_help_layout),
     TL(test_parse_and_check_values),         TL(test_schema_from_definition),
+    TL(test_agent_env),                      TL(test_run_config_keys),
+    TL(test_values),
 };
 TL_MAIN(tests)
