@@ -83,7 +83,8 @@ void opt_begin(struct opt_parser *p, unsigned cmd, int argc, char **argv, unsign
     p->longopts[k] = (struct option){NULL, 0, NULL, 0};
     p->shortopts[ns] = '\0';
     opterr = 0;
-    optind = 1;
+    optind = 0; /* glibc's full reset: a parse in another mode (OP_STOP_AT_OPERAND) before this
+                 * one in the process (run's --config pass, the tests) leaves nothing behind */
 }
 
 /* The option's name as the usage errors spell it. */
@@ -152,6 +153,34 @@ static int check_value(struct opt_parser *p)
     return 0;
 }
 
+/* getopt's '?' for a long option that is the start of several (--alloc: --allocations and
+ * --allocation-sampling-window) says which it could be; -SCRY_E_USAGE, or 0 when it is not
+ * that case. */
+static int ambiguous(const struct opt_parser *p)
+{
+    const char *arg = optind > 0 && optind <= p->argc ? p->argv[optind - 1] : NULL;
+    if (!arg || strncmp(arg, "--", 2) != 0)
+        return 0;
+    size_t n = strcspn(arg + 2, "=");
+    char names[512] = "";
+    size_t len = 0;
+    int matches = 0;
+    for (const struct option *o = p->longopts; o->name; o++) {
+        if (strncmp(o->name, arg + 2, n) != 0)
+            continue;
+        if (strlen(o->name) == n)
+            return 0; /* an exact name is not ambiguous */
+        int w = snprintf(names + len, sizeof(names) - len, "%s--%s", matches ? ", " : "",
+                         o->name);
+        if (w > 0 && (size_t)w < sizeof(names) - len)
+            len += (size_t)w;
+        matches++;
+    }
+    if (matches < 2)
+        return 0;
+    return cli_usage("option '%.*s' is ambiguous: it could be %s", (int)(n + 2), arg, names);
+}
+
 int opt_next(struct opt_parser *p)
 {
     p->def = NULL;
@@ -161,6 +190,11 @@ int opt_next(struct opt_parser *p)
     int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
     if (c == -1)
         return OPT_END;
+    if (c == '?') {
+        int err = ambiguous(p);
+        if (err)
+            return err;
+    }
     if (c == ':' || c == '?')
         return cli_option_error(c, p->argv);
     if (c >= OPT_VAL_BASE && c < OPT_VAL_BASE + (int)p->n) {

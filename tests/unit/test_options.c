@@ -165,6 +165,17 @@ static void test_parse_and_check_values(void)
     CHECK_EQ(parse_view(unknown, 3, ids, &p), -SCRY_E_USAGE);
     CHECK_STR(err_last_message(), "unknown option '--pid'");
 
+    /* a prefix of two options names both */
+    char *amb[] = {"record", "--alloc", NULL};
+    opt_begin(&p, OC_RECORD, 2, amb, OP_STOP_AT_OPERAND);
+    CHECK_EQ(opt_next(&p), -SCRY_E_USAGE);
+    CHECK_STR(err_last_message(), "option '--alloc' is ambiguous: it could be "
+                                  "--allocation-sampling-window, --allocations");
+    /* a prefix of one is that option (getopt's rule) */
+    char *pre[] = {"view", "--stand", NULL};
+    CHECK_EQ(parse_view(pre, 2, ids, &p), OPT_END);
+    CHECK_EQ(ids[0], OPT_STANDALONE);
+
     /* an id's short form and value: stacks -p 42 */
     char *st[] = {"stacks", "-p", "42", "-j", NULL};
     opt_begin(&p, OC_STACKS, 4, st, OP_STOP_AT_OPERAND);
