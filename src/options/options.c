@@ -214,7 +214,7 @@ int opt_next(struct opt_parser *p)
 int opt_operand(const struct opt_parser *p)
 {
     (void)p;
-    return optind;
+    return optind > 0 ? optind : 1; /* 0 until the first opt_next: nothing read yet */
 }
 
 /* ---- help ---------------------------------------------------------------------------------- */

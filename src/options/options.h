@@ -173,7 +173,8 @@ void opt_begin(struct opt_parser *p, unsigned cmd, int argc, char **argv, unsign
  * (opt_operand gives the index of the first operand); -SCRY_E_USAGE (recorded with cli_usage)
  * for an unknown option, a missing value or a value its definition refuses. */
 int opt_next(struct opt_parser *p);
-/* The index in argv of the first operand once opt_next has returned OPT_END (getopt's optind). */
+/* The index in argv of the next argument to read (getopt's optind; 1 before the first
+ * opt_next): once opt_next has returned OPT_END, the first operand. */
 int opt_operand(const struct opt_parser *p);
 /* The usage error for the current option's value (opt_next's form, for a command's own checks
  * of a value, such as --format's): returns -SCRY_E_USAGE. */
