@@ -144,6 +144,21 @@ static inline bool counting(void)
     return atomic_load_explicit(&ag_mem_on, memory_order_relaxed) && ag_mtls.guard == 0;
 }
 
+/* The hooks' fast path: the real functions are known and this thread counts nothing (memory
+ * profiling off, as under --cpu-only, or a thread inside the agent). A hook is then a tail call
+ * to the real function, with no frame of its own. Python calls memcpy and malloc often enough
+ * (a JSON parser, many small objects) that it shows: the memcpy hook, which saved five registers
+ * on the way in for the counting it did not do, took 0.8% of a JSON-heavy program's samples
+ * under --cpu-only (docs/PERFORMANCE.md, "service-like"). The rest of each hook is a function
+ * of its own (`*_slow`, noinline), so that the compiler keeps its frame off the fast path;
+ * nothing is counted differently: the slow paths are the hooks as they were. */
+static inline bool idle(void)
+{
+    return atomic_load_explicit(&resolve_state, memory_order_acquire) == 2 && !counting();
+}
+
+#define AG_SLOW __attribute__((noinline))
+
 static int my_tid(void)
 {
     if (!ag_mtls.tid)
@@ -255,6 +270,20 @@ static inline void on_copy(size_t n)
     t->guard++;
     (void)ag_memq_emit(AG_M_COPY, weight, 0, 0, 0, 0, 0, my_tid());
     t->guard--;
+}
+
+/* A counted copy that reaches no sampling point (most of them): the distance to the thread's
+ * next point moves by n, as on_copy would move it, and true; false, with nothing changed, for
+ * the rest (a sample due, a copy of a window or more, pymalloc's realloc copying), which
+ * on_copy handles. Inline and without calls, so that a counted copy with no sample is a tail
+ * call to the real function too. */
+static inline bool copy_unsampled(size_t n)
+{
+    struct ag_mem_tls *t = &ag_mtls;
+    if (t->rl_active || n >= ag_copy_window || t->copy.until <= (int64_t)n)
+        return false;
+    t->copy.until -= (int64_t)n;
+    return true;
 }
 
 /* Under Python's allocator on a free-threaded build: its blocks count (ag_mem_py_net), not what
@@ -436,14 +465,21 @@ static void *counted(void *p)
     return p;
 }
 
-AG_EXPORT void *malloc(size_t n)
+static AG_SLOW void *malloc_slow(size_t n)
 {
     if (!ready())
         return boot_alloc(n);
     return counted(real.malloc(n));
 }
 
-AG_EXPORT void *calloc(size_t n, size_t size)
+AG_EXPORT void *malloc(size_t n)
+{
+    if (__builtin_expect(idle(), 1))
+        return real.malloc(n);
+    return malloc_slow(n);
+}
+
+static AG_SLOW void *calloc_slow(size_t n, size_t size)
 {
     if (!ready()) {
         if (size && n > SIZE_MAX / size)
@@ -453,9 +489,16 @@ AG_EXPORT void *calloc(size_t n, size_t size)
     return counted(real.calloc(n, size));
 }
 
-AG_EXPORT void free(void *p)
+AG_EXPORT void *calloc(size_t n, size_t size)
 {
-    if (!p || in_boot(p))
+    if (__builtin_expect(idle(), 1))
+        return real.calloc(n, size);
+    return calloc_slow(n, size);
+}
+
+static AG_SLOW void free_slow(void *p)
+{
+    if (!p)
         return;
     if (!ready())
         return; /* cannot happen: nothing was allocated by the real malloc yet */
@@ -467,7 +510,18 @@ AG_EXPORT void free(void *p)
     real.free(p);
 }
 
-static void *boot_realloc(void *old, size_t n)
+AG_EXPORT void free(void *p)
+{
+    if (in_boot(p)) /* the boot buffer's blocks are never freed */
+        return;
+    if (__builtin_expect(idle(), 1)) {
+        real.free(p); /* free(NULL) included: the real one does nothing with it */
+        return;
+    }
+    free_slow(p);
+}
+
+static AG_SLOW void *boot_realloc(void *old, size_t n)
 {
     void *p = ready() ? malloc(n) : boot_alloc(n);
     if (p && old) {
@@ -479,10 +533,8 @@ static void *boot_realloc(void *old, size_t n)
 
 /* realloc counts the change of the block's usable size; a sample's block keeps its sample
  * when it moves. Under Python's allocator it only reports the change to the wrapper. */
-AG_EXPORT void *realloc(void *old, size_t n)
+static AG_SLOW void *realloc_slow(void *old, size_t n)
 {
-    if (old && in_boot(old))
-        return boot_realloc(old, n);
     if (!ready())
         return boot_alloc(n);
     if (!counting())
@@ -520,6 +572,15 @@ AG_EXPORT void *realloc(void *old, size_t n)
     }
     errno = saved;
     return p;
+}
+
+AG_EXPORT void *realloc(void *old, size_t n)
+{
+    if (in_boot(old))
+        return boot_realloc(old, n);
+    if (__builtin_expect(idle(), 1))
+        return real.realloc(old, n);
+    return realloc_slow(old, n);
 }
 
 /* As glibc's: realloc of n * size, refused on overflow. */
@@ -698,25 +759,46 @@ AG_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen);
 void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen);
 
-AG_EXPORT void *memcpy(void *dst, const void *src, size_t n)
+/* A copy's fast path: idle, or counted with no sample to take. */
+static inline bool copy_fast(size_t n)
 {
-    if (__builtin_expect(!real.memcpy, 0) && !ready())
+    return atomic_load_explicit(&resolve_state, memory_order_acquire) == 2 &&
+           (!counting() || copy_unsampled(n));
+}
+
+static AG_SLOW void *memcpy_slow(void *dst, const void *src, size_t n)
+{
+    if (!real.memcpy && !ready())
         return slow_move(dst, src, n);
     if (counting())
         on_copy(n);
     return real.memcpy(dst, src, n);
 }
 
-AG_EXPORT void *memmove(void *dst, const void *src, size_t n)
+AG_EXPORT void *memcpy(void *dst, const void *src, size_t n)
 {
-    if (__builtin_expect(!real.memmove, 0) && !ready())
+    if (__builtin_expect(copy_fast(n), 1))
+        return real.memcpy(dst, src, n);
+    return memcpy_slow(dst, src, n);
+}
+
+static AG_SLOW void *memmove_slow(void *dst, const void *src, size_t n)
+{
+    if (!real.memmove && !ready())
         return slow_move(dst, src, n);
     if (counting())
         on_copy(n);
     return real.memmove(dst, src, n);
 }
 
-AG_EXPORT void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen)
+AG_EXPORT void *memmove(void *dst, const void *src, size_t n)
+{
+    if (__builtin_expect(copy_fast(n), 1))
+        return real.memmove(dst, src, n);
+    return memmove_slow(dst, src, n);
+}
+
+static AG_SLOW void *memcpy_chk_slow(void *dst, const void *src, size_t n, size_t dstlen)
 {
     if (!ready() || !real.memcpy_chk)
         return slow_move(dst, src, n);
@@ -725,13 +807,27 @@ AG_EXPORT void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen
     return real.memcpy_chk(dst, src, n, dstlen);
 }
 
-AG_EXPORT void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen)
+AG_EXPORT void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen)
+{
+    if (__builtin_expect(copy_fast(n), 1) && real.memcpy_chk)
+        return real.memcpy_chk(dst, src, n, dstlen);
+    return memcpy_chk_slow(dst, src, n, dstlen);
+}
+
+static AG_SLOW void *memmove_chk_slow(void *dst, const void *src, size_t n, size_t dstlen)
 {
     if (!ready() || !real.memmove_chk)
         return slow_move(dst, src, n);
     if (counting())
         on_copy(n);
     return real.memmove_chk(dst, src, n, dstlen);
+}
+
+AG_EXPORT void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen)
+{
+    if (__builtin_expect(copy_fast(n), 1) && real.memmove_chk)
+        return real.memmove_chk(dst, src, n, dstlen);
+    return memmove_chk_slow(dst, src, n, dstlen);
 }
 
 /* ---- life cycle ---- */
