@@ -65,15 +65,32 @@ def timer_results(ran):
     return lines[:-1], json.loads(lines[-1])
 
 
+# The kernel's tick (CONFIG_HZ=250 on the machines measured: reference/agent-sampling.md): the
+# CPU clocks of ITIMER_PROF and ITIMER_VIRTUAL advance a whole tick at each tick that finds the
+# process on a CPU.
+KERNEL_TICK_S = 0.004
+
+
 def check_ticks(result, signame, clock, where):
-    """The handler got one tick per interval of the clock the timer runs on (the kernel may
-    merge a few ticks, never invent them)."""
-    want = result[clock] / result["interval"]
+    """The handler got one tick per interval of the clock the timer runs on, as the kernel keeps
+    it (the kernel may merge a few ticks, never invent them). On a loaded machine that differs
+    from the clocks the target reads, in two ways it measures too: SIGALRMs that come while the
+    thread waits for a CPU merge into one (so at least the wall time less those waits,
+    /proc/thread-self/schedstat's run delay, yields ticks), and the CPU clocks of SIGPROF and
+    SIGVTALRM, charged a tick at a time, may charge each time slice up to one tick more than
+    it ran (so at most the CPU time plus a tick a slice). On an idle machine (no waits, a few
+    slices) both bounds are the clock itself."""
+    interval = result["interval"]
+    if clock == "wall":
+        low, high = result["wall"] - result["delay"], result["wall"]
+    else:
+        low, high = result[clock], result[clock] + result["slices"] * KERNEL_TICK_S
+    low, high = low / interval, high / interval
     got = result["ticks"][signame]
-    assert 0.8 * want - 2 <= got <= 1.05 * want + 3, (
-        f"{where}: {got} {signame} ticks in {result[clock]:.3f} s of {clock} time, want about "
-        f"{want:.0f}")
-    return got / result[clock]
+    assert 0.8 * low - 2 <= got <= 1.05 * high + 3, (
+        f"{where}: {got} {signame} ticks in {result[clock]:.3f} s of {clock} time, want "
+        f"{low:.0f}-{high:.0f} ({result['delay']:.3f} s waiting for a CPU, "
+        f"{result['slices']} time slices)")
 
 
 @pytest.mark.parametrize("mode,timers", [
@@ -81,6 +98,9 @@ def check_ticks(result, signame, clock, where):
     ("all", [("SIGALRM", "wall"), ("SIGPROF", "cpu"), ("SIGVTALRM", "user")]),
 ], ids=["sigalrm", "sigalrm-sigprof-sigvtalrm"])
 def test_program_keeps_its_own_itimers(python_exe, tmp_path, mode, timers):
+    """Each run's ticks are checked against its own clocks, as the kernel keeps them. The ratio
+    of the two runs' rates, checked before, moved with the load each run happened to get (on a
+    heavily loaded machine SIGPROF ran 0-29% ahead of the CPU time, from one run to the next)."""
     plain, profiled = both(python_exe, "run_itimers.py", tmp_path, [mode])
     assert plain.returncode == 0, plain.describe()
     plain_lines, plain_result = timer_results(plain)
@@ -89,10 +109,17 @@ def test_program_keeps_its_own_itimers(python_exe, tmp_path, mode, timers):
     assert profiled.returncode == plain.returncode and profiled.stderr == plain.stderr, (
         f"without scry:\n{plain.describe()}\nwith scry:\n{profiled.describe()}")
     for signame, clock in timers:
-        plain_rate = check_ticks(plain_result, signame, clock, "without scry")
-        prof_rate = check_ticks(prof_result, signame, clock, "with scry")
-        assert 0.8 <= prof_rate / plain_rate <= 1.25, (
-            f"{signame}: {prof_rate:.1f} ticks/s with scry, {plain_rate:.1f} without")
+        check_ticks(plain_result, signame, clock, "without scry")
+        check_ticks(prof_result, signame, clock, "with scry")
+    if mode == "all":
+        # SIGPROF's and SIGVTALRM's clocks are charged at the same ticks, SIGVTALRM's with user
+        # time only: their counts differ by the system time, however loaded the machine (the
+        # bound that check_ticks puts above each grows with the load's time slices).
+        for where, result in (("without scry", plain_result), ("with scry", prof_result)):
+            ticks, system = result["ticks"], (result["cpu"] - result["user"]) / result["interval"]
+            assert -2 <= ticks["SIGPROF"] - ticks["SIGVTALRM"] <= 1.05 * max(system, 0) + 3, (
+                f"{where}: {ticks['SIGPROF']} SIGPROF and {ticks['SIGVTALRM']} SIGVTALRM ticks, "
+                f"{system * result['interval']:.3f} s of system time")
     for signame in {"SIGALRM", "SIGPROF", "SIGVTALRM"} - {s for s, _ in timers}:
         assert prof_result["ticks"][signame] == 0, prof_result
     profile = load_profile(profiled)

@@ -220,7 +220,9 @@ def test_line_shares_match_the_wall_time(cached_run, python_exe):
     expected = {m: walls[m] for m in ("python", "sorted", "zlib", "sha256", "sleep", "pipe",
                                       "thread_busy")}
     expected["join"] = walls["thread"]
-    expected["seventy"], expected["thirty"] = 0.7 * walls["split"], 0.3 * walls["split"]
+    # Each function's own wall time: 70/30 of the section's is the work's split, which the wall
+    # time keeps only while the machine's load holds still.
+    expected["seventy"], expected["thirty"] = walls["split.seventy"], walls["split.thirty"]
     problems, got_sum, want_sum = [], 0.0, 0.0
     for marker, wall in expected.items():
         want = 100 * wall / thread_seconds

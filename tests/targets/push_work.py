@@ -6,6 +6,8 @@ that the profile's split can be checked against the time the program measured in
 prints; then exits with STATUS. (80/40 ms phases put the sleep 10.4 points under its share in a
 loaded CI run: each switch costs the sleep the sampler's delay in reaching the thread.)
 push_work.py --rounds N STATUS: N calls of push_count (fixed work), then the same.
+Both also print how long the main thread waited for a CPU meanwhile ("waited", from
+/proc/thread-self/schedstat), the part of the elapsed time that a loaded machine adds.
 """
 import sys
 import time
@@ -30,8 +32,15 @@ def push_count():
     return x
 
 
+def waited():
+    """Seconds this thread has waited for a CPU (/proc/thread-self/schedstat's run delay)."""
+    with open("/proc/thread-self/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def main():
     hot = rest = 0.0
+    waited_before = waited()
     start = time.perf_counter()
     if sys.argv[1] == "--rounds":
         for _ in range(int(sys.argv[2])):
@@ -48,7 +57,8 @@ def main():
             hot += u - t
             rest += time.perf_counter() - u
     elapsed = time.perf_counter() - start
-    print(f"elapsed {elapsed:.6f} hot {hot:.6f} rest {rest:.6f}", flush=True)
+    print(f"elapsed {elapsed:.6f} hot {hot:.6f} rest {rest:.6f} waited "
+          f"{waited() - waited_before:.6f}", flush=True)
     sys.exit(int(sys.argv[-1]))
 
 

@@ -5,7 +5,9 @@
 
 The handlers count their ticks. Output: fixed lines, then one last line of JSON with the counts
 and the clocks the timers run on ("wall", "cpu" = process CPU, "user" = process user CPU), so that
-a test can check each count against its clock, with and without a profiler.
+a test can check each count against its clock, with and without a profiler; and how a loaded
+machine ran the main thread meanwhile ("delay": seconds it waited for a CPU, "slices": the time
+slices it ran in; /proc/thread-self/schedstat).
 """
 
 import json
@@ -46,6 +48,13 @@ def user_time():
     return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
+def sched():
+    """(seconds this thread waited for a CPU, time slices it ran): /proc/thread-self/schedstat."""
+    with open("/proc/thread-self/schedstat") as f:
+        _, delay_ns, slices = f.read().split()
+    return int(delay_ns) / 1e9, int(slices)
+
+
 def main(mode):
     timers = [(signal.SIGALRM, signal.ITIMER_REAL)]
     if mode == "all":
@@ -55,6 +64,7 @@ def main(mode):
     for signum, _ in timers:
         signal.signal(signum, on_tick)
     print(f"timers: {', '.join(s.name for s, _ in timers)}", flush=True)
+    delay, slices = sched()
     wall, cpu, user = time.perf_counter(), time.process_time(), user_time()
     for _, which in timers:
         signal.setitimer(which, INTERVAL_S, INTERVAL_S)
@@ -63,9 +73,10 @@ def main(mode):
         signal.setitimer(which, 0)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     user = user_time() - user
+    delay, slices = (end - start for end, start in zip(sched(), (delay, slices)))
     print("work done", file=sys.stderr, flush=True)
     print(json.dumps({"ticks": TICKS, "wall": wall, "cpu": cpu, "user": user,
-                      "interval": INTERVAL_S}), flush=True)
+                      "delay": delay, "slices": slices, "interval": INTERVAL_S}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Target for `scry run`: loops whose lines call small Python functions (no C call anywhere on
 them): the time of those lines, frame set-up and return included, is Python time. Each section
-runs ~1 s (argv: a scale factor, default 1.0); the last line of stdout is the ground truth as JSON
-(per section its wall and CPU seconds).
+runs for 1 s of its thread's CPU time (argv: those seconds, default 1.0), however loaded the
+machine; the last line of stdout is the ground truth as JSON (per section its wall and CPU
+seconds).
 
   plain     n += f(n)                  a plain function (CALL_PY_EXACT_ARGS once specialised)
   defaults  n += g(n)                  a function with a default argument (CALL_PY_WITH_DEFAULTS)
@@ -91,14 +92,18 @@ SECTIONS = {"plain": plain, "defaults": defaults, "method": method, "keywords": 
             "varargs": varargs, "init": init}
 
 
+CHUNK = 20_000  # rounds between two looks at the clock: ~1-3 ms of work
+
+
 def main(scale):
+    # Each section runs until its thread has had `scale` seconds of CPU time. A count of rounds
+    # from a probe of ~1 ms was at the mercy of that millisecond (a switch and cold caches on a
+    # loaded machine): in a loaded full run the plain line got 46 samples where ~100 are usual.
     for name, func in SECTIONS.items():
-        t0 = time.thread_time()
-        func(20_000)
-        rate = 20_000 / max(time.thread_time() - t0, 1e-6)
-        rounds = max(1, int(rate * scale))
+        func(CHUNK)  # warm up: the interpreter specialises the call on its first runs
         w0, c0 = time.perf_counter(), time.thread_time()
-        func(rounds)
+        while time.thread_time() - c0 < scale:
+            func(CHUNK)
         TRUTH[name] = {"wall": time.perf_counter() - w0, "cpu": time.thread_time() - c0}
     print(json.dumps({"sections": TRUTH}), flush=True)
 
