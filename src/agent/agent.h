@@ -345,9 +345,11 @@ void ag_part_forget_dir(void);
 int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
                            double start_real_sec, double elapsed_sec);
 /* A checkpoint (window.c): the same document in a new file at path (O_EXCL, O_NOFOLLOW, 0600:
- * nothing that exists there is opened or replaced). Lock held. */
+ * nothing that exists there is opened or replaced), its leak judgements over the window since
+ * window_sec (the previous checkpoint: a test's or a cell's). Lock held. */
 int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                             double start_real_sec, double elapsed_sec, const char *path);
+                             double start_real_sec, double elapsed_sec, double window_sec,
+                             const char *path);
 /* The live malloc samples with their stacks, answering request req, as
  * $SCRY_PART_DIR/alloc-<pid>.json (docs/allocations.md). Collector thread, lock held. */
 int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_stats *mem,

@@ -373,16 +373,17 @@ static uint64_t grow_value_at(const struct ag_timeline *g, uint64_t t)
     return v;
 }
 
-uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t end_ns)
+uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t start_ns, uint64_t end_ns)
 {
     const struct ag_timeline *g = l->grow;
-    if (!ag_leak_on || !g || !l->grow_rises || (!g->n && !g->pend_count) || !end_ns)
+    if (!ag_leak_on || !g || !l->grow_rises || (!g->n && !g->pend_count) || end_ns <= start_ns)
         return 0;
     uint64_t first = g->n ? g->t[0] : g->pend_t;
     uint64_t last = g->pend_count ? g->pend_t : g->t[g->n - 1];
-    uint64_t top = l->grow_top, mid = grow_value_at(g, end_ns / 2);
+    uint64_t span = end_ns - start_ns, half = start_ns + span / 2;
+    uint64_t top = l->grow_top, mid = grow_value_at(g, half);
     bool held = l->live_bytes >= top - top / 4;
-    bool from_first_half = first <= end_ns / 2, to_last_quarter = last >= end_ns - end_ns / 4;
+    bool from_first_half = first <= half, to_last_quarter = last >= end_ns - span / 4;
     bool grew_late = mid <= top - top / 5; /* a full cache that only wobbles did not */
     return held && from_first_half && to_last_quarter && grew_late ? l->grow_rises : 0;
 }

@@ -117,10 +117,12 @@ void ag_mem_held(struct ag_mem_stats *m, uint64_t seq, uint64_t bytes);
 void ag_mem_end_batch(struct ag_mem_stats *m);
 /* Ends every open execution and completes the timelines (before writing the part). */
 void ag_mem_finish(struct ag_mem_stats *m);
-/* The leak rule of one line at end_ns (ns since the process started): the malloc samples that
- * raised its live bytes, when they grew from the first half of the run to its last quarter, by
- * a fifth at least over the second half, and at least three quarters of the top are still held;
- * 0 otherwise (docs/agent-protocol.md, "Memory"). */
-uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t end_ns);
+/* The leak rule of one line over the window from start_ns to end_ns (ns since the process
+ * started; start_ns 0 for the whole run, a checkpoint's the previous checkpoint's time: a test's
+ * or a cell's window): the malloc samples that raised its live bytes, when they grew from the
+ * first half of the window to its last quarter, by a fifth at least over its second half, and
+ * at least three quarters of the top are still held; 0 otherwise (docs/agent-protocol.md,
+ * "Memory"). */
+uint64_t ag_mem_growth_rises(const struct ag_mline *l, uint64_t start_ns, uint64_t end_ns);
 
 #endif

@@ -121,7 +121,8 @@ static void key_uint(struct json_writer *w, const char *key, uint64_t v)
 }
 
 /* memory and memory_lines (docs/agent-protocol.md, "Memory"). */
-static void write_memory(const struct ag_mem_stats *m, uint64_t end_ns, struct json_writer *w)
+static void write_memory(const struct ag_mem_stats *m, uint64_t start_ns, uint64_t end_ns,
+                         struct json_writer *w)
 {
     jw_key(w, "memory");
     jw_obj_begin(w);
@@ -171,7 +172,7 @@ static void write_memory(const struct ag_mem_stats *m, uint64_t end_ns, struct j
             jw_uint(w, nums[k]);
         write_timeline(w, l->timeline);
         jw_uint(w, l->live_bytes);
-        jw_uint(w, ag_mem_growth_rises(l, end_ns));
+        jw_uint(w, ag_mem_growth_rises(l, start_ns, end_ns));
         jw_uint(w, l->max_live);
         jw_arr_end(w);
     }
@@ -425,8 +426,8 @@ static void write_excluded(const struct ag_stats *st, struct json_writer *w)
 }
 
 static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                       double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
-                       struct json_writer *w)
+                       double start_real_sec, double elapsed_sec, double window_sec,
+                       uint64_t timeline_origin, struct json_writer *w)
 {
     jw_obj_begin(w);
     write_process(st, start_real_sec, elapsed_sec, w);
@@ -436,7 +437,8 @@ static void write_body(const struct ag_stats *st, const struct ag_mem_stats *mem
     if (ag_cfg.stacks && ag_unwind_ok)
         write_native(st, w);
     if (mem)
-        write_memory(mem, elapsed_sec > 0 ? (uint64_t)(elapsed_sec * 1e9) : 0, w);
+        write_memory(mem, window_sec > 0 ? (uint64_t)(window_sec * 1e9) : 0,
+                     elapsed_sec > 0 ? (uint64_t)(elapsed_sec * 1e9) : 0, w);
     write_gpu(st, w);
     write_excluded(st, w);
     if (timeline_origin && ag_sstream_on)
@@ -556,14 +558,16 @@ static int write_all(int fd, const struct strbuf *sb)
     return 0;
 }
 
-/* timeline_origin: 0 for snapshots and checkpoints (no timeline), else its time origin. */
+/* timeline_origin: 0 for snapshots and checkpoints (no timeline), else its time origin.
+ * window_sec: where the window the leak rule judges starts (seconds since the start; 0: the
+ * whole run). */
 static void render_part(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                        double start_real_sec, double elapsed_sec, uint64_t timeline_origin,
-                        struct strbuf *sb)
+                        double start_real_sec, double elapsed_sec, double window_sec,
+                        uint64_t timeline_origin, struct strbuf *sb)
 {
     struct json_writer w;
     jw_init(&w, sb, false);
-    write_body(st, mem, start_real_sec, elapsed_sec, timeline_origin, &w);
+    write_body(st, mem, start_real_sec, elapsed_sec, window_sec, timeline_origin, &w);
     sb_addch(sb, '\n');
 }
 
@@ -601,7 +605,7 @@ int ag_write_snapshot_file(const struct ag_stats *st, const struct ag_mem_stats 
                            double start_real_sec, double elapsed_sec)
 {
     struct strbuf sb = STRBUF_INIT;
-    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
+    render_part(st, mem, start_real_sec, elapsed_sec, 0, 0, &sb);
     int err = replace_in_dir("snap", &sb);
     sb_release(&sb);
     return err;
@@ -663,10 +667,11 @@ int ag_write_allocations_file(const struct ag_stats *st, const struct ag_mem_sta
 }
 
 int ag_write_checkpoint_file(const struct ag_stats *st, const struct ag_mem_stats *mem,
-                             double start_real_sec, double elapsed_sec, const char *path)
+                             double start_real_sec, double elapsed_sec, double window_sec,
+                             const char *path)
 {
     struct strbuf sb = STRBUF_INIT;
-    render_part(st, mem, start_real_sec, elapsed_sec, 0, &sb);
+    render_part(st, mem, start_real_sec, elapsed_sec, window_sec, 0, &sb);
     if (sb_failed(&sb)) {
         sb_release(&sb);
         errno = ENOMEM;
@@ -701,7 +706,7 @@ int ag_write_part_file(const struct ag_stats *st, const struct ag_mem_stats *mem
     struct strbuf sb = STRBUF_INIT;
     char path[64], tmp[64];
     int err = 0;
-    render_part(st, mem, start_real_sec, elapsed_sec, start_mono_ns, &sb);
+    render_part(st, mem, start_real_sec, elapsed_sec, 0, start_mono_ns, &sb);
     snprintf(path, sizeof(path), "part-%d.json", ag_pid);
     tmp_name(tmp, sizeof(tmp), ag_pid);
     int fd = part_file(true);
