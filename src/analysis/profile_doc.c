@@ -82,11 +82,9 @@ static int read_entry(const json_t *e, const char *file, double total, struct pd
         return bad(what, "%s.lineno is not a line number", ctx);
     out->file = file;
     out->line = (uint32_t)json_integer_value(lineno);
-    const char *text;
     int err;
-    if ((err = str(e, "line", &text, what, ctx)))
+    if ((err = str(e, "line", &out->text, what, ctx)))
         return err;
-    out->text = text ? text : "";
     double py, nat, sys, held;
     if ((err = num(e, "n_cpu_percent_python", &py, what, ctx)) ||
         (err = num(e, "n_cpu_percent_c", &nat, what, ctx)) ||
@@ -454,17 +452,19 @@ static int read_files(struct pdoc *d, const json_t *files, const char *what)
         for (size_t i = 0; i < json_array_size(lines); i++) {
             snprintf(sub, sizeof(sub), "%s.lines[%zu]", ctx, i);
             if ((err = read_entry(json_array_get(lines, i), fname, d->sampled_sec,
-                                  &d->lines[d->nlines++], what, sub)))
+                                  &d->lines[d->nlines], what, sub)))
                 return err;
+            d->lines[d->nlines++].order = (uint32_t)i;
         }
         for (size_t i = 0; i < json_array_size(funcs); i++) {
             struct pdoc_entry *e = &d->funcs[d->nfuncs];
             snprintf(sub, sizeof(sub), "%s.functions[%zu]", ctx, i);
             if ((err = read_entry(json_array_get(funcs, i), fname, d->sampled_sec, e, what, sub)))
                 return err;
-            if (!json_is_string(json_object_get(json_array_get(funcs, i), "line")))
+            if (!e->text)
                 return bad(what, "%s.line is not a string (the function's name)", sub);
             e->func = e->text;
+            e->order = (uint32_t)i;
             e->first_line = e->line;
             d->nfuncs++;
         }

@@ -23,8 +23,9 @@
 struct pdoc_entry {
     const char *file;
     const char *func;
-    const char *text; /* "line": a line's source text, a function's name ("" when absent) */
+    const char *text; /* "line": a line's source text (NULL when absent), a function's name */
     uint32_t line, first_line;
+    uint32_t order; /* its place among its file's lines or functions in the document */
     uint32_t func_line; /* a line's start_function_line (0: not given) */
     double python_sec, native_sec, sys_sec;
     /* The same as the document gives them: % of the sampled time. */
