@@ -225,8 +225,8 @@ static bool split_frame(const char *s, size_t n, struct pdoc_frame *f)
     if (sp == colon || (sp > 0 && s[sp - 1] != ' '))
         while (sp > 0 && s[sp - 1] != ' ')
             sp--;
-    if (sp <= 1 || sp == colon)
-        return false;
+    if (sp == 0)
+        return false; /* no space: not "FILE QUALNAME" (either may be empty: the writer's) */
     f->file = s;
     f->file_len = sp - 1;
     f->func = s + sp;
