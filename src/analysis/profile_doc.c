@@ -238,10 +238,12 @@ static int read_stacks(struct pdoc *d, const json_t *stacks, const char *what)
 {
     size_t n = json_array_size(stacks), nfr = 0;
     for (size_t i = 0; i < n; i++) {
-        const json_t *frames = json_array_get(json_array_get(stacks, i), 0);
-        if (!json_is_array(frames))
-            return bad(what, "stacks[%zu] is not [frames, counts]", i);
-        nfr += json_array_size(frames);
+        const json_t *e = json_array_get(stacks, i);
+        if (!json_is_array(e) || json_array_size(e) != 2)
+            return bad(what, "stacks[%zu] is not a [frames, weight] pair", i);
+        if (!json_is_array(json_array_get(e, 0)))
+            return bad(what, "stacks[%zu] has no list of frames", i);
+        nfr += json_array_size(json_array_get(e, 0));
     }
     d->stacks = calloc(n ? n : 1, sizeof(*d->stacks));
     d->frames = calloc(nfr ? nfr : 1, sizeof(*d->frames));
@@ -250,29 +252,85 @@ static int read_stacks(struct pdoc *d, const json_t *stacks, const char *what)
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(stacks, i);
         const json_t *frames = json_array_get(e, 0), *c = json_array_get(e, 1);
-        if (!json_is_object(c))
-            return bad(what, "stacks[%zu] has no counts object", i);
         struct pdoc_stack *s = &d->stacks[d->nstacks];
-        double py, nat, sys;
+        memset(s, 0, sizeof(*s));
         char ctx[64];
         snprintf(ctx, sizeof(ctx), "stacks[%zu]", i);
-        if (num(c, "count", &s->samples, what, ctx) || num(c, "python_time", &py, what, ctx) ||
-            num(c, "c_time", &nat, what, ctx) || num(c, "sys_time", &sys, what, ctx))
-            return -SCRY_E_BAD_PROFILE;
-        s->python_sec = py * d->sampled_sec;
-        s->native_sec = nat * d->sampled_sec;
-        s->sys_sec = sys * d->sampled_sec;
+        if (json_is_object(c)) {
+            double py, nat, sys;
+            if (num(c, "count", &s->samples, what, ctx) ||
+                num(c, "python_time", &py, what, ctx) || num(c, "c_time", &nat, what, ctx) ||
+                num(c, "sys_time", &sys, what, ctx))
+                return -SCRY_E_BAD_PROFILE;
+            s->python_sec = py * d->sampled_sec;
+            s->native_sec = nat * d->sampled_sec;
+            s->sys_sec = sys * d->sampled_sec;
+        } else if (json_is_number(c)) {
+            s->samples = json_number_value(c); /* a bare count */
+        } else {
+            s->samples = -1;
+        }
+        if (!(s->samples >= 0) || !isfinite(s->samples))
+            return bad(what, "stacks[%zu] has no weight (a number, not negative)", i);
         s->off = (uint32_t)d->nframes;
         for (size_t j = 0; j < json_array_size(frames); j++) {
             const json_t *f = json_array_get(frames, j);
+            struct pdoc_frame *fr = &d->frames[d->nframes];
             if (!json_is_string(f) ||
-                !split_frame(json_string_value(f), json_string_length(f), &d->frames[d->nframes]))
-                return bad(what, "stacks[%zu] has a frame that is not \"FILE QUALNAME:LINE;\"", i);
+                !split_frame(json_string_value(f), json_string_length(f), fr))
+                return bad(what, "stacks[%zu] has a frame that is not \"FILE QUALNAME:LINE;\"",
+                           i);
+            fr->text = json_string_value(f);
+            fr->text_len = json_string_length(f);
             d->nframes++;
         }
         s->depth = (uint32_t)(d->nframes - s->off);
         if (s->depth)
             d->nstacks++;
+    }
+    return 0;
+}
+
+/* "memory_stacks": [[[{"display_name", "filename_or_module", "line"?, ...}, ...], MB], ...]. */
+static int read_mstacks(struct pdoc *d, const json_t *stacks, const char *what)
+{
+    if (stacks && !json_is_null(stacks) && !json_is_array(stacks))
+        return bad(what, "memory_stacks is not an array");
+    size_t n = json_array_size(stacks), nfr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(stacks, i);
+        if (!json_is_array(e) || json_array_size(e) != 2)
+            return bad(what, "memory_stacks[%zu] is not a [frames, weight] pair", i);
+        if (!json_is_array(json_array_get(e, 0)))
+            return bad(what, "memory_stacks[%zu] has no list of frames", i);
+        const json_t *w = json_array_get(e, 1);
+        if (!json_is_number(w) || !isfinite(json_number_value(w)) || json_number_value(w) < 0)
+            return bad(what, "memory_stacks[%zu] has no weight (a number, not negative)", i);
+        nfr += json_array_size(json_array_get(e, 0));
+    }
+    d->mstacks = calloc(n ? n : 1, sizeof(*d->mstacks));
+    d->mframes = calloc(nfr ? nfr : 1, sizeof(*d->mframes));
+    if (!d->mstacks || !d->mframes)
+        return err_fail(SCRY_E_NO_MEMORY, "out of memory reading %s", what);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(stacks, i), *frames = json_array_get(e, 0);
+        struct pdoc_mstack *s = &d->mstacks[d->nmstacks];
+        s->off = (uint32_t)d->nmframes;
+        s->mb = json_number_value(json_array_get(e, 1));
+        for (size_t j = 0; j < json_array_size(frames); j++) {
+            const json_t *f = json_array_get(frames, j);
+            const json_t *name = json_object_get(f, "display_name");
+            const json_t *file = json_object_get(f, "filename_or_module");
+            const json_t *line = json_object_get(f, "line");
+            if (!json_is_string(name) || !json_is_string(file))
+                return bad(what, "memory_stacks[%zu] has a frame that is not a frame", i);
+            d->mframes[d->nmframes++] =
+                (struct pdoc_mframe){json_string_value(name), json_string_value(file),
+                                     json_is_integer(line), json_integer_value(line)};
+        }
+        s->depth = (uint32_t)(d->nmframes - s->off);
+        if (s->depth)
+            d->nmstacks++;
     }
     return 0;
 }
@@ -332,7 +390,7 @@ static int read_stream(struct pdoc *d, const json_t *ss, const char *what)
                 return bad(what, "sample_stream.stacks[%zu][%zu] is not [file, qualname, first line, line]", i, j);
             d->ss_frames[d->nss_frames++] = (struct pdoc_frame){
                 json_string_value(file), json_string_length(file), json_string_value(func),
-                json_string_length(func), (uint32_t)json_integer_value(line)};
+                json_string_length(func), (uint32_t)json_integer_value(line), NULL, 0};
         }
     }
     d->nss_stacks = nst;
@@ -522,7 +580,8 @@ int pdoc_load(struct pdoc *d, json_t *root, const char *what)
         err = bad(what, "stacks is not an array");
         goto fail;
     }
-    if ((err = read_stacks(d, stacks, what)))
+    if ((err = read_stacks(d, stacks, what)) ||
+        (err = read_mstacks(d, json_object_get(root, "memory_stacks"), what)))
         goto fail;
 
     const json_t *stream = json_object_get(root, "sample_stream");
@@ -598,6 +657,8 @@ void pdoc_free(struct pdoc *d)
     free(d->funcs);
     free(d->frames);
     free(d->stacks);
+    free(d->mframes);
+    free(d->mstacks);
     free(d->footprint);
     free(d->ss_threads);
     free(d->ss_frames);

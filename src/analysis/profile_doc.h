@@ -66,13 +66,31 @@ struct pdoc_frame {
     const char *func;
     size_t func_len;
     uint32_t line;
+    /* "stacks": the frame as written, "FILE QUALNAME:LINE;" (text_len bytes); NULL elsewhere */
+    const char *text;
+    size_t text_len;
 };
 
-/* One distinct stack of "stacks": frames[off .. off+depth), outermost first. */
+/* One distinct stack of "stacks": frames[off .. off+depth), outermost first. Its weight is
+ * {"count", "python_time", "c_time", "sys_time"} (Scalene's), or a bare count. */
 struct pdoc_stack {
     uint32_t off, depth;
     double python_sec, native_sec, sys_sec;
     double samples;
+};
+
+/* A stack of "memory_stacks" (scry run --stacks with memory, Scalene's format): mframes[off ..
+ * off+depth), outermost first, frames {"display_name", "filename_or_module", "line"?}, and the
+ * MB its memory samples allocated. */
+struct pdoc_mframe {
+    const char *name, *file;
+    bool has_line;
+    long long line;
+};
+
+struct pdoc_mstack {
+    uint32_t off, depth;
+    double mb;
 };
 
 /* The sample stream ("sample_stream", scry run --timeline): a thread, and a sample in time
@@ -120,8 +138,12 @@ struct pdoc {
     size_t nlines, nfuncs;
     struct pdoc_frame *frames;
     size_t nframes;
-    struct pdoc_stack *stacks;
+    struct pdoc_stack *stacks; /* the ones with frames */
     size_t nstacks;
+    struct pdoc_mframe *mframes;
+    size_t nmframes;
+    struct pdoc_mstack *mstacks; /* the ones with frames */
+    size_t nmstacks;
     bool have_stream; /* the document has a sample_stream */
     struct pdoc_sthread *ss_threads;
     size_t nss_threads;
