@@ -550,43 +550,11 @@ asis:
     sb_add(out, s, n);
 }
 
-static int bad_entry(const char *what, const char *key, size_t i, const char *problem)
-{
-    return err_fail(SCRY_E_BAD_PROFILE, "%s is not a profile: %s[%zu] %s", what, key, i, problem);
-}
-
-/* One frame of a stack entry as frame text: a string of "stacks" ("FILE QUALNAME:LINE;"), or an
- * object of "memory_stacks" ({"display_name", "filename_or_module", "line"}). */
-static bool frame_text(const json_t *f, bool memory, struct strbuf *out)
-{
-    if (!memory) {
-        if (!json_is_string(f))
-            return false;
-        stk_scalene_frame_text(json_string_value(f), json_string_length(f), out);
-        return true;
-    }
-    const json_t *name = json_object_get(f, "display_name");
-    const json_t *file = json_object_get(f, "filename_or_module");
-    const json_t *line = json_object_get(f, "line");
-    if (!json_is_string(name) || !json_is_string(file))
-        return false;
-    sb_addf(out, "%s (%s", json_string_value(name), json_string_value(file));
-    if (json_is_integer(line))
-        sb_addf(out, ":%lld", (long long)json_integer_value(line));
-    sb_addch(out, ')');
-    return true;
-}
-
-int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what, bool before,
+int stk_add_profile(struct stk_tree *t, const struct pdoc *d, const char *what, bool before,
                     bool memory)
 {
-    const char *key = memory ? "memory_stacks" : "stacks";
-    if (!json_is_object(profile))
-        return err_fail(SCRY_E_BAD_PROFILE, "%s is not a profile: not a JSON object", what);
-    const json_t *stacks = json_object_get(profile, key);
-    if (stacks && !json_is_array(stacks) && !json_is_null(stacks))
-        return err_fail(SCRY_E_BAD_PROFILE, "%s is not a profile: %s is not an array", what, key);
-    if (!stacks || json_array_size(stacks) == 0)
+    size_t nstacks = memory ? d->nmstacks : d->nstacks;
+    if (nstacks == 0)
         return memory ? err_fail_hint(SCRY_E_BAD_PROFILE,
                                       "record it with 'scry run --stacks' (memory is on by "
                                       "default; not with --cpu-only)",
@@ -603,28 +571,11 @@ int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what,
     size_t *lens = NULL;
     size_t *offs = NULL;
     int err = 0;
-    for (size_t i = 0; i < json_array_size(stacks) && !err; i++) {
-        const json_t *e = json_array_get(stacks, i);
-        if (!json_is_array(e) || json_array_size(e) != 2) {
-            err = bad_entry(what, key, i, "is not a [frames, weight] pair");
-            break;
-        }
-        const json_t *fr = json_array_get(e, 0), *st = json_array_get(e, 1);
-        /* Scalene writes {"count": N, ...} in stacks (a bare number is accepted too) and the
-         * MB in memory_stacks. */
-        const json_t *cnt = json_is_object(st) && !memory ? json_object_get(st, "count") : st;
-        if (!json_is_array(fr)) {
-            err = bad_entry(what, key, i, "has no list of frames");
-            break;
-        }
-        if (!json_is_number(cnt) || !weight_ok(json_number_value(cnt))) {
-            err = bad_entry(what, key, i, "has no weight (a number, not negative)");
-            break;
-        }
-        double w = json_number_value(cnt);
+    for (size_t i = 0; i < nstacks && !err; i++) {
+        size_t n = memory ? d->mstacks[i].depth : d->stacks[i].depth;
+        double w = memory ? d->mstacks[i].mb : d->stacks[i].samples;
         if (memory) /* MB to the hundredth: short labels; samples are 1 MiB or more */
             w = w < 9e13 ? (double)(int64_t)(w * 100 + 0.5) / 100 : w;
-        size_t n = json_array_size(fr);
         if (n == 0 || w == 0)
             continue;
         free(frames);
@@ -640,14 +591,18 @@ int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what,
         sb_reset(&frame);
         for (size_t j = 0; j < n; j++) {
             offs[j] = frame.len;
-            if (!frame_text(json_array_get(fr, j), memory, &frame)) {
-                err = bad_entry(what, key, i, "has a frame that is not a frame");
-                break;
+            if (memory) {
+                const struct pdoc_mframe *f = &d->mframes[d->mstacks[i].off + j];
+                sb_addf(&frame, "%s (%s", f->name, f->file);
+                if (f->has_line)
+                    sb_addf(&frame, ":%lld", f->line);
+                sb_addch(&frame, ')');
+            } else {
+                const struct pdoc_frame *f = &d->frames[d->stacks[i].off + j];
+                stk_scalene_frame_text(f->text, f->text_len, &frame);
             }
             lens[j] = frame.len - offs[j];
         }
-        if (err)
-            break;
         for (size_t j = 0; j < n; j++)
             frames[j] = sb_str(&frame) + offs[j];
         err = stk_add_stack(t, frames, lens, n, before ? 0 : w, before ? w : 0);

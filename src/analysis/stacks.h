@@ -1,5 +1,6 @@
 /* Weighted call trees: the model behind every flame graph and stack export. A tree is built from
- * stacks (a CPU profile's "stacks", Brendan Gregg's folded lines) or node by node (a heap
+ * stacks (a profile's "stacks" or "memory_stacks", from the profile model of
+ * analysis/profile_doc.h; Brendan Gregg's folded lines) or node by node (a heap
  * snapshot's dominator tree); each node carries its own (self) weight and, once finished, its
  * total: self plus its children's totals. A differential tree carries a second weight per node,
  * "before"; `self`/`total` are then "after". Cutting narrow or deep frames into `[other]` builds a
@@ -11,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
+#include "analysis/profile_doc.h"
 #include "common/arena.h"
 #include "common/hashmap.h"
 #include "common/strbuf.h"
@@ -88,12 +88,12 @@ int stk_write_folded(const struct stk_tree *t, struct strbuf *out);
  * line number. */
 int stk_parse_folded(struct stk_tree *t, const char *text, size_t len, const char *what);
 
-/* Adds the "stacks" of a profile document (Scalene's format, which `scry run --stacks` writes)
- * weighted by sample count, or with `memory` its "memory_stacks" weighted by MB allocated, to
- * the "before" side when `before` is set. A profile without them gives -SCRY_E_BAD_PROFILE
- * saying to record with --stacks; a malformed one names the entry. */
-int stk_add_profile(struct stk_tree *t, const json_t *profile, const char *what, bool before,
-                    bool memory);
+/* Adds the "stacks" of a profile (the model of analysis/profile_doc.h, which checked them;
+ * Scalene's format, which `scry run --stacks` writes) weighted by sample count, or with `memory`
+ * its "memory_stacks" weighted by MB allocated, to the "before" side when `before` is set. A
+ * profile without them gives -SCRY_E_BAD_PROFILE saying to record with --stacks. */
+int stk_add_profile(struct stk_tree *t, const struct pdoc *profile, const char *what,
+                    bool before, bool memory);
 
 /* A frame string of Scalene's stacks ("FILE QUALNAME:LINE;") as scry's frame text
  * "QUALNAME (FILE:LINE)"; text it cannot split is kept as it is. */

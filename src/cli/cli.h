@@ -162,13 +162,14 @@ char cli_thread_state(const struct rd_thread *threads, size_t n, long long tid);
 /* ---- profiles' call stacks (cli_common.c), for flamegraph and view --format ----------------- */
 
 struct stk_tree;
-/* Reads a profile's stacks into t (one side of a differential tree when before is set; the
- * memory stacks with memory); the document goes to *doc when doc is not NULL (release it with
- * json_decref). A heap snapshot is refused with a message that says what to do. */
+struct pdoc;
+/* Reads a profile (pdoc_load) and its stacks into t (one side of a differential tree when before
+ * is set; the memory stacks with memory); the model goes to *doc when doc is not NULL (release
+ * it with pdoc_free). A heap snapshot is refused with a message that says what to do. */
 int cli_load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
-                            json_t **doc);
-/* The profiled program's name in a profile document, NULL if it has none. */
-const char *cli_profile_program(const json_t *doc);
+                            struct pdoc *doc);
+/* The profiled program's name in a profile, NULL if it has none (or doc is NULL or empty). */
+const char *cli_profile_program(const struct pdoc *doc);
 
 /* ---- the other files' entry points --------------------------------------------------------- */
 

@@ -356,7 +356,7 @@ int cli_open_target(int pid, const char *core, const char *exe, const char *mini
 }
 
 int cli_load_profile_stacks(const char *path, struct stk_tree *t, bool before, bool memory,
-                            json_t **doc)
+                            struct pdoc *doc)
 {
     char *data = NULL;
     size_t len = 0;
@@ -372,25 +372,20 @@ int cli_load_profile_stacks(const char *path, struct stk_tree *t, bool before, b
                              "scry flamegraph",
                              path);
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, 0, &jerr);
+    struct pdoc local, *d = doc ? doc : &local;
+    err = pdoc_load_bytes(d, data, len, path);
     free(data);
-    if (!root)
-        return err_fail(SCRY_E_BAD_PROFILE,
-                        "%s is not a profile: not JSON (line %d, column %d: %s)", path, jerr.line,
-                        jerr.column, jerr.text);
-    err = stk_add_profile(t, root, path, before, memory);
+    if (err)
+        return err;
+    err = stk_add_profile(t, d, path, before, memory);
     if (err || !doc)
-        json_decref(root);
-    else
-        *doc = root;
+        pdoc_free(d);
     return err;
 }
 
-const char *cli_profile_program(const json_t *doc)
+const char *cli_profile_program(const struct pdoc *doc)
 {
-    const json_t *p = doc ? json_object_get(doc, "program") : NULL;
-    return json_is_string(p) && *json_string_value(p) ? json_string_value(p) : NULL;
+    return doc && doc->program && doc->program[0] ? doc->program : NULL;
 }
 
 /* The agent sits next to the scry binary. */

@@ -122,7 +122,7 @@ static int draw_snapshots(const struct flame_args *a, char **inputs)
 
 /* The SVG of the (cut) tree draw, with its title and the subtitle that says what it shows. */
 static void write_svg(struct flame_args *a, const struct stk_tree *draw, char **inputs,
-                      const json_t *doc, struct strbuf *out)
+                      const struct pdoc *doc, struct strbuf *out)
 {
     struct strbuf sub = STRBUF_INIT;
     const char *program = cli_profile_program(doc);
@@ -162,7 +162,7 @@ static int draw_profiles(struct flame_args *a, char **inputs)
     memset(&cutt, 0, sizeof(cutt));
     bool have_cut = false;
     struct strbuf out = STRBUF_INIT;
-    json_t *doc = NULL;
+    struct pdoc doc = {0};
     int status = CLI_EXIT_OK;
     if (a->diff) {
         if (cli_load_profile_stacks(inputs[0], &t, true, a->memory, NULL) != 0 ||
@@ -193,12 +193,12 @@ static int draw_profiles(struct flame_args *a, char **inputs)
             goto out;
         }
     } else {
-        write_svg(a, draw, inputs, doc, &out);
+        write_svg(a, draw, inputs, &doc, &out);
     }
     if (cli_write_output(a->outfile, &out) != 0)
         status = cli_report_error(false);
 out:
-    json_decref(doc);
+    pdoc_free(&doc);
     sb_release(&out);
     stk_free(&t);
     if (have_cut)

@@ -145,17 +145,14 @@ int cmd_optimize(int argc, char **argv)
 
     char *data = NULL;
     size_t len = 0;
-    json_t *profile = NULL;
+    struct pdoc profile = {0};
     struct opt_result res = {0};
     struct strbuf out = STRBUF_INIT;
     if ((err = cli_read_file(argv[optind], &data, &len)))
         goto out;
-    profile = json_loadb(data, len, 0, NULL);
-    if (!json_is_object(profile)) {
-        err = err_fail(SCRY_E_BAD_PROFILE, "%s is not a JSON profile", argv[optind]);
+    if ((err = pdoc_load_bytes(&profile, data, len, argv[optind])))
         goto out;
-    }
-    if ((err = opt_prepare(profile, &req, &res)))
+    if ((err = opt_prepare(&profile, &req, &res)))
         goto out;
     say_redactions(&res);
     if (show && json) {
@@ -191,7 +188,7 @@ out:
         cli_print(&out);
     sb_release(&out);
     opt_result_free(&res);
-    json_decref(profile);
+    pdoc_free(&profile);
     free(data);
     return err;
 }

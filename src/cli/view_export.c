@@ -101,7 +101,7 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
     struct stk_tree t;
     stk_init(&t, false);
     struct strbuf out = STRBUF_INIT;
-    json_t *doc = NULL;
+    struct pdoc doc = {0};
     int status = CLI_EXIT_OK;
     if (cli_load_profile_stacks(path, &t, false, false, &doc) != 0 || stk_finish(&t) != 0) {
         status = cli_report_error(false);
@@ -113,14 +113,14 @@ int cli_view_export(const char *path, const char *format, const char *outfile)
             goto out;
         }
     } else {
-        struct speedscope_opts so = {.name = cli_profile_program(doc), .unit = "none",
+        struct speedscope_opts so = {.name = cli_profile_program(&doc), .unit = "none",
                                      .exporter = "scry@" SCRY_VERSION};
         speedscope_write(&t, &so, &out);
     }
     if (cli_write_output(outfile, &out) != 0)
         status = cli_report_error(false);
 out:
-    json_decref(doc);
+    pdoc_free(&doc);
     sb_release(&out);
     stk_free(&t);
     return status;

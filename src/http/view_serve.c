@@ -59,7 +59,7 @@ struct server {
     struct serve_site site;
     const struct serve_llm *llm;
     struct strbuf page;
-    const json_t *profile;
+    const struct pdoc *profile;
     pthread_mutex_t lock; /* active */
     pthread_cond_t idle;  /* signalled when a connection ends */
     int active;
@@ -482,7 +482,7 @@ int cli_view_serve(const char *path, const char *data, size_t len, double thresh
     unsigned char rnd[32];
     char dir[PATH_MAX] = "", file[PATH_MAX] = "", url[160];
     pid_t browser = -1;
-    json_t *profile = NULL;
+    struct pdoc *profile = NULL;
     int err = 0;
     sv.llm = llm;
     if (pf_random(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
@@ -496,12 +496,15 @@ int cli_view_serve(const char *path, const char *data, size_t len, double thresh
     if ((err = profile_html_render_bytes(&profile_html_web_assets, data, len, path, &ho,
                                          &sv.page)))
         goto out;
-    profile = json_loadb(data, len, 0, NULL);
-    sv.profile = profile;
+    /* On the heap: threads still in flight when serving ends keep reading it. */
+    profile = calloc(1, sizeof(*profile));
     if (!profile) {
-        err = err_fail(SCRY_E_BAD_PROFILE, "%s is not JSON", path);
+        err = err_fail(SCRY_E_NO_MEMORY, "out of memory");
         goto out;
     }
+    if ((err = pdoc_load_bytes(profile, data, len, path)))
+        goto out;
+    sv.profile = profile;
     /* Before any thread: libcurl's global setup is not thread-safe. */
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if ((err = listen_local(&sv, port)))
@@ -532,7 +535,9 @@ out:
     remove_opener(dir, file);
     if (sv.fd >= 0)
         close(sv.fd);
-    json_decref(profile);
+    if (profile)
+        pdoc_free(profile);
+    free(profile);
     sb_release(&sv.page);
     return err;
 }

@@ -1,6 +1,6 @@
 /* Optimisation proposals (see optimize_prompt.h): the region, the prompt, the answer, the diff.
- * Everything the prompt holds comes from the profile document: the source lines scry run stored
- * in it and their figures; nothing is read from disk, so what is sent is what the profile
+ * Everything the prompt holds comes from the profile (the model of analysis/profile_doc.h): the
+ * source lines scry run stored in it and their figures; nothing is read from disk, so what is sent is what the profile
  * shows, less what the snapshot's redaction rule (cpython/redact.c) flags in it: a program's
  * source holds passwords and keys as often as its heap does. */
 #include "llm/optimize_prompt.h"
@@ -58,9 +58,12 @@ int opt_parse_location(char *spec, struct opt_request *r)
 
 struct src {
     const char *name;
-    const json_t *file;
-    const json_t **line; /* by line number, 1..n (NULL where the profile has no entry) */
+    const struct pdoc_file *file;
+    /* by line number, 1..n (NULL where the profile has no entry with source text) */
+    const struct pdoc_entry **line;
     long n;
+    const struct pdoc_entry **funcs; /* the file's functions in the document's order */
+    size_t nfuncs;
     /* With redaction: by line number, the line as sent (NULL: unchanged) and what was taken
      * out of it; sent[no] once the prompt holds line no. */
     char **red, **what;
@@ -73,25 +76,28 @@ static bool suffix_of(const char *name, const char *tail)
     return b < a && strcmp(name + a - b, tail) == 0 && (tail[0] == '/' || name[a - b - 1] == '/');
 }
 
-static int find_file(const json_t *profile, const char *want, struct src *s)
+static int by_order(const void *a, const void *b)
 {
-    const json_t *files = json_object_get(profile, "files");
-    if (!json_is_object(files))
-        return err_fail(SCRY_E_BAD_PROFILE, "the profile has no \"files\" object");
+    uint32_t x = (*(const struct pdoc_entry *const *)a)->order;
+    uint32_t y = (*(const struct pdoc_entry *const *)b)->order;
+    return (x > y) - (x < y);
+}
+
+static int find_file(const struct pdoc *d, const char *want, struct src *s)
+{
     char abs[PATH_MAX];
     const char *real = realpath(want, abs);
-    const char *key, *hit = NULL;
-    const json_t *v;
+    const struct pdoc_file *hit = NULL;
     int nhits = 0;
-    json_object_foreach((json_t *)files, key, v)
-    {
+    for (size_t k = 0; k < d->nfiles; k++) {
+        const char *key = d->files[k].name;
         if (strcmp(key, want) == 0 || (real && strcmp(key, real) == 0)) {
-            hit = key;
+            hit = &d->files[k];
             nhits = 1;
             break;
         }
         if (suffix_of(key, want)) {
-            hit = key;
+            hit = &d->files[k];
             nhits++;
         }
     }
@@ -100,48 +106,44 @@ static int find_file(const json_t *profile, const char *want, struct src *s)
                          want);
     if (!hit)
         return cli_usage("the profile has no file '%s' (scry view --cli lists its files)", want);
-    s->name = hit;
-    s->file = json_object_get(files, hit);
-    const json_t *lines = json_object_get(s->file, "lines");
-    size_t i;
-    const json_t *e;
+    s->name = hit->name;
+    s->file = hit;
     s->n = 0;
-    json_array_foreach(lines, i, e)
-    {
-        json_int_t no = json_integer_value(json_object_get(e, "lineno"));
-        if (no > s->n && no < 10000000)
-            s->n = (long)no;
-    }
+    for (size_t i = 0; i < hit->nlines; i++)
+        if (hit->lines[i].line > s->n && hit->lines[i].line < 10000000)
+            s->n = (long)hit->lines[i].line;
     s->line = calloc((size_t)s->n + 1, sizeof(*s->line));
-    if (!s->line)
+    s->funcs = calloc(hit->nfuncs + 1, sizeof(*s->funcs));
+    if (!s->line || !s->funcs)
         return err_fail(SCRY_E_NO_MEMORY, "out of memory");
-    json_array_foreach(lines, i, e)
-    {
-        json_int_t no = json_integer_value(json_object_get(e, "lineno"));
-        if (no >= 1 && no <= s->n && json_is_string(json_object_get(e, "line")))
-            s->line[no] = e;
+    for (size_t i = 0; i < hit->nlines; i++) {
+        const struct pdoc_entry *e = &hit->lines[i];
+        if (e->line >= 1 && e->line <= s->n && e->text)
+            s->line[e->line] = e;
     }
+    for (size_t i = 0; i < hit->nfuncs; i++)
+        s->funcs[i] = &hit->funcs[i];
+    s->nfuncs = hit->nfuncs;
+    qsort(s->funcs, s->nfuncs, sizeof(*s->funcs), by_order);
     return 0;
 }
 
-static double fig(const json_t *e, const char *k)
+/* A figure as the prompt shows it: negative ones (none in scry's profiles) as 0. */
+static double fig(double v)
 {
-    double v = json_number_value(json_object_get(e, k));
     return v > 0 ? v : 0;
 }
 
-static double time_of(const json_t *e)
+static double time_of(const struct pdoc_entry *e)
 {
-    return fig(e, "n_cpu_percent_python") + fig(e, "n_cpu_percent_c") + fig(e, "n_sys_percent");
+    return fig(e->python_pct) + fig(e->native_pct) + fig(e->sys_pct);
 }
 
 /* The line's source as the program has it: Scalene's \u0026 \u003c \u003e back to & < >, no
  * line end. */
 static void add_source(struct strbuf *sb, const struct src *s, long no)
 {
-    const char *t = no >= 1 && no <= s->n && s->line[no]
-                        ? json_string_value(json_object_get(s->line[no], "line"))
-                        : "";
+    const char *t = no >= 1 && no <= s->n && s->line[no] ? s->line[no]->text : "";
     size_t len = strlen(t);
     while (len && (t[len - 1] == '\n' || t[len - 1] == '\r'))
         len--;
@@ -215,20 +217,19 @@ static long function_end(const struct src *s, long def)
 
 /* The function entry of the file that encloses line no: the one with the largest first line at
  * or before it that ends at or after it (NULL when none: module level). */
-static const json_t *enclosing(const struct src *s, long no, long *end)
+static const struct pdoc_entry *enclosing(const struct src *s, long no, long *end)
 {
-    const json_t *best = NULL, *e;
+    const struct pdoc_entry *best = NULL;
     long best_line = 0;
-    size_t i;
-    json_array_foreach(json_object_get(s->file, "functions"), i, e)
-    {
-        json_int_t fl = json_integer_value(json_object_get(e, "lineno"));
+    for (size_t i = 0; i < s->nfuncs; i++) {
+        const struct pdoc_entry *e = s->funcs[i];
+        long fl = (long)e->line;
         if (fl < 1 || fl > no || fl <= best_line || fl > s->n)
             continue;
-        long fe = function_end(s, (long)fl);
+        long fe = function_end(s, fl);
         if (fe >= no) {
             best = e;
-            best_line = (long)fl;
+            best_line = fl;
             *end = fe;
         }
     }
@@ -268,8 +269,7 @@ static long find_def(const struct src *s, const char *name)
 /* Sets res->first/last (and function) from the request. */
 static int resolve(const struct src *s, const struct opt_request *req, struct opt_result *res)
 {
-    const json_t *fn = NULL, *e;
-    size_t i;
+    const struct pdoc_entry *fn = NULL;
     if (req->first) {
         if (req->last > s->n)
             return cli_usage("%s has %ld lines in the profile; line %ld is past its end",
@@ -277,14 +277,9 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
         res->first = req->first;
         res->last = req->last;
     } else if (req->function) {
-        json_array_foreach(json_object_get(s->file, "functions"), i, e)
-        {
-            const char *name = json_string_value(json_object_get(e, "line"));
-            if (name && name_matches(name, req->function)) {
-                fn = e;
-                break;
-            }
-        }
+        for (size_t i = 0; i < s->nfuncs && !fn; i++)
+            if (name_matches(s->funcs[i]->func, req->function))
+                fn = s->funcs[i];
         if (!fn) {
             /* A function with no samples has no entry: its def in the source, then. */
             long def = find_def(s, req->function);
@@ -297,9 +292,9 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
     } else {
         /* The hottest function of the file, else its hottest line. */
         double best = 0;
-        json_array_foreach(json_object_get(s->file, "functions"), i, e)
-        {
-            json_int_t fl = json_integer_value(json_object_get(e, "lineno"));
+        for (size_t i = 0; i < s->nfuncs; i++) {
+            const struct pdoc_entry *e = s->funcs[i];
+            long fl = (long)e->line;
             if (time_of(e) > best && fl >= 1 && fl <= s->n) {
                 best = time_of(e);
                 fn = e;
@@ -314,17 +309,15 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
             }
         if (!hot)
             return cli_usage("no line of %s has time in the profile; give FILE:LINE", s->name);
-        if (fn && json_integer_value(json_object_get(fn, "lineno")) > hot)
+        if (fn && (long)fn->line > hot)
             fn = NULL;
-        if (!fn || function_end(s, (long)json_integer_value(json_object_get(fn, "lineno"))) <
-                       hot)
+        if (!fn || function_end(s, (long)fn->line) < hot)
             fn = NULL, res->first = res->last = hot;
     }
     if (fn) {
-        long fl = (long)json_integer_value(json_object_get(fn, "lineno"));
+        long fl = (long)fn->line;
         if (fl < 1 || fl > s->n)
-            return cli_usage("the function '%s' has no source lines in the profile",
-                             json_string_value(json_object_get(fn, "line")));
+            return cli_usage("the function '%s' has no source lines in the profile", fn->func);
         res->first = fl;
         res->last = function_end(s, fl);
     }
@@ -332,8 +325,8 @@ static int resolve(const struct src *s, const struct opt_request *req, struct op
         return cli_usage("the region %ld-%ld has %ld lines; give at most %d (FILE:FIRST-LAST)",
                          res->first, res->last, res->last - res->first + 1, OPT_REGION_MAX);
     long end = 0;
-    const json_t *enc = enclosing(s, res->first, &end);
-    const char *name = enc ? json_string_value(json_object_get(enc, "line")) : NULL;
+    const struct pdoc_entry *enc = enclosing(s, res->first, &end);
+    const char *name = enc ? enc->func : NULL;
     if (!enc && req->function && !req->first)
         name = req->function; /* found by its def: no samples */
     res->function = strdup(name ? name : "");
@@ -538,11 +531,11 @@ static int redact_source(struct src *s)
 
 /* ---- the prompt ----------------------------------------------------------------------------- */
 
-static void add_figures_row(struct strbuf *p, const json_t *e)
+static void add_figures_row(struct strbuf *p, const struct pdoc_entry *e)
 {
-    sb_addf(p, "%7.1f | %7.1f | %7.1f | %8.1f | %7.1f | %8.1f", fig(e, "n_cpu_percent_python"),
-            fig(e, "n_cpu_percent_c"), fig(e, "n_sys_percent"), fig(e, "n_malloc_mb"),
-            fig(e, "n_peak_mb"), fig(e, "n_copy_mb_s"));
+    sb_addf(p, "%7.1f | %7.1f | %7.1f | %8.1f | %7.1f | %8.1f", fig(e->python_pct),
+            fig(e->native_pct), fig(e->sys_pct), fig(e->malloc_mb), fig(e->peak_mb),
+            fig(e->copy_mb_s));
 }
 
 static void add_line_row(struct strbuf *p, const struct src *s, long l, bool figures)
@@ -587,31 +580,28 @@ static const char *shown_text(struct opt_result *res, bool redact, const char *t
     return sb_str(tmp);
 }
 
-static void build_prompt(const json_t *profile, const struct src *s, struct opt_result *res)
+static void build_prompt(const struct pdoc *d, const struct src *s, struct opt_result *res)
 {
     struct strbuf *p = &res->prompt;
     struct strbuf t1 = STRBUF_INIT, t2 = STRBUF_INIT, t3 = STRBUF_INIT;
     bool redact = s->red != NULL;
-    const char *prog = json_string_value(json_object_get(profile, "program"));
-    const char *ver = json_string_value(json_object_get(profile, "python_version"));
+    const char *prog = d->program[0] ? d->program : NULL;
+    const char *ver = d->python_version;
     const char *name = shown_text(res, redact, s->name, "the file's path", &t2);
     sb_addf(p, "Program: %s (CPython %s); it ran %.3f s, of which %.3f s were sampled.\n",
             prog ? shown_text(res, redact, prog, "the program's path", &t1) : name,
-            ver ? ver : "3", fig(profile, "elapsed_time_sec"), fig(profile, "sampled_time_sec"));
-    sb_addf(p, "File: %s (%.1f%% of the sampled time)\n", name,
-            fig(s->file, "percent_cpu_time"));
+            ver ? ver : "3", fig(d->elapsed_sec), fig(d->sampled_given_sec));
+    sb_addf(p, "File: %s (%.1f%% of the sampled time)\n", name, fig(s->file->percent));
     long fend = 0;
-    const json_t *fn = enclosing(s, res->first, &fend);
-    const char *fname = fn ? json_string_value(json_object_get(fn, "line")) : res->function;
+    const struct pdoc_entry *fn = enclosing(s, res->first, &fend);
+    const char *fname = fn ? fn->func : res->function;
     fname = shown_text(res, redact, fname ? fname : "", "the function's name", &t3);
     if (fn) {
         sb_addf(p, "Function: %s (lines %ld-%ld): Python %.1f%%, native %.1f%%, system %.1f%%, "
                    "%.1f MB allocated, peak %.1f MB, copy %.1f MB/s\n",
                 fname,
-                (long)json_integer_value(json_object_get(fn, "lineno")), fend,
-                fig(fn, "n_cpu_percent_python"), fig(fn, "n_cpu_percent_c"),
-                fig(fn, "n_sys_percent"), fig(fn, "n_malloc_mb"), fig(fn, "n_peak_mb"),
-                fig(fn, "n_copy_mb_s"));
+                (long)fn->line, fend, fig(fn->python_pct), fig(fn->native_pct),
+                fig(fn->sys_pct), fig(fn->malloc_mb), fig(fn->peak_mb), fig(fn->copy_mb_s));
     } else if (*res->function) {
         sb_addf(p, "Function: %s (lines %ld-%ld): no samples in the profile\n", fname,
                 res->first, res->last);
@@ -649,11 +639,11 @@ static void build_prompt(const json_t *profile, const struct src *s, struct opt_
     for (long l = res->first; l <= res->last; l++) {
         add_line_row(p, s, l, true);
         if (s->line[l]) {
-            py += fig(s->line[l], "n_cpu_percent_python");
-            nat += fig(s->line[l], "n_cpu_percent_c");
-            sys += fig(s->line[l], "n_sys_percent");
-            mb += fig(s->line[l], "n_malloc_mb");
-            copy += fig(s->line[l], "n_copy_mb_s");
+            py += fig(s->line[l]->python_pct);
+            nat += fig(s->line[l]->native_pct);
+            sys += fig(s->line[l]->sys_pct);
+            mb += fig(s->line[l]->malloc_mb);
+            copy += fig(s->line[l]->copy_mb_s);
         }
     }
     sb_addf(p, "The region in all: Python %.1f%%, native %.1f%%, system %.1f%%, %.1f MB "
@@ -675,7 +665,7 @@ static void build_prompt(const json_t *profile, const struct src *s, struct opt_
     sb_release(&t3);
 }
 
-int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt_result *res)
+int opt_prepare(const struct pdoc *profile, const struct opt_request *req, struct opt_result *res)
 {
     struct src s = {0};
     int err = find_file(profile, req->file, &s);
@@ -708,6 +698,7 @@ int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt
     free(s.what);
     free(s.sent);
     free(s.line);
+    free(s.funcs);
     return err;
 }
 
@@ -857,7 +848,7 @@ bool opt_diff(const char *label, long first, const char *old, const char *new_te
 
 /* ---- the whole proposal --------------------------------------------------------------------- */
 
-int opt_propose(const json_t *profile, const struct opt_request *req,
+int opt_propose(const struct pdoc *profile, const struct opt_request *req,
                 const struct llm_config *cfg, struct opt_result *res)
 {
     int err = opt_prepare(profile, req, res);

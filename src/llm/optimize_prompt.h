@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "analysis/profile_doc.h"
 #include "common/strbuf.h"
 
 struct llm_config;
@@ -41,7 +42,7 @@ struct opt_result {
 /* Parses FILE, FILE:LINE or FILE:FIRST-LAST into r (file points into spec, which is changed);
  * a usage error otherwise. */
 int opt_parse_location(char *spec, struct opt_request *r);
-/* Resolves the region in the profile document and builds the prompt (res->prompt holds the
+/* Resolves the region in the profile (read and checked by pdoc_load) and builds the prompt (res->prompt holds the
  * user message; the system message is opt_system_prompt). Unless req->no_redact, every text the
  * prompt takes from the profile goes through the snapshot's redaction rule first (cpython/
  * redact.c): in the source, string literals that look secret or are assigned to a name that
@@ -49,8 +50,8 @@ int opt_parse_location(char *spec, struct opt_request *r);
  * secret, become <redacted>; so do the command line's words and the file's path that look
  * secret. res->redactions says what was (res->original, the region, is redacted too: the diff
  * shows what the model changed). Errors: usage (no such file, line or function in the
- * profile), bad_profile. */
-int opt_prepare(const json_t *profile, const struct opt_request *req, struct opt_result *res);
+ * profile). */
+int opt_prepare(const struct pdoc *profile, const struct opt_request *req, struct opt_result *res);
 extern const char opt_system_prompt[];
 /* The model's answer: the first fenced code block is the proposed code (re-indented to the
  * region's indentation when it came back without it), the rest the reasons; then the diff.
@@ -66,7 +67,7 @@ int opt_send(const struct llm_config *cfg, struct opt_result *res);
 bool opt_redact_line(const char *t, size_t len, int *state, struct strbuf *out,
                      struct strbuf *what);
 /* The whole thing: prepare, ask the provider, take the answer. */
-int opt_propose(const json_t *profile, const struct opt_request *req,
+int opt_propose(const struct pdoc *profile, const struct opt_request *req,
                 const struct llm_config *cfg, struct opt_result *res);
 /* {"file","first_line","last_line","function","provider","model","code","diff","reasons"}. */
 json_t *opt_result_json(const struct opt_result *res);

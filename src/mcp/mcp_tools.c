@@ -1,6 +1,7 @@
 /* `scry mcp`'s tool table and tools (mcp_tools.h). Every tool calls the code of the command it
- * stands for (cli/reports.h: stacks, dump, analyze, query, diff, compare; analysis/profile_doc.h
- * for a profile's lines and functions), takes that code's JSON document and hands it to
+ * stands for (cli/reports.h: stacks, dump, analyze, query, diff, compare; analysis/profile_doc.h,
+ * the profile model, for a profile's totals, lines, functions and source text: no tool reads
+ * the profile document itself), takes that code's JSON document and hands it to
  * mcp_answer, which cuts it to the call's limit and token budget. */
 #include "mcp/mcp_tools.h"
 
@@ -462,21 +463,11 @@ static int by_memory(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The source text of file:line from the document ("" if it has none), as in the file: Scalene's
+/* A line's source text from the model ("" if the document has none), as in the file: Scalene's
  * \u0026 \u003c \u003e (docs/json-schema.md, `line`) back to & < >, without the newline. */
-static json_t *source_line(const struct pdoc *d, const char *file, uint32_t line)
+static json_t *source_line(const struct pdoc_entry *e)
 {
-    const json_t *lines =
-        json_object_get(json_object_get(json_object_get(d->root, "files"), file), "lines");
-    const json_t *e = json_array_get(lines, line ? line - 1 : 0);
-    if (json_integer_value(json_object_get(e, "lineno")) != line) {
-        size_t i;
-        e = NULL;
-        const json_t *x;
-        json_array_foreach(lines, i, x) if (json_integer_value(json_object_get(x, "lineno")) ==
-                                            line) e = x;
-    }
-    const char *s = json_string_value(json_object_get(e, "line"));
+    const char *s = e->text;
     struct strbuf sb = STRBUF_INIT;
     for (size_t i = 0; s && s[i] && s[i] != '\n'; i++) {
         const char *esc = strncmp(s + i, "\\u00", 4) == 0 ? s + i + 4 : "";
@@ -508,7 +499,7 @@ static json_t *entry_row(const struct pdoc *d, const struct pdoc_entry *e, bool 
             json_object_set_new(r, "max_held_mb", json_real(mb(e->held_bytes)));
     }
     if (r && line)
-        json_object_set_new(r, "source", source_line(d, e->file, e->line));
+        json_object_set_new(r, "source", source_line(e));
     return r;
 }
 

@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/sanitize.h"
-#include "render/profile_text.h"
+#include "analysis/profile_doc.h"
 
 /* Text placed inside <title>: HTML-escaped, control characters dropped. */
 static void add_escaped(struct strbuf *sb, const char *s)
@@ -160,19 +160,14 @@ int profile_html_render_bytes(const struct profile_html_assets *a, const char *t
                               const char *what, const struct profile_html_opts *o,
                               struct strbuf *out)
 {
-    /* The same checks as the terminal view, so that a profile opens in both views or in
-     * neither; the text it renders is thrown away. */
-    struct strbuf scratch = STRBUF_INIT;
-    struct profile_text_opts to = {.color = false, .threshold = 100};
-    int err = profile_text_render_bytes(text, len, what, &to, &scratch);
-    sb_release(&scratch);
+    /* The profile model's checks, the terminal view's too: a profile opens in both views or in
+     * neither. */
+    struct pdoc d;
+    int err = pdoc_load_bytes(&d, text, len, what);
     if (err)
         return err;
-    json_t *root = json_loadb(text, len, 0, NULL);
-    const json_t *prog = root ? json_object_get(root, "program") : NULL;
-    const char *title = json_is_string(prog) ? json_string_value(prog) : what;
-    err = fill_template(a, title, NULL, text, len, o, out);
-    json_decref(root);
+    err = fill_template(a, d.program[0] ? d.program : what, NULL, text, len, o, out);
+    pdoc_free(&d);
     return err;
 }
 

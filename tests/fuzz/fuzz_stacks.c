@@ -55,19 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     folded((const char *)data, size, false);
     folded((const char *)data, size, true);
-    json_error_t jerr;
-    json_t *doc = json_loadb((const char *)data, size, 0, &jerr);
-    if (doc) {
+    struct pdoc doc;
+    if (pdoc_load_bytes(&doc, (const char *)data, size, "fuzz") == 0) {
         struct stk_tree t;
         stk_init(&t, false);
-        if (stk_add_profile(&t, doc, "fuzz", false, false) == 0 && stk_finish(&t) == 0)
+        if (stk_add_profile(&t, &doc, "fuzz", false, false) == 0 && stk_finish(&t) == 0)
             render_all(&t);
         stk_free(&t);
         stk_init(&t, false);
-        if (stk_add_profile(&t, doc, "fuzz", false, true) == 0 && stk_finish(&t) == 0)
+        if (stk_add_profile(&t, &doc, "fuzz", false, true) == 0 && stk_finish(&t) == 0)
             render_all(&t);
         stk_free(&t);
-        json_decref(doc);
+        pdoc_free(&doc);
     }
     return 0;
 }

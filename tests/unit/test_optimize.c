@@ -111,7 +111,10 @@ static json_t *profile(void)
 
 static void test_prepare(void)
 {
-    json_t *p = profile();
+    json_t *doc = profile();
+    struct pdoc model, *p = &model;
+    CHECK_EQ(pdoc_load(p, doc, "p.json"), 0);
+    json_decref(doc);
     struct opt_result r = {0};
     struct opt_request q = {.file = "m.py"};
     /* The hottest function: f, from its def to its return. */
@@ -150,7 +153,7 @@ static void test_prepare(void)
     struct opt_request nofn = {.file = "m.py", .function = "g"};
     CHECK_EQ(opt_prepare(p, &nofn, &v), -SCRY_E_USAGE);
     opt_result_free(&v);
-    json_decref(p);
+    pdoc_free(p);
 }
 
 static void test_scrub(void)

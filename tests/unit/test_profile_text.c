@@ -179,6 +179,17 @@ static void test_not_a_profile(void)
         {"{\"files\":{\"a\":{\"functions\":7}}}", "files[\"a\"].functions is not an array"},
         {"{\"elapsed_time_sec\":\"long\"}", "elapsed_time_sec is not a number"},
         {"{", "p.json is not a profile: not JSON"},
+        /* The model's checks (analysis/profile_doc.c) are the view's: every field, whether the
+         * view shows it or not. */
+        {"{\"elapsed_time_sec\":1}", "p.json is not a profile: \"files\" is missing"},
+        {"{\"files\":{\"a\":{\"functions\":[{\"lineno\":1}]}}}",
+         "files[\"a\"].functions[0].line is not a string"},
+        {"{\"files\":{\"a\":{\"leaks\":{\"x\":{}}}}}", "files[\"a\"].leaks[\"x\"] is not a line's leak"},
+        {"{\"files\":{\"a\":{\"lines\":[{\"lineno\":1,\"memory_samples\":[[1]]}]}}}",
+         "files[\"a\"].lines[0].memory_samples is not [[ns, MB], ...]"},
+        {"{\"files\":{},\"stacks\":[[[\"x\"],{\"count\":1}]]}",
+         "stacks[0] has a frame that is not \"FILE QUALNAME:LINE;\""},
+        {"{\"files\":{},\"note\":5}", "p.json is not a profile: note is not a string"},
     };
     struct strbuf sb = STRBUF_INIT;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

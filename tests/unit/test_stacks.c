@@ -136,22 +136,32 @@ static void test_scalene_frames(void)
     CHECK(stk_frame_kind("['CACHE'] dict") == STK_KIND_OTHER);
 }
 
+/* A profile document's text through the model into t. */
+static int add_doc(struct stk_tree *t, const char *text, bool before, bool memory)
+{
+    struct pdoc d;
+    int err = pdoc_load_bytes(&d, text, strlen(text), "p.json");
+    if (err == 0) {
+        err = stk_add_profile(t, &d, "p.json", before, memory);
+        pdoc_free(&d);
+    }
+    return err;
+}
+
 static void test_profile_stacks(void)
 {
     const char *doc =
-        "{\"stacks\": ["
+        "{\"files\": {}, \"stacks\": ["
         " [[\"/a.py <module>:1;\", \"/a.py main:5;\", \"/a.py work:9;\"],"
         "  {\"count\": 7, \"python_time\": 0.1, \"c_time\": 0, \"cpu_samples\": 0.1, \"sys_time\": 0}],"
         " [[\"/a.py <module>:1;\", \"/a.py main:5;\"], {\"count\": 3}],"
         " [[\"/a.py <module>:1;\", \"/a.py main:5;\", \"/a.py work:9;\"], {\"count\": 2}],"
         " [[\"/b.py t:2;\"], 4]"
         "]}";
-    json_error_t jerr;
-    json_t *root = json_loads(doc, 0, &jerr);
-    CHECK(root != NULL);
+    const char *root = doc;
     struct stk_tree t;
     stk_init(&t, false);
-    CHECK_EQ(stk_add_profile(&t, root, "p.json", false, false), 0);
+    CHECK_EQ(add_doc(&t, root, false, false), 0);
     CHECK_EQ(stk_finish(&t), 0);
     struct strbuf out = STRBUF_INIT;
     folded_of(&t, &out);
@@ -159,40 +169,36 @@ static void test_profile_stacks(void)
                             "<module> (/a.py:1);main (/a.py:5);work (/a.py:9) 9\n"
                             "t (/b.py:2) 4\n");
     stk_free(&t);
-    json_decref(root);
 
     /* Before side of a differential tree. */
-    root = json_loads("{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 5}]]}", 0, &jerr);
+    root = "{\"files\": {}, \"stacks\": [[[\"/a.py f:1;\"], {\"count\": 5}]]}";
     stk_init(&t, true);
-    CHECK_EQ(stk_add_profile(&t, root, "p.json", true, false), 0);
+    CHECK_EQ(add_doc(&t, root, true, false), 0);
     CHECK_EQ(stk_finish(&t), 0);
     CHECK(t.nodes[STK_ROOT].total_before == 5 && t.nodes[STK_ROOT].total == 0);
     stk_free(&t);
-    json_decref(root);
 
     /* No stacks: the message says how to record them. */
-    const char *none[] = {"{\"files\": {}}", "{\"stacks\": []}"};
+    const char *none[] = {"{\"files\": {}}", "{\"files\": {}, \"stacks\": []}"};
     for (size_t i = 0; i < 2; i++) {
-        root = json_loads(none[i], 0, &jerr);
+        root = none[i];
         stk_init(&t, false);
-        CHECK(stk_add_profile(&t, root, "p.json", false, false) == -SCRY_E_BAD_PROFILE);
+        CHECK(add_doc(&t, root, false, false) == -SCRY_E_BAD_PROFILE);
         CHECK(strstr(err_last_message(), "no call stacks") != NULL);
         CHECK(strstr(err_last_message(), "scry run --stacks") != NULL);
         stk_free(&t);
-        json_decref(root);
     }
     /* Malformed entries name the entry. */
-    const char *badd[] = {"{\"stacks\": [[[\"/a.py f:1;\"]]]}",
-                          "{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": -1}]]}",
-                          "{\"stacks\": [[[7], {\"count\": 1}]]}", "{\"stacks\": 3}"};
+    const char *badd[] = {"{\"files\": {}, \"stacks\": [[[\"/a.py f:1;\"]]]}",
+                          "{\"files\": {}, \"stacks\": [[[\"/a.py f:1;\"], {\"count\": -1}]]}",
+                          "{\"files\": {}, \"stacks\": [[[7], {\"count\": 1}]]}",
+                          "{\"files\": {}, \"stacks\": 3}"};
     for (size_t i = 0; i < 4; i++) {
-        root = json_loads(badd[i], 0, &jerr);
-        CHECK(root != NULL);
+        root = badd[i];
         stk_init(&t, false);
-        CHECK(stk_add_profile(&t, root, "p.json", false, false) == -SCRY_E_BAD_PROFILE);
+        CHECK(add_doc(&t, root, false, false) == -SCRY_E_BAD_PROFILE);
         CHECK(strstr(err_last_message(), "stacks") != NULL);
         stk_free(&t);
-        json_decref(root);
     }
     sb_release(&out);
 }
@@ -202,7 +208,8 @@ static void test_profile_stacks(void)
 static void test_profile_memory_stacks(void)
 {
     const char *doc =
-        "{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]], \"memory_stacks\": ["
+        "{\"files\": {}, \"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]], "
+        "\"memory_stacks\": ["
         " [[{\"kind\": \"py\", \"display_name\": \"<module>\", \"filename_or_module\": "
         "\"/a.py\", \"line\": 1, \"ip\": null, \"offset\": null},"
         "   {\"kind\": \"py\", \"display_name\": \"load\", \"filename_or_module\": \"/a.py\","
@@ -210,12 +217,10 @@ static void test_profile_memory_stacks(void)
         " [[{\"kind\": \"py\", \"display_name\": \"<module>\", \"filename_or_module\": "
         "\"/a.py\", \"line\": 2, \"ip\": null, \"offset\": null}], 10]"
         "]}";
-    json_error_t jerr;
-    json_t *root = json_loads(doc, 0, &jerr);
-    CHECK(root != NULL);
+    const char *root = doc;
     struct stk_tree t;
     stk_init(&t, false);
-    CHECK_EQ(stk_add_profile(&t, root, "p.json", false, true), 0);
+    CHECK_EQ(add_doc(&t, root, false, true), 0);
     CHECK_EQ(stk_finish(&t), 0);
     CHECK(t.nodes[STK_ROOT].total == 210.5);
     struct strbuf out = STRBUF_INIT;
@@ -223,20 +228,17 @@ static void test_profile_memory_stacks(void)
     CHECK(strstr(sb_str(&out), "<module> (/a.py:1);load (/a.py:7) 200.5") != NULL);
     CHECK(strstr(sb_str(&out), "<module> (/a.py:2) 10") != NULL);
     stk_free(&t);
-    json_decref(root);
 
-    root = json_loads("{\"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]]}", 0, &jerr);
+    root = "{\"files\": {}, \"stacks\": [[[\"/a.py f:1;\"], {\"count\": 9}]]}";
     stk_init(&t, false);
-    CHECK(stk_add_profile(&t, root, "p.json", false, true) == -SCRY_E_BAD_PROFILE);
+    CHECK(add_doc(&t, root, false, true) == -SCRY_E_BAD_PROFILE);
     CHECK(strstr(err_last_message(), "no memory call stacks") != NULL);
     stk_free(&t);
-    json_decref(root);
-    root = json_loads("{\"memory_stacks\": [[[\"/a.py f:1;\"], 3]]}", 0, &jerr);
+    root = "{\"files\": {}, \"memory_stacks\": [[[\"/a.py f:1;\"], 3]]}";
     stk_init(&t, false);
-    CHECK(stk_add_profile(&t, root, "p.json", false, true) == -SCRY_E_BAD_PROFILE);
+    CHECK(add_doc(&t, root, false, true) == -SCRY_E_BAD_PROFILE);
     CHECK(strstr(err_last_message(), "memory_stacks[0]") != NULL);
     stk_free(&t);
-    json_decref(root);
     sb_release(&out);
 }
 
