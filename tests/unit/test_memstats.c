@@ -383,10 +383,37 @@ static void test_growth_steady_leak_beside_trimmed_cache(void)
     }
     ag_mem_finish(&m);
     uint64_t end = next_seq; /* ns since the start: the seq of the next sample */
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 80), end), 210);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 80), 0, end), 210);
     CHECK_EQ_U64(line(&m, 81)->live_bytes, 10 * 5 * MB); /* held at the end, yet trimmed */
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 81), end), 0);
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 82), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 81), 0, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 82), 0, end), 0);
+    ag_mem_stats_free(&m);
+}
+
+/* A line that grows only in the last quarter of the process's run (a test after long ones):
+ * no leak over the whole run, a leak over the window it grew in (a checkpoint's: the time since
+ * the previous checkpoint). */
+static void test_growth_judged_over_its_window(void)
+{
+    struct ag_mem_stats m;
+    ag_mem_stats_init(&m);
+    next_seq = 0;
+    for (int i = 0; i < 300; i++) { /* time passes: line 96 allocates and frees, no growth */
+        uint64_t seq = sample(&m, MB, 0, 1, 0, 96);
+        sample_free(&m, seq, -(int64_t)MB, 1, 0, 96);
+        ag_mem_end_batch(&m);
+    }
+    uint64_t window = next_seq;
+    for (int i = 0; i < 100; i++) {
+        sample(&m, MB, 0, 1, 0, 95);
+        ag_mem_end_batch(&m);
+    }
+    ag_mem_finish(&m);
+    uint64_t end = next_seq;
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 95), 0, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 95), window, end), 100);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 96), window, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 95), end, end), 0); /* an empty window */
     ag_mem_stats_free(&m);
 }
 
@@ -417,12 +444,12 @@ static void test_growth_that_is_no_leak(void)
         sample_free(&m, grown[i], -(int64_t)MB, 1, 0, 94);
     ag_mem_finish(&m);
     uint64_t end = next_seq;
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 90), end), 0);
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 91), end), 0);
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 92), end), 0);
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), end), 200); /* a leak, as a control */
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 90), 0, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 91), 0, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 92), 0, end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), 0, end), 200); /* a leak, as a control */
     ag_leak_on = false;
-    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), end), 0);
+    CHECK_EQ_U64(ag_mem_growth_rises(line(&m, 93), 0, end), 0);
     ag_leak_on = true;
     ag_mem_stats_free(&m);
 }
@@ -463,6 +490,7 @@ static const struct tl_test tests[] = {
     TL(test_block_samples_move_together),
     TL(test_mapping_holds_its_resident_pages), TL(test_freed_by_another_thread),
     TL(test_growth_steady_leak_beside_trimmed_cache), TL(test_growth_that_is_no_leak),
+    TL(test_growth_judged_over_its_window),
     TL(test_max_held_over_trims),
 };
 TL_MAIN(tests)
