@@ -128,7 +128,11 @@ static bool heap_dumper_waits(void)
 
 void ag_heap_at_exit_wait(void)
 {
-    if (!ag_cfg.heap_at_exit_pid || getppid() != ag_cfg.heap_at_exit_pid || ag_low_fds_closed)
+    /* Once: scry run takes one snapshot and then looks for the marker no more, so a second
+     * marker would be waited on for HEAP_AT_EXIT_WAIT_MS. */
+    static atomic_bool waited;
+    if (!ag_cfg.heap_at_exit_pid || getppid() != ag_cfg.heap_at_exit_pid || ag_low_fds_closed ||
+        atomic_exchange(&waited, true))
         return;
     char name[64];
     snprintf(name, sizeof(name), "heapexit-%d", ag_pid);

@@ -270,11 +270,19 @@ static PyObject *at_exit(PyObject *self, PyObject *unused)
 
 static struct py_method_def at_exit_def = {"_scry_at_exit", at_exit, METH_NOARGS, NULL};
 
+/* Once, and never from inside itself: the import of atexit runs the import system's bytecode,
+ * and with it the pending calls. The start-up audit hook (on_audit) calls this before the
+ * collector's install() has run when a loaded machine kept the collector off the CPU through
+ * the interpreter's start; install() then ran inside that import (Py_AddPendingCall from the
+ * collector meanwhile), registered the callback, and the hook's call registered it a second
+ * time. At exit the second one waited for a snapshot that scry run had already taken: 600 s
+ * (HEAP_AT_EXIT_WAIT_MS) with --heap-at-exit. Main thread, GIL held: plain flags. */
 static void register_at_exit(void)
 {
-    static bool done;
-    if (done)
+    static bool done, busy;
+    if (done || busy)
         return;
+    busy = true;
     PyObject *mod = api.import_module("atexit"), *reg = NULL, *fn = NULL, *res = NULL;
     if (mod)
         reg = api.get_attr(mod, "register");
@@ -290,6 +298,7 @@ static void register_at_exit(void)
     put_ref(fn);
     put_ref(reg);
     put_ref(mod);
+    busy = false;
 }
 
 /* builtins.profile while the program runs under scry (as Scalene and line_profiler give it):
