@@ -102,20 +102,23 @@ struct checkpoint_call {
     int rc;
 };
 
-/* When the last checkpoint was taken (seconds since the start; 0: none yet). A window is a
- * checkpoint before and one after (window.c), so the next checkpoint's leak judgements are over
- * the time since this one: a test's growth is judged against the test, not against the process's
- * life before it (a leak in a test that comes after a long one would never be flagged). */
-static double last_checkpoint_sec;
+/* When the last checkpoint was taken (CLOCK_MONOTONIC; 0: none yet). A window is a checkpoint
+ * before and one after (window.c), so the next checkpoint's leak judgements are over the time
+ * since this one: a test's growth is judged against the test, not against the process's life
+ * before it (a leak in a test that comes after a long one would never be flagged). A checkpoint
+ * from before the statistics started again (a forked child's parent's) does not count. */
+static uint64_t last_checkpoint_ns;
 
 static void checkpoint_locked(void *arg)
 {
     struct checkpoint_call *c = arg;
     uint64_t now = ag_now_ns(CLOCK_MONOTONIC);
-    double elapsed = (double)(now - ag_col_start_mono_ns) / 1e9;
-    c->rc = ag_write_checkpoint_file(&ag_col_stats, ag_col_mem(), ag_col_start_real_sec, elapsed,
-                                     last_checkpoint_sec, c->path);
-    last_checkpoint_sec = elapsed;
+    uint64_t since = last_checkpoint_ns > ag_col_start_mono_ns ? last_checkpoint_ns : 0;
+    c->rc = ag_write_checkpoint_file(
+        &ag_col_stats, ag_col_mem(), ag_col_start_real_sec,
+        (double)(now - ag_col_start_mono_ns) / 1e9,
+        since ? (double)(since - ag_col_start_mono_ns) / 1e9 : 0, c->path);
+    last_checkpoint_ns = now;
 }
 
 int ag_collector_checkpoint(const char *path)

@@ -809,7 +809,7 @@ static AG_SLOW void *memcpy_chk_slow(void *dst, const void *src, size_t n, size_
 
 AG_EXPORT void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen)
 {
-    if (__builtin_expect(copy_fast(n), 1) && real.memcpy_chk)
+    if (real.memcpy_chk && __builtin_expect(copy_fast(n), 1)) /* copy_fast counts */
         return real.memcpy_chk(dst, src, n, dstlen);
     return memcpy_chk_slow(dst, src, n, dstlen);
 }
@@ -825,7 +825,7 @@ static AG_SLOW void *memmove_chk_slow(void *dst, const void *src, size_t n, size
 
 AG_EXPORT void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen)
 {
-    if (__builtin_expect(copy_fast(n), 1) && real.memmove_chk)
+    if (real.memmove_chk && __builtin_expect(copy_fast(n), 1)) /* copy_fast counts */
         return real.memmove_chk(dst, src, n, dstlen);
     return memmove_chk_slow(dst, src, n, dstlen);
 }

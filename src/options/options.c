@@ -61,9 +61,7 @@ void opt_begin(struct opt_parser *p, unsigned cmd, int argc, char **argv, unsign
         if (d->name)
             p->longopts[p->n] = (struct option){
                 d->name,
-                !takes_value(d)           ? no_argument
-                : d->flags & OF_OPTIONAL ? optional_argument
-                                          : required_argument,
+                takes_value(d) ? required_argument : no_argument,
                 NULL, OPT_VAL_BASE + (int)p->n};
         else
             p->longopts[p->n] = (struct option){"", no_argument, NULL, 0}; /* never matched */
@@ -127,8 +125,6 @@ static int check_value(struct opt_parser *p)
         return 0;
     }
     case OT_INT: {
-        if (!s)
-            return 0; /* an optional value left out */
         errno = 0;
         long long v = strtoll(s, &end, 10);
         if (errno || end == s || *end || (double)v < d->min || (double)v > d->max)
@@ -138,8 +134,6 @@ static int check_value(struct opt_parser *p)
         return 0;
     }
     case OT_NUMBER: {
-        if (!s)
-            return 0;
         errno = 0;
         double v = strtod(s, &end);
         if (errno || end == s || *end || !isfinite(v) || v < d->min || v > d->max ||

@@ -105,7 +105,6 @@ enum opt_flags {
     OF_REPEAT = 1u << 0,    /* may be given more than once (a --config list) */
     OF_NO_CONFIG = 1u << 1, /* not a --config key (--config, --help) */
     OF_ABOVE_MIN = 1u << 2, /* OT_NUMBER: min itself is refused */
-    OF_OPTIONAL = 1u << 3,  /* OT_*: the value is optional (--name=VALUE only) */
 };
 
 /* An option, once. */
