@@ -214,6 +214,9 @@ void ag_collector_drain(void);
  * ag_collector_drain, and from now on measures the calling thread, which finalizes the
  * interpreter, as <interpreter shutdown> (docs/agent-protocol.md). */
 void ag_collector_shutdown_begins(void);
+/* The program is about to run its first line (on the main thread): the threads are scanned now,
+ * so that the main thread is sampled from there whatever the collector's delay. */
+void ag_collector_program_runs(void);
 /* Makes the collector run its next tick now (async-signal-safe: one write to an eventfd). */
 void ag_collector_wake(void);
 /* fork: the collector thread is stopped (joined) before, so that the process has only the

@@ -518,6 +518,7 @@ static int on_audit(const char *event, PyObject *args, void *data)
         *audit.head = next;
     else
         log_debug("agent: the start-up audit hook stays listed");
+    ag_collector_program_runs();
     if (!load_api())
         return 0;
     install_python_side();

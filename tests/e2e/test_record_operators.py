@@ -82,12 +82,10 @@ def test_record_calls_a_c_types_operator_native(python_exe, operators_target, tm
     detail = file_detail(profile, TARGET)
     assert detail is not None, sorted(profile["files"])
     lines = {name: line_entry(detail, n) for name, n in ready["lines"].items()}
-    # The method's body is a small part of the Python `@` (most of it is the call through the
-    # slot): it is counted with its `@` line, as the share below is.
-    for name in ("matmul", "intadd"):
+    # The `@` line of the Python operator is mostly the call through the slot, a small part of
+    # that third: it is counted with its method's loop, as the share below is.
+    for name in ("matmul", "intadd", "pybody"):
         assert lines[name]["n_samples"] >= 5, f"{name}: {describe_entry(lines[name])}"
-    assert lines["pymatmul"]["n_samples"] + lines["pybody"]["n_samples"] >= 5, (
-        describe_entry(lines["pymatmul"]), describe_entry(lines["pybody"]))
     matmul = lines["matmul"]
     assert on_cpu_split(matmul)[1] >= 0.70, f"numpy's a @ b: {describe_entry(matmul)}"
     intadd = lines["intadd"]

@@ -3,7 +3,10 @@ a program started without scry whose one thread goes round three parts of about 
 numpy's matrix product through the `@` operator (marked matmul: the work is numpy's C code,
 run by the eval loop's BINARY_OP with no call on the stack), a pure-Python integer loop (marked
 intadd: `x = x + 1`, BINARY_OP_ADD_INT, the eval loop's own work) and a class whose `@` is a
-Python method (marked pymatmul on the `@` line, pybody on the method's loop): Python time.
+Python method (marked pymatmul on the `@` line, pybody on the method's loop): Python time. The
+method's loop holds most of that part's time, so that `scry top` has a row for the method in
+any 2 s (with a one-line body, most of a Python `@` was the call through the slot, and the
+method was missing from a loaded machine's screen at times).
 
 argv[1]: seconds to run (default 60); argv[2], optional: a file whose existence ends the run.
 Prints {"ready": true, "pid": N, "lines": {marker: line}} once calibrated, then works. Run with
@@ -25,7 +28,10 @@ class Vec:
         self.n = n
 
     def __matmul__(self, other):
-        return self.n + other.n  # @pybody
+        s = self.n
+        for _ in range(24):
+            s = s + other.n  # @pybody
+        return s
 
 
 def matmul_part(a, b, k):
