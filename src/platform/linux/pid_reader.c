@@ -180,17 +180,22 @@ static void forget_seized(int tid)
     }
 }
 
-/* The state letter of one thread, or 0 if it is gone. */
+/* The state letter of one thread, 0 if it is gone, or '?' if its stat file could not be read
+ * for another reason (no descriptor or memory left here): then the thread may well be running,
+ * and taking it for gone would leave it running while the others are stopped. */
 static char thread_state(int pid, int tid)
 {
     char path[96], *text = NULL;
     size_t len = 0;
     snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-    if (rd_proc_slurp(path, &text, &len) < 0)
+    int rc = rd_proc_slurp(path, &text, &len);
+    if (rc == -ENOENT || rc == -ESRCH)
         return 0;
+    if (rc < 0)
+        return '?';
     char state = rd_stat_state(text, len);
     free(text);
-    return state;
+    return state ? state : '?';
 }
 
 static int64_t now_ns(void)
