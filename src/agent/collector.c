@@ -841,8 +841,8 @@ void ag_collector_shutdown_begins(void)
          * callbacks before this one) goes where that sample went: from here its time is the
          * shutdown's, counted from cpu0_ns, and its samples only split that. Left out, it was
          * lost: 10 ms in a run on average (a sampling interval), 60 ms at times. */
-        struct ag_thread *t = find_thread(shutdown.tid);
-        if (t && atomic_load(&t->state) == AG_T_ACTIVE && atomic_load(&ag_enabled))
+        struct ag_thread *t = find_thread(shutdown.tid); /* an active one */
+        if (t && atomic_load(&ag_enabled))
             charge_since_last_sample(t, shutdown.cpu0_ns);
     }
     ag_col_drop_lock_in_program(&old);
